@@ -1,0 +1,32 @@
+"""Identifiers for tasks and traces.
+
+Task ids are UUIDv7-shaped: the first 48 bits are the Unix time in milliseconds, so ids sort by
+creation time, which keeps logs and decision records in order without a separate timestamp.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+
+__all__ = ["new_task_id", "new_trace_id"]
+
+_MASK_62 = (1 << 62) - 1
+_counter = itertools.count()
+# A random per-process base keeps ids from two processes apart within the same millisecond.
+_node = int.from_bytes(os.urandom(8), "big") & _MASK_62
+
+
+def new_task_id() -> str:
+    """Return a unique, time-ordered id in UUIDv7 layout."""
+    ms = time.time_ns() // 1_000_000
+    n = next(_counter)
+    value = (ms << 80) | (0x7 << 76) | ((n & 0xFFF) << 64) | (0b10 << 62) | ((_node + n) & _MASK_62)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def new_trace_id() -> str:
+    """Return a 32-hex-digit trace id, the W3C / OpenTelemetry format."""
+    return os.urandom(16).hex()

@@ -1,0 +1,131 @@
+"""The intermediate format: what every adapter converts to and from.
+
+Pure pydantic, no framework imports, so agents written in other languages can follow the same
+shape through the exported JSON Schema.
+"""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from middleware.ids import new_task_id, new_trace_id
+
+__all__ = [
+    "DeliveryPath",
+    "MergePolicy",
+    "MetaInfo",
+    "ReachMessage",
+    "ReachMode",
+    "ReachResult",
+    "ResultStatus",
+    "RoutingHint",
+    "Timings",
+]
+
+ReachMode = Literal["unicast", "broadcast", "directed"]
+MergePolicy = Literal["all", "first", "first_success"]
+DeliveryPath = Literal["candidate", "fallback", "default", "deduplicated", "none"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class MetaInfo(_Model):
+    """Who asked for what, when, and under which limits."""
+
+    task_id: str = Field(default_factory=new_task_id, min_length=1, max_length=128)
+    trace_id: str = Field(default_factory=new_trace_id, min_length=1, max_length=128)
+    capability: str | None = Field(None, description="Requested capability name.")
+    version: str | None = Field(None, description="Required capability version (exact match).")
+    namespace: str | None = Field(None, description="Only agents in this namespace may serve.")
+    source: str | None = Field(None, description="Agent id of the caller, when an agent calls.")
+    text: str | None = Field(None, description="Task text, matched when no capability is named.")
+    tags: list[str] = Field(default_factory=list)
+    attributes: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Free fields that capability triggers test."
+    )
+    priority: int = Field(0, ge=0, le=9, description="0 lowest .. 9 highest.")
+    created_at: float = Field(default_factory=time.time, description="Unix time, seconds.")
+    timeout_ms: int | None = Field(None, gt=0, description="Budget for this task.")
+    deadline: float | None = Field(None, description="Absolute Unix time the task must end by.")
+    depth: int = Field(0, ge=0, description="How many routed calls enclose this one.")
+    lineage: list[str] = Field(
+        default_factory=list, description="Agent ids of the enclosing routed calls, outermost first."
+    )
+
+
+class RoutingHint(_Model):
+    """How the caller wants the task delivered."""
+
+    mode: ReachMode = "unicast"
+    target: str | None = Field(None, description="Agent id for directed delivery.")
+    fallback: list[str] = Field(
+        default_factory=list, description="Agent ids to try when no candidate can serve."
+    )
+    merge: MergePolicy = "all"
+    strategy: str | None = Field(None, description="Override the policy's selection strategy.")
+
+    @model_validator(mode="after")
+    def _directed_needs_target(self) -> RoutingHint:
+        if self.mode == "directed" and not self.target:
+            msg = "routing_hint.mode is 'directed' but routing_hint.target is empty; name the agent id"
+            raise ValueError(msg)
+        return self
+
+
+class ReachMessage(_Model):
+    """One task on its way to an agent."""
+
+    raw_payload: JsonValue = None
+    meta_info: MetaInfo = Field(default_factory=MetaInfo)
+    routing_hint: RoutingHint = Field(default_factory=RoutingHint)
+
+
+class ResultStatus(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    REJECTED = "rejected"
+    NO_CANDIDATE = "no_candidate"
+    INVALID = "invalid"
+    CANCELLED = "cancelled"
+    PARTIAL = "partial"
+
+
+class Timings(_Model):
+    """Where the time went, in milliseconds."""
+
+    routing_ms: float = 0.0
+    queueing_ms: float = 0.0
+    agent_ms: float = 0.0
+    total_ms: float = 0.0
+
+
+class ReachResult(_Model):
+    """The outcome of one reach: a payload, or an error that says what went wrong."""
+
+    status: ResultStatus
+    task_id: str
+    payload: JsonValue = None
+    agent_id: str | None = None
+    trace_id: str | None = None
+    capability: str | None = None
+    attempts: int = Field(0, ge=0, description="Deliveries made to agents for this task.")
+    served_by: DeliveryPath = "candidate"
+    timings: Timings = Field(default_factory=Timings)
+    error_type: str | None = None
+    error: str | None = None
+    retryable: bool = Field(False, description="True when another agent might succeed.")
+    extra: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Adapter-specific output kept beside the payload."
+    )
+    results: list[ReachResult] | None = Field(None, description="Broadcast only: one result per target.")
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ResultStatus.OK

@@ -1,0 +1,55 @@
+"""Agent Reach: find agents, deliver tasks to the right one, survive when one fails."""
+
+from reach_adapters.errors import (
+    AgentCallError,
+    DuplicateAgentError,
+    InvalidDeclarationError,
+    InvalidMessageError,
+    InvalidPolicyError,
+    NoCandidateError,
+    PayloadValidationError,
+    ReachError,
+    ReachTimeoutError,
+    SyncCallError,
+    UnknownAgentError,
+    UnknownTaskError,
+    raise_for_status,
+)
+from reach_adapters.router.agent import Agent, FunctionAgent
+from reach_adapters.router.capability import Capability, Trigger
+from reach_adapters.router.catalog import AgentInfo
+from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.delivery import AgentBusyError
+from reach_adapters.router.identity import AgentId, parse_agent_id
+from reach_adapters.router.policy import RoutingPolicy, ScoringWeights
+from reach_adapters.router.router import Router
+from reach_adapters.router.state import AgentState
+
+__all__ = [
+    "Agent",
+    "AgentBusyError",
+    "AgentCallError",
+    "AgentId",
+    "AgentInfo",
+    "AgentState",
+    "Capability",
+    "DecisionRecord",
+    "DuplicateAgentError",
+    "FunctionAgent",
+    "InvalidDeclarationError",
+    "InvalidMessageError",
+    "InvalidPolicyError",
+    "NoCandidateError",
+    "PayloadValidationError",
+    "ReachError",
+    "ReachTimeoutError",
+    "Router",
+    "RoutingPolicy",
+    "ScoringWeights",
+    "SyncCallError",
+    "Trigger",
+    "UnknownAgentError",
+    "UnknownTaskError",
+    "parse_agent_id",
+    "raise_for_status",
+]

@@ -1,0 +1,1 @@
+"""The router core. Imports no adapter: adapters import this."""

@@ -1,0 +1,167 @@
+"""The agent protocol, and `FunctionAgent` for plain Python callables."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import TypeAdapter
+
+from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
+from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
+from reach_adapters.router.capability import Capability, validate_capabilities
+from reach_adapters.router.identity import parse_agent_id
+
+__all__ = ["Agent", "CallStyle", "FunctionAgent", "ok_result"]
+
+CallStyle = Literal["kwargs", "payload", "message"]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that takes a task and returns a result.
+
+    `invoke` may raise: the router turns exceptions into error results, so an agent never has to
+    guard itself to keep the router alive.
+    """
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def capabilities(self) -> Sequence[Capability]: ...
+
+    async def invoke(self, message: ReachMessage) -> ReachResult: ...
+
+
+def ok_result(message: ReachMessage, agent_id: str, payload: Any) -> ReachResult:
+    """A successful result for `message`; built without re-validation because the router made it."""
+    return ReachResult.model_construct(
+        status=ResultStatus.OK,
+        task_id=message.meta_info.task_id,
+        payload=payload,
+        agent_id=agent_id,
+    )
+
+
+class FunctionAgent:
+    """Wraps a sync or async callable as an agent.
+
+    How the payload reaches the function (``call_style``), chosen once from its signature:
+    ``message`` when its only parameter is annotated `ReachMessage` or named ``message``;
+    ``payload`` when it is named ``payload``; otherwise ``kwargs``: the payload object's fields
+    become keyword arguments. Sync functions run in a worker thread so they never block the loop.
+    Without capabilities, one is derived from the function's name, docstring and signature.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        agent_id: str,
+        capabilities: Sequence[Capability | Mapping[str, Any]] | None = None,
+        call_style: CallStyle | None = None,
+    ) -> None:
+        if not callable(fn):
+            msg = f"agent {agent_id}: FunctionAgent needs a callable, got {type(fn).__name__}"
+            raise InvalidDeclarationError(msg)
+        parse_agent_id(agent_id)
+        self._agent_id = agent_id
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+        )
+        self._style: CallStyle = call_style or _call_style(fn)
+        if capabilities is None:
+            capabilities = [_derive_capability(fn, self._style)]
+        self._capabilities = validate_capabilities(agent_id, capabilities)
+
+    @property
+    def agent_id(self) -> str:
+        return self._agent_id
+
+    @property
+    def capabilities(self) -> Sequence[Capability]:
+        return self._capabilities
+
+    def __repr__(self) -> str:
+        return f"FunctionAgent({getattr(self._fn, '__qualname__', self._fn)!r}, agent_id={self._agent_id!r})"
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        args, kwargs = self._arguments(message)
+        if self._is_async:
+            value = await self._fn(*args, **kwargs)
+        else:
+            value = await asyncio.to_thread(self._fn, *args, **kwargs)
+            if inspect.isawaitable(value):
+                value = await _await(value)
+        return ok_result(message, self._agent_id, ensure_json(value, where="output"))
+
+    def _arguments(self, message: ReachMessage) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if self._style == "message":
+            return (message,), {}
+        if self._style == "payload":
+            return (message.raw_payload,), {}
+        payload = message.raw_payload
+        if payload is None:
+            return (), {}
+        if not isinstance(payload, dict):
+            msg = (
+                f"agent {self._agent_id} takes keyword arguments, so the payload must be a JSON "
+                f"object, got {type(payload).__name__}"
+            )
+            raise InvalidMessageError(msg)
+        return (), payload
+
+
+async def _await(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _call_style(fn: Callable[..., Any]) -> CallStyle:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return "payload"
+    if len(params) == 1 and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        only = params[0]
+        if only.annotation in (ReachMessage, "ReachMessage") or only.name == "message":
+            return "message"
+        if only.name == "payload":
+            return "payload"
+    return "kwargs"
+
+
+def _derive_capability(fn: Callable[..., Any], style: CallStyle) -> Capability:
+    name = getattr(fn, "__name__", type(fn).__name__)
+    description = inspect.getdoc(fn) or ""
+    schema: dict[str, Any] = {"type": "object"}
+    if style == "kwargs":
+        schema = _signature_schema(fn)
+    return Capability(name=name, description=description, input_schema=schema)
+
+
+def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The JSON Schema of a function's keyword arguments, through pydantic."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    try:
+        signature = inspect.signature(fn, eval_str=True)
+    except (NameError, TypeError):
+        signature = inspect.signature(fn)
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = Any if param.annotation is param.empty else param.annotation
+        try:
+            properties[param.name] = TypeAdapter(annotation).json_schema()
+        except Exception:  # noqa: BLE001 - an annotation pydantic cannot express accepts anything
+            properties[param.name] = {}
+        if param.default is param.empty:
+            required.append(param.name)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema

@@ -1,0 +1,97 @@
+"""Broadcast: deliver to every eligible candidate at once, then merge."""
+
+from __future__ import annotations
+
+import asyncio
+
+from middleware import MergePolicy, ReachMessage, ReachResult, ResultStatus
+from reach_adapters.router.decisions import Attempt, DecisionRecord
+from reach_adapters.router.delivery import deliver, error_result
+from reach_adapters.router.state import Slot
+
+__all__ = ["fan_out"]
+
+
+async def fan_out(
+    slots: list[Slot], message: ReachMessage, deadline: float, merge: MergePolicy, record: DecisionRecord
+) -> ReachResult:
+    """Deliver to all `slots` concurrently; every target gets exactly one result in `results`.
+
+    ``all`` waits for every target; ``first`` takes the first answer of any kind; ``first_success``
+    the first ok answer. Targets still running when the merge is decided are cancelled and reported
+    as cancelled, never dropped.
+    """
+    tasks = {asyncio.create_task(deliver(slot, message, deadline)): slot for slot in slots}
+    results: dict[str, ReachResult] = {}
+    winner: ReachResult | None = None
+    pending = set(tasks)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                slot = tasks[task]
+                result, elapsed_ms = task.result()
+                result.agent_id = slot.runtime.agent_id
+                results[slot.runtime.agent_id] = result
+                record.attempts.append(
+                    Attempt(
+                        slot.runtime.agent_id,
+                        result.status,
+                        elapsed_ms,
+                        "candidate",
+                        result.error_type,
+                        result.error,
+                    )
+                )
+                if winner is None and (merge == "first" or (merge == "first_success" and result.ok)):
+                    winner = result
+            if winner is not None:
+                break
+    finally:
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+    for task in pending:
+        agent_id = tasks[task].runtime.agent_id
+        results[agent_id] = error_result(
+            message,
+            ResultStatus.CANCELLED,
+            "Cancelled",
+            f"merge {merge!r} was decided first",
+            agent_id=agent_id,
+        )
+    ordered = [results[slot.runtime.agent_id] for slot in slots]
+    return _merge(message, merge, ordered, winner)
+
+
+def _merge(
+    message: ReachMessage, merge: MergePolicy, results: list[ReachResult], winner: ReachResult | None
+) -> ReachResult:
+    task_id = message.meta_info.task_id
+    if winner is not None:
+        return ReachResult.model_construct(
+            status=winner.status,
+            task_id=task_id,
+            payload=winner.payload,
+            agent_id=winner.agent_id,
+            error_type=winner.error_type,
+            error=winner.error,
+            results=results,
+        )
+    ok = [r for r in results if r.ok]
+    if merge == "all" and ok:
+        return ReachResult.model_construct(
+            status=ResultStatus.OK if len(ok) == len(results) else ResultStatus.PARTIAL,
+            task_id=task_id,
+            payload={r.agent_id or "": r.payload for r in ok},
+            results=results,
+        )
+    failures = "; ".join(f"{r.agent_id}: {r.status} {r.error_type}: {r.error}" for r in results)
+    return ReachResult.model_construct(
+        status=ResultStatus.ERROR,
+        task_id=task_id,
+        error_type="AgentCallError",
+        error=f"no target of the broadcast succeeded ({failures})",
+        results=results,
+    )

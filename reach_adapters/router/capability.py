@@ -1,0 +1,144 @@
+"""What an agent declares it can do."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from jsonschema.protocols import Validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
+
+from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
+from reach_adapters.router.schemas import check_schema, compiled_validator, schema_key
+
+__all__ = ["Capability", "Trigger", "validate_capabilities"]
+
+TriggerOp = Literal["eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "contains", "exists"]
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "lt": operator.lt,
+    "le": operator.le,
+    "in": lambda a, b: a in b,
+    "not_in": lambda a, b: a not in b,
+    "contains": lambda a, b: b in a,
+}
+_MISSING = object()
+
+
+class Trigger(BaseModel):
+    """A declarative condition on ``meta_info.attributes``: ``{field, op, value}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str = Field(min_length=1)
+    op: TriggerOp = "eq"
+    value: JsonValue = None
+
+    def test(self, attributes: Mapping[str, Any]) -> bool:
+        actual = attributes.get(self.field, _MISSING)
+        if self.op == "exists":
+            return (actual is not _MISSING) is bool(self.value if self.value is not None else True)
+        if actual is _MISSING:
+            return False
+        try:
+            return bool(_COMPARE[self.op](actual, self.value))
+        except TypeError:
+            # Comparing unlike types (a string against a number) is a miss, not a crash.
+            return False
+
+
+class Capability(BaseModel):
+    """One thing an agent can do, with the limits the router enforces for it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] | None = None
+    keywords: list[str] = Field(default_factory=list)
+    strict_keywords: list[str] = Field(default_factory=list)
+    triggers: list[Trigger] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list)
+    version: str = Field("1", min_length=1, max_length=64)
+    timeout_ms: int = Field(30_000, gt=0, le=86_400_000)
+    max_concurrency: int = Field(16, ge=1, le=1_000_000)
+    weight: float = Field(50.0, ge=0, le=1_000_000)
+    idempotent: bool = False
+    read_only: bool = False
+    compensable: bool = False
+    preferred_source: list[str] = Field(default_factory=list)
+
+    _input_key: str = PrivateAttr("")
+    _output_key: str | None = PrivateAttr(None)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            name = data.get("name", "?")
+            msg = f"capability {name!r}: {describe_validation_error(exc)}"
+            raise InvalidDeclarationError(msg) from None
+
+    def model_post_init(self, context: Any, /) -> None:
+        for field in ("input_schema", "output_schema"):
+            schema = getattr(self, field)
+            if schema is None:
+                continue
+            problem = check_schema(schema)
+            if problem is not None:
+                msg = f"capability {self.name!r}: field '{field}' is not a valid JSON Schema: {problem}"
+                raise InvalidDeclarationError(msg)
+        self._input_key = schema_key(self.input_schema)
+        self._output_key = None if self.output_schema is None else schema_key(self.output_schema)
+
+    @property
+    def input_validator(self) -> Validator:
+        return compiled_validator(self._input_key)
+
+    @property
+    def output_validator(self) -> Validator | None:
+        return None if self._output_key is None else compiled_validator(self._output_key)
+
+    def triggers_match(self, attributes: Mapping[str, Any]) -> bool:
+        return all(trigger.test(attributes) for trigger in self.triggers)
+
+
+def validate_capabilities(
+    agent_id: str, capabilities: Sequence[Capability | Mapping[str, Any]]
+) -> tuple[Capability, ...]:
+    """Build and check an agent's declarations; errors name the agent, capability and field."""
+    if isinstance(capabilities, str | bytes | Mapping) or not isinstance(capabilities, Sequence):
+        msg = (
+            f"agent {agent_id}: capabilities must be a list of Capability, got {type(capabilities).__name__}"
+        )
+        raise InvalidDeclarationError(msg)
+    if not capabilities:
+        msg = f"agent {agent_id}: declares no capabilities; give at least one Capability"
+        raise InvalidDeclarationError(msg)
+    built: list[Capability] = []
+    seen: set[str] = set()
+    for item in capabilities:
+        try:
+            cap = item if isinstance(item, Capability) else _from_mapping(item)
+        except InvalidDeclarationError as exc:
+            msg = f"agent {agent_id}: {exc}"
+            raise InvalidDeclarationError(msg) from None
+        if cap.name in seen:
+            msg = f"agent {agent_id}: capability {cap.name!r} is declared twice; give each a unique name"
+            raise InvalidDeclarationError(msg)
+        seen.add(cap.name)
+        built.append(cap)
+    return tuple(built)
+
+
+def _from_mapping(item: object) -> Capability:
+    if not isinstance(item, Mapping):
+        msg = f"a capability must be a Capability or a dict, got {type(item).__name__}"
+        raise InvalidDeclarationError(msg)
+    return Capability(**item)

@@ -1,0 +1,38 @@
+"""What `Router.catalog()` shows: each agent, its state, load and declarations."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.state import AgentRuntime, AgentState
+
+__all__ = ["AgentInfo", "agent_info"]
+
+
+class AgentInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    state: AgentState
+    in_flight: int
+    health: float
+    success_rate: float
+    calls: int
+    failures: int
+    avg_ms: float
+    capabilities: list[Capability]
+
+
+def agent_info(runtime: AgentRuntime) -> AgentInfo:
+    return AgentInfo(
+        agent_id=runtime.agent_id,
+        state=runtime.state,
+        in_flight=runtime.in_flight,
+        health=round(runtime.health, 4),
+        success_rate=round(runtime.success_rate, 4),
+        calls=runtime.calls,
+        failures=runtime.failures,
+        avg_ms=round(runtime.avg_ms, 3),
+        capabilities=[slot.capability for slot in runtime.slots],
+    )

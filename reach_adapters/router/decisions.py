@@ -1,0 +1,106 @@
+"""Decision records: why a task went where it went, kept for `Router.explain`."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from reach_adapters.errors import UnknownTaskError
+
+__all__ = ["Attempt", "DecisionLog", "DecisionRecord", "Exclusion", "Scored"]
+
+
+@dataclass(slots=True)
+class Scored:
+    """A candidate with its score and the parts the score is made of."""
+
+    agent_id: str
+    score: float
+    breakdown: dict[str, float]
+
+
+@dataclass(slots=True)
+class Exclusion:
+    agent_id: str
+    reason: str
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One delivery to one agent."""
+
+    agent_id: str
+    status: str
+    elapsed_ms: float
+    path: str = "candidate"
+    error_type: str | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    task_id: str
+    trace_id: str
+    capability: str | None
+    mode: str
+    strategy: str
+    created_at: float
+    candidates: list[Scored] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    chosen: str | None = None
+    path: str = "none"
+    status: str = "pending"
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def why_not(self, agent_id: str) -> str:
+        """Answer "why did this task not go to agent X?" in one sentence."""
+        if agent_id == self.chosen:
+            return f"{agent_id} was chosen"
+        for exclusion in self.exclusions:
+            if exclusion.agent_id == agent_id:
+                return f"{agent_id} was excluded: {exclusion.reason}"
+        for attempt in self.attempts:
+            if attempt.agent_id == agent_id:
+                return (
+                    f"{agent_id} was tried and ended {attempt.status}: {attempt.error_type}: {attempt.error}"
+                )
+        for scored in self.candidates:
+            if scored.agent_id == agent_id:
+                best = self.candidates[0]
+                return (
+                    f"{agent_id} scored {scored.score:.3f} {scored.breakdown}, below "
+                    f"{best.agent_id} at {best.score:.3f} {best.breakdown}"
+                )
+        return f"{agent_id} was not a candidate: it does not declare {self.capability!r} in scope"
+
+
+class DecisionLog:
+    """The most recent decision records; the oldest are dropped past `size`."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._records: OrderedDict[str, DecisionRecord] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def add(self, record: DecisionRecord) -> None:
+        records = self._records
+        records[record.task_id] = record
+        if len(records) > self._size:
+            records.popitem(last=False)
+
+    def get(self, task_id: str) -> DecisionRecord:
+        record = self._records.get(task_id)
+        if record is None:
+            msg = (
+                f"no decision record for task {task_id!r}; the router keeps the last {self._size} "
+                "(RoutingPolicy.decision_log_size)"
+            )
+            raise UnknownTaskError(msg)
+        return record

@@ -1,0 +1,138 @@
+"""One delivery of a message to one agent: deadline, in-flight accounting, errors as results."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router.state import Slot
+
+__all__ = ["AgentBusyError", "Hop", "current_hop", "deliver", "error_result"]
+
+logger = logging.getLogger(__name__)
+
+# Failures where another agent (or a later try) may well succeed and no work was done.
+_TRANSIENT: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
+
+
+class AgentBusyError(Exception):
+    """Raise from an agent to say "not now": the router tries another candidate."""
+
+
+@dataclass(slots=True, frozen=True)
+class Hop:
+    """The routed call the current code runs inside, for nested calls to inherit from."""
+
+    meta: MetaInfo
+    agent_id: str
+
+
+_current: ContextVar[Hop | None] = ContextVar("agent_reach_hop", default=None)
+
+
+def current_hop() -> Hop | None:
+    return _current.get()
+
+
+def error_result(
+    message: ReachMessage,
+    status: ResultStatus,
+    error_type: str,
+    error: str,
+    *,
+    agent_id: str | None = None,
+    retryable: bool = False,
+) -> ReachResult:
+    return ReachResult.model_construct(
+        status=status,
+        task_id=message.meta_info.task_id,
+        agent_id=agent_id,
+        error_type=error_type,
+        error=error,
+        retryable=retryable,
+    )
+
+
+def _from_exception(message: ReachMessage, agent_id: str, exc: Exception) -> ReachResult:
+    if isinstance(exc, InvalidMessageError):
+        return error_result(message, ResultStatus.INVALID, type(exc).__name__, str(exc), agent_id=agent_id)
+    retryable = isinstance(exc, _TRANSIENT | AgentBusyError) or bool(getattr(exc, "retryable", False))
+    if isinstance(exc, NotJsonSafeError):
+        retryable = False
+    return error_result(
+        message,
+        ResultStatus.ERROR,
+        type(exc).__name__,
+        str(exc) or repr(exc),
+        agent_id=agent_id,
+        retryable=retryable,
+    )
+
+
+async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[ReachResult, float]:
+    """Invoke the slot's agent once; return its result and the time it took, in milliseconds.
+
+    Never raises except on cancellation of the caller: an agent that raises, hangs past the
+    deadline or returns garbage yields an error result, so one bad agent cannot break routing.
+    """
+    runtime = slot.runtime
+    agent_id = runtime.agent_id
+    budget = min(slot.capability.timeout_ms / 1000.0, deadline - time.time())
+    if budget <= 0:
+        return error_result(
+            message,
+            ResultStatus.TIMEOUT,
+            "ReachTimeoutError",
+            "deadline passed before delivery",
+            agent_id=agent_id,
+        ), 0.0
+    slot.in_flight += 1
+    runtime.in_flight += 1
+    token = _current.set(Hop(message.meta_info, agent_id))
+    start = time.perf_counter()
+    try:
+        async with asyncio.timeout(budget):
+            result = await runtime.agent.invoke(message)
+        if not isinstance(result, ReachResult):
+            result = error_result(
+                message,
+                ResultStatus.ERROR,
+                "AgentProtocolError",
+                f"agent {agent_id} returned {type(result).__name__} from invoke(), not ReachResult",
+                agent_id=agent_id,
+            )
+    except TimeoutError:
+        result = error_result(
+            message,
+            ResultStatus.TIMEOUT,
+            "ReachTimeoutError",
+            f"agent {agent_id} did not answer within {budget * 1000:.0f} ms",
+            agent_id=agent_id,
+            retryable=True,
+        )
+    except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
+        result = _from_exception(message, agent_id, exc)
+    finally:
+        elapsed_ms = (time.perf_counter() - start) * 1000.0
+        slot.in_flight -= 1
+        runtime.in_flight -= 1
+        _current.reset(token)
+    status = result.status
+    if status is ResultStatus.OK or status is ResultStatus.ERROR or status is ResultStatus.TIMEOUT:
+        # Invalid input and rejections are the caller's doing; they do not count against health.
+        runtime.record(status is ResultStatus.OK, elapsed_ms)
+    if status is not ResultStatus.OK and logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "task %s: agent %s ended %s: %s: %s",
+            message.meta_info.task_id,
+            agent_id,
+            status,
+            result.error_type,
+            result.error,
+        )
+    return result, elapsed_ms

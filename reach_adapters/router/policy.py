@@ -1,0 +1,62 @@
+"""Routing policy: every tunable of selection and delivery, checked when it is built."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from reach_adapters.errors import InvalidPolicyError, describe_validation_error
+
+__all__ = ["MAX_RETRIES_CAP", "RoutingPolicy", "ScoringWeights", "StrategyName"]
+
+StrategyName = Literal["weighted", "least_wait", "rating"]
+
+# More than three retries makes the worst case of one task unacceptably long (seed 000 §3.3).
+MAX_RETRIES_CAP = 3
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            msg = f"invalid {type(self).__name__}: {describe_validation_error(exc)}"
+            raise InvalidPolicyError(msg) from None
+
+
+class ScoringWeights(_Strict):
+    """Coefficients of the `weighted` strategy:
+    ``weight·w/max_w + health·h − load·in_flight/max_concurrency + affinity·a``."""
+
+    weight: float = Field(0.4, ge=0, strict=True, allow_inf_nan=False)
+    health: float = Field(0.3, ge=0, strict=True, allow_inf_nan=False)
+    load: float = Field(0.2, ge=0, strict=True, allow_inf_nan=False)
+    affinity: float = Field(0.1, ge=0, strict=True, allow_inf_nan=False)
+
+
+class RoutingPolicy(_Strict):
+    """How the router selects and delivers. Defaults follow the design brief."""
+
+    strategy: StrategyName = "weighted"
+    weights: ScoringWeights = Field(default_factory=ScoringWeights)
+    busy_ratio: float = Field(
+        0.8,
+        gt=0,
+        le=1,
+        strict=True,
+        description="Above this share of max_concurrency an agent's score drops.",
+    )
+    high_priority: int = Field(
+        7, ge=0, le=9, strict=True, description="Priority from which BUSY agents serve."
+    )
+    default_agent: str | None = Field(None, description="Agent that serves when nothing else can.")
+    decision_log_size: int = Field(
+        10_000, ge=1, strict=True, description="Decision records kept for explain()."
+    )
+    max_retries: int = Field(2, ge=0, le=MAX_RETRIES_CAP, strict=True)
+    max_candidates: int = Field(
+        3, ge=1, strict=True, description="Unicast tries at most this many candidates before falling back."
+    )

@@ -1,0 +1,69 @@
+"""Run the router's coroutines from synchronous code.
+
+LangChain invokes tools synchronously, often from a worker thread while an event loop runs
+elsewhere. Agents such as MCP sessions belong to the loop they were opened on, so a blocking call
+is sent to the router's home loop when that loop is running; otherwise to a private loop in a
+daemon thread, started once and reused, never a new loop per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from reach_adapters.errors import SyncCallError
+
+__all__ = ["Portal"]
+
+T = TypeVar("T")
+
+
+class Portal:
+    def __init__(self) -> None:
+        self._home: asyncio.AbstractEventLoop | None = None
+        self._own: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Remember the loop the router is used from, unless a live one is already known."""
+        home = self._home
+        if home is not loop and (home is None or home.is_closed() or not home.is_running()):
+            self._home = loop
+
+    def call(self, coro: Coroutine[Any, Any, T], *, what: str) -> T:
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        home = self._home
+        if home is not None and home.is_running() and not home.is_closed():
+            if running is home:
+                coro.close()
+                msg = (
+                    f"{what}_sync was called from inside the event loop that serves the router, "
+                    f"which would block it forever; use 'await router.{what}(...)' here"
+                )
+                raise SyncCallError(msg)
+            return asyncio.run_coroutine_threadsafe(coro, home).result()
+        return asyncio.run_coroutine_threadsafe(coro, self._own_loop()).result()
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._own is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="agent-reach-portal", daemon=True)
+                thread.start()
+                self._own, self._thread = loop, thread
+            return self._own
+
+    def close(self) -> None:
+        with self._lock:
+            loop, thread = self._own, self._thread
+            self._own = self._thread = None
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            loop.close()

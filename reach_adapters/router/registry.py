@@ -1,0 +1,101 @@
+"""Agents and their capabilities, indexed so selection never scans every agent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError
+from reach_adapters.router.agent import Agent
+from reach_adapters.router.capability import validate_capabilities
+from reach_adapters.router.identity import parse_agent_id
+from reach_adapters.router.state import AgentRuntime, Slot
+
+__all__ = ["Registry"]
+
+_CacheKey = tuple[str, str | None, str | None]
+
+
+class Registry:
+    """Holds runtimes by agent id and slots by capability name.
+
+    Filtered candidate lists are cached per (capability, version, namespace) and dropped on every
+    change, so the hot path is one dict lookup.
+    """
+
+    def __init__(self) -> None:
+        self._agents: dict[str, AgentRuntime] = {}
+        self._slots: dict[str, list[Slot]] = {}
+        self._cache: dict[_CacheKey, tuple[Slot, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def __contains__(self, agent_id: object) -> bool:
+        return agent_id in self._agents
+
+    def __iter__(self) -> Iterator[AgentRuntime]:
+        return iter(list(self._agents.values()))
+
+    def add(self, agent: Agent) -> AgentRuntime:
+        agent_id = getattr(agent, "agent_id", None)
+        if not callable(getattr(agent, "invoke", None)) or agent_id is None:
+            msg = (
+                f"{type(agent).__name__} is not an agent: it needs agent_id, capabilities and "
+                "async invoke(message); wrap functions in FunctionAgent"
+            )
+            raise InvalidDeclarationError(msg)
+        ident = parse_agent_id(agent_id)
+        if agent_id in self._agents:
+            msg = f"agent {agent_id} is already registered; deregister it first or pick another instance id"
+            raise DuplicateAgentError(msg)
+        capabilities = validate_capabilities(agent_id, getattr(agent, "capabilities", None) or [])
+        runtime = AgentRuntime(agent=agent, agent_id=agent_id, ident=ident)
+        self._agents[agent_id] = runtime
+        for cap in capabilities:
+            slot = Slot(runtime=runtime, capability=cap)
+            runtime.slots.append(slot)
+            self._slots.setdefault(cap.name, []).append(slot)
+        self._cache.clear()
+        return runtime
+
+    def remove(self, agent_id: str) -> AgentRuntime | None:
+        runtime = self._agents.pop(agent_id, None)
+        if runtime is None:
+            return None
+        for slot in runtime.slots:
+            name = slot.capability.name
+            kept = [s for s in self._slots.get(name, ()) if s is not slot]
+            if kept:
+                self._slots[name] = kept
+            else:
+                self._slots.pop(name, None)
+        self._cache.clear()
+        return runtime
+
+    def get(self, agent_id: str) -> AgentRuntime | None:
+        return self._agents.get(agent_id)
+
+    def capability_names(self) -> list[str]:
+        return sorted(self._slots)
+
+    def slots_of(self, agent_id: str) -> list[Slot]:
+        runtime = self._agents.get(agent_id)
+        return [] if runtime is None else list(runtime.slots)
+
+    def candidates(self, name: str, version: str | None, namespace: str | None) -> tuple[Slot, ...]:
+        key = (name, version, namespace)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = tuple(
+                slot
+                for slot in self._slots.get(name, ())
+                if (version is None or slot.capability.version == version)
+                and (namespace is None or slot.runtime.ident.namespace == namespace)
+            )
+            if cached:
+                # Unknown names are not cached: a stream of typos must not grow memory.
+                self._cache[key] = cached
+        return cached
+
+    def versions(self, name: str) -> list[str]:
+        return sorted({slot.capability.version for slot in self._slots.get(name, ())})

@@ -1,0 +1,142 @@
+"""Selection strategies: rank eligible slots best first, with the score broken down."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol
+
+from middleware import MetaInfo
+from reach_adapters.router.decisions import Scored
+from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.state import Slot
+
+__all__ = [
+    "LeastWaitStrategy",
+    "Ranked",
+    "RatingStrategy",
+    "Strategy",
+    "WeightedStrategy",
+    "make_strategies",
+]
+
+Ranked = list[tuple[Slot, Scored]]
+
+
+class Strategy(Protocol):
+    """Orders candidates; the router tries them in that order."""
+
+    name: str
+
+    def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked: ...
+
+
+def _affinity(slot: Slot, source: str | None) -> float:
+    """1 when the caller is a preferred source, 0.5 when it shares the agent's namespace."""
+    if not source:
+        return 0.0
+    preferred = slot.capability.preferred_source
+    if preferred:
+        kind = source.rpartition(":")[0]
+        if source in preferred or kind in preferred:
+            return 1.0
+    return 0.5 if source.partition(":")[0] == slot.runtime.ident.namespace else 0.0
+
+
+def _sorted(scored: Ranked) -> Ranked:
+    if len(scored) > 1:
+        # Random tie-break: equal scores (an idle pool) must not always favour the first registered.
+        scored.sort(key=lambda pair: (-pair[1].score, random.random()))
+    return scored
+
+
+class WeightedStrategy:
+    """``0.4·weight/max_weight + 0.3·health − 0.2·in_flight/max_concurrency + 0.1·affinity``.
+
+    Above `busy_ratio` of max_concurrency the load term counts double, so a nearly full agent
+    sheds new work before it saturates.
+    """
+
+    name = "weighted"
+
+    def __init__(self, policy: RoutingPolicy) -> None:
+        w = policy.weights
+        self._w_weight, self._w_health, self._w_load, self._w_aff = w.weight, w.health, w.load, w.affinity
+        self._busy_ratio = policy.busy_ratio
+
+    def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
+        max_weight = max(slot.capability.weight for slot in slots) or 1.0
+        source = meta.source
+        out: Ranked = []
+        for slot in slots:
+            cap = slot.capability
+            load = slot.in_flight / cap.max_concurrency
+            weight_part = self._w_weight * cap.weight / max_weight
+            health_part = self._w_health * slot.runtime.health
+            load_part = self._w_load * load * (2.0 if load >= self._busy_ratio else 1.0)
+            affinity_part = self._w_aff * _affinity(slot, source)
+            score = weight_part + health_part - load_part + affinity_part
+            breakdown = {
+                "weight": weight_part,
+                "health": health_part,
+                "load": -load_part,
+                "affinity": affinity_part,
+            }
+            out.append((slot, Scored(slot.runtime.agent_id, score, breakdown)))
+        return _sorted(out)
+
+
+class LeastWaitStrategy:
+    """Smallest expected wait: ``queue_length × avg_process_time``."""
+
+    name = "least_wait"
+
+    def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
+        out: Ranked = []
+        for slot in slots:
+            wait_ms = slot.in_flight * slot.runtime.avg_ms
+            breakdown = {"queue": float(slot.in_flight), "avg_ms": slot.runtime.avg_ms, "wait_ms": wait_ms}
+            out.append((slot, Scored(slot.runtime.agent_id, -wait_ms, breakdown)))
+        return _sorted(out)
+
+
+class RatingStrategy:
+    """Smooth weighted round robin (as in nginx) on each agent's rating: its recent success rate.
+
+    Traffic follows quality in proportion instead of all going to the single best agent.
+    """
+
+    name = "rating"
+
+    def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
+        total = 0.0
+        best: Slot | None = None
+        for slot in slots:
+            effective = max(slot.runtime.success_rate, 0.01) * 100.0
+            slot.swrr_current += effective
+            total += effective
+            if best is None or slot.swrr_current > best.swrr_current:
+                best = slot
+        assert best is not None
+        best.swrr_current -= total
+        out: Ranked = [
+            (
+                slot,
+                Scored(
+                    slot.runtime.agent_id,
+                    slot.swrr_current,
+                    {"rating": slot.runtime.success_rate, "current": slot.swrr_current},
+                ),
+            )
+            for slot in slots
+        ]
+        out.sort(key=lambda pair: (pair[0] is not best, -pair[1].score))
+        return out
+
+
+def make_strategies(policy: RoutingPolicy) -> dict[str, Strategy]:
+    return {
+        "weighted": WeightedStrategy(policy),
+        "least_wait": LeastWaitStrategy(),
+        "rating": RatingStrategy(),
+    }
