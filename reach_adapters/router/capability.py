@@ -75,6 +75,7 @@ class Capability(BaseModel):
     preferred_source: list[str] = Field(default_factory=list)
 
     _input_key: str = PrivateAttr("")
+    _input_open: bool = PrivateAttr(True)
     _output_key: str | None = PrivateAttr(None)
 
     def __init__(self, /, **data: Any) -> None:
@@ -95,11 +96,17 @@ class Capability(BaseModel):
                 msg = f"capability {self.name!r}: field '{field}' is not a valid JSON Schema: {problem}"
                 raise InvalidDeclarationError(msg)
         self._input_key = schema_key(self.input_schema)
+        # Schemas that accept any object are not checked on each call.
+        self._input_open = self.input_schema in ({}, {"type": "object"})
         self._output_key = None if self.output_schema is None else schema_key(self.output_schema)
 
     @property
     def input_validator(self) -> Validator:
         return compiled_validator(self._input_key)
+
+    @property
+    def checks_input(self) -> bool:
+        return not self._input_open
 
     @property
     def output_validator(self) -> Validator | None:

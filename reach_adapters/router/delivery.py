@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router.schemas import first_error
 from reach_adapters.router.state import Slot
 
 __all__ = ["AgentBusyError", "Hop", "current_hop", "deliver", "error_result"]
@@ -91,6 +92,13 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
             "deadline passed before delivery",
             agent_id=agent_id,
         ), 0.0
+    cap = slot.capability
+    if cap.checks_input and not cap.input_validator.is_valid(message.raw_payload):
+        problem = first_error(cap.input_validator, message.raw_payload)
+        error = f"payload does not match the input schema of {cap.name!r} at {agent_id}: {problem}"
+        return error_result(
+            message, ResultStatus.INVALID, "PayloadValidationError", error, agent_id=agent_id
+        ), 0.0
     slot.in_flight += 1
     runtime.in_flight += 1
     token = _current.set(Hop(message.meta_info, agent_id))
@@ -123,6 +131,19 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
         runtime.in_flight -= 1
         _current.reset(token)
     status = result.status
+    output_validator = cap.output_validator
+    if (
+        status is ResultStatus.OK
+        and output_validator is not None
+        and not output_validator.is_valid(result.payload)
+    ):
+        problem = first_error(output_validator, result.payload)
+        error = f"output of {cap.name!r} does not match its output schema: {problem}"
+        # Counted as the agent's failure and retryable: another replica may answer correctly.
+        result = error_result(
+            message, ResultStatus.ERROR, "OutputValidationError", error, agent_id=agent_id, retryable=True
+        )
+        status = ResultStatus.ERROR
     if status is ResultStatus.OK or status is ResultStatus.ERROR or status is ResultStatus.TIMEOUT:
         # Invalid input and rejections are the caller's doing; they do not count against health.
         runtime.record(status is ResultStatus.OK, elapsed_ms)

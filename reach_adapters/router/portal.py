@@ -9,6 +9,8 @@ daemon thread, started once and reused, never a new loop per call.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -18,6 +20,30 @@ from reach_adapters.errors import SyncCallError
 __all__ = ["Portal"]
 
 T = TypeVar("T")
+
+
+def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` on `loop` and wait for it, carrying the caller's context variables along.
+
+    `asyncio.run_coroutine_threadsafe` would drop them, and with them the enclosing routed call
+    (depth, lineage, deadline) and LangChain's parent run.
+    """
+    context = contextvars.copy_context()
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def settle(task: asyncio.Task[T]) -> None:
+        if task.cancelled():
+            done.cancel()
+        elif (exc := task.exception()) is not None:
+            done.set_exception(exc)
+        else:
+            done.set_result(task.result())
+
+    def start() -> None:
+        loop.create_task(coro, context=context).add_done_callback(settle)
+
+    loop.call_soon_threadsafe(start)
+    return done.result()
 
 
 class Portal:
@@ -47,8 +73,8 @@ class Portal:
                     f"which would block it forever; use 'await router.{what}(...)' here"
                 )
                 raise SyncCallError(msg)
-            return asyncio.run_coroutine_threadsafe(coro, home).result()
-        return asyncio.run_coroutine_threadsafe(coro, self._own_loop()).result()
+            return _run_in(home, coro)
+        return _run_in(self._own_loop(), coro)
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError
 from reach_adapters.router.agent import Agent
-from reach_adapters.router.capability import validate_capabilities
+from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.state import AgentRuntime, Slot
 
@@ -51,17 +52,26 @@ class Registry:
         capabilities = validate_capabilities(agent_id, getattr(agent, "capabilities", None) or [])
         runtime = AgentRuntime(agent=agent, agent_id=agent_id, ident=ident)
         self._agents[agent_id] = runtime
+        self._index(runtime, capabilities)
+        return runtime
+
+    def set_capabilities(
+        self, runtime: AgentRuntime, capabilities: Sequence[Capability | Mapping[str, Any]]
+    ) -> None:
+        """Re-declare a registered agent's capabilities (an MCP server's tool list changed)."""
+        built = validate_capabilities(runtime.agent_id, capabilities)
+        self._unindex(runtime)
+        runtime.slots = []
+        self._index(runtime, built)
+
+    def _index(self, runtime: AgentRuntime, capabilities: Sequence[Capability]) -> None:
         for cap in capabilities:
             slot = Slot(runtime=runtime, capability=cap)
             runtime.slots.append(slot)
             self._slots.setdefault(cap.name, []).append(slot)
         self._cache.clear()
-        return runtime
 
-    def remove(self, agent_id: str) -> AgentRuntime | None:
-        runtime = self._agents.pop(agent_id, None)
-        if runtime is None:
-            return None
+    def _unindex(self, runtime: AgentRuntime) -> None:
         for slot in runtime.slots:
             name = slot.capability.name
             kept = [s for s in self._slots.get(name, ()) if s is not slot]
@@ -70,6 +80,11 @@ class Registry:
             else:
                 self._slots.pop(name, None)
         self._cache.clear()
+
+    def remove(self, agent_id: str) -> AgentRuntime | None:
+        runtime = self._agents.pop(agent_id, None)
+        if runtime is not None:
+            self._unindex(runtime)
         return runtime
 
     def get(self, agent_id: str) -> AgentRuntime | None:
@@ -96,6 +111,9 @@ class Registry:
                 # Unknown names are not cached: a stream of typos must not grow memory.
                 self._cache[key] = cached
         return cached
+
+    def slots_named(self, name: str) -> list[Slot]:
+        return list(self._slots.get(name, ()))
 
     def versions(self, name: str) -> list[str]:
         return sorted({slot.capability.version for slot in self._slots.get(name, ())})

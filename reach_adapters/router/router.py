@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,14 +25,16 @@ from middleware import (
 from reach_adapters.errors import InvalidMessageError, UnknownAgentError, describe_validation_error
 from reach_adapters.router.agent import Agent
 from reach_adapters.router.broadcast import fan_out
+from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, agent_info
 from reach_adapters.router.decisions import Attempt, DecisionLog, DecisionRecord, Exclusion
 from reach_adapters.router.delivery import current_hop, deliver, error_result
+from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.selection import eligible, exclusion_reason, why_no_candidate
-from reach_adapters.router.state import Slot
+from reach_adapters.router.state import AgentRuntime, AgentState, Slot
 from reach_adapters.router.strategies import make_strategies
 
 __all__ = ["Router"]
@@ -39,6 +42,7 @@ __all__ = ["Router"]
 logger = logging.getLogger(__name__)
 
 _NO_CANDIDATE = ResultStatus.NO_CANDIDATE
+_UNUSABLE = frozenset({AgentState.OFFLINE, AgentState.DRAINING})
 
 
 class Router:
@@ -58,17 +62,32 @@ class Router:
         self._decisions = DecisionLog(policy.decision_log_size)
         self._strategies = make_strategies(policy)
         self._portal = Portal()
+        self._listeners: list[Callable[[], None]] = []
 
     # -- registration ------------------------------------------------------------------------
 
     def register(self, agent: Agent) -> None:
-        """Add an agent; its capabilities become routable at once."""
+        """Add an agent; its capabilities become routable at once.
+
+        An agent with an ``attach(handle)`` method gets an `AgentHandle` to report its state and
+        capability changes later.
+        """
         runtime = self._registry.add(agent)
+        attach = getattr(agent, "attach", None)
+        if callable(attach):
+            attach(
+                AgentHandle(
+                    runtime.agent_id,
+                    partial(self._set_state, runtime),
+                    partial(self._set_capabilities, runtime),
+                )
+            )
         logger.info(
             "registered agent %s with capabilities %s",
             runtime.agent_id,
             [slot.capability.name for slot in runtime.slots],
         )
+        self._changed()
 
     def deregister(self, agent_id: str) -> None:
         """Remove an agent from routing. Calls already delivered to it run to completion."""
@@ -76,9 +95,32 @@ class Router:
             msg = f"agent {agent_id} is not registered; see router.catalog() for the registered ids"
             raise UnknownAgentError(msg)
         logger.info("deregistered agent %s", agent_id)
+        self._changed()
 
     def catalog(self) -> list[AgentInfo]:
+        """Every registered agent with its state, load and declarations."""
         return [agent_info(runtime) for runtime in self._registry]
+
+    def reachable(self) -> dict[str, Capability]:
+        """Each capability some usable agent declares, with one declaration standing for it.
+
+        What the LangChain toolkit and the MCP server offer as tools.
+        """
+        out: dict[str, Capability] = {}
+        for name in self._registry.capability_names():
+            for slot in self._registry.slots_named(name):
+                if slot.runtime.state not in _UNUSABLE:
+                    out[name] = slot.capability
+                    break
+        return out
+
+    def on_catalog_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` whenever agents, their capabilities or their usability change.
+
+        Returns a function that removes the listener.
+        """
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def explain(self, task_id: str) -> DecisionRecord:
         """The decision record of a recent task: candidates, scores, exclusions, attempts."""
@@ -161,6 +203,30 @@ class Router:
         return self._portal.call(self.dispatch(message), what="dispatch")
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                logger.exception("catalog listener %r failed", listener)
+
+    def _set_state(self, runtime: AgentRuntime, state: AgentState, reason: str) -> None:
+        if runtime.state is state:
+            return
+        was_usable = runtime.state not in _UNUSABLE
+        logger.info("agent %s: %s -> %s %s", runtime.agent_id, runtime.state, state, reason)
+        runtime.state = state
+        if was_usable is (state in _UNUSABLE):
+            self._changed()
+
+    def _set_capabilities(
+        self, runtime: AgentRuntime, capabilities: Sequence[Capability | Mapping[str, Any]]
+    ) -> None:
+        if self._registry.get(runtime.agent_id) is not runtime:
+            return
+        self._registry.set_capabilities(runtime, capabilities)
+        self._changed()
 
     def _message(
         self,
