@@ -101,6 +101,7 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
         ), 0.0
     slot.in_flight += 1
     runtime.in_flight += 1
+    runtime.breaker.on_start()
     token = _current.set(Hop(message.meta_info, agent_id))
     start = time.perf_counter()
     try:
@@ -123,6 +124,10 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
             agent_id=agent_id,
             retryable=True,
         )
+    except asyncio.CancelledError:
+        # The caller gave up: no outcome to count, but a half-open probe slot must not stay taken.
+        runtime.breaker.probing = False
+        raise
     except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
         result = _from_exception(message, agent_id, exc)
     finally:
@@ -130,6 +135,8 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
         slot.in_flight -= 1
         runtime.in_flight -= 1
         _current.reset(token)
+        if slot.waitlist:
+            slot.waitlist.wake_one()
     status = result.status
     output_validator = cap.output_validator
     if (
@@ -146,7 +153,15 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
         status = ResultStatus.ERROR
     if status is ResultStatus.OK or status is ResultStatus.ERROR or status is ResultStatus.TIMEOUT:
         # Invalid input and rejections are the caller's doing; they do not count against health.
-        runtime.record(status is ResultStatus.OK, elapsed_ms)
+        if runtime.record(status is ResultStatus.OK, elapsed_ms):
+            logger.warning(
+                "agent %s quarantined after %s (%s failures in a row)",
+                agent_id,
+                result.error_type,
+                runtime.breaker.consecutive,
+            )
+    else:
+        runtime.breaker.probing = False
     if status is not ResultStatus.OK and logger.isEnabledFor(logging.DEBUG):
         logger.debug(
             "task %s: agent %s ended %s: %s: %s",

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reach_adapters.errors import InvalidPolicyError, describe_validation_error
 
-__all__ = ["MAX_RETRIES_CAP", "RoutingPolicy", "ScoringWeights", "StrategyName"]
+__all__ = ["MAX_RETRIES_CAP", "BreakerSettings", "RoutingPolicy", "ScoringWeights", "StrategyName"]
 
 StrategyName = Literal["weighted", "least_wait", "rating"]
 
@@ -25,6 +25,17 @@ class _Strict(BaseModel):
         except ValidationError as exc:
             msg = f"invalid {type(self).__name__}: {describe_validation_error(exc)}"
             raise InvalidPolicyError(msg) from None
+
+
+class BreakerSettings(_Strict):
+    """Defaults from the design brief: >30 % errors in 60 s, or 2 failures in a row → 30 s out."""
+
+    window_s: int = Field(60, ge=1, le=3600, strict=True, description="Rolling window, 1 s buckets.")
+    min_calls: int = Field(10, ge=1, strict=True, description="Calls in the window before the rate counts.")
+    error_rate: float = Field(0.3, gt=0, le=1, strict=True, allow_inf_nan=False)
+    consecutive_failures: int = Field(2, ge=1, strict=True)
+    quarantine_s: float = Field(30.0, gt=0, strict=True, allow_inf_nan=False)
+    max_quarantine_s: float = Field(300.0, gt=0, strict=True, allow_inf_nan=False)
 
 
 class ScoringWeights(_Strict):
@@ -57,6 +68,20 @@ class RoutingPolicy(_Strict):
         10_000, ge=1, strict=True, description="Decision records kept for explain()."
     )
     max_retries: int = Field(2, ge=0, le=MAX_RETRIES_CAP, strict=True)
-    max_candidates: int = Field(
-        3, ge=1, strict=True, description="Unicast tries at most this many candidates before falling back."
+    backoff_ms: float = Field(200.0, ge=0, strict=True, allow_inf_nan=False)
+    backoff_multiplier: float = Field(2.0, ge=1, strict=True, allow_inf_nan=False)
+    jitter_ms: float = Field(50.0, ge=0, strict=True, allow_inf_nan=False)
+    retry_budget_ratio: float = Field(
+        0.2, ge=0, le=1, strict=True, description="Retries allowed per call, over recent calls."
     )
+    retry_budget_floor: float = Field(10.0, ge=0, strict=True, description="Retries available at start.")
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    max_waiting: int = Field(
+        1000, ge=0, strict=True, description="Callers that may wait for capacity, per capability."
+    )
+    dedupe_window_s: float = Field(300.0, ge=0, strict=True, allow_inf_nan=False)
+    dedupe_max_entries: int = Field(100_000, ge=1, strict=True)
+    max_depth: int = Field(5, ge=1, strict=True, description="Deepest nesting of routed calls.")
+    probe_interval_s: float = Field(10.0, gt=0, strict=True, allow_inf_nan=False)
+    probe_timeout_s: float = Field(2.0, gt=0, strict=True, allow_inf_nan=False)
+    probe_failures: int = Field(2, ge=1, strict=True, description="Failed probes that take an agent out.")

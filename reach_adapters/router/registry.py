@@ -7,9 +7,11 @@ from typing import Any
 
 from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError
 from reach_adapters.router.agent import Agent
+from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
-from reach_adapters.router.state import AgentRuntime, Slot
+from reach_adapters.router.policy import BreakerSettings
+from reach_adapters.router.state import AgentRuntime, Slot, Waitlist
 
 __all__ = ["Registry"]
 
@@ -23,9 +25,11 @@ class Registry:
     change, so the hot path is one dict lookup.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, breaker: BreakerSettings) -> None:
+        self._breaker = breaker
         self._agents: dict[str, AgentRuntime] = {}
         self._slots: dict[str, list[Slot]] = {}
+        self._waitlists: dict[str, Waitlist] = {}
         self._cache: dict[_CacheKey, tuple[Slot, ...]] = {}
 
     def __len__(self) -> int:
@@ -50,7 +54,7 @@ class Registry:
             msg = f"agent {agent_id} is already registered; deregister it first or pick another instance id"
             raise DuplicateAgentError(msg)
         capabilities = validate_capabilities(agent_id, getattr(agent, "capabilities", None) or [])
-        runtime = AgentRuntime(agent=agent, agent_id=agent_id, ident=ident)
+        runtime = AgentRuntime(agent=agent, agent_id=agent_id, ident=ident, breaker=Breaker(self._breaker))
         self._agents[agent_id] = runtime
         self._index(runtime, capabilities)
         return runtime
@@ -66,7 +70,10 @@ class Registry:
 
     def _index(self, runtime: AgentRuntime, capabilities: Sequence[Capability]) -> None:
         for cap in capabilities:
-            slot = Slot(runtime=runtime, capability=cap)
+            waitlist = self._waitlists.get(cap.name)
+            if waitlist is None:
+                waitlist = self._waitlists[cap.name] = Waitlist()
+            slot = Slot(runtime=runtime, capability=cap, waitlist=waitlist)
             runtime.slots.append(slot)
             self._slots.setdefault(cap.name, []).append(slot)
         self._cache.clear()
@@ -79,6 +86,8 @@ class Registry:
                 self._slots[name] = kept
             else:
                 self._slots.pop(name, None)
+                if not len(self._waitlists.get(name, ())):
+                    self._waitlists.pop(name, None)
         self._cache.clear()
 
     def remove(self, agent_id: str) -> AgentRuntime | None:
@@ -114,6 +123,9 @@ class Registry:
 
     def slots_named(self, name: str) -> list[Slot]:
         return list(self._slots.get(name, ()))
+
+    def waitlist(self, name: str) -> Waitlist | None:
+        return self._waitlists.get(name)
 
     def versions(self, name: str) -> list[str]:
         return sorted({slot.capability.version for slot in self._slots.get(name, ())})

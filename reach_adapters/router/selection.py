@@ -2,42 +2,93 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from middleware import MetaInfo
+from middleware import MetaInfo, ResultStatus
 from reach_adapters.router.decisions import Exclusion
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import AgentState, Slot
 
-__all__ = ["eligible", "exclusion_reason", "why_no_candidate"]
+__all__ = ["Problem", "exclusion_reason", "loop_chain", "screen", "why_no_candidate"]
 
 
-def exclusion_reason(slot: Slot, meta: MetaInfo, policy: RoutingPolicy) -> str | None:
-    """Why `slot` may not take this task now, or None when it may."""
-    state = slot.runtime.state
-    if state is AgentState.OFFLINE or state is AgentState.DRAINING:
-        return f"state {state}"
-    if state is AgentState.BUSY and meta.priority < policy.high_priority:
-        return f"state busy and priority {meta.priority} < {policy.high_priority}"
-    if slot.in_flight >= slot.capability.max_concurrency:
-        return f"saturated: {slot.in_flight} in flight, max_concurrency {slot.capability.max_concurrency}"
-    if slot.capability.triggers and not slot.capability.triggers_match(meta.attributes):
-        return "triggers do not match meta_info.attributes"
+@dataclass(slots=True, frozen=True)
+class Problem:
+    """Why nothing can serve; `waitable` when capacity freeing up would change that."""
+
+    status: ResultStatus
+    error_type: str
+    error: str
+    waitable: bool = False
+
+
+def loop_chain(meta: MetaInfo, slot: Slot) -> str | None:
+    """The call chain if routing to `slot` repeats an agent type already in the lineage."""
+    if not meta.lineage:
+        return None
+    kind = slot.runtime.ident.kind
+    if any(agent_id.rpartition(":")[0] == kind for agent_id in meta.lineage):
+        return " → ".join([*meta.lineage, slot.runtime.agent_id])
     return None
 
 
-def eligible(
+def exclusion_reason(slot: Slot, meta: MetaInfo, policy: RoutingPolicy, now: float) -> str | None:
+    """Why `slot` may not take this task now, or None when it may."""
+    runtime = slot.runtime
+    state = runtime.state
+    if state is AgentState.OFFLINE or state is AgentState.DRAINING:
+        return f"state {state}" + (f" ({runtime.state_reason})" if runtime.state_reason else "")
+    if state is AgentState.BUSY and meta.priority < policy.high_priority:
+        return f"state busy and priority {meta.priority} < {policy.high_priority}"
+    chain = loop_chain(meta, slot)
+    if chain is not None:
+        return f"loop: {chain}"
+    if slot.capability.triggers and not slot.capability.triggers_match(meta.attributes):
+        return "triggers do not match meta_info.attributes"
+    blocked = runtime.breaker.blocks(now)
+    if blocked is not None:
+        return blocked
+    if slot.in_flight >= slot.capability.max_concurrency:
+        return f"saturated: {slot.in_flight} in flight, max_concurrency {slot.capability.max_concurrency}"
+    return None
+
+
+def screen(
     slots: Sequence[Slot], meta: MetaInfo, policy: RoutingPolicy, exclusions: list[Exclusion]
-) -> list[Slot]:
-    out: list[Slot] = []
+) -> tuple[list[Slot], Problem | None]:
+    """Split `slots` into usable ones and exclusions (appended with reasons).
+
+    The last candidates are never all ejected by their breakers: when only open circuits stand in
+    the way, those agents serve anyway.
+    """
+    now = time.monotonic()
+    usable: list[Slot] = []
+    quarantined: list[Slot] = []
+    saturated = False
     for slot in slots:
-        reason = exclusion_reason(slot, meta, policy)
+        reason = exclusion_reason(slot, meta, policy, now)
         if reason is None:
-            out.append(slot)
-        else:
-            exclusions.append(Exclusion(slot.runtime.agent_id, reason))
-    return out
+            usable.append(slot)
+            continue
+        exclusions.append(Exclusion(slot.runtime.agent_id, reason))
+        if reason.startswith("circuit"):
+            quarantined.append(slot)
+        elif reason.startswith("saturated"):
+            saturated = True
+    if usable:
+        return usable, None
+    if quarantined and not saturated:
+        for slot in quarantined:
+            exclusions.append(Exclusion(slot.runtime.agent_id, "serving anyway: last candidates"))
+        return quarantined, None
+    reasons = "; ".join(f"{e.agent_id}: {e.reason}" for e in exclusions)
+    if exclusions and all(e.reason.startswith("loop") for e in exclusions):
+        return [], Problem(ResultStatus.REJECTED, "LoopDetectedError", f"recursive reach refused: {reasons}")
+    error = f"every agent declaring {meta.capability!r} is excluded ({reasons})"
+    return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, waitable=saturated)
 
 
 def why_no_candidate(registry: Registry, meta: MetaInfo) -> str:

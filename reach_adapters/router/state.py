@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from reach_adapters.router.agent import Agent
+from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
 
-__all__ = ["AgentRuntime", "AgentState", "Slot"]
+__all__ = ["AgentRuntime", "AgentState", "Slot", "Waitlist"]
 
 # Smoothing of the moving averages: recent calls matter most, one outlier does not swing routing.
 _LATENCY_ALPHA = 0.2
@@ -37,17 +41,20 @@ _STATE_HEALTH = {
 
 @dataclass(slots=True, eq=False)
 class AgentRuntime:
-    """One registered agent: its identity, state and call statistics."""
+    """One registered agent: its identity, state, breaker and call statistics."""
 
     agent: Agent
     agent_id: str
     ident: AgentId
+    breaker: Breaker
     state: AgentState = AgentState.ONLINE
+    state_reason: str = ""
     in_flight: int = 0
     calls: int = 0
     failures: int = 0
     avg_ms: float = 0.0
     success_rate: float = 1.0
+    probe_failures: int = 0
     registered_at: float = field(default_factory=time.time)
     last_call_at: float = 0.0
     slots: list[Slot] = field(default_factory=list)
@@ -56,15 +63,63 @@ class AgentRuntime:
     def health(self) -> float:
         return _STATE_HEALTH[self.state] * self.success_rate
 
-    def record(self, success: bool, elapsed_ms: float) -> None:
+    def record(self, success: bool, elapsed_ms: float) -> bool:
+        """Count one outcome; return True when it opened the agent's circuit."""
         self.calls += 1
-        self.last_call_at = time.time()
+        now = time.monotonic()
+        self.last_call_at = now
         if not success:
             self.failures += 1
         self.avg_ms = (
             elapsed_ms if self.calls == 1 else self.avg_ms + _LATENCY_ALPHA * (elapsed_ms - self.avg_ms)
         )
         self.success_rate += _SUCCESS_ALPHA * ((1.0 if success else 0.0) - self.success_rate)
+        return self.breaker.record(success, now)
+
+
+class Waitlist:
+    """Callers waiting for capacity on one capability, woken one at a time as calls finish."""
+
+    __slots__ = ("_waiters",)
+
+    def __init__(self) -> None:
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._waiters)
+
+    async def wait(self, timeout: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        try:
+            async with asyncio.timeout(timeout):
+                await future
+        except BaseException:
+            if future.done() and not future.cancelled():
+                # Woken but leaving anyway: hand the freed capacity to the next caller.
+                self.wake_one()
+            raise
+        finally:
+            if not future.done():
+                future.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(future)
+
+    def wake_one(self) -> None:
+        while self._waiters:
+            future = self._waiters.popleft()
+            if future.done():
+                continue
+            loop = future.get_loop()
+            if loop.is_closed():
+                continue
+            loop.call_soon_threadsafe(_resolve, future)
+            return
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 @dataclass(slots=True, eq=False)
@@ -73,13 +128,10 @@ class Slot:
 
     runtime: AgentRuntime
     capability: Capability
+    waitlist: Waitlist
     in_flight: int = 0
     swrr_current: float = 0.0
 
     @property
     def agent_id(self) -> str:
         return self.runtime.agent_id
-
-    @property
-    def saturated(self) -> bool:
-        return self.in_flight >= self.capability.max_concurrency

@@ -1,0 +1,347 @@
+"""The delivery engine behind `Router.dispatch`: select, deliver, retry, fall back, record."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from middleware import ReachMessage, ReachResult, ResultStatus, Timings
+from reach_adapters.router.broadcast import fan_out
+from reach_adapters.router.decisions import Attempt, DecisionLog, DecisionRecord, Exclusion
+from reach_adapters.router.delivery import deliver, error_result
+from reach_adapters.router.idempotency import IdempotencyStore
+from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.registry import Registry
+from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
+from reach_adapters.router.selection import Problem, exclusion_reason, screen, why_no_candidate
+from reach_adapters.router.state import Slot
+from reach_adapters.router.strategies import Strategy, make_strategies
+
+__all__ = ["Dispatcher", "Plan"]
+
+logger = logging.getLogger(__name__)
+
+_OK = ResultStatus.OK
+
+
+class Plan:
+    """The outcome of selection: ranked slots to try, or the problem that left none."""
+
+    __slots__ = ("problem", "queued_ms", "slots")
+
+    def __init__(self, slots: list[Slot], problem: Problem | None, queued_ms: float) -> None:
+        self.slots = slots
+        self.problem = problem
+        self.queued_ms = queued_ms
+
+
+class Dispatcher:
+    def __init__(self, registry: Registry, policy: RoutingPolicy) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.decisions = DecisionLog(policy.decision_log_size)
+        self.strategies = make_strategies(policy)
+        self.dedupe = IdempotencyStore(policy.dedupe_window_s, policy.dedupe_max_entries)
+        self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
+
+    async def dispatch(self, message: ReachMessage) -> ReachResult:
+        meta = message.meta_info
+        # Generated task ids are unique by construction; only ids the caller chose can repeat.
+        if "task_id" not in meta.model_fields_set or self.policy.dedupe_window_s == 0:
+            return await self._dispatch(message)
+        earlier = self.dedupe.claim(meta.task_id)
+        if earlier is not None:
+            first = await asyncio.shield(earlier)
+            return first.model_copy(update={"served_by": "deduplicated"})
+        try:
+            result = await self._dispatch(message)
+        except BaseException:
+            self.dedupe.abandon(meta.task_id)
+            raise
+        self.dedupe.settle(meta.task_id, result)
+        return result
+
+    def record_for(self, message: ReachMessage, strategy: Strategy) -> DecisionRecord:
+        meta = message.meta_info
+        return DecisionRecord(
+            meta.task_id,
+            meta.trace_id,
+            meta.capability,
+            message.routing_hint.mode,
+            strategy.name,
+            time.time(),
+        )
+
+    def strategy_for(self, message: ReachMessage) -> Strategy | None:
+        return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
+
+    async def plan(self, message: ReachMessage, record: DecisionRecord, strategy: Strategy) -> Plan:
+        """Find the slots that may serve, waiting for capacity while every candidate is saturated."""
+        meta = message.meta_info
+        if meta.depth > self.policy.max_depth:
+            chain = " → ".join(meta.lineage)
+            error = f"depth {meta.depth} exceeds max_depth {self.policy.max_depth}: {chain}"
+            return Plan([], Problem(ResultStatus.REJECTED, "LoopDetectedError", error), 0.0)
+        waited = 0.0
+        while True:
+            slots, problem = self._select(message, record)
+            if problem is None or not problem.waitable:
+                break
+            waitlist = self.registry.waitlist(meta.capability or "")
+            remaining = (meta.deadline or 0.0) - time.time()
+            if waitlist is None or remaining <= 0 or len(waitlist) >= self.policy.max_waiting:
+                break
+            began = time.perf_counter()
+            try:
+                await waitlist.wait(remaining)
+            except TimeoutError:
+                error = f"{problem.error}; waited {remaining * 1000:.0f} ms for capacity"
+                problem = Problem(ResultStatus.TIMEOUT, "ReachTimeoutError", error)
+                waited += (time.perf_counter() - began) * 1000.0
+                break
+            waited += (time.perf_counter() - began) * 1000.0
+            record.exclusions.clear()
+        if problem is not None:
+            return Plan([], problem, waited)
+        if message.routing_hint.mode == "directed":
+            return Plan(slots, None, waited)
+        ranked = strategy.rank(slots, meta)
+        record.candidates = [scored for _, scored in ranked]
+        return Plan([slot for slot, _ in ranked], None, waited)
+
+    def _select(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[Slot], Problem | None]:
+        meta = message.meta_info
+        if message.routing_hint.mode == "directed":
+            return self._directed(message, record)
+        if meta.capability is None:
+            error = "meta_info.capability is empty; name the capability to reach"
+            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error)
+        slots = self.registry.candidates(meta.capability, meta.version, meta.namespace)
+        if not slots:
+            return [], Problem(
+                ResultStatus.NO_CANDIDATE, "NoCandidateError", why_no_candidate(self.registry, meta)
+            )
+        usable, problem = screen(slots, meta, self.policy, record.exclusions)
+        if meta.deadline is None and usable:
+            meta.deadline = time.time() + usable[0].capability.timeout_ms / 1000.0
+        elif meta.deadline is None:
+            meta.deadline = time.time() + slots[0].capability.timeout_ms / 1000.0
+        return usable, problem
+
+    def _directed(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[Slot], Problem | None]:
+        meta = message.meta_info
+        target = message.routing_hint.target or ""
+        runtime = self.registry.get(target)
+        if runtime is None:
+            error = f"agent {target} is not registered; see router.catalog()"
+            return [], Problem(ResultStatus.NO_CANDIDATE, "UnknownAgentError", error)
+        slot = slot_for(runtime.slots, meta.capability)
+        if slot is None:
+            names = [s.capability.name for s in runtime.slots]
+            error = f"agent {target} does not declare {meta.capability!r}; it declares {names}"
+            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
+        meta.capability = slot.capability.name
+        if meta.deadline is None:
+            meta.deadline = time.time() + slot.capability.timeout_ms / 1000.0
+        # Directed delivery bypasses scoring, but never the breaker's last-candidate rule.
+        return screen([slot], meta, self.policy, record.exclusions)
+
+    async def _dispatch(self, message: ReachMessage) -> ReachResult:
+        start = time.perf_counter()
+        meta = message.meta_info
+        hint = message.routing_hint
+        strategy = self.strategy_for(message)
+        if strategy is None:
+            error = (
+                f"routing_hint.strategy {hint.strategy!r} is unknown; use one of {sorted(self.strategies)}"
+            )
+            return self._finish(message, self._bare_record(message), _invalid(message, error), start, "none")
+        if meta.deadline is None and meta.timeout_ms is not None:
+            meta.deadline = meta.created_at + meta.timeout_ms / 1000.0
+        record = self.record_for(message, strategy)
+        plan = await self.plan(message, record, strategy)
+        if plan.problem is not None:
+            problem = plan.problem
+            missing = error_result(message, problem.status, problem.error_type, problem.error)
+            if problem.status is ResultStatus.REJECTED or problem.status is ResultStatus.INVALID:
+                return self._finish(message, record, missing, start, "none", plan.queued_ms)
+            return await self._fall_back(message, record, missing, start, plan.queued_ms)
+        deadline = meta.deadline or 0.0
+        if hint.mode == "broadcast":
+            merged = await fan_out(plan.slots, message, deadline, hint.merge, record)
+            return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
+        routed = time.perf_counter()
+        result = await self._attempts(message, record, plan.slots, deadline)
+        if result.status is _OK:
+            return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
+        return await self._fall_back(message, record, result, start, plan.queued_ms)
+
+    async def _attempts(
+        self, message: ReachMessage, record: DecisionRecord, ranked: list[Slot], deadline: float
+    ) -> ReachResult:
+        """Deliver to the best slot; on a transient failure retry on the next-best, with backoff."""
+        policy = self.policy
+        meta = message.meta_info
+        self.budget.earn()
+        tried: set[int] = set()
+        retries = 0
+        result: ReachResult | None = None
+        while True:
+            slot = self._next_slot(ranked, tried, message, record)
+            if slot is None:
+                break
+            tried.add(id(slot))
+            result, elapsed_ms = await deliver(slot, message, deadline)
+            record.attempts.append(
+                Attempt(
+                    slot.runtime.agent_id,
+                    result.status,
+                    elapsed_ms,
+                    "candidate",
+                    result.error_type,
+                    result.error,
+                )
+            )
+            if result.status is _OK or not result.retryable:
+                return result
+            cap = slot.capability
+            if not may_resend(result.status, result.error_type, cap.idempotent or cap.read_only):
+                record.note = f"not re-sent: {cap.name!r} is not idempotent and the work may have started"
+                return result
+            if retries >= policy.max_retries:
+                return result
+            if not self.budget.spend():
+                record.note = "retry budget exhausted"
+                logger.warning("task %s: retry budget exhausted, not retrying", meta.task_id)
+                return result
+            delay = backoff_s(retries + 1, policy.backoff_ms, policy.backoff_multiplier, policy.jitter_ms)
+            if time.time() + delay >= deadline:
+                return result
+            retries += 1
+            await asyncio.sleep(delay)
+        if result is None:
+            error = "every candidate became unavailable before delivery"
+            return error_result(message, ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
+        return result
+
+    def _next_slot(
+        self, ranked: list[Slot], tried: set[int], message: ReachMessage, record: DecisionRecord
+    ) -> Slot | None:
+        """The best slot not tried yet that may still serve, else the best one that may."""
+        now = time.monotonic()
+        again: Slot | None = None
+        for slot in ranked:
+            if exclusion_reason(slot, message.meta_info, self.policy, now) is not None:
+                continue
+            if id(slot) not in tried:
+                return slot
+            again = again or slot
+        if again is None and len(ranked) == 1 and not tried:
+            # A lone candidate admitted past its open breaker (the last-candidate rule).
+            return ranked[0]
+        return again
+
+    async def _fall_back(
+        self,
+        message: ReachMessage,
+        record: DecisionRecord,
+        result: ReachResult,
+        start: float,
+        queued_ms: float,
+    ) -> ReachResult:
+        """Try the hint's fallback agents, then the policy's default agent, in that order."""
+        meta = message.meta_info
+        fallback = message.routing_hint.fallback
+        chain = [(agent_id, "fallback") for agent_id in fallback]
+        default = self.policy.default_agent
+        if default is not None and default not in fallback:
+            chain.append((default, "default"))
+        tried = {attempt.agent_id for attempt in record.attempts}
+        for agent_id, path in chain:
+            runtime = self.registry.get(agent_id)
+            if runtime is None:
+                record.exclusions.append(Exclusion(agent_id, f"{path} agent is not registered"))
+                continue
+            if agent_id in tried:
+                continue
+            slot = slot_for(runtime.slots, meta.capability) or runtime.slots[0]
+            reason = exclusion_reason(slot, meta, self.policy, time.monotonic())
+            if reason is not None:
+                record.exclusions.append(Exclusion(agent_id, f"{path} agent: {reason}"))
+                continue
+            if meta.deadline is None or meta.deadline <= time.time():
+                # The primary path used up the budget; a fallback gets its own capability timeout.
+                meta.deadline = time.time() + slot.capability.timeout_ms / 1000.0
+            outcome, elapsed_ms = await deliver(slot, message, meta.deadline)
+            record.attempts.append(
+                Attempt(agent_id, outcome.status, elapsed_ms, path, outcome.error_type, outcome.error)
+            )
+            if outcome.status is _OK:
+                return self._finish(message, record, outcome, start, path, queued_ms)
+            result = outcome
+        return self._finish(message, record, result, start, "none", queued_ms)
+
+    def _bare_record(self, message: ReachMessage) -> DecisionRecord:
+        meta = message.meta_info
+        return DecisionRecord(
+            meta.task_id, meta.trace_id, meta.capability, message.routing_hint.mode, "", time.time()
+        )
+
+    def _finish(
+        self,
+        message: ReachMessage,
+        record: DecisionRecord,
+        result: ReachResult,
+        start: float,
+        path: str,
+        queued_ms: float = 0.0,
+        routed: float | None = None,
+    ) -> ReachResult:
+        meta = message.meta_info
+        end = time.perf_counter()
+        attempts = record.attempts
+        broadcast = message.routing_hint.mode == "broadcast"
+        result.task_id = meta.task_id
+        result.trace_id = meta.trace_id
+        result.capability = meta.capability
+        result.attempts = len(attempts)
+        result.served_by = path  # type: ignore[assignment]
+        result.timings = Timings.model_construct(
+            routing_ms=(routed - start) * 1000.0 - queued_ms if routed else 0.0,
+            queueing_ms=queued_ms,
+            agent_ms=attempts[-1].elapsed_ms if attempts and not broadcast else 0.0,
+            total_ms=(end - start) * 1000.0,
+        )
+        if result.agent_id is None and attempts and not broadcast:
+            result.agent_id = attempts[-1].agent_id
+        record.status = result.status
+        record.path = path
+        if result.status is _OK and not broadcast:
+            record.chosen = result.agent_id
+        self.decisions.add(record)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "task %s %s %s -> %s via %s: %s in %.3f ms",
+                meta.task_id,
+                message.routing_hint.mode,
+                meta.capability,
+                result.agent_id,
+                path,
+                result.status,
+                (end - start) * 1000.0,
+            )
+        return result
+
+
+def _invalid(message: ReachMessage, error: str) -> ReachResult:
+    return error_result(message, ResultStatus.INVALID, "InvalidMessageError", error)
+
+
+def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
+    if capability is None:
+        return slots[0] if slots else None
+    for slot in slots:
+        if slot.capability.name == capability:
+            return slot
+    return None

@@ -1,0 +1,85 @@
+"""Active health probes for agents that can be probed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.registry import Registry
+from reach_adapters.router.state import AgentRuntime, AgentState
+
+__all__ = ["PROBE_OFFLINE_REASON", "HealthMonitor"]
+
+logger = logging.getLogger(__name__)
+
+PROBE_OFFLINE_REASON = "health probe failed"
+
+
+class HealthMonitor:
+    """Probes every agent with ``async probe() -> bool`` on an interval.
+
+    One failure makes an agent SUSPICIOUS, `probe_failures` in a row take it OFFLINE until a probe
+    succeeds. Agents without `probe` are judged by their call results (the circuit breaker).
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        policy: RoutingPolicy,
+        set_state: Callable[[AgentRuntime, AgentState, str], None],
+    ) -> None:
+        self._registry = registry
+        self._policy = policy
+        self._set_state = set_state
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start probing on the running loop; a no-op when already running."""
+        if not self.running:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="agent-reach-health")
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._policy.probe_interval_s)
+            await self.probe_all()
+
+    async def probe_all(self) -> None:
+        runtimes = [rt for rt in self._registry if callable(getattr(rt.agent, "probe", None))]
+        if runtimes:
+            await asyncio.gather(*(self._probe(runtime) for runtime in runtimes))
+
+    async def _probe(self, runtime: AgentRuntime) -> None:
+        try:
+            async with asyncio.timeout(self._policy.probe_timeout_s):
+                healthy = bool(await runtime.agent.probe())  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - a probe that raises is a failed probe
+            logger.debug("probe of %s raised %r", runtime.agent_id, exc)
+            healthy = False
+        if runtime.state is AgentState.DRAINING:
+            return
+        if healthy:
+            runtime.probe_failures = 0
+            probed_out = runtime.state_reason == PROBE_OFFLINE_REASON
+            if runtime.state is AgentState.SUSPICIOUS or (runtime.state is AgentState.OFFLINE and probed_out):
+                self._set_state(runtime, AgentState.ONLINE, "health probe succeeded")
+            return
+        runtime.probe_failures += 1
+        if runtime.probe_failures >= self._policy.probe_failures:
+            if runtime.state is not AgentState.OFFLINE:
+                self._set_state(runtime, AgentState.OFFLINE, PROBE_OFFLINE_REASON)
+        elif runtime.state is AgentState.ONLINE:
+            self._set_state(runtime, AgentState.SUSPICIOUS, "health probe failed once")

@@ -1,0 +1,89 @@
+"""Build and check the messages that `route`, `broadcast`, `send` and `dispatch` deliver."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from middleware import MetaInfo, NotJsonSafeError, ReachMessage, RoutingHint, ensure_json
+from reach_adapters.errors import InvalidMessageError, describe_validation_error
+from reach_adapters.router.delivery import current_hop
+
+__all__ = ["build_message", "inherit_hop", "parse_message", "require_name"]
+
+_HINT_OPTIONS = ("fallback", "strategy")
+
+
+def require_name(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        msg = f"{what} must be a non-empty string, got {value!r}; see router.catalog()"
+        raise InvalidMessageError(msg)
+    return value
+
+
+def build_message(
+    payload: Any,
+    options: dict[str, Any],
+    *,
+    mode: str,
+    capability: str | None = None,
+    target: str | None = None,
+    merge: str = "all",
+) -> ReachMessage:
+    """A message from call arguments: options are `MetaInfo` fields plus ``fallback``/``strategy``."""
+    try:
+        raw = ensure_json(payload)
+    except NotJsonSafeError as exc:
+        msg = f"payload is not JSON data: {exc}"
+        raise InvalidMessageError(msg) from None
+    hint_fields = {key: options.pop(key) for key in _HINT_OPTIONS if key in options}
+    try:
+        meta = MetaInfo(capability=capability, **options)
+        hint = RoutingHint.model_validate({"mode": mode, "target": target, "merge": merge, **hint_fields})
+    except ValidationError as exc:
+        msg = f"invalid call options: {describe_validation_error(exc)}"
+        raise InvalidMessageError(msg) from None
+    except TypeError as exc:
+        msg = f"invalid call options: {exc}"
+        raise InvalidMessageError(msg) from None
+    message = ReachMessage.model_construct(raw_payload=raw, meta_info=meta, routing_hint=hint)
+    inherit_hop(message)
+    return message
+
+
+def parse_message(message: ReachMessage | Mapping[str, Any]) -> ReachMessage:
+    if isinstance(message, ReachMessage):
+        return message
+    if not isinstance(message, Mapping):
+        msg = f"dispatch() takes a ReachMessage or a dict, got {type(message).__name__}"
+        raise InvalidMessageError(msg)
+    try:
+        return ReachMessage.model_validate(message)
+    except ValidationError as exc:
+        msg = f"invalid message: {describe_validation_error(exc)}"
+        raise InvalidMessageError(msg) from None
+
+
+def inherit_hop(message: ReachMessage) -> None:
+    """Continue the enclosing routed call, if the code runs inside one.
+
+    Same trace, one level deeper, the enclosing agent appended to the lineage and its deadline as
+    an upper bound. Fields the caller set explicitly (trace_id, source) are kept; a message that
+    already carries a lineage came from elsewhere and is left alone.
+    """
+    hop = current_hop()
+    meta = message.meta_info
+    if hop is None or meta.lineage:
+        return
+    parent = hop.meta
+    explicit = meta.model_fields_set
+    if "trace_id" not in explicit:
+        meta.trace_id = parent.trace_id
+    if meta.source is None:
+        meta.source = hop.agent_id
+    meta.depth = parent.depth + 1
+    meta.lineage = [*parent.lineage, hop.agent_id]
+    if parent.deadline is not None:
+        meta.deadline = parent.deadline if meta.deadline is None else min(meta.deadline, parent.deadline)

@@ -1,0 +1,150 @@
+"""Streaming delivery: chunks from agents that stream, one payload from those that do not."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+from pydantic import JsonValue
+
+from middleware import ReachMessage, ResultStatus, ensure_json
+from reach_adapters.errors import (
+    AgentCallError,
+    InvalidMessageError,
+    NoCandidateError,
+    ReachError,
+    ReachTimeoutError,
+    raise_for_status,
+)
+from reach_adapters.router.decisions import Attempt, DecisionRecord
+from reach_adapters.router.delivery import deliver
+from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.state import Slot
+
+__all__ = ["stream_message"]
+
+_PROBLEMS: dict[ResultStatus, type[ReachError]] = {
+    ResultStatus.TIMEOUT: ReachTimeoutError,
+    ResultStatus.INVALID: InvalidMessageError,
+}
+
+
+async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> AsyncIterator[JsonValue]:
+    """Select like `route`, then yield the chosen agent's chunks.
+
+    An agent streams when it has ``astream(message)``, an async iterator of JSON-safe chunks.
+    Until the first chunk arrives a failing candidate is replaced by the next; after it, a failure
+    raises, since the caller already holds part of the answer.
+    """
+    strategy = dispatcher.strategy_for(message)
+    if strategy is None:
+        msg = f"routing_hint.strategy {message.routing_hint.strategy!r} is unknown"
+        raise InvalidMessageError(msg)
+    meta = message.meta_info
+    if meta.deadline is None and meta.timeout_ms is not None:
+        meta.deadline = meta.created_at + meta.timeout_ms / 1000.0
+    record = dispatcher.record_for(message, strategy)
+    plan = await dispatcher.plan(message, record, strategy)
+    if plan.problem is not None:
+        dispatcher.decisions.add(record)
+        raise _PROBLEMS.get(plan.problem.status, NoCandidateError)(plan.problem.error)
+    deadline = meta.deadline or 0.0
+    last_error: ReachError | None = None
+    for slot in plan.slots[: dispatcher.policy.max_retries + 1]:
+        if getattr(slot.runtime.agent, "astream", None) is None:
+            result, elapsed_ms = await deliver(slot, message, deadline)
+            record.attempts.append(
+                Attempt(
+                    slot.runtime.agent_id,
+                    result.status,
+                    elapsed_ms,
+                    "candidate",
+                    result.error_type,
+                    result.error,
+                )
+            )
+            if result.ok:
+                _close(dispatcher, record, slot, "ok")
+                yield result.payload
+                return
+            try:
+                raise_for_status(result)
+            except ReachError as exc:
+                last_error = exc
+            if not result.retryable:
+                break
+            continue
+        started = False
+        began = time.perf_counter()
+        try:
+            async for chunk in _chunks(slot, message, deadline):
+                started = True
+                yield chunk
+        except ReachError as exc:
+            elapsed_ms = (time.perf_counter() - began) * 1000.0
+            record.attempts.append(
+                Attempt(slot.runtime.agent_id, "error", elapsed_ms, "candidate", type(exc).__name__, str(exc))
+            )
+            if started:
+                _close(dispatcher, record, slot, "error")
+                raise
+            last_error = exc
+            continue
+        elapsed_ms = (time.perf_counter() - began) * 1000.0
+        record.attempts.append(Attempt(slot.runtime.agent_id, "ok", elapsed_ms))
+        _close(dispatcher, record, slot, "ok")
+        return
+    record.status = "error"
+    dispatcher.decisions.add(record)
+    if last_error is not None:
+        raise last_error
+    msg = f"no candidate could stream {meta.capability!r}"
+    raise NoCandidateError(msg)
+
+
+async def _chunks(slot: Slot, message: ReachMessage, deadline: float) -> AsyncIterator[JsonValue]:
+    """The agent's chunks under the deadline, with in-flight counted and the outcome recorded."""
+    runtime = slot.runtime
+    agent_id = runtime.agent_id
+    stream = runtime.agent.astream(message)  # type: ignore[attr-defined]
+    slot.in_flight += 1
+    runtime.in_flight += 1
+    began = time.perf_counter()
+    # None while running; stays None when the caller stops early, which is no fault of the agent.
+    success: bool | None = None
+    try:
+        while True:
+            try:
+                # The timeout wraps one step only, never a yield, so it cannot fire in the caller.
+                async with asyncio.timeout(max(deadline - time.time(), 0.0)):
+                    chunk = ensure_json(await anext(stream), where="chunk")
+            except StopAsyncIteration:
+                success = True
+                return
+            except TimeoutError:
+                success = False
+                msg = f"agent {agent_id} stopped streaming at the deadline"
+                raise ReachTimeoutError(msg) from None
+            except Exception as exc:
+                success = False
+                msg = f"agent {agent_id} failed while streaming: {type(exc).__name__}: {exc}"
+                raise AgentCallError(msg) from exc
+            yield chunk
+    finally:
+        slot.in_flight -= 1
+        runtime.in_flight -= 1
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        if success is not None:
+            runtime.record(success, (time.perf_counter() - began) * 1000.0)
+        if slot.waitlist:
+            slot.waitlist.wake_one()
+
+
+def _close(dispatcher: Dispatcher, record: DecisionRecord, slot: Slot, status: str) -> None:
+    record.status = status
+    record.chosen = slot.runtime.agent_id
+    record.path = "candidate"
+    dispatcher.decisions.add(record)
