@@ -6,6 +6,7 @@ from reach_adapters.errors import (
     InvalidDeclarationError,
     InvalidMessageError,
     InvalidPolicyError,
+    LoopDetectedError,
     NoCandidateError,
     PayloadValidationError,
     ReachError,
@@ -16,12 +17,14 @@ from reach_adapters.errors import (
     raise_for_status,
 )
 from reach_adapters.router.agent import Agent, FunctionAgent
+from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.capability import Capability, Trigger
 from reach_adapters.router.catalog import AgentInfo
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import AgentBusyError
+from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.identity import AgentId, parse_agent_id
-from reach_adapters.router.policy import RoutingPolicy, ScoringWeights
+from reach_adapters.router.policy import BreakerSettings, RoutingPolicy, ScoringWeights
 from reach_adapters.router.router import Router
 from reach_adapters.router.state import AgentState
 
@@ -29,9 +32,12 @@ __all__ = [
     "Agent",
     "AgentBusyError",
     "AgentCallError",
+    "AgentHandle",
     "AgentId",
     "AgentInfo",
     "AgentState",
+    "BreakerSettings",
+    "BreakerState",
     "Capability",
     "DecisionRecord",
     "DuplicateAgentError",
@@ -39,6 +45,7 @@ __all__ = [
     "InvalidDeclarationError",
     "InvalidMessageError",
     "InvalidPolicyError",
+    "LoopDetectedError",
     "NoCandidateError",
     "PayloadValidationError",
     "ReachError",

@@ -12,6 +12,7 @@ __all__ = [
     "InvalidDeclarationError",
     "InvalidMessageError",
     "InvalidPolicyError",
+    "LoopDetectedError",
     "NoCandidateError",
     "PayloadValidationError",
     "ReachError",
@@ -68,6 +69,10 @@ class ReachTimeoutError(ReachError):
     """The task ran past its deadline."""
 
 
+class LoopDetectedError(ReachError):
+    """A recursive reach went too deep or came back to an agent type already in its chain."""
+
+
 class SyncCallError(ReachError):
     """A blocking call was made from the event loop that must serve it."""
 
@@ -85,6 +90,7 @@ _BY_NAME: dict[str, type[ReachError]] = {
         InvalidMessageError,
         PayloadValidationError,
         ReachTimeoutError,
+        LoopDetectedError,
     )
 }
 

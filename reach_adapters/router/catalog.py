@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from pydantic import BaseModel, ConfigDict
 
+from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.state import AgentRuntime, AgentState
 
@@ -15,6 +18,9 @@ class AgentInfo(BaseModel):
 
     agent_id: str
     state: AgentState
+    state_reason: str
+    breaker: BreakerState
+    quarantined_for_s: float
     in_flight: int
     health: float
     success_rate: float
@@ -25,9 +31,14 @@ class AgentInfo(BaseModel):
 
 
 def agent_info(runtime: AgentRuntime) -> AgentInfo:
+    breaker = runtime.breaker
+    open_for = breaker.open_until - time.monotonic() if breaker.state is BreakerState.OPEN else 0.0
     return AgentInfo(
         agent_id=runtime.agent_id,
         state=runtime.state,
+        state_reason=runtime.state_reason,
+        breaker=breaker.state,
+        quarantined_for_s=round(max(open_for, 0.0), 3),
         in_flight=runtime.in_flight,
         health=round(runtime.health, 4),
         success_rate=round(runtime.success_rate, 4),

@@ -17,12 +17,13 @@ __all__ = ["AgentBusyError", "Hop", "current_hop", "deliver", "error_result"]
 
 logger = logging.getLogger(__name__)
 
-# Failures where another agent (or a later try) may well succeed and no work was done.
-_TRANSIENT: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
-
 
 class AgentBusyError(Exception):
     """Raise from an agent to say "not now": the router tries another candidate."""
+
+
+# Failures where another agent (or a later try) may well succeed.
+_TRANSIENT = (TimeoutError, ConnectionError, AgentBusyError)
 
 
 @dataclass(slots=True, frozen=True)
@@ -62,7 +63,7 @@ def error_result(
 def _from_exception(message: ReachMessage, agent_id: str, exc: Exception) -> ReachResult:
     if isinstance(exc, InvalidMessageError):
         return error_result(message, ResultStatus.INVALID, type(exc).__name__, str(exc), agent_id=agent_id)
-    retryable = isinstance(exc, _TRANSIENT | AgentBusyError) or bool(getattr(exc, "retryable", False))
+    retryable = isinstance(exc, _TRANSIENT) or bool(getattr(exc, "retryable", False))
     if isinstance(exc, NotJsonSafeError):
         retryable = False
     return error_result(

@@ -39,8 +39,10 @@ def build_message(
         msg = f"payload is not JSON data: {exc}"
         raise InvalidMessageError(msg) from None
     hint_fields = {key: options.pop(key) for key in _HINT_OPTIONS if key in options}
+    if capability is not None:
+        options["capability"] = capability
     try:
-        meta = MetaInfo(capability=capability, **options)
+        meta = MetaInfo(**options)
         hint = RoutingHint.model_validate({"mode": mode, "target": target, "merge": merge, **hint_fields})
     except ValidationError as exc:
         msg = f"invalid call options: {describe_validation_error(exc)}"

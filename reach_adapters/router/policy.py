@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,9 +18,21 @@ MAX_RETRIES_CAP = 3
 
 
 class _Strict(BaseModel):
+    """Raises `InvalidPolicyError` naming the full field path, also for nested settings."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     def __init__(self, /, **data: Any) -> None:
+        for name, value in data.items():
+            field = type(self).model_fields.get(name)
+            nested = field.annotation if field is not None else None
+            if isinstance(value, Mapping) and isinstance(nested, type) and issubclass(nested, _Strict):
+                try:
+                    data[name] = nested(**value)
+                except InvalidPolicyError as exc:
+                    detail = str(exc).split(": ", 1)[1].replace("field '", f"field '{name}.")
+                    msg = f"invalid {type(self).__name__}: {detail}"
+                    raise InvalidPolicyError(msg) from None
         try:
             super().__init__(**data)
         except ValidationError as exc:

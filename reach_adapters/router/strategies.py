@@ -87,16 +87,24 @@ class WeightedStrategy:
 
 
 class LeastWaitStrategy:
-    """Smallest expected wait: ``queue_length × avg_process_time``."""
+    """Smallest expected wait: ``queue_length × avg_process_time``.
+
+    An agent with no finished call yet is assumed as fast as the average of the others, so a busy
+    newcomer does not look free.
+    """
 
     name = "least_wait"
 
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
+        known = [slot.runtime.avg_ms for slot in slots if slot.runtime.calls]
+        assumed = sum(known) / len(known) if known else 1.0
         out: Ranked = []
         for slot in slots:
-            wait_ms = slot.in_flight * slot.runtime.avg_ms
-            breakdown = {"queue": float(slot.in_flight), "avg_ms": slot.runtime.avg_ms, "wait_ms": wait_ms}
-            out.append((slot, Scored(slot.runtime.agent_id, -wait_ms, breakdown)))
+            runtime = slot.runtime
+            avg_ms = runtime.avg_ms if runtime.calls else assumed
+            wait_ms = slot.in_flight * avg_ms
+            breakdown = {"queue": float(slot.in_flight), "avg_ms": avg_ms, "wait_ms": wait_ms}
+            out.append((slot, Scored(runtime.agent_id, -wait_ms, breakdown)))
         return _sorted(out)
 
 

@@ -1,0 +1,42 @@
+"""Small real agents for router tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from reach_adapters import Capability, FunctionAgent, RoutingPolicy
+
+# Retries without waiting: the tests exercise the logic, not the clock.
+FAST = RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0)
+
+
+def echo_agent(agent_id: str, capability: str = "echo", **cap: Any) -> FunctionAgent:
+    async def echo(payload: Any) -> Any:
+        return {"agent": agent_id, "payload": payload}
+
+    return FunctionAgent(echo, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])
+
+
+class Gate:
+    """An agent whose calls block until released; counts how many run at once."""
+
+    def __init__(self, agent_id: str, capability: str = "work", **cap: Any) -> None:
+        self.release = asyncio.Event()
+        self.running = 0
+        self.peak = 0
+        self.calls: Counter[str] = Counter()
+        self.agent = FunctionAgent(
+            self._run, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)]
+        )
+
+    async def _run(self, payload: Any) -> Any:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        self.calls[str(payload)] += 1
+        try:
+            await self.release.wait()
+        finally:
+            self.running -= 1
+        return payload

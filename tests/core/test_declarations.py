@@ -1,0 +1,148 @@
+"""Agent ids, capability declarations and policies: bad ones fail loudly, naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from middleware import ReachMessage
+from reach_adapters import (
+    AgentId,
+    BreakerSettings,
+    Capability,
+    FunctionAgent,
+    InvalidDeclarationError,
+    InvalidPolicyError,
+    RoutingPolicy,
+    Trigger,
+    parse_agent_id,
+)
+
+
+def test_agent_id_parts() -> None:
+    ident = parse_agent_id("legal:contract-review:01")
+    assert ident == AgentId("legal", "contract-review", "01")
+    assert ident.kind == "legal:contract-review"
+    assert str(ident) == "legal:contract-review:01"
+
+
+@pytest.mark.parametrize("bad", ["legal:review", "a:b:c:d", ":b:c", "a b:c:d", "", "a:b:"])
+def test_bad_agent_ids_are_rejected_with_an_example(bad: str) -> None:
+    with pytest.raises(InvalidDeclarationError, match="namespace:type:instance"):
+        parse_agent_id(bad)
+
+
+def test_agent_id_must_be_a_string() -> None:
+    with pytest.raises(InvalidDeclarationError, match="got int"):
+        parse_agent_id(7)
+
+
+def test_invalid_input_schema_names_capability_and_field() -> None:
+    with pytest.raises(
+        InvalidDeclarationError, match=r"capability 'polish'.*'input_schema'.*not a valid JSON Schema"
+    ):
+        Capability(name="polish", input_schema={"type": "objekt"})
+
+
+def test_wrong_field_type_names_the_field() -> None:
+    with pytest.raises(InvalidDeclarationError, match=r"capability 'polish': field 'timeout_ms'"):
+        Capability(name="polish", timeout_ms=-5)
+    with pytest.raises(InvalidDeclarationError, match=r"field 'max_concurrency'"):
+        Capability(name="polish", max_concurrency=0)
+    with pytest.raises(InvalidDeclarationError, match=r"field 'name'"):
+        Capability(name="has space")
+
+
+def test_agent_declaration_error_names_the_agent() -> None:
+    async def fn(payload: object) -> object:
+        return payload
+
+    with pytest.raises(InvalidDeclarationError, match=r"agent w:polish:01: capability 'p'.*output_schema"):
+        FunctionAgent(fn, agent_id="w:polish:01", capabilities=[{"name": "p", "output_schema": {"type": 5}}])
+    with pytest.raises(InvalidDeclarationError, match="declared twice"):
+        FunctionAgent(fn, agent_id="w:polish:01", capabilities=[Capability(name="p"), Capability(name="p")])
+    with pytest.raises(InvalidDeclarationError, match="declares no capabilities"):
+        FunctionAgent(fn, agent_id="w:polish:01", capabilities=[])
+    with pytest.raises(InvalidDeclarationError, match="needs a callable"):
+        FunctionAgent("not callable", agent_id="w:polish:01")  # type: ignore[arg-type]
+
+
+def test_capability_derived_from_signature() -> None:
+    async def text_polish(content: str, style: str = "formal") -> str:
+        """Polish Chinese text in a formal or casual style."""
+        return content
+
+    agent = FunctionAgent(text_polish, agent_id="writer:polish:01")
+    (cap,) = agent.capabilities
+    assert cap.name == "text_polish"
+    assert cap.description.startswith("Polish Chinese text")
+    assert cap.input_schema["required"] == ["content"]
+    assert cap.input_schema["properties"]["content"] == {"type": "string"}
+    assert cap.checks_input
+
+
+def test_validators_are_compiled_once_per_schema() -> None:
+    a = Capability(name="a", input_schema={"type": "object", "required": ["x"]})
+    b = Capability(name="b", input_schema={"required": ["x"], "type": "object"})
+    assert a.input_validator is b.input_validator
+    assert not Capability(name="c").checks_input
+
+
+@pytest.mark.parametrize(
+    ("trigger", "attributes", "expected"),
+    [
+        (Trigger(field="user_intent", op="eq", value="refund"), {"user_intent": "refund"}, True),
+        (Trigger(field="order_amount", op="gt", value=100), {"order_amount": 150}, True),
+        (Trigger(field="order_amount", op="gt", value=100), {"order_amount": 50}, False),
+        (Trigger(field="order_amount", op="gt", value=100), {"order_amount": "lots"}, False),
+        (Trigger(field="lang", op="in", value=["zh", "en"]), {"lang": "zh"}, True),
+        (Trigger(field="tags", op="contains", value="vip"), {"tags": ["vip"]}, True),
+        (Trigger(field="region", op="exists"), {}, False),
+        (Trigger(field="region", op="exists", value=False), {}, True),
+    ],
+)
+def test_triggers(trigger: Trigger, attributes: dict[str, object], expected: bool) -> None:
+    assert trigger.test(attributes) is expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"max_retries": 4}, "max_retries"),
+        ({"max_retries": -1}, "max_retries"),
+        ({"weights": {"weight": "0.4"}}, "weights.weight"),
+        ({"weights": {"load": -0.2}}, "weights.load"),
+        ({"backoff_ms": -1.0}, "backoff_ms"),
+        ({"probe_timeout_s": 0.0}, "probe_timeout_s"),
+        ({"breaker": {"quarantine_s": -30.0}}, "breaker.quarantine_s"),
+        ({"strategy": "fastest"}, "strategy"),
+        ({"unknown_knob": 1}, "unknown_knob"),
+    ],
+)
+def test_invalid_policy_values_name_the_field(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidPolicyError, match=f"field '{field}'"):
+        RoutingPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_policy_defaults_follow_the_design() -> None:
+    policy = RoutingPolicy()
+    assert (policy.weights.weight, policy.weights.health, policy.weights.load, policy.weights.affinity) == (
+        0.4,
+        0.3,
+        0.2,
+        0.1,
+    )
+    assert policy.max_retries == 2
+    assert policy.backoff_ms == 200
+    assert policy.max_depth == 5
+    assert policy.breaker == BreakerSettings()
+    assert policy.breaker.quarantine_s == 30
+    assert policy.breaker.error_rate == 0.3
+    assert policy.dedupe_window_s == 300
+
+
+def test_message_style_function_agent() -> None:
+    async def handler(message: ReachMessage) -> object:
+        return message.meta_info.capability
+
+    agent = FunctionAgent(handler, agent_id="a:b:c", capabilities=[Capability(name="x")])
+    assert agent.capabilities[0].name == "x"

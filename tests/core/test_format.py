@@ -1,0 +1,112 @@
+"""The intermediate format: models, ids, JSON safety and the exported schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from middleware import (
+    MetaInfo,
+    NotJsonSafeError,
+    ReachMessage,
+    ReachResult,
+    ResultStatus,
+    RoutingHint,
+    ensure_json,
+    new_task_id,
+)
+from middleware.schema import SCHEMA_PATH, render_schema
+
+
+def test_task_ids_are_unique_and_time_ordered() -> None:
+    ids = [new_task_id() for _ in range(5000)]
+    assert len(set(ids)) == len(ids)
+    # The first 48 bits are milliseconds: ids from later milliseconds sort later.
+    stamps = [int(i.replace("-", "")[:12], 16) for i in ids]
+    assert stamps == sorted(stamps)
+    assert all(i[14] == "7" for i in ids)  # UUIDv7 version nibble
+
+
+def test_meta_info_defaults_and_bounds() -> None:
+    meta = MetaInfo()
+    assert meta.task_id
+    assert len(meta.trace_id) == 32
+    assert meta.depth == 0
+    assert meta.lineage == []
+    with pytest.raises(ValidationError, match="priority"):
+        MetaInfo(priority=10)
+    with pytest.raises(ValidationError, match="timeout_ms"):
+        MetaInfo(timeout_ms=0)
+    with pytest.raises(ValidationError, match="colour"):
+        MetaInfo.model_validate({"colour": "red"})
+
+
+def test_directed_hint_needs_target() -> None:
+    with pytest.raises(ValidationError, match=r"routing_hint\.target"):
+        RoutingHint(mode="directed")
+    assert RoutingHint(mode="directed", target="a:b:c").target == "a:b:c"
+
+
+def test_message_round_trips_through_json() -> None:
+    message = ReachMessage(
+        raw_payload={"text": "hi", "n": [1, 2.5, None, True]},
+        meta_info=MetaInfo(capability="echo", attributes={"user_intent": "refund"}),
+        routing_hint=RoutingHint(mode="broadcast", merge="first_success"),
+    )
+    again = ReachMessage.model_validate_json(message.model_dump_json())
+    assert again == message
+
+
+def test_message_rejects_non_json_payload() -> None:
+    with pytest.raises(ValidationError):
+        ReachMessage(raw_payload={"when": object()})
+
+
+def test_result_ok_property() -> None:
+    assert ReachResult(status=ResultStatus.OK, task_id="t").ok
+    assert not ReachResult(status="timeout", task_id="t").ok
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Model(BaseModel):
+    name: str
+    points: list[int]
+
+
+def test_ensure_json_converts_known_types() -> None:
+    value = {"p": Point(1, 2), "m": Model(name="a", points=[1]), "t": (1, 2), "f": 1.5}
+    assert ensure_json(value) == {
+        "p": {"x": 1, "y": 2},
+        "m": {"name": "a", "points": [1]},
+        "t": [1, 2],
+        "f": 1.5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ({"a": {1: "x"}}, "payload.a has a key of type int"),
+        ({"a": [object()]}, "payload.a[0] is a builtins.object"),
+        (float("nan"), "NaN"),
+        ({"s": {1, 2}, "b": b"x"}, "payload.b is a builtins.bytes"),
+    ],
+)
+def test_ensure_json_names_the_offending_place(value: object, fragment: str) -> None:
+    with pytest.raises(NotJsonSafeError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        ensure_json(value)
+
+
+def test_checked_in_schema_matches_models() -> None:
+    """Fails when the models change without `python -m middleware.schema` being run."""
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == render_schema()
+    schema = json.loads(render_schema())
+    assert {"ReachMessage", "ReachResult", "MetaInfo", "RoutingHint"} <= set(schema["$defs"])
