@@ -152,8 +152,13 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
             message, ResultStatus.ERROR, "OutputValidationError", error, agent_id=agent_id, retryable=True
         )
         status = ResultStatus.ERROR
-    if status is ResultStatus.OK or status is ResultStatus.ERROR or status is ResultStatus.TIMEOUT:
-        # Invalid input and rejections are the caller's doing; they do not count against health.
+    if (
+        status is ResultStatus.OK
+        or status is ResultStatus.TIMEOUT
+        or (status is ResultStatus.ERROR and result.error_type != "AgentBusyError")
+    ):
+        # Invalid input and rejections are the caller's doing, and a busy agent is protecting
+        # itself: none of them count against health.
         if runtime.record(status is ResultStatus.OK, elapsed_ms):
             logger.warning(
                 "agent %s quarantined after %s (%s failures in a row)",

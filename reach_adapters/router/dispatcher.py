@@ -26,14 +26,20 @@ _OK = ResultStatus.OK
 
 
 class Plan:
-    """The outcome of selection: ranked slots to try, or the problem that left none."""
+    """The outcome of selection: ranked slots to try, or the problem that left none.
 
-    __slots__ = ("problem", "queued_ms", "slots")
+    `forced` marks slots admitted past open breakers because they are the last candidates.
+    """
 
-    def __init__(self, slots: list[Slot], problem: Problem | None, queued_ms: float) -> None:
+    __slots__ = ("forced", "problem", "queued_ms", "slots")
+
+    def __init__(
+        self, slots: list[Slot], problem: Problem | None, queued_ms: float, forced: bool = False
+    ) -> None:
         self.slots = slots
         self.problem = problem
         self.queued_ms = queued_ms
+        self.forced = forced
 
 
 class Dispatcher:
@@ -85,7 +91,7 @@ class Dispatcher:
             return Plan([], Problem(ResultStatus.REJECTED, "LoopDetectedError", error), 0.0)
         waited = 0.0
         while True:
-            slots, problem = self._select(message, record)
+            slots, problem, forced = self._select(message, record)
             if problem is None or not problem.waitable:
                 break
             waitlist = self.registry.waitlist(meta.capability or "")
@@ -105,42 +111,45 @@ class Dispatcher:
         if problem is not None:
             return Plan([], problem, waited)
         if message.routing_hint.mode == "directed":
-            return Plan(slots, None, waited)
+            return Plan(slots, None, waited, forced)
         ranked = strategy.rank(slots, meta)
         record.candidates = [scored for _, scored in ranked]
-        return Plan([slot for slot, _ in ranked], None, waited)
+        return Plan([slot for slot, _ in ranked], None, waited, forced)
 
-    def _select(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[Slot], Problem | None]:
+    def _select(
+        self, message: ReachMessage, record: DecisionRecord
+    ) -> tuple[list[Slot], Problem | None, bool]:
         meta = message.meta_info
         if message.routing_hint.mode == "directed":
             return self._directed(message, record)
         if meta.capability is None:
             error = "meta_info.capability is empty; name the capability to reach"
-            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error)
+            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error), False
         slots = self.registry.candidates(meta.capability, meta.version, meta.namespace)
         if not slots:
-            return [], Problem(
-                ResultStatus.NO_CANDIDATE, "NoCandidateError", why_no_candidate(self.registry, meta)
-            )
-        usable, problem = screen(slots, meta, self.policy, record.exclusions)
+            missing = why_no_candidate(self.registry, meta)
+            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", missing), False
+        usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
         if meta.deadline is None and usable:
             meta.deadline = time.time() + usable[0].capability.timeout_ms / 1000.0
         elif meta.deadline is None:
             meta.deadline = time.time() + slots[0].capability.timeout_ms / 1000.0
-        return usable, problem
+        return usable, problem, forced
 
-    def _directed(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[Slot], Problem | None]:
+    def _directed(
+        self, message: ReachMessage, record: DecisionRecord
+    ) -> tuple[list[Slot], Problem | None, bool]:
         meta = message.meta_info
         target = message.routing_hint.target or ""
         runtime = self.registry.get(target)
         if runtime is None:
             error = f"agent {target} is not registered; see router.catalog()"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "UnknownAgentError", error)
+            return [], Problem(ResultStatus.NO_CANDIDATE, "UnknownAgentError", error), False
         slot = slot_for(runtime.slots, meta.capability)
         if slot is None:
             names = [s.capability.name for s in runtime.slots]
             error = f"agent {target} does not declare {meta.capability!r}; it declares {names}"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
+            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error), False
         meta.capability = slot.capability.name
         if meta.deadline is None:
             meta.deadline = time.time() + slot.capability.timeout_ms / 1000.0
@@ -172,13 +181,13 @@ class Dispatcher:
             merged = await fan_out(plan.slots, message, deadline, hint.merge, record)
             return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
         routed = time.perf_counter()
-        result = await self._attempts(message, record, plan.slots, deadline)
+        result = await self._attempts(message, record, plan, deadline)
         if result.status is _OK:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
         return await self._fall_back(message, record, result, start, plan.queued_ms)
 
     async def _attempts(
-        self, message: ReachMessage, record: DecisionRecord, ranked: list[Slot], deadline: float
+        self, message: ReachMessage, record: DecisionRecord, plan: Plan, deadline: float
     ) -> ReachResult:
         """Deliver to the best slot; on a transient failure retry on the next-best, with backoff."""
         policy = self.policy
@@ -188,7 +197,7 @@ class Dispatcher:
         retries = 0
         result: ReachResult | None = None
         while True:
-            slot = self._next_slot(ranked, tried, message, record)
+            slot = self._next_slot(plan, tried, message)
             if slot is None:
                 break
             tried.add(id(slot))
@@ -225,21 +234,17 @@ class Dispatcher:
             return error_result(message, ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
         return result
 
-    def _next_slot(
-        self, ranked: list[Slot], tried: set[int], message: ReachMessage, record: DecisionRecord
-    ) -> Slot | None:
+    def _next_slot(self, plan: Plan, tried: set[int], message: ReachMessage) -> Slot | None:
         """The best slot not tried yet that may still serve, else the best one that may."""
         now = time.monotonic()
+        check_breaker = not plan.forced
         again: Slot | None = None
-        for slot in ranked:
-            if exclusion_reason(slot, message.meta_info, self.policy, now) is not None:
+        for slot in plan.slots:
+            if exclusion_reason(slot, message.meta_info, self.policy, now, breaker=check_breaker) is not None:
                 continue
             if id(slot) not in tried:
                 return slot
             again = again or slot
-        if again is None and len(ranked) == 1 and not tried:
-            # A lone candidate admitted past its open breaker (the last-candidate rule).
-            return ranked[0]
         return again
 
     async def _fall_back(

@@ -35,8 +35,13 @@ def loop_chain(meta: MetaInfo, slot: Slot) -> str | None:
     return None
 
 
-def exclusion_reason(slot: Slot, meta: MetaInfo, policy: RoutingPolicy, now: float) -> str | None:
-    """Why `slot` may not take this task now, or None when it may."""
+def exclusion_reason(
+    slot: Slot, meta: MetaInfo, policy: RoutingPolicy, now: float, *, breaker: bool = True
+) -> str | None:
+    """Why `slot` may not take this task now, or None when it may.
+
+    ``breaker=False`` skips the circuit check, for candidates admitted by the last-candidate rule.
+    """
     runtime = slot.runtime
     state = runtime.state
     if state is AgentState.OFFLINE or state is AgentState.DRAINING:
@@ -48,9 +53,10 @@ def exclusion_reason(slot: Slot, meta: MetaInfo, policy: RoutingPolicy, now: flo
         return f"loop: {chain}"
     if slot.capability.triggers and not slot.capability.triggers_match(meta.attributes):
         return "triggers do not match meta_info.attributes"
-    blocked = runtime.breaker.blocks(now)
-    if blocked is not None:
-        return blocked
+    if breaker:
+        blocked = runtime.breaker.blocks(now)
+        if blocked is not None:
+            return blocked
     if slot.in_flight >= slot.capability.max_concurrency:
         return f"saturated: {slot.in_flight} in flight, max_concurrency {slot.capability.max_concurrency}"
     return None
@@ -58,11 +64,11 @@ def exclusion_reason(slot: Slot, meta: MetaInfo, policy: RoutingPolicy, now: flo
 
 def screen(
     slots: Sequence[Slot], meta: MetaInfo, policy: RoutingPolicy, exclusions: list[Exclusion]
-) -> tuple[list[Slot], Problem | None]:
+) -> tuple[list[Slot], Problem | None, bool]:
     """Split `slots` into usable ones and exclusions (appended with reasons).
 
     The last candidates are never all ejected by their breakers: when only open circuits stand in
-    the way, those agents serve anyway.
+    the way, those agents serve anyway, and the third value, ``forced``, is True.
     """
     now = time.monotonic()
     usable: list[Slot] = []
@@ -79,16 +85,17 @@ def screen(
         elif reason.startswith("saturated"):
             saturated = True
     if usable:
-        return usable, None
+        return usable, None, False
     if quarantined and not saturated:
         for slot in quarantined:
             exclusions.append(Exclusion(slot.runtime.agent_id, "serving anyway: last candidates"))
-        return quarantined, None
+        return quarantined, None, True
     reasons = "; ".join(f"{e.agent_id}: {e.reason}" for e in exclusions)
     if exclusions and all(e.reason.startswith("loop") for e in exclusions):
-        return [], Problem(ResultStatus.REJECTED, "LoopDetectedError", f"recursive reach refused: {reasons}")
+        problem = Problem(ResultStatus.REJECTED, "LoopDetectedError", f"recursive reach refused: {reasons}")
+        return [], problem, False
     error = f"every agent declaring {meta.capability!r} is excluded ({reasons})"
-    return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, waitable=saturated)
+    return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, waitable=saturated), False
 
 
 def why_no_candidate(registry: Registry, meta: MetaInfo) -> str:
