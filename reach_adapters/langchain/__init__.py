@@ -1,0 +1,19 @@
+"""The LangChain adapter: Runnables as routable agents, and the router as LangChain tools.
+
+Needs the ``langchain`` extra: ``pip install 'agent-reach[langchain]'``.
+"""
+
+from reach_adapters.langchain.agent import LangChainAgent
+from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
+from reach_adapters.langchain.toolkit import ReachToolkit
+from reach_adapters.langchain.tools import CapabilityTool, ReachAnyTool, ReachTool
+
+__all__ = [
+    "CapabilityTool",
+    "ChunkConverter",
+    "LangChainAgent",
+    "LangChainConverter",
+    "ReachAnyTool",
+    "ReachTool",
+    "ReachToolkit",
+]

@@ -1,0 +1,137 @@
+"""`LangChainConverter`: a runnable's native input and output to and from the intermediate format.
+
+Inputs arrive as JSON; role/content dicts in a list (at the top level, or as a value of the
+payload object, e.g. ``{"messages": [...]}``) become `BaseMessage` objects, since every chat
+runnable accepts those. Outputs leave as JSON; for chat outputs (a message, a message list, or a
+state with ``messages``) the last AI message's text is the payload and the whole output is kept
+in ``result.extra["output"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.messages import BaseMessage
+from pydantic import JsonValue
+
+from middleware import (
+    MetaInfo,
+    NotJsonSafeError,
+    ReachMessage,
+    ReachResult,
+    ResultStatus,
+    Timings,
+    ensure_json,
+)
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.langchain.messages import (
+    final_text,
+    is_message_dict,
+    is_message_list,
+    message_from_dict,
+    message_to_dict,
+)
+
+__all__ = ["ChunkConverter", "LangChainConverter", "to_json"]
+
+
+@runtime_checkable
+class ChunkConverter(Protocol):
+    """A converter that also turns one streamed chunk into JSON (see `LangChainAgent.astream`)."""
+
+    def chunk_to_middleware(self, chunk: Any, message: ReachMessage) -> JsonValue: ...
+
+
+def to_json(value: Any, *, where: str) -> JsonValue:
+    """`value` as JSON data, chat messages in their role/content form; raises `NotJsonSafeError`."""
+    return ensure_json(_with_message_dicts(value), where=where)
+
+
+def _with_message_dicts(value: Any) -> Any:
+    if isinstance(value, BaseMessage):
+        return message_to_dict(value)
+    if isinstance(value, dict):
+        return {key: _with_message_dicts(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_with_message_dicts(item) for item in value]
+    return value
+
+
+def _chat_messages(value: Any) -> list[BaseMessage] | None:
+    """The messages of a chat output, or None when `value` is not one."""
+    if isinstance(value, BaseMessage):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(item, BaseMessage) for item in value):
+        return value
+    if isinstance(value, dict):
+        messages = value.get("messages")
+        if isinstance(messages, list) and all(isinstance(item, BaseMessage) for item in messages):
+            return messages
+    return None
+
+
+def _from_json(value: JsonValue, *, single: bool, where: str) -> Any:
+    if single and is_message_dict(value):
+        return message_from_dict(value, where=where)
+    if is_message_list(value):
+        return [message_from_dict(item, where=f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, dict) and any(is_message_list(item) for item in value.values()):
+        return {
+            key: _from_json(item, single=False, where=f"{where}.{key}") if isinstance(item, list) else item
+            for key, item in value.items()
+        }
+    return value
+
+
+class LangChainConverter:
+    """The default converter of `LangChainAgent`; subclass it to change one direction only."""
+
+    def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
+        """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
+        try:
+            raw = to_json(native, where="input")
+        except NotJsonSafeError as exc:
+            msg = f"cannot send this input: {exc}"
+            raise InvalidMessageError(msg) from None
+        return ReachMessage(raw_payload=raw, meta_info=meta or MetaInfo())
+
+    def from_middleware(self, message: ReachMessage) -> Any:
+        """The runnable's input: the payload, with role/content message lists as `BaseMessage`."""
+        return _from_json(message.raw_payload, single=False, where="payload")
+
+    def result_to_middleware(self, native: Any, message: ReachMessage) -> ReachResult:
+        """An ok result for the runnable's output; raises `NotJsonSafeError` naming what has no JSON."""
+        extra: dict[str, JsonValue] = {}
+        if isinstance(native, str):
+            payload: JsonValue = native
+        else:
+            output = to_json(native, where="output")
+            messages = _chat_messages(native)
+            if messages is None:
+                payload = output
+            else:
+                extra["output"] = output
+                structured = output.get("structured_response") if isinstance(output, Mapping) else None
+                # A create_agent agent with a response_format answers with that, not with prose.
+                payload = structured if structured is not None else final_text(messages)
+        # Every defaulted field is given: pydantic's default factories are slow on this hot path.
+        return ReachResult.model_construct(
+            status=ResultStatus.OK,
+            task_id=message.meta_info.task_id,
+            payload=payload,
+            extra=extra,
+            timings=Timings.model_construct(routing_ms=0.0, queueing_ms=0.0, agent_ms=0.0, total_ms=0.0),
+        )
+
+    def result_from_middleware(self, result: ReachResult) -> Any:
+        """The native output back: the whole chat output when it was kept, else the payload."""
+        if "output" in result.extra:
+            return _from_json(result.extra["output"], single=True, where="output")
+        return _from_json(result.payload, single=False, where="payload")
+
+    def chunk_to_middleware(self, chunk: Any, message: ReachMessage) -> JsonValue:
+        """A message chunk as its text (tokens), anything else as JSON."""
+        if isinstance(chunk, BaseMessage):
+            return str(chunk.text)
+        return to_json(chunk, where="chunk")

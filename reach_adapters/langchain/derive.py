@@ -1,0 +1,207 @@
+"""A capability derived from what a runnable says about itself: name, description, schemas.
+
+LangChain describes chat messages with one JSON Schema per message class under ``oneOf``, which
+rejects the plain role/content dicts that LangChain itself accepts (they match several classes
+at once). Those parts are replaced by one role/content message schema, which is also what the
+converter turns into messages.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    ChatMessageChunk,
+    FunctionMessage,
+    FunctionMessageChunk,
+    HumanMessage,
+    HumanMessageChunk,
+    RemoveMessage,
+    SystemMessage,
+    SystemMessageChunk,
+    ToolMessage,
+    ToolMessageChunk,
+)
+from langchain_core.runnables import Runnable
+
+from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.identity import parse_agent_id
+
+__all__ = ["MESSAGE_SCHEMA", "derive_capability", "with_message_schema"]
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A chat message: role is user, assistant, system or tool.",
+    "properties": {
+        "role": {"enum": ["user", "assistant", "system", "tool", "developer", "human", "ai", "function"]},
+        "content": {"anyOf": [{"type": "string"}, {"type": "array"}]},
+    },
+    "required": ["role", "content"],
+}
+
+_MESSAGE_CLASSES: tuple[type[BaseMessage], ...] = (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    ChatMessageChunk,
+    FunctionMessage,
+    FunctionMessageChunk,
+    HumanMessage,
+    HumanMessageChunk,
+    RemoveMessage,
+    SystemMessage,
+    SystemMessageChunk,
+    ToolMessage,
+    ToolMessageChunk,
+)
+_MESSAGE_DEFS = frozenset(cls.__name__ for cls in _MESSAGE_CLASSES)
+_DEFS = "#/$defs/"
+# Names every instance of a kind shares; a capability named so would merge unrelated agents.
+_GENERIC_NAMES = frozenset({"LangGraph"})
+
+
+def derive_capability(runnable: Runnable[Any, Any], agent_id: str) -> Capability:
+    """One capability named after the runnable (else the agent id's type), with its schemas."""
+    name = _name(runnable, agent_id)
+    input_schema = with_message_schema(_schema(runnable.get_input_jsonschema, agent_id, "input") or {})
+    output_schema = _output_schema(_schema(runnable.get_output_jsonschema, agent_id, "output"))
+    try:
+        return Capability(
+            name=name,
+            description=_description(runnable),
+            input_schema=input_schema,
+            output_schema=output_schema,
+        )
+    except InvalidDeclarationError as exc:
+        msg = (
+            f"agent {agent_id}: cannot derive a capability from the runnable ({exc}); pass capabilities=[...]"
+        )
+        raise InvalidDeclarationError(msg) from None
+
+
+def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with LangChain's message schemas replaced by `MESSAGE_SCHEMA`, unused $defs dropped."""
+    # A generated title and an explicit "any extra keys" constrain nothing, but would make the
+    # router check every payload against an otherwise open schema.
+    schema = {key: value for key, value in schema.items() if key != "title"}
+    if schema.get("additionalProperties") is True:
+        del schema["additionalProperties"]
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    refs = {_DEFS + name for name in defs if name in _MESSAGE_DEFS}
+    if not refs:
+        if defs:
+            schema["$defs"] = defs
+        return schema
+    out: dict[str, Any] = _replace(schema, refs)
+    kept = {name: _replace(body, refs) for name, body in defs.items() if name not in _MESSAGE_DEFS}
+    used: set[str] = set()
+    pending = _refs(out)
+    while pending:
+        name = pending.pop().removeprefix(_DEFS)
+        if name in kept and name not in used:
+            used.add(name)
+            pending |= _refs(kept[name])
+    if used:
+        out["$defs"] = {name: kept[name] for name in sorted(used)}
+    return out
+
+
+def _is_chat_schema(schema: dict[str, Any]) -> bool:
+    """A schema (after `with_message_schema`) of a message, a message list, or a state with messages."""
+    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
+        return True
+    messages = schema.get("properties", {}).get("messages")
+    return isinstance(messages, dict) and messages.get("items") == MESSAGE_SCHEMA
+
+
+def _output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The schema of the *payload* the converter makes of the output, when it is known."""
+    if not schema:
+        return None
+    schema = with_message_schema(schema)
+    if not schema:
+        return None
+    if not _is_chat_schema(schema):
+        return schema
+    if "structured_response" in schema.get("properties", {}):
+        # The payload is the structured response when there is one, else text: either may come.
+        return None
+    return {"type": "string"}
+
+
+def _replace(node: Any, refs: set[str]) -> Any:
+    if isinstance(node, dict):
+        if node.get("$ref") in refs:
+            return dict(MESSAGE_SCHEMA)
+        for key in ("oneOf", "anyOf"):
+            options = node.get(key)
+            if (
+                isinstance(options, list)
+                and options
+                and all(isinstance(o, dict) and o.get("$ref") in refs for o in options)
+            ):
+                return dict(MESSAGE_SCHEMA)
+        return {key: _replace(value, refs) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_replace(item, refs) for item in node]
+    return node
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        for value in node.values():
+            found |= _refs(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_refs(item) for item in node))
+    return set()
+
+
+def _schema(getter: Callable[[], dict[str, Any]], agent_id: str, which: str) -> dict[str, Any] | None:
+    try:
+        return getter()
+    except Exception as exc:  # noqa: BLE001 - any failure to describe itself leaves the schema open
+        logger.warning(
+            "agent %s: the runnable cannot describe its %s (%s: %s); it is left unchecked",
+            agent_id,
+            which,
+            type(exc).__name__,
+            exc,
+        )
+        return None
+
+
+def _name(runnable: Runnable[Any, Any], agent_id: str) -> str:
+    name = runnable.get_name()
+    if name in _GENERIC_NAMES or name == type(runnable).__name__ or not _valid_name(name):
+        return parse_agent_id(agent_id).type
+    return name
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        Capability(name=name)
+    except InvalidDeclarationError:
+        return False
+    return True
+
+
+def _description(runnable: Runnable[Any, Any]) -> str:
+    description = getattr(runnable, "description", None)
+    if isinstance(description, str) and description:
+        return description
+    # A RunnableLambda keeps the function it wraps; its docstring says what it does.
+    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+    return (inspect.getdoc(func) or "") if callable(func) else ""

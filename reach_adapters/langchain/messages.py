@@ -1,0 +1,116 @@
+"""Chat messages to and from JSON: role/content dicts that any language can read and write.
+
+A `BaseMessage` becomes ``{"role": "user" | "assistant" | "system" | "tool" | "function",
+"content": ..., ...}`` with only its non-empty fields, which LangChain reads back losslessly;
+role/content dicts written by other clients (OpenAI style included) are read as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+from pydantic import ValidationError
+
+from reach_adapters.errors import InvalidMessageError
+
+__all__ = [
+    "final_text",
+    "is_message_dict",
+    "is_message_list",
+    "message_from_dict",
+    "message_to_dict",
+]
+
+# Chunks subclass their message class, so they take its role.
+_ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
+    (AIMessage, "assistant"),
+    (HumanMessage, "user"),
+    (SystemMessage, "system"),
+    (ToolMessage, "tool"),
+    (FunctionMessage, "function"),
+)
+_CLASSES: dict[str, type[BaseMessage]] = {
+    "user": HumanMessage,
+    "human": HumanMessage,
+    "assistant": AIMessage,
+    "ai": AIMessage,
+    "system": SystemMessage,
+    "tool": ToolMessage,
+    "function": FunctionMessage,
+}
+# "developer" is read by LangChain's own coercion, which knows its quirks.
+_KNOWN = frozenset({*_CLASSES, "developer"})
+# Streaming-only fields that mean nothing once a message is whole.
+_CHUNK_FIELDS: set[str] = {"type", "tool_call_chunks", "chunk_position"}
+
+
+def message_to_dict(message: BaseMessage) -> dict[str, Any]:
+    """The role/content form of `message`, keeping every field that is set."""
+    fields = message.model_dump(exclude=_CHUNK_FIELDS)
+    role = next((name for cls, name in _ROLES if isinstance(message, cls)), None)
+    # ChatMessage carries its own free-form role; other kinds keep LangChain's type name.
+    out: dict[str, Any] = {"type": message.type} if role is None else {"role": role}
+    out["content"] = fields.pop("content")
+    for key, value in fields.items():
+        if value is not None and value != {} and value != []:
+            out[key] = value
+    return out
+
+
+def is_message_dict(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """True for a dict that reads as one chat message: a known role (or type) and content."""
+    if not isinstance(value, Mapping) or "content" not in value:
+        return False
+    if value.get("type") == "chat":
+        return True
+    kind = value.get("role", value.get("type"))
+    return isinstance(kind, str) and kind in _KNOWN
+
+
+def is_message_list(value: object) -> TypeGuard[list[Any]]:
+    """True for a non-empty list in which every item is a message dict."""
+    return isinstance(value, list) and bool(value) and all(is_message_dict(item) for item in value)
+
+
+def message_from_dict(data: Mapping[str, Any], *, where: str = "payload") -> BaseMessage:
+    """Rebuild a message from its role/content form, or from any dict LangChain can coerce."""
+    if data.get("type") == "chat":
+        fields = {k: v for k, v in data.items() if k != "type"}
+        try:
+            return ChatMessage.model_validate(fields)
+        except ValidationError as exc:
+            msg = f"{where} is not a chat message: {exc.errors(include_url=False)[0]['msg']}"
+            raise InvalidMessageError(msg) from None
+    cls = _CLASSES.get(data.get("role", data.get("type")))
+    if cls is not None:
+        fields = {k: v for k, v in data.items() if k not in ("role", "type")}
+        if fields.keys() <= cls.model_fields.keys():
+            try:
+                return cls.model_validate(fields)
+            except (ValueError, TypeError):
+                # Not our own form (OpenAI-style tool calls, say): LangChain's coercion reads those.
+                pass
+    try:
+        return convert_to_messages([dict(data)])[0]
+    except (ValueError, NotImplementedError) as exc:
+        msg = f"{where} is not a chat message LangChain can read: {exc}"
+        raise InvalidMessageError(msg) from None
+
+
+def final_text(messages: Sequence[BaseMessage]) -> str:
+    """The text of the last AI message, else of the last message; empty for no messages."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return str(message.text)
+    return str(messages[-1].text) if messages else ""

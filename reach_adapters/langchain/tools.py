@@ -1,0 +1,187 @@
+"""The router as LangChain tools: one per reachable capability, and one that reaches any agent.
+
+Each tool checks its arguments against the schema before routing (LangChain does not check dict
+schemas), answers with text for the model and the whole `ReachResult` as artifact, and turns any
+routing failure into a `ToolException`, which an agent sees as an error it can recover from.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from abc import abstractmethod
+from typing import Any, Literal
+
+from jsonschema.protocols import Validator
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import Field, JsonValue, PrivateAttr
+
+from middleware import ReachResult
+from reach_adapters.errors import ReachError, SyncCallError
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.router import Router
+from reach_adapters.router.schemas import compiled_validator, first_error, schema_key
+
+__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool"]
+
+logger = logging.getLogger(__name__)
+
+GENERIC_TOOL_NAME = "reach_agent"
+_GENERIC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "target": {
+            "type": "string",
+            "minLength": 1,
+            "description": (
+                "A capability name, to reach the best agent offering it, or an agent id "
+                "'namespace:type:instance', to reach that agent."
+            ),
+        },
+        "payload": {"description": "The task for the agent, shaped as its capability's input schema."},
+    },
+    "required": ["target"],
+}
+
+Request = tuple[Literal["route", "send"], str, JsonValue]
+# How many capability names the generic tool lists in its description.
+_LISTED = 50
+
+
+class ReachTool(BaseTool):
+    """What both kinds of reach tool share: argument checks, answers, errors."""
+
+    router: Router = Field(exclude=True)
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+
+    _validator: Validator | None = PrivateAttr(None)
+
+    @abstractmethod
+    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
+        """What to call: route or send, the capability or agent id, and the payload."""
+
+    def _check(self, arguments: Any) -> None:
+        validator = self._validator
+        if validator is not None and not validator.is_valid(arguments):
+            msg = (
+                f"invalid arguments for {self.name}: {first_error(validator, arguments)}; "
+                "no agent was called, fix the arguments to match the tool's schema"
+            )
+            raise ToolException(msg)
+
+    def _run(self, *args: Any, **kwargs: Any) -> tuple[str, ReachResult]:
+        mode, name, payload = self._request(args, kwargs)
+        call = self.router.send_sync if mode == "send" else self.router.route_sync
+        try:
+            result = call(name, payload)
+        except SyncCallError:
+            raise
+        except ReachError as exc:
+            raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+        return self._answer(result)
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> tuple[str, ReachResult]:
+        mode, name, payload = self._request(args, kwargs)
+        call = self.router.send if mode == "send" else self.router.route
+        try:
+            result = await call(name, payload)
+        except ReachError as exc:
+            raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+        return self._answer(result)
+
+    def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
+        if not result.ok:
+            raise self._failure(
+                f"{result.status}: {result.error_type}: {result.error} (task {result.task_id})"
+            )
+        payload = result.payload
+        text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+        return text, result
+
+    def _failure(self, reason: str) -> ToolException:
+        logger.info("tool %s failed: %s", self.name, reason)
+        return ToolException(f"{self.name} failed: {reason}")
+
+
+class CapabilityTool(ReachTool):
+    """Reaches the best agent for one capability; its arguments are the capability's input.
+
+    A capability whose input is not a JSON object (a string, say) takes it as the argument
+    ``input``, since tool calls always carry an object.
+    """
+
+    capability: Capability = Field(exclude=True)
+    wrapped: bool = False
+
+    @classmethod
+    def build(
+        cls, router: Router, capability: Capability, *, name: str, handle_tool_error: bool
+    ) -> CapabilityTool:
+        schema = capability.input_schema
+        wrapped = schema.get("type") != "object"
+        args_schema = _wrap(schema) if wrapped else schema
+        tool = cls(
+            router=router,
+            capability=capability,
+            wrapped=wrapped,
+            name=name,
+            description=capability.description or f"Reach an agent that can do '{capability.name}'.",
+            args_schema=args_schema,
+            handle_tool_error=handle_tool_error,
+        )
+        if wrapped:
+            tool._validator = compiled_validator(schema_key(args_schema))
+        elif capability.checks_input:
+            tool._validator = capability.input_validator
+        return tool
+
+    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
+        if args:
+            # LangChain passes a plain string input positionally.
+            if not self.wrapped or len(args) != 1 or kwargs:
+                msg = f"{self.name} takes named arguments as given by its schema, not {args!r}"
+                raise ToolException(msg)
+            kwargs = {"input": args[0]}
+        self._check(kwargs)
+        payload: JsonValue = kwargs.get("input") if self.wrapped else kwargs
+        return "route", self.capability.name, payload
+
+
+class ReachAnyTool(ReachTool):
+    """Reaches any agent: by capability name (best agent) or by agent id (that agent)."""
+
+    @classmethod
+    def build(cls, router: Router, capability_names: list[str], *, handle_tool_error: bool) -> ReachAnyTool:
+        shown = ", ".join(capability_names[:_LISTED]) + (" ..." if len(capability_names) > _LISTED else "")
+        tool = cls(
+            router=router,
+            name=GENERIC_TOOL_NAME,
+            description=(
+                "Call any reachable agent: give a capability name to reach the best agent for it, or "
+                "an agent id to reach that agent, and the payload its input schema asks for. "
+                f"Reachable capabilities: {shown or 'none yet'}."
+            ),
+            args_schema=_GENERIC_SCHEMA,
+            handle_tool_error=handle_tool_error,
+        )
+        tool._validator = compiled_validator(schema_key(_GENERIC_SCHEMA))
+        return tool
+
+    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
+        if args:
+            msg = f"{self.name} takes the arguments 'target' and 'payload', not {args!r}"
+            raise ToolException(msg)
+        self._check(kwargs)
+        target: str = kwargs["target"]
+        # Capability names cannot contain ':', agent ids always do.
+        mode: Literal["route", "send"] = "send" if ":" in target else "route"
+        return mode, target, kwargs.get("payload")
+
+
+def _wrap(schema: dict[str, Any]) -> dict[str, Any]:
+    """An object schema taking `schema` as its one argument ``input``; $defs stay at the root."""
+    inner = {key: value for key, value in schema.items() if key != "$defs"}
+    wrapped: dict[str, Any] = {"type": "object", "properties": {"input": inner}, "required": ["input"]}
+    if "$defs" in schema:
+        wrapped["$defs"] = schema["$defs"]
+    return wrapped
