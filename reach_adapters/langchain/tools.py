@@ -57,7 +57,7 @@ class ReachTool(BaseTool):
     _validator: Validator | None = PrivateAttr(None)
 
     @abstractmethod
-    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
+    def _request(self, arguments: dict[str, Any]) -> Request:
         """What to call: route or send, the capability or agent id, and the payload."""
 
     def _check(self, arguments: Any) -> None:
@@ -69,8 +69,9 @@ class ReachTool(BaseTool):
             )
             raise ToolException(msg)
 
-    def _run(self, *args: Any, **kwargs: Any) -> tuple[str, ReachResult]:
-        mode, name, payload = self._request(args, kwargs)
+    # LangChain refuses string input for dict schemas, so arguments always arrive by name.
+    def _run(self, **arguments: Any) -> tuple[str, ReachResult]:
+        mode, name, payload = self._request(arguments)
         call = self.router.send_sync if mode == "send" else self.router.route_sync
         try:
             result = call(name, payload)
@@ -80,8 +81,8 @@ class ReachTool(BaseTool):
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
         return self._answer(result)
 
-    async def _arun(self, *args: Any, **kwargs: Any) -> tuple[str, ReachResult]:
-        mode, name, payload = self._request(args, kwargs)
+    async def _arun(self, **arguments: Any) -> tuple[str, ReachResult]:
+        mode, name, payload = self._request(arguments)
         call = self.router.send if mode == "send" else self.router.route
         try:
             result = await call(name, payload)
@@ -135,15 +136,9 @@ class CapabilityTool(ReachTool):
             tool._validator = capability.input_validator
         return tool
 
-    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
-        if args:
-            # LangChain passes a plain string input positionally.
-            if not self.wrapped or len(args) != 1 or kwargs:
-                msg = f"{self.name} takes named arguments as given by its schema, not {args!r}"
-                raise ToolException(msg)
-            kwargs = {"input": args[0]}
-        self._check(kwargs)
-        payload: JsonValue = kwargs.get("input") if self.wrapped else kwargs
+    def _request(self, arguments: dict[str, Any]) -> Request:
+        self._check(arguments)
+        payload: JsonValue = arguments.get("input") if self.wrapped else arguments
         return "route", self.capability.name, payload
 
 
@@ -167,15 +162,12 @@ class ReachAnyTool(ReachTool):
         tool._validator = compiled_validator(schema_key(_GENERIC_SCHEMA))
         return tool
 
-    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
-        if args:
-            msg = f"{self.name} takes the arguments 'target' and 'payload', not {args!r}"
-            raise ToolException(msg)
-        self._check(kwargs)
-        target: str = kwargs["target"]
+    def _request(self, arguments: dict[str, Any]) -> Request:
+        self._check(arguments)
+        target: str = arguments["target"]
         # Capability names cannot contain ':', agent ids always do.
         mode: Literal["route", "send"] = "send" if ":" in target else "route"
-        return mode, target, kwargs.get("payload")
+        return mode, target, arguments.get("payload")
 
 
 def _wrap(schema: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""`router.stream` over wrapped runnables: chunks as they come, as JSON."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableGenerator, RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from examples.langchain_demo.agents import scripted
+from middleware import ReachMessage
+from reach_adapters import AgentCallError, Router
+from reach_adapters.langchain import LangChainAgent
+from tests.langchain_adapter.conftest import RunRecorder
+
+REPLY = "the parcel left the depot this morning"
+
+
+async def collect(chunks: AsyncIterator[Any]) -> list[Any]:
+    return [chunk async for chunk in chunks]
+
+
+async def test_a_streaming_chain_yields_its_tokens(router: Router) -> None:
+    chain = (
+        ChatPromptTemplate.from_messages([("human", "{q}")]) | scripted(AIMessage(REPLY)) | StrOutputParser()
+    )
+    router.register(LangChainAgent(chain, agent_id="shop:track:01"))
+
+    chunks = await collect(router.stream("track", {"q": "where is it?"}))
+
+    assert len(chunks) > 1
+    assert "".join(chunks) == REPLY
+
+
+async def test_chat_model_chunks_arrive_as_text(router: Router) -> None:
+    chain = ChatPromptTemplate.from_messages([("human", "{q}")]) | scripted(AIMessage(REPLY))
+    router.register(LangChainAgent(chain, agent_id="shop:track:01"))
+
+    chunks = await collect(router.stream("track", {"q": "where is it?"}))
+
+    assert all(isinstance(chunk, str) for chunk in chunks)
+    assert "".join(chunks) == REPLY
+
+
+class Steps(TypedDict):
+    n: int
+
+
+async def test_a_graph_streams_its_node_updates_as_json(router: Router) -> None:
+    builder = StateGraph(Steps)
+    builder.add_node("one", lambda s: {"n": s["n"] + 1})
+    builder.add_node("two", lambda s: {"n": s["n"] * 10})
+    builder.add_edge(START, "one")
+    builder.add_edge("one", "two")
+    builder.add_edge("two", END)
+    router.register(LangChainAgent(builder.compile(), agent_id="math:steps:01"))
+
+    chunks = await collect(router.stream("steps", {"n": 1}))
+
+    assert chunks == [{"one": {"n": 2}}, {"two": {"n": 20}}]  # what the graph's own astream yields
+
+
+async def test_a_runnable_that_does_not_stream_yields_its_answer_once(router: Router) -> None:
+    async def shout(text: str) -> str:
+        return text.upper()
+
+    router.register(LangChainAgent(RunnableLambda(shout), agent_id="util:shout:01"))
+
+    assert await collect(router.stream("shout", "hi")) == ["HI"]
+
+
+async def test_a_generator_failing_midway_raises_after_its_first_chunks(router: Router) -> None:
+    async def count(inputs: AsyncIterator[Any]) -> AsyncIterator[int]:
+        async for _ in inputs:
+            pass
+        yield 1
+        yield 2
+        raise RuntimeError("disk full")
+
+    router.register(
+        LangChainAgent(RunnableGenerator(count), agent_id="util:count:01", capabilities=[{"name": "count"}])
+    )
+    seen: list[Any] = []
+
+    async def consume() -> None:
+        async for chunk in router.stream("count", {}):
+            seen.append(chunk)
+
+    with pytest.raises(AgentCallError, match="RuntimeError: disk full"):
+        await consume()
+
+    assert seen == [1, 2]
+
+
+async def test_a_streamed_run_is_named_and_tagged_like_an_invoked_one() -> None:
+    recorder = RunRecorder()
+    chain = (
+        ChatPromptTemplate.from_messages([("human", "{q}")]) | scripted(AIMessage(REPLY)) | StrOutputParser()
+    )
+    agent = LangChainAgent(chain, agent_id="shop:track:01", config={"callbacks": [recorder]})
+    message = ReachMessage.model_validate({"raw_payload": {"q": "?"}, "meta_info": {"capability": "track"}})
+
+    assert "".join([str(chunk) async for chunk in agent.astream(message)]) == REPLY
+
+    run = recorder.named("track@shop:track:01")
+    assert run.metadata["reach_task_id"] == message.meta_info.task_id
+    assert "reach:agent:shop:track:01" in run.tags
