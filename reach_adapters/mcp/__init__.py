@@ -1,0 +1,35 @@
+"""MCP adapter: MCP servers' tools as routable capabilities, and the router served over MCP."""
+
+from reach_adapters.mcp.agent import ConnectReport, MCPServerAgent
+from reach_adapters.mcp.config import (
+    HttpTarget,
+    InProcessTarget,
+    MCPServerConfig,
+    ReconnectPolicy,
+    ServerTarget,
+    StdioTarget,
+)
+from reach_adapters.mcp.converter import MCPConverter, content_to_json
+from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
+from reach_adapters.mcp.serve import MCPEndpoint, serve_mcp, start_mcp_server
+from reach_adapters.mcp.server import RouterMCPServer
+
+__all__ = [
+    "ConnectReport",
+    "HttpTarget",
+    "InProcessTarget",
+    "MCPConnectionError",
+    "MCPConverter",
+    "MCPEndpoint",
+    "MCPProtocolError",
+    "MCPServerAgent",
+    "MCPServerConfig",
+    "MCPTimeoutError",
+    "ReconnectPolicy",
+    "RouterMCPServer",
+    "ServerTarget",
+    "StdioTarget",
+    "content_to_json",
+    "serve_mcp",
+    "start_mcp_server",
+]

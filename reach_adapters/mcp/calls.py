@@ -1,0 +1,72 @@
+"""One tool call on a live session, with every way it can fail mapped to what the router expects."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from pydantic import ValidationError
+
+from middleware import ReachMessage, ReachResult, ResultStatus
+from reach_adapters.mcp.converter import MCPConverter
+from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
+from reach_adapters.router.delivery import error_result
+
+__all__ = ["ToolRoute", "call_tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRoute:
+    """The server's name for a capability's tool, and whether the tool is safe to run twice."""
+
+    tool: str
+    safe: bool
+
+
+async def call_tool(
+    client: Client, route: ToolRoute, message: ReachMessage, converter: MCPConverter, timeout_s: float
+) -> ReachResult:
+    """Call `route.tool` with the message's arguments within its deadline.
+
+    A tool error is an error result nobody should retry; a server that misbehaves gives a
+    retryable one; a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
+    the router's delivery classes as transient.
+    """
+    agent_id = converter.agent_id
+    arguments = converter.from_middleware(message)
+    deadline = message.meta_info.deadline
+    if deadline is not None:
+        timeout_s = max(min(timeout_s, deadline - time.time()), 0.001)
+    try:
+        native = await client.call_tool(route.tool, arguments, read_timeout_seconds=timeout_s)
+    except MCPError as exc:
+        if exc.code == REQUEST_TIMEOUT:
+            msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"
+            raise TimeoutError(msg) from None
+        if exc.code != CONNECTION_CLOSED:
+            error = (
+                f"MCP server {agent_id} rejected the call to {route.tool!r}: error {exc.code}: {exc.message}"
+            )
+            return _failed(message, agent_id, MCPProtocolError.__name__, error, retryable=True)
+        error = f"MCP server {agent_id} lost the connection during a call to {route.tool!r}"
+        # The request may have run before the connection went: only a safe tool may run again.
+        return _failed(message, agent_id, MCPConnectionError.__name__, error, retryable=route.safe)
+    except ValidationError as exc:
+        error = f"MCP server {agent_id} sent a malformed result for {route.tool!r}: {exc}"
+        return _failed(message, agent_id, MCPProtocolError.__name__, error, retryable=True)
+    except RuntimeError as exc:
+        # The SDK checks structured content against the tool's output schema and raises this;
+        # the core does not re-send "OutputValidationError" for tools that are not safe to repeat.
+        return _failed(message, agent_id, "OutputValidationError", str(exc), retryable=True)
+    return converter.result_to_middleware(native, message)
+
+
+def _failed(
+    message: ReachMessage, agent_id: str, error_type: str, error: str, *, retryable: bool
+) -> ReachResult:
+    return error_result(
+        message, ResultStatus.ERROR, error_type, error, agent_id=agent_id, retryable=retryable
+    )

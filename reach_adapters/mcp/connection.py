@@ -1,0 +1,231 @@
+"""The one live session to an MCP server: open it, watch it, re-scan its tools, close it.
+
+Each session runs in a task of its own because the SDK's transports are anyio task groups that
+must be entered and left by the same task; callers on other tasks only send requests through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Protocol
+
+import anyio
+from mcp import Client
+from mcp.client.session import IncomingMessage
+from mcp.client.subscriptions import SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from reach_adapters.errors import InvalidDeclarationError, ReachError
+from reach_adapters.mcp.config import MCPServerConfig
+from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
+from reach_adapters.mcp.tools import Declared, declare, list_all_tools
+from reach_adapters.mcp.transport import open_client
+
+__all__ = ["Connection", "ConnectionEvents"]
+
+logger = logging.getLogger(__name__)
+
+# A change stream that drops is re-opened after this pause, so a flapping one cannot spin.
+_RELISTEN_DELAY_S = 0.1
+_EOF = "the server closed the connection (did its process exit? see its stderr)"
+
+
+class ConnectionEvents(Protocol):
+    """What the owner of a connection hears about."""
+
+    def apply(self, declared: Declared) -> None: ...
+
+    def lost(self, reason: str) -> None: ...
+
+
+@dataclass(eq=False)
+class _Link:
+    """One session attempt: ready once the tools are listed, ended once it is lost or closed."""
+
+    ready: asyncio.Future[Declared]
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str = ""
+
+    def end(self, reason: str) -> bool:
+        if self.ended.is_set():
+            return False
+        self.reason = reason
+        self.ended.set()
+        return True
+
+
+class Connection:
+    def __init__(self, config: MCPServerConfig, events: ConnectionEvents) -> None:
+        self.config = config
+        self.client: Client | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.closing = False
+        self._events = events
+        self._current: tuple[_Link, asyncio.Task[None]] | None = None
+        self._rescan = asyncio.Event()
+
+    async def open(self) -> Declared:
+        """Start a session and list its tools within ``connect_timeout_s``; raise a `ReachError` if not."""
+        loop = asyncio.get_running_loop()
+        self.loop = loop
+        link = _Link(loop.create_future())
+        task = loop.create_task(self._run(link), name=f"{self.config.agent_id} session")
+        opened = False
+        try:
+            waiting: set[asyncio.Future[Any]] = {task, link.ready}
+            await asyncio.wait(
+                waiting, timeout=self.config.connect_timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+            if link.ready.done():
+                opened = True
+                self._current = (link, task)
+                return link.ready.result()
+            if task.done():
+                raise self._failure(task)
+            msg = (
+                f"MCP server {self.config.name!r} ({self.config.target.describe()}) did not finish "
+                f"initialize and tools/list within {self.config.connect_timeout_s} s; check that it "
+                "speaks MCP there, or raise connect_timeout_s"
+            )
+            raise MCPTimeoutError(msg)
+        finally:
+            if not opened:
+                link.end("connect failed")
+                task.cancel()
+                await _settle(task)
+
+    async def wait_lost(self) -> None:
+        """Return once the current session has ended, having reported why."""
+        assert self._current is not None, "wait_lost() before a successful open()"
+        link, task = self._current
+        await asyncio.wait({task})
+        self._lose(link, _ended(task))
+
+    async def close(self) -> None:
+        self.closing = True
+        if self._current is not None:
+            link, task = self._current
+            link.end("closed")
+            await _settle(task)
+
+    async def _run(self, link: _Link) -> None:
+        client = open_client(
+            self.config.target, on_eof=partial(self._lose, link, _EOF), on_message=self._on_message
+        )
+        async with client, anyio.create_task_group() as tasks:
+            if _announces_changes(client):
+                # Listen before listing, so no change can fall between the list and the stream.
+                opened = anyio.Event()
+                tasks.start_soon(self._listen, client, link, opened)
+                await opened.wait()
+            declared = declare(await list_all_tools(client, self.config.name), self.config)
+            if not declared.capabilities:
+                msg = f"MCP server {self.config.name!r} lists no usable tools (skipped: {declared.skipped})"
+                raise InvalidDeclarationError(msg)
+            tasks.start_soon(self._rescans, client)
+            self.client = client
+            link.ready.set_result(declared)
+            try:
+                await link.ended.wait()
+            finally:
+                if self.client is client:
+                    self.client = None
+            tasks.cancel_scope.cancel()
+
+    def _lose(self, link: _Link, reason: str) -> None:
+        # Only the adopted session speaks for the agent; a failed attempt is reported by open().
+        current = self._current is not None and self._current[0] is link
+        if link.end(reason) and current and not self.closing:
+            self._events.lost(reason)
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        if isinstance(message, ToolListChangedNotification):
+            self._rescan.set()
+        elif isinstance(message, Exception):
+            logger.warning("MCP server %s: transport error: %r", self.config.agent_id, message)
+
+    async def _rescans(self, client: Client) -> None:
+        while True:
+            await self._rescan.wait()
+            self._rescan.clear()
+            try:
+                tools = await list_all_tools(client, self.config.name)
+            except (MCPError, MCPProtocolError, ValidationError) as exc:
+                logger.warning("MCP server %s: re-scan of its tools failed: %s", self.config.agent_id, exc)
+                continue
+            self._events.apply(declare(tools, self.config))
+
+    async def _listen(self, client: Client, link: _Link, opened: anyio.Event) -> None:
+        """Hold a change stream open: 2026-07-28 servers send tools/list_changed only on one."""
+        try:
+            while True:
+                try:
+                    async with client.listen(tools_list_changed=True) as subscription:
+                        opened.set()
+                        async for _event in subscription:
+                            pass  # each event also reaches _on_message, which schedules the re-scan
+                except SubscriptionLost:
+                    pass
+                except MCPError as exc:
+                    if exc.code == CONNECTION_CLOSED:
+                        self._lose(link, _EOF)
+                        return
+                    logger.warning(
+                        "MCP server %s refused a change stream (%s); its tool changes go unnoticed",
+                        self.config.agent_id,
+                        exc.message,
+                    )
+                    return
+                self._rescan.set()
+                await anyio.sleep(_RELISTEN_DELAY_S)
+        finally:
+            # However the stream fared, the session no longer waits for it to open.
+            opened.set()
+
+    def _failure(self, task: asyncio.Task[None]) -> ReachError:
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None and isinstance(leaf := _leaf(exc), ReachError):
+            return leaf
+        cause = "the attempt was cancelled" if exc is None else _cause(exc)
+        msg = f"MCP server {self.config.name!r} ({self.config.target.describe()}): cannot connect: {cause}"
+        return MCPConnectionError(msg)
+
+
+def _announces_changes(client: Client) -> bool:
+    tools = client.server_capabilities.tools
+    modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+    return modern and tools is not None and bool(tools.list_changed)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The exception that says what went wrong, from under the SDK's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _cause(exc: BaseException) -> str:
+    exc = _leaf(exc)
+    if isinstance(exc, MCPError):
+        return _EOF if exc.code == CONNECTION_CLOSED else f"MCP error {exc.code}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _ended(task: asyncio.Task[None]) -> str:
+    if task.cancelled():
+        return "the session was cancelled"
+    exc = task.exception()
+    return "the session ended" if exc is None else _cause(exc)
+
+
+async def _settle(task: asyncio.Task[None]) -> None:
+    """Wait for `task` and consume its outcome, so no failure is reported as never retrieved."""
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,95 @@
+"""Moves MCP tool calls and `CallToolResult`s to and from the intermediate format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from mcp.types import CallToolResult, ContentBlock, TextContent
+from pydantic import JsonValue, TypeAdapter
+
+from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus, ensure_json
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router.agent import ok_result
+from reach_adapters.router.delivery import error_result
+
+__all__ = ["MCPConverter", "content_to_json"]
+
+_BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
+
+
+def content_to_json(blocks: Sequence[ContentBlock]) -> list[JsonValue]:
+    """Content blocks (text, image, audio, resource) in their MCP wire form."""
+    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in blocks]
+
+
+class MCPConverter:
+    """Tool arguments and `CallToolResult` on the MCP side; `ReachMessage`/`ReachResult` inside.
+
+    A result keeps the server's content blocks in ``extra["content"]`` beside the payload, so
+    serving it again over MCP (the gateway) hands clients the blocks they would have had directly.
+    """
+
+    def __init__(self, agent_id: str = "") -> None:
+        # Stamped on results made from MCP replies; the gateway side never makes any.
+        self.agent_id = agent_id
+
+    def to_middleware(self, native: dict[str, Any] | None, meta: MetaInfo | None = None) -> ReachMessage:
+        if native is not None and not isinstance(native, dict):
+            msg = f"MCP tool arguments must be a JSON object, got {type(native).__name__}"
+            raise InvalidMessageError(msg)
+        try:
+            payload = ensure_json(native or {}, where="arguments")
+        except NotJsonSafeError as exc:
+            msg = f"MCP tool arguments are not JSON data: {exc}"
+            raise InvalidMessageError(msg) from None
+        return ReachMessage.model_construct(raw_payload=payload, meta_info=meta or MetaInfo())
+
+    def from_middleware(self, message: ReachMessage) -> dict[str, Any]:
+        payload = message.raw_payload
+        if payload is None:
+            return {}
+        if not isinstance(payload, dict):
+            msg = (
+                f"MCP tools take a JSON object of arguments, got {type(payload).__name__}; "
+                "send the tool's arguments as a dict"
+            )
+            raise InvalidMessageError(msg)
+        return payload
+
+    def result_to_middleware(self, native: CallToolResult, message: ReachMessage) -> ReachResult:
+        content = content_to_json(native.content)
+        if native.is_error:
+            # The tool ran and said no: another replica would say the same, so not retryable.
+            return error_result(
+                message, ResultStatus.ERROR, "MCPToolError", _text_of(content), agent_id=self.agent_id or None
+            )
+        structured = native.structured_content
+        result = ok_result(message, self.agent_id, content if structured is None else structured)
+        result.extra = {"content": content}
+        return result
+
+    def result_from_middleware(self, result: ReachResult) -> CallToolResult:
+        if not result.ok:
+            text = f"{result.status}: {result.error_type}: {result.error}"
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        payload = result.payload
+        content = result.extra.get("content")
+        if isinstance(content, list):
+            blocks = _BLOCKS.validate_python(content)
+        else:
+            text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+            blocks = [TextContent(type="text", text=text)]
+        # Structured content is a JSON object in every protocol version a client may speak.
+        structured = payload if isinstance(payload, dict) else None
+        return CallToolResult(content=blocks, structured_content=structured)
+
+
+def _text_of(content: list[JsonValue]) -> str:
+    texts: list[str] = []
+    for block in content:
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str):
+            texts.append(text)
+    return "\n".join(texts) or "the tool reported an error without a message"

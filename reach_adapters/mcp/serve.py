@@ -1,0 +1,153 @@
+"""Run a router's MCP server over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Callable
+from typing import Literal
+
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.mcp.errors import MCPConnectionError
+from reach_adapters.mcp.server import RouterMCPServer
+from reach_adapters.router.router import Router
+
+__all__ = ["MCPEndpoint", "serve_mcp", "start_mcp_server"]
+
+logger = logging.getLogger(__name__)
+
+Transport = Literal["stdio", "streamable-http"]
+
+_STARTUP_TIMEOUT_S = 10.0
+_STARTUP_POLL_S = 0.005
+# Open event streams are cut after this much of a graceful shutdown, so closing never hangs.
+_SHUTDOWN_GRACE_S = 1.0
+
+
+async def serve_mcp(
+    router: Router,
+    *,
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    name: str = "agent-reach",
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve `router` as an MCP server until cancelled, or until the stdio client goes away.
+
+    With ``transport="streamable-http"``, `on_ready` gets the URL once the server listens (useful
+    with ``port=0``); `start_mcp_server` starts one without blocking instead.
+    """
+    if transport == "streamable-http":
+        endpoint = await start_mcp_server(router, host=host, port=port, path=path, name=name)
+        try:
+            if on_ready is not None:
+                on_ready(endpoint.url)
+            await endpoint.wait_closed()
+        finally:
+            await endpoint.aclose()
+        return
+    if transport != "stdio":
+        msg = f"transport must be 'stdio' or 'streamable-http', got {transport!r}"
+        raise InvalidDeclarationError(msg)
+    reach = RouterMCPServer(router, name=name)
+    reach.bind(asyncio.get_running_loop())
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await reach.server.run(read_stream, write_stream, reach.server.create_initialization_options())
+    finally:
+        reach.close()
+
+
+async def start_mcp_server(
+    router: Router,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    path: str = "/mcp",
+    name: str = "agent-reach",
+) -> MCPEndpoint:
+    """Start serving `router` over streamable HTTP in the background; ``port=0`` picks a free port."""
+    if not isinstance(host, str) or not host:
+        msg = f"host must be a non-empty string such as '127.0.0.1', got {host!r}"
+        raise InvalidDeclarationError(msg)
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        msg = f"port must be an integer from 0 (any free port) to 65535, got {port!r}"
+        raise InvalidDeclarationError(msg)
+    if not isinstance(path, str) or not path.startswith("/"):
+        msg = f"path must start with '/', e.g. '/mcp', got {path!r}"
+        raise InvalidDeclarationError(msg)
+    try:
+        # Bound here, not by uvicorn, so the caller learns the port the OS picked.
+        sock = socket.create_server((host, port))
+    except OSError as exc:
+        msg = f"cannot listen on {host}:{port}: {exc}; pick another host or port"
+        raise MCPConnectionError(msg) from None
+    reach = RouterMCPServer(router, name=name)
+    reach.bind(asyncio.get_running_loop())
+    app = reach.server.streamable_http_app(streamable_http_path=path, host=host)
+    # log_config=None: a library must not reconfigure the application's logging.
+    config = uvicorn.Config(
+        app, log_config=None, lifespan="on", timeout_graceful_shutdown=int(_SHUTDOWN_GRACE_S)
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"mcp http {host}")
+    endpoint = MCPEndpoint(reach, server, task, sock, path)
+    await endpoint.started()
+    logger.info("serving the router over MCP at %s", endpoint.url)
+    return endpoint
+
+
+class MCPEndpoint:
+    """A router served over streamable HTTP: where it listens, and how to stop it."""
+
+    def __init__(
+        self,
+        reach: RouterMCPServer,
+        server: uvicorn.Server,
+        task: asyncio.Task[None],
+        sock: socket.socket,
+        path: str,
+    ) -> None:
+        self._reach = reach
+        self._server = server
+        self._task = task
+        self._sock = sock
+        host, port = sock.getsockname()[:2]
+        self.host: str = host
+        self.port: int = port
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{port}{path}"
+
+    async def started(self) -> None:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + _STARTUP_TIMEOUT_S
+        while not self._server.started:
+            if self._task.done() or loop.time() > give_up:
+                await self.aclose()
+                msg = f"the MCP server on {self.host}:{self.port} did not start; see the log for why"
+                raise MCPConnectionError(msg)
+            await asyncio.sleep(_STARTUP_POLL_S)
+
+    async def wait_closed(self) -> None:
+        """Return when the server has stopped (after `aclose`, or a signal in the main thread)."""
+        await asyncio.wait({self._task})
+
+    async def aclose(self) -> None:
+        self._reach.close()
+        self._server.should_exit = True
+        await asyncio.wait({self._task})
+        if not self._task.cancelled():
+            self._task.exception()
+        self._sock.close()
+
+    async def __aenter__(self) -> MCPEndpoint:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

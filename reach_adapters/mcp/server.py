@@ -1,0 +1,196 @@
+"""The router as an MCP server: one tool per reachable capability, every call routed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from middleware import MetaInfo
+from reach_adapters.errors import InvalidDeclarationError, ReachError
+from reach_adapters.mcp.converter import MCPConverter
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.router import Router
+
+__all__ = ["RouterMCPServer"]
+
+logger = logging.getLogger(__name__)
+
+# Handshake-era peers kept for change notices; the SDK gives handlers no connection-closed hook.
+_MAX_LEGACY_PEERS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class _Served:
+    tool: Tool
+    # MCP arguments are always an object: a non-object input travels as the "input" argument.
+    wrapped: bool
+
+
+class RouterMCPServer:
+    """Builds the SDK server that offers a router's capabilities as MCP tools.
+
+    Serve `server` over any SDK transport, or hand it to ``mcp.Client`` in process. When the
+    catalog changes, clients are told: 2026-07-28 clients on their ``subscriptions/listen``
+    stream, earlier ones with a ``notifications/tools/list_changed`` on the connection.
+    """
+
+    def __init__(self, router: Router, *, name: str = "agent-reach", instructions: str | None = None) -> None:
+        if not isinstance(router, Router):
+            msg = f"RouterMCPServer serves a Router, got {type(router).__name__}"
+            raise InvalidDeclarationError(msg)
+        self.router = router
+        self._converter = MCPConverter()
+        self._bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._bus)
+        self.server: Server[Any] = _Server(
+            name,
+            instructions=instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
+        )
+        self._served: dict[str, _Served] | None = None
+        self._legacy: OrderedDict[int, tuple[object, ServerSession]] = OrderedDict()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._announcing = False
+        self._announcement: asyncio.Task[None] | None = None
+        self._unsubscribe = router.on_catalog_change(self._catalog_changed)
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Set the loop that serves clients: change notices are sent from it."""
+        self._loop = loop
+
+    def close(self) -> None:
+        """Stop following the catalog and end open change streams."""
+        self._unsubscribe()
+        self._listen.close()
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._remember(ctx.session)
+        return ListToolsResult(tools=[served.tool for served in self._catalog().values()])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        served = self._catalog().get(params.name)
+        if served is None:
+            msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
+            raise MCPError(INVALID_PARAMS, msg)
+        try:
+            message = self._converter.to_middleware(params.arguments, MetaInfo(capability=params.name))
+            if served.wrapped and isinstance(message.raw_payload, dict):
+                message.raw_payload = message.raw_payload.get("input")
+            result = await self.router.dispatch(message)
+        except ReachError as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return self._converter.result_from_middleware(result)
+
+    # -- the tool list and its changes -------------------------------------------------------
+
+    def _catalog(self) -> dict[str, _Served]:
+        served = self._served
+        if served is None:
+            served = self._served = {name: _serve(cap) for name, cap in self.router.reachable().items()}
+        return served
+
+    def _catalog_changed(self) -> None:
+        # Called from whichever thread changed the catalog; the notice goes out on the serving loop.
+        self._served = None
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._schedule_announcement)
+
+    def _schedule_announcement(self) -> None:
+        # A burst of changes (several servers reconnecting) becomes one notice.
+        if not self._announcing:
+            self._announcing = True
+            self._announcement = asyncio.get_running_loop().create_task(self._announce())
+
+    async def _announce(self) -> None:
+        self._announcing = False
+        await self._bus.publish(ToolsListChanged())
+        for _, session in list(self._legacy.values()):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # noqa: BLE001 - one broken peer must not keep others uninformed
+                logger.debug("could not send tools/list_changed to a client: %r", exc)
+
+    def _remember(self, session: ServerSession) -> None:
+        # client_params is the one object a connection keeps for its lifetime: its identity names it.
+        params = session.client_params
+        if params is None:
+            return
+        key = id(params)
+        self._legacy[key] = (params, session)
+        self._legacy.move_to_end(key)
+        while len(self._legacy) > _MAX_LEGACY_PEERS:
+            self._legacy.popitem(last=False)
+
+
+class _Server(Server[Any]):
+    """Advertises ``tools.listChanged`` to handshake-era clients, whatever transport runs it."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def _serve(capability: Capability) -> _Served:
+    schema = capability.input_schema
+    wrapped = bool(schema) and schema.get("type") != "object"
+    if wrapped:
+        schema = {"type": "object", "properties": {"input": schema}, "required": ["input"]}
+    elif not schema:
+        schema = {"type": "object"}
+    output = capability.output_schema
+    # Every protocol version accepts an object output schema; others are left undeclared.
+    if output is not None and output.get("type") != "object":
+        output = None
+    tool = Tool(
+        name=capability.name,
+        description=capability.description or None,
+        input_schema=schema,
+        output_schema=output,
+        annotations=ToolAnnotations(
+            read_only_hint=capability.read_only, idempotent_hint=capability.idempotent
+        ),
+    )
+    return _Served(tool, wrapped)

@@ -1,0 +1,91 @@
+"""An MCP server's tool list, and the capabilities the router sees for it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mcp import Client
+from mcp.types import Tool
+
+from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.mcp.calls import ToolRoute
+from reach_adapters.mcp.config import MCPServerConfig
+from reach_adapters.mcp.errors import MCPProtocolError
+from reach_adapters.router.capability import Capability
+
+__all__ = ["Declared", "declare", "list_all_tools"]
+
+logger = logging.getLogger(__name__)
+
+# A listing longer than this is a server that never stops paginating, not a big catalog.
+_MAX_PAGES = 1000
+
+
+async def list_all_tools(client: Client, server: str) -> list[Tool]:
+    """Every tool the server offers, following ``next_cursor`` to the last page."""
+    tools: list[Tool] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+        if cursor in seen:
+            msg = f"MCP server {server!r} repeated tools/list cursor {cursor!r}; its pagination never ends"
+            raise MCPProtocolError(msg)
+        seen.add(cursor)
+    msg = f"MCP server {server!r} returned more than {_MAX_PAGES} pages of tools; its pagination never ends"
+    raise MCPProtocolError(msg)
+
+
+@dataclass(slots=True)
+class Declared:
+    """The capabilities made from a tool list, and which tool serves each capability."""
+
+    capabilities: list[Capability] = field(default_factory=list)
+    routes: dict[str, ToolRoute] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+def declare(tools: Sequence[Tool], config: MCPServerConfig) -> Declared:
+    """One capability per tool; a tool the router cannot accept is skipped with a warning."""
+    out = Declared()
+    for tool in tools:
+        name = config.prefix + tool.name
+        if name in out.routes:
+            logger.warning("MCP server %r: skipped tool %r: its name is listed twice", config.name, tool.name)
+            out.skipped.append(tool.name)
+            continue
+        try:
+            capability = _capability(name, tool, config)
+        except InvalidDeclarationError as exc:
+            logger.warning("MCP server %r: skipped tool %r: %s", config.name, tool.name, exc)
+            out.skipped.append(tool.name)
+            continue
+        out.capabilities.append(capability)
+        out.routes[name] = ToolRoute(tool.name, safe=capability.idempotent or capability.read_only)
+    return out
+
+
+def _capability(name: str, tool: Tool, config: MCPServerConfig) -> Capability:
+    hints = tool.annotations
+    read_only = bool(hints and hints.read_only_hint)
+    # A read-only tool is safe to repeat; otherwise only an explicit idempotent hint allows retries.
+    # destructiveHint adds nothing here: a destructive tool may still be idempotent (delete by id).
+    idempotent = read_only or bool(hints and hints.idempotent_hint)
+    title = tool.title or (hints.title if hints else None)
+    return Capability(
+        name=name,
+        description=tool.description or title or "",
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        timeout_ms=config.timeout_ms,
+        max_concurrency=config.max_concurrency,
+        weight=config.weight,
+        read_only=read_only,
+        idempotent=idempotent,
+    )

@@ -1,0 +1,108 @@
+"""The SDK client for each kind of target, watched so a dead server is noticed the moment it dies."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client._transport import ReadStream, TransportStreams
+from mcp.client.session import MessageHandlerFnT
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+
+from reach_adapters.mcp.config import HttpTarget, ServerTarget, StdioTarget
+
+__all__ = ["open_client"]
+
+_Item = SessionMessage | Exception
+
+
+def open_client(target: ServerTarget, *, on_eof: Callable[[], None], on_message: MessageHandlerFnT) -> Client:
+    """An un-entered client for `target`; `on_eof` runs when the server's side of the stream ends.
+
+    Response caching is off: a re-scan after ``tools/list_changed`` must see the new listing.
+    """
+    if isinstance(target, StdioTarget):
+        params = StdioServerParameters(
+            command=target.command, args=target.args, env=target.env, cwd=target.cwd
+        )
+        return Client(_Watched(stdio_client(params), on_eof), message_handler=on_message, cache=None)
+    if isinstance(target, HttpTarget):
+        return Client(_Watched(_http(target), on_eof), message_handler=on_message, cache=None)
+    # In process there is no stream that could end: the server lives as long as this process.
+    return Client(target.server, message_handler=on_message, cache=None)
+
+
+@asynccontextmanager
+async def _http(target: HttpTarget) -> AsyncIterator[TransportStreams]:
+    timeout = httpx2.Timeout(target.timeout_s, read=target.sse_read_timeout_s)
+    async with (
+        httpx2.AsyncClient(headers=target.headers, timeout=timeout, auth=target.auth) as http,
+        streamable_http_client(target.url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+class _Watched(AbstractAsyncContextManager[TransportStreams]):
+    """A transport whose read stream reports its end of stream."""
+
+    def __init__(
+        self, inner: AbstractAsyncContextManager[TransportStreams], on_eof: Callable[[], None]
+    ) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    async def __aenter__(self) -> TransportStreams:
+        read, write = await self._inner.__aenter__()
+        return _EofStream(read, self._on_eof), write
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc, tb)
+
+
+class _EofStream:
+    """Passes items through; end of stream means the peer is gone (a process that exited)."""
+
+    def __init__(self, inner: ReadStream[_Item], on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        # The dispatcher reads the sender's context off streams that carry one (HTTP).
+        context: contextvars.Context | None = getattr(self._inner, "last_context", None)
+        return context
+
+    async def receive(self) -> _Item:
+        try:
+            return await self._inner.receive()
+        except anyio.EndOfStream:
+            self._on_eof()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _EofStream:
+        return self
+
+    async def __anext__(self) -> _Item:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _EofStream:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,107 @@
+"""Real MCP servers for the adapter's tests: stdio and HTTP subprocesses, in-process objects."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from reach_adapters import AgentState, Router
+from reach_adapters.mcp import MCPServerAgent
+
+SERVERS = Path(__file__).parent / "servers"
+CALC = str(SERVERS / "calc.py")
+MUTE = str(SERVERS / "mute.py")
+PYTHON = sys.executable
+
+
+async def eventually(check: Callable[[], bool], *, timeout: float = 15.0, what: str = "condition") -> None:
+    """Wait until `check()` holds; fail the test when it does not within `timeout` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not check():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        pytest.fail(f"{what} did not happen within {timeout} s")
+
+
+def state_of(router: Router, agent_id: str) -> AgentState:
+    return next(info.state for info in router.catalog() if info.agent_id == agent_id)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class HttpCalc:
+    """The calc server in a subprocess, served over streamable HTTP on a port the OS picked."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.process = self._spawn()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [PYTHON, CALC, "--http", "--port", str(self.port)], stdout=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 15.0)
+        if not ready:
+            process.kill()
+            process.wait(timeout=5)
+            pytest.fail("the HTTP calc server did not print its port within 15 s")
+        self.port = int(process.stdout.readline())
+        return process
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.process = self._spawn()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.kill()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.fixture
+def http_calc() -> Iterator[HttpCalc]:
+    server = HttpCalc()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def router() -> AsyncIterator[Router]:
+    router = Router()
+    try:
+        yield router
+    finally:
+        await router.aclose()
+
+
+@pytest.fixture
+async def calc() -> AsyncIterator[MCPServerAgent]:
+    """The calc server over stdio, connected."""
+    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
+    try:
+        yield agent
+    finally:
+        await agent.aclose()

@@ -1,0 +1,126 @@
+"""A small MCP server for the adapter's tests, over stdio (default) or streamable HTTP (``--http``).
+
+With ``--http`` it prints the port it listens on as its first line of stdout; ``--port`` reuses a
+port, so a test can restart a killed server where its clients expect it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import socket
+
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import (
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+server = MCPServer("calc")
+_served = [0]
+PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
+
+
+def _count() -> None:
+    _served[0] += 1
+
+
+@server.tool(title="Addition", annotations=ToolAnnotations(read_only_hint=True))
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    _count()
+    return a + b
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+def delete_note(note_id: str) -> str:
+    _count()
+    return f"deleted {note_id}"
+
+
+@server.tool()
+def append_note(text: str) -> int:
+    """Append a note: not idempotent, every call adds one."""
+    _count()
+    return len(text)
+
+
+@server.tool(structured_output=False)
+def describe(text: str) -> list[ContentBlock]:
+    """Answer with a text, an image and an embedded resource block."""
+    _count()
+    resource = TextResourceContents(uri="note://1", mime_type="text/plain", text=text)
+    return [
+        TextContent(type="text", text=text.upper()),
+        ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+        EmbeddedResource(type="resource", resource=resource),
+    ]
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with `reason`."""
+    _count()
+    raise ToolError(reason)
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id, so a test can kill it."""
+    return os.getpid()
+
+
+@server.tool()
+def calls() -> int:
+    """How many counted tools this process has run."""
+    return _served[0]
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    _count()
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool called `name` and tell the client the tool list changed."""
+
+    def extra() -> str:
+        return name
+
+    server.add_tool(extra, name=name, description=f"added at run time: {name}")
+    session = ctx.request_context.session
+    if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await ctx.notify_tools_changed()
+    else:
+        await session.send_tool_list_changed()
+    return name
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
+    options = parser.parse_args()
+    if not options.http:
+        server.run()
+        return
+    sock = socket.create_server(("127.0.0.1", options.port))
+    print(sock.getsockname()[1], flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Connecting servers: transports, tool scanning, capability mapping, bad input at connect."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+from reach_adapters import Capability, InvalidDeclarationError, Router
+from reach_adapters.mcp import (
+    MCPConnectionError,
+    MCPProtocolError,
+    MCPServerAgent,
+    MCPServerConfig,
+    MCPTimeoutError,
+    StdioTarget,
+)
+from tests.mcp_adapter.conftest import CALC, MUTE, PYTHON, HttpCalc
+from tests.mcp_adapter.servers.paged import GOOD, INVALID_NAME, INVALID_SCHEMA, paged_server
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _cap(agent: MCPServerAgent, name: str) -> Capability:
+    return next(cap for cap in agent.capabilities if cap.name == name)
+
+
+async def test_stdio_server_tools_become_capabilities(calc: MCPServerAgent) -> None:
+    assert calc.agent_id == "mcp:calc:0"
+    names = {cap.name for cap in calc.capabilities}
+    assert {"add", "append_note", "delete_note", "describe", "fail", "grow", "pid", "slow"} <= names
+    add = _cap(calc, "add")
+    assert add.description == "Add two integers."
+    assert add.input_schema["required"] == ["a", "b"]
+    assert add.input_schema["properties"]["a"]["type"] == "integer"
+    assert add.output_schema is not None
+    assert add.output_schema["properties"]["result"]["type"] == "integer"
+    assert _cap(calc, "describe").output_schema is None
+
+
+async def test_annotations_set_the_flags_retries_rely_on(calc: MCPServerAgent) -> None:
+    add, delete, append = _cap(calc, "add"), _cap(calc, "delete_note"), _cap(calc, "append_note")
+    assert (add.read_only, add.idempotent) == (True, True)
+    # Destructive yet idempotent (delete by id): safe to repeat, not read-only.
+    assert (delete.read_only, delete.idempotent) == (False, True)
+    # No hints: the MCP defaults, neither read-only nor idempotent.
+    assert (append.read_only, append.idempotent) == (False, False)
+
+
+async def test_options_reach_every_capability() -> None:
+    agent = await MCPServerAgent.connect(
+        "calc", command=PYTHON, args=[CALC], timeout_ms=1234, max_concurrency=3, weight=7.0
+    )
+    async with agent:
+        assert {(c.timeout_ms, c.max_concurrency, c.weight) for c in agent.capabilities} == {(1234, 3, 7.0)}
+
+
+async def test_http_server_connects(http_calc: HttpCalc, router: Router) -> None:
+    agent = await MCPServerAgent.connect("calc", url=http_calc.url, headers={"x-test": "1"})
+    router.register(agent)
+    result = await router.route("add", {"a": 20, "b": 22})
+    assert result.ok, result.error
+    assert result.payload == {"result": 42}
+    assert result.agent_id == "mcp:calc:0"
+
+
+async def test_in_process_server_connects(router: Router) -> None:
+    server = MCPServer("inline")
+
+    @server.tool()
+    def double(x: int) -> int:
+        return 2 * x
+
+    router.register(await MCPServerAgent.connect("inline", server=server))
+    result = await router.route("double", {"x": 21})
+    assert result.payload == {"result": 42}
+
+
+async def test_real_mcp_server_time(router: Router) -> None:
+    agent = await MCPServerAgent.connect("time", command=PYTHON, args=["-m", "mcp_server_time"])
+    router.register(agent)
+    assert agent.agent_id == "mcp:time:0"
+    current = _cap(agent, "get_current_time")
+    assert current.read_only
+    assert current.idempotent
+    assert current.input_schema["required"] == ["timezone"]
+    assert current.output_schema is not None
+    result = await router.route("get_current_time", {"timezone": "UTC"})
+    assert result.ok, result.error
+    assert isinstance(result.payload, dict)
+    assert result.payload["timezone"] == "UTC"
+    converted = await router.route(
+        "convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+    )
+    assert converted.ok, converted.error
+    assert isinstance(converted.payload, dict)
+    assert converted.payload["time_difference"] == "+9.0h"
+
+
+async def test_pagination_is_followed_and_bad_tools_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.mcp"):
+        agent = await MCPServerAgent.connect("paged", server=paged_server())
+    async with agent:
+        assert sorted(cap.name for cap in agent.capabilities) == sorted(GOOD)
+    warned = " ".join(record.getMessage() for record in caplog.records)
+    assert f"skipped tool {INVALID_SCHEMA!r}" in warned
+    assert "input_schema" in warned
+    assert f"skipped tool {INVALID_NAME!r}" in warned
+
+
+async def test_a_listing_that_never_ends_is_a_protocol_error() -> None:
+    with pytest.raises(MCPProtocolError, match="pagination never ends"):
+        await MCPServerAgent.connect("paged", server=paged_server(endless=True))
+
+
+async def test_same_tool_on_two_servers_gives_two_candidates(router: Router) -> None:
+    first = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="a")
+    second = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="b")
+    router.register(first)
+    router.register(second)
+    serving = {info.agent_id for info in router.catalog() if any(c.name == "add" for c in info.capabilities)}
+    assert serving == {"mcp:calc:a", "mcp:calc:b"}
+    result = await router.broadcast("add", {"a": 1, "b": 1})
+    assert result.results is not None
+    assert sorted(r.agent_id or "" for r in result.results if r.ok) == ["mcp:calc:a", "mcp:calc:b"]
+
+
+async def test_prefix_keeps_servers_that_are_not_replicas_apart(router: Router) -> None:
+    plain = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
+    prefixed = await MCPServerAgent.connect("other", command=PYTHON, args=[CALC], prefix="other.")
+    router.register(plain)
+    router.register(prefixed)
+    assert "other.add" in router.reachable()
+    result = await router.route("other.add", {"a": 2, "b": 3})
+    assert result.ok, result.error
+    assert result.agent_id == "mcp:other:0"
+    assert (await router.route("add", {"a": 2, "b": 3})).agent_id == "mcp:calc:0"
+
+
+async def test_command_that_cannot_start_names_server_and_cause() -> None:
+    with pytest.raises(MCPConnectionError, match=r"MCP server 'ghost'.*FileNotFoundError"):
+        await MCPServerAgent.connect("ghost", command="/nonexistent/mcp-server")
+
+
+async def test_process_that_exits_at_once_names_server_and_cause() -> None:
+    with pytest.raises(MCPConnectionError, match=r"MCP server 'quitter'.*closed the connection"):
+        await MCPServerAgent.connect("quitter", command=PYTHON, args=["-c", "raise SystemExit(3)"])
+
+
+async def test_refused_url_names_server_and_cause() -> None:
+    with pytest.raises(
+        MCPConnectionError, match=r"MCP server 'nobody' \(http://127\.0\.0\.1:9/mcp\).*Connect"
+    ):
+        await MCPServerAgent.connect("nobody", url="http://127.0.0.1:9/mcp", http_timeout_s=5.0)
+
+
+async def test_server_hanging_in_initialize_times_out() -> None:
+    with pytest.raises(MCPTimeoutError, match=r"MCP server 'mute'.*did not finish initialize"):
+        await MCPServerAgent.connect("mute", command=PYTHON, args=[MUTE], connect_timeout_s=0.5)
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({}, "give exactly one of command="),
+        ({"command": PYTHON, "url": "http://127.0.0.1:1/mcp"}, "got ['command', 'url']"),
+        ({"url": "ftp://example.com"}, "http:// or https://"),
+        ({"url": "http://127.0.0.1:1/mcp", "args": ["x"]}, "apply to command= servers only"),
+        ({"command": PYTHON, "headers": {"a": "b"}}, "apply to url= servers"),
+        ({"command": ""}, "field 'command'"),
+        ({"command": PYTHON, "timeout_ms": 0}, "field 'timeout_ms'"),
+        ({"command": PYTHON, "instance": "a b"}, "valid agent id"),
+    ],
+)
+async def test_bad_connect_arguments_are_rejected(options: dict[str, object], problem: str) -> None:
+    with pytest.raises(InvalidDeclarationError, match=re.escape(problem)):
+        await MCPServerAgent.connect("calc", **options)  # type: ignore[arg-type]
+
+
+def test_agent_needs_a_config() -> None:
+    with pytest.raises(InvalidDeclarationError, match="takes an MCPServerConfig"):
+        MCPServerAgent({"name": "calc"})  # type: ignore[arg-type]
+
+
+async def test_connect_all_reports_each_failure_and_keeps_the_rest(router: Router) -> None:
+    configs = [
+        MCPServerConfig(name="calc", target=StdioTarget(command=PYTHON, args=[CALC])),
+        MCPServerConfig(name="ghost", target=StdioTarget(command="/nonexistent/mcp-server")),
+        MCPServerConfig(name="mute", target=StdioTarget(command=PYTHON, args=[MUTE]), connect_timeout_s=0.5),
+    ]
+    report = await MCPServerAgent.connect_all(configs)
+    assert [agent.agent_id for agent in report.agents] == ["mcp:calc:0"]
+    assert set(report.failures) == {"mcp:ghost:0", "mcp:mute:0"}
+    assert isinstance(report.failures["mcp:ghost:0"], MCPConnectionError)
+    assert isinstance(report.failures["mcp:mute:0"], MCPTimeoutError)
+    for agent in report.agents:
+        router.register(agent)
+    assert (await router.route("add", {"a": 1, "b": 2})).payload == {"result": 3}

@@ -1,0 +1,168 @@
+"""Lifecycle: a server that dies, comes back, changes its tools, and shuts down cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+from middleware import ResultStatus
+from reach_adapters import AgentState, Router
+from reach_adapters.mcp import MCPServerAgent, ReconnectPolicy
+from tests.mcp_adapter.conftest import CALC, PYTHON, HttpCalc, alive, eventually, state_of
+
+pytestmark = pytest.mark.timeout(60)
+
+QUICK = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.5)
+
+
+async def _pid(router: Router, capability: str = "pid") -> int:
+    result = await router.route(capability, {})
+    assert result.ok, result.error
+    assert isinstance(result.payload, dict)
+    pid = result.payload["result"]
+    assert isinstance(pid, int)
+    return pid
+
+
+async def test_killed_stdio_server_goes_offline_then_comes_back(router: Router) -> None:
+    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], reconnect=QUICK)
+    router.register(agent)
+    first = await _pid(router)
+    os.kill(first, signal.SIGKILL)
+    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.OFFLINE, what="OFFLINE")
+    reason = next(info.state_reason for info in router.catalog() if info.agent_id == agent.agent_id)
+    assert "closed the connection" in reason
+    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.ONLINE, what="recovery")
+    assert "add" in router.reachable()
+    second = await _pid(router)
+    assert second != first
+    assert (await router.route("add", {"a": 1, "b": 2})).payload == {"result": 3}
+
+
+async def test_call_in_flight_when_the_server_dies_fails_at_once(router: Router) -> None:
+    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], reconnect=QUICK)
+    router.register(agent)
+    pid = await _pid(router)
+    call = asyncio.create_task(router.route("slow", {"seconds": 30}, timeout_ms=40_000))
+    await asyncio.sleep(0.3)
+    os.kill(pid, signal.SIGKILL)
+    result = await call
+    assert result.status is ResultStatus.ERROR
+    assert result.error_type == "MCPConnectionError"
+    # slow() is not idempotent: it may have run, so it is not sent anywhere else.
+    assert result.retryable is False
+
+
+async def test_replica_takes_over_when_one_is_killed(router: Router) -> None:
+    first = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="a", reconnect=QUICK)
+    second = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="b", reconnect=QUICK)
+    router.register(first)
+    router.register(second)
+    victim = await router.route("pid", {})
+    assert isinstance(victim.payload, dict)
+    pid = victim.payload["result"]
+    assert isinstance(pid, int)
+    os.kill(pid, signal.SIGKILL)
+    survivor = "mcp:calc:b" if victim.agent_id == "mcp:calc:a" else "mcp:calc:a"
+    for _ in range(5):
+        result = await router.route("add", {"a": 1, "b": 1})
+        assert result.ok, result.error
+        assert result.agent_id in (survivor, victim.agent_id)
+    await eventually(lambda: state_of(router, victim.agent_id or "") is AgentState.ONLINE, what="recovery")
+
+
+async def test_one_server_down_never_breaks_the_others(router: Router) -> None:
+    calc = await MCPServerAgent.connect(
+        "calc", command=PYTHON, args=[CALC], reconnect=ReconnectPolicy(enabled=False)
+    )
+    time_server = await MCPServerAgent.connect("time", command=PYTHON, args=["-m", "mcp_server_time"])
+    router.register(calc)
+    router.register(time_server)
+    os.kill(await _pid(router), signal.SIGKILL)
+    await eventually(lambda: state_of(router, "mcp:calc:0") is AgentState.OFFLINE, what="OFFLINE")
+    catalog = {info.agent_id: info.state for info in router.catalog()}
+    assert catalog == {"mcp:calc:0": AgentState.OFFLINE, "mcp:time:0": AgentState.ONLINE}
+    assert "add" not in router.reachable()
+    assert "get_current_time" in router.reachable()
+    assert (await router.route("get_current_time", {"timezone": "UTC"})).ok
+    assert (await router.route("add", {"a": 1, "b": 1})).status is ResultStatus.NO_CANDIDATE
+    await asyncio.sleep(0.5)
+    # Reconnect is off: it stays down.
+    assert state_of(router, "mcp:calc:0") is AgentState.OFFLINE
+
+
+async def test_killed_http_server_goes_offline_then_comes_back(http_calc: HttpCalc, router: Router) -> None:
+    agent = await MCPServerAgent.connect("calc", url=http_calc.url, reconnect=QUICK)
+    router.register(agent)
+    assert (await router.route("add", {"a": 1, "b": 1})).ok
+    http_calc.kill()
+    # Without any call, its change stream drops and the re-listen is refused.
+    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.OFFLINE, what="OFFLINE")
+    assert (await router.route("add", {"a": 1, "b": 1})).status is ResultStatus.NO_CANDIDATE
+    http_calc.restart()
+    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.ONLINE, what="recovery")
+    assert (await router.route("add", {"a": 2, "b": 2})).payload == {"result": 4}
+
+
+async def test_health_probe_does_a_round_trip(http_calc: HttpCalc) -> None:
+    agent = await MCPServerAgent.connect("calc", url=http_calc.url, reconnect=QUICK)
+    async with agent:
+        assert await agent.probe() is True
+        http_calc.kill()
+        assert await agent.probe() is False
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http", "in-process"])
+async def test_tools_list_changed_updates_the_catalog(
+    transport: str, http_calc: HttpCalc, router: Router
+) -> None:
+    if transport == "stdio":
+        agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
+    elif transport == "http":
+        agent = await MCPServerAgent.connect("calc", url=http_calc.url)
+    else:
+        from tests.mcp_adapter.servers.calc import server
+
+        agent = await MCPServerAgent.connect("calc", server=server)
+    router.register(agent)
+    changes: list[int] = []
+    router.on_catalog_change(lambda: changes.append(1))
+    name = f"fresh_{transport.replace('-', '_')}"
+    assert (await router.route("grow", {"name": name})).ok
+    await eventually(lambda: name in router.reachable(), what="re-scan after tools/list_changed")
+    assert changes
+    result = await router.route(name, {})
+    assert result.ok, result.error
+    assert result.payload == {"result": name}
+
+
+async def test_aclose_leaves_no_child_process() -> None:
+    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
+    router = Router()
+    router.register(agent)
+    pid = await _pid(router)
+    assert alive(pid)
+    await router.aclose()  # closes every agent that has aclose()
+    assert not alive(pid)
+    assert state_of(router, agent.agent_id) is AgentState.OFFLINE
+    await agent.aclose()  # a second close is harmless
+
+
+async def test_in_process_server_state_is_shared_not_copied() -> None:
+    server = MCPServer("counter")
+    seen: list[int] = []
+
+    @server.tool()
+    def bump(n: int) -> int:
+        seen.append(n)
+        return len(seen)
+
+    async with await MCPServerAgent.connect("counter", server=server) as agent, Router() as router:
+        router.register(agent)
+        for n in range(3):
+            assert (await router.route("bump", {"n": n})).payload == {"result": n + 1}
+    assert seen == [0, 1, 2]
