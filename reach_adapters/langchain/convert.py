@@ -49,8 +49,11 @@ def to_json(value: Any, *, where: str) -> JsonValue:
 
 
 def _with_message_dicts(value: Any) -> Any:
+    if isinstance(value, str):
+        # LangChain returns str subclasses (a message's TextAccessor); JSON tools want plain str.
+        return str(value)
     if isinstance(value, BaseMessage):
-        return message_to_dict(value)
+        return _with_message_dicts(message_to_dict(value))
     if isinstance(value, dict):
         return {key: _with_message_dicts(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -104,7 +107,7 @@ class LangChainConverter:
         """An ok result for the runnable's output; raises `NotJsonSafeError` naming what has no JSON."""
         extra: dict[str, JsonValue] = {}
         if isinstance(native, str):
-            payload: JsonValue = native
+            payload: JsonValue = str(native)
         else:
             output = to_json(native, where="output")
             messages = _chat_messages(native)

@@ -12,7 +12,6 @@ import logging
 from abc import abstractmethod
 from typing import Any, Literal
 
-from jsonschema.protocols import Validator
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import Field, JsonValue, PrivateAttr
 
@@ -43,6 +42,8 @@ _GENERIC_SCHEMA: dict[str, Any] = {
     "required": ["target"],
 }
 
+_GENERIC_KEY = schema_key(_GENERIC_SCHEMA)
+
 Request = tuple[Literal["route", "send"], str, JsonValue]
 # How many capability names the generic tool lists in its description.
 _LISTED = 50
@@ -54,15 +55,18 @@ class ReachTool(BaseTool):
     router: Router = Field(exclude=True)
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 
-    _validator: Validator | None = PrivateAttr(None)
+    # The key of the compiled validator (cached by the core) for the arguments; None: unchecked.
+    _schema_key: str | None = PrivateAttr(None)
 
     @abstractmethod
     def _request(self, arguments: dict[str, Any]) -> Request:
         """What to call: route or send, the capability or agent id, and the payload."""
 
     def _check(self, arguments: Any) -> None:
-        validator = self._validator
-        if validator is not None and not validator.is_valid(arguments):
+        if self._schema_key is None:
+            return
+        validator = compiled_validator(self._schema_key)
+        if not validator.is_valid(arguments):
             msg = (
                 f"invalid arguments for {self.name}: {first_error(validator, arguments)}; "
                 "no agent was called, fix the arguments to match the tool's schema"
@@ -130,10 +134,8 @@ class CapabilityTool(ReachTool):
             args_schema=args_schema,
             handle_tool_error=handle_tool_error,
         )
-        if wrapped:
-            tool._validator = compiled_validator(schema_key(args_schema))
-        elif capability.checks_input:
-            tool._validator = capability.input_validator
+        if wrapped or capability.checks_input:
+            tool._schema_key = schema_key(args_schema)
         return tool
 
     def _request(self, arguments: dict[str, Any]) -> Request:
@@ -159,7 +161,7 @@ class ReachAnyTool(ReachTool):
             args_schema=_GENERIC_SCHEMA,
             handle_tool_error=handle_tool_error,
         )
-        tool._validator = compiled_validator(schema_key(_GENERIC_SCHEMA))
+        tool._schema_key = _GENERIC_KEY
         return tool
 
     def _request(self, arguments: dict[str, Any]) -> Request:
