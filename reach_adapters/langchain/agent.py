@@ -59,7 +59,10 @@ class LangChainAgent:
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
         if capabilities is None:
-            capabilities = [self._derive(runnable, agent_id, converter)]
+            # The runnable's schemas describe its native shapes; only the default converter is
+            # known to keep them, so a custom one gets an open declaration.
+            schemas = isinstance(converter, LangChainConverter)
+            capabilities = [derive_capability(runnable, agent_id, schemas=schemas)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
 
     @property
@@ -98,12 +101,3 @@ class LangChainAgent:
                 yield chunks.chunk_to_middleware(chunk, message)
             else:
                 yield self._converter.result_to_middleware(chunk, message).payload
-
-    @staticmethod
-    def _derive(runnable: Runnable[Any, Any], agent_id: str, converter: Converter[Any, Any]) -> Capability:
-        if isinstance(converter, LangChainConverter):
-            return derive_capability(runnable, agent_id)
-        # The runnable's schemas describe its native shapes; only the default converter is known
-        # to keep them, so a custom one gets an open declaration named like the derived one.
-        derived = derive_capability(runnable, agent_id)
-        return Capability(name=derived.name, description=derived.description, input_schema={})

@@ -71,11 +71,17 @@ _DEFS = "#/$defs/"
 _GENERIC_NAMES = frozenset({"LangGraph"})
 
 
-def derive_capability(runnable: Runnable[Any, Any], agent_id: str) -> Capability:
-    """One capability named after the runnable (else the agent id's type), with its schemas."""
+def derive_capability(runnable: Runnable[Any, Any], agent_id: str, *, schemas: bool = True) -> Capability:
+    """One capability named after the runnable (else the agent id's type), with its schemas.
+
+    Without `schemas` the capability is open: for converters that change the native shapes.
+    """
     name = _name(runnable, agent_id)
-    input_schema = with_message_schema(_schema(runnable.get_input_jsonschema, agent_id, "input") or {})
-    output_schema = _output_schema(_schema(runnable.get_output_jsonschema, agent_id, "output"))
+    input_schema: dict[str, Any] = {}
+    output_schema: dict[str, Any] | None = None
+    if schemas:
+        input_schema = with_message_schema(_schema(runnable.get_input_jsonschema, agent_id, "input") or {})
+        output_schema = _output_schema(_schema(runnable.get_output_jsonschema, agent_id, "output"))
     try:
         return Capability(
             name=name,
