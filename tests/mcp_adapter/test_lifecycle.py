@@ -118,11 +118,12 @@ async def test_health_probe_does_a_round_trip(http_calc: HttpCalc) -> None:
 
 @pytest.mark.parametrize("transport", ["stdio", "http", "in-process"])
 async def test_tools_list_changed_updates_the_catalog(
-    transport: str, http_calc: HttpCalc, router: Router
+    transport: str, request: pytest.FixtureRequest, router: Router
 ) -> None:
     if transport == "stdio":
         agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
     elif transport == "http":
+        http_calc: HttpCalc = request.getfixturevalue("http_calc")
         agent = await MCPServerAgent.connect("calc", url=http_calc.url)
     else:
         from tests.mcp_adapter.servers.calc import server

@@ -73,13 +73,13 @@ def fail(reason: str) -> str:
     raise ToolError(reason)
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def pid() -> int:
     """The server's process id, so a test can kill it."""
     return os.getpid()
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def calls() -> int:
     """How many counted tools this process has run."""
     return _served[0]

@@ -1,0 +1,28 @@
+"""The router served over stdio, with the calc server (in process) and a function agent behind it.
+
+Run as ``python -m tests.mcp_adapter.servers.gateway`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from reach_adapters import FunctionAgent, Router
+from reach_adapters.mcp import MCPServerAgent, serve_mcp
+from tests.mcp_adapter.servers.calc import server as calc
+
+
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+async def main() -> None:
+    async with Router() as router:
+        router.register(await MCPServerAgent.connect("calc", server=calc))
+        router.register(FunctionAgent(shout, agent_id="util:shout:0"))
+        await serve_mcp(router, transport="stdio")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
