@@ -60,7 +60,9 @@ class MetaInfo(_Model):
 
 
 class RoutingHint(_Model):
-    """How the caller wants the task delivered."""
+    """How the caller wants the task delivered. Frozen: the router shares common hints."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: ReachMode = "unicast"
     target: str | None = Field(None, description="Agent id for directed delivery.")
@@ -98,7 +100,9 @@ class ResultStatus(StrEnum):
 
 
 class Timings(_Model):
-    """Where the time went, in milliseconds."""
+    """Where the time went, in milliseconds. Frozen, so one zero instance can be shared."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     routing_ms: float = 0.0
     queueing_ms: float = 0.0

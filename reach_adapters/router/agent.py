@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import TypeAdapter
 
 from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
+from middleware.fast import ZERO_TIMINGS, build_trusted
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
@@ -38,11 +39,15 @@ class Agent(Protocol):
 
 def ok_result(message: ReachMessage, agent_id: str, payload: Any) -> ReachResult:
     """A successful result for `message`; built without re-validation because the router made it."""
-    return ReachResult.model_construct(
-        status=ResultStatus.OK,
-        task_id=message.meta_info.task_id,
-        payload=payload,
-        agent_id=agent_id,
+    return build_trusted(
+        ReachResult,
+        {
+            "status": ResultStatus.OK,
+            "task_id": message.meta_info.task_id,
+            "payload": payload,
+            "agent_id": agent_id,
+            "timings": ZERO_TIMINGS,
+        },
     )
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from middleware import MergePolicy, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import build_trusted
 from reach_adapters.router.decisions import Attempt, DecisionRecord
 from reach_adapters.router.delivery import deliver, error_result
 from reach_adapters.router.state import Slot
@@ -70,28 +72,23 @@ def _merge(
 ) -> ReachResult:
     task_id = message.meta_info.task_id
     if winner is not None:
-        return ReachResult.model_construct(
-            status=winner.status,
-            task_id=task_id,
-            payload=winner.payload,
-            agent_id=winner.agent_id,
-            error_type=winner.error_type,
-            error=winner.error,
-            results=results,
-        )
-    ok = [r for r in results if r.ok]
-    if merge == "all" and ok:
-        return ReachResult.model_construct(
-            status=ResultStatus.OK if len(ok) == len(results) else ResultStatus.PARTIAL,
-            task_id=task_id,
-            payload={r.agent_id or "": r.payload for r in ok},
-            results=results,
-        )
-    failures = "; ".join(f"{r.agent_id}: {r.status} {r.error_type}: {r.error}" for r in results)
-    return ReachResult.model_construct(
-        status=ResultStatus.ERROR,
-        task_id=task_id,
-        error_type="AgentCallError",
-        error=f"no target of the broadcast succeeded ({failures})",
-        results=results,
-    )
+        values: dict[str, Any] = {
+            "status": winner.status,
+            "payload": winner.payload,
+            "agent_id": winner.agent_id,
+            "error_type": winner.error_type,
+            "error": winner.error,
+        }
+    elif merge == "all" and (ok := [r for r in results if r.ok]):
+        values = {
+            "status": ResultStatus.OK if len(ok) == len(results) else ResultStatus.PARTIAL,
+            "payload": {r.agent_id or "": r.payload for r in ok},
+        }
+    else:
+        failures = "; ".join(f"{r.agent_id}: {r.status} {r.error_type}: {r.error}" for r in results)
+        values = {
+            "status": ResultStatus.ERROR,
+            "error_type": "AgentCallError",
+            "error": f"no target of the broadcast succeeded ({failures})",
+        }
+    return build_trusted(ReachResult, {**values, "task_id": task_id, "results": results})

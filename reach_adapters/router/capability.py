@@ -6,11 +6,10 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from jsonschema.protocols import Validator
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
-from reach_adapters.router.schemas import check_schema, compiled_validator, schema_key
+from reach_adapters.router.schemas import CompiledSchema, check_schema, compiled_validator, schema_key
 
 __all__ = ["Capability", "Trigger", "validate_capabilities"]
 
@@ -101,7 +100,7 @@ class Capability(BaseModel):
         self._output_key = None if self.output_schema is None else schema_key(self.output_schema)
 
     @property
-    def input_validator(self) -> Validator:
+    def input_validator(self) -> CompiledSchema:
         return compiled_validator(self._input_key)
 
     @property
@@ -109,7 +108,7 @@ class Capability(BaseModel):
         return not self._input_open
 
     @property
-    def output_validator(self) -> Validator | None:
+    def output_validator(self) -> CompiledSchema | None:
         return None if self._output_key is None else compiled_validator(self._output_key)
 
     def triggers_match(self, attributes: Mapping[str, Any]) -> bool:

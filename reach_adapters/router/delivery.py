@@ -9,7 +9,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import ZERO_TIMINGS, build_trusted
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router.deadlines import watchdog
 from reach_adapters.router.schemas import first_error
 from reach_adapters.router.state import Slot
 
@@ -50,13 +52,17 @@ def error_result(
     agent_id: str | None = None,
     retryable: bool = False,
 ) -> ReachResult:
-    return ReachResult.model_construct(
-        status=status,
-        task_id=message.meta_info.task_id,
-        agent_id=agent_id,
-        error_type=error_type,
-        error=error,
-        retryable=retryable,
+    return build_trusted(
+        ReachResult,
+        {
+            "status": status,
+            "task_id": message.meta_info.task_id,
+            "agent_id": agent_id,
+            "error_type": error_type,
+            "error": error,
+            "retryable": retryable,
+            "timings": ZERO_TIMINGS,
+        },
     )
 
 
@@ -94,20 +100,35 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
             agent_id=agent_id,
         ), 0.0
     cap = slot.capability
-    if cap.checks_input and not cap.input_validator.is_valid(message.raw_payload):
-        problem = first_error(cap.input_validator, message.raw_payload)
+    input_validator = slot.input_validator
+    if input_validator is not None and not input_validator.is_valid(message.raw_payload):
+        problem = first_error(input_validator, message.raw_payload)
         error = f"payload does not match the input schema of {cap.name!r} at {agent_id}: {problem}"
         return error_result(
             message, ResultStatus.INVALID, "PayloadValidationError", error, agent_id=agent_id
         ), 0.0
+    task = asyncio.current_task()
+    assert task is not None
+    watch = watchdog(task.get_loop())
+    cancelling = task.cancelling()
     slot.in_flight += 1
     runtime.in_flight += 1
     runtime.breaker.on_start()
     token = _current.set(Hop(message.meta_info, agent_id))
+    expiry = watch.watch(task, budget)
     start = time.perf_counter()
     try:
-        async with asyncio.timeout(budget):
+        try:
             result = await runtime.agent.invoke(message)
+        except asyncio.CancelledError:
+            if expiry.consume() and task.uncancel() <= cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            watch.release(expiry)
+            if expiry.consume():
+                # The agent swallowed our cancellation: take it back, as asyncio.timeout does.
+                task.uncancel()
         if not isinstance(result, ReachResult):
             result = error_result(
                 message,
@@ -139,7 +160,7 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
         if slot.waitlist:
             slot.waitlist.wake_one()
     status = result.status
-    output_validator = cap.output_validator
+    output_validator = slot.output_validator
     if (
         status is ResultStatus.OK
         and output_validator is not None

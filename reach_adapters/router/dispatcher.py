@@ -7,6 +7,7 @@ import logging
 import time
 
 from middleware import ReachMessage, ReachResult, ResultStatus, Timings
+from middleware.fast import amend, build_trusted
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import Attempt, DecisionLog, DecisionRecord, Exclusion
 from reach_adapters.router.delivery import deliver, error_result
@@ -54,7 +55,7 @@ class Dispatcher:
     async def dispatch(self, message: ReachMessage) -> ReachResult:
         meta = message.meta_info
         # Generated task ids are unique by construction; only ids the caller chose can repeat.
-        if "task_id" not in meta.model_fields_set or self.policy.dedupe_window_s == 0:
+        if "task_id" not in meta.__pydantic_fields_set__ or self.policy.dedupe_window_s == 0:
             return await self._dispatch(message)
         earlier = self.dedupe.claim(meta.task_id)
         if earlier is not None:
@@ -130,10 +131,9 @@ class Dispatcher:
             missing = why_no_candidate(self.registry, meta)
             return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", missing), False
         usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
-        if meta.deadline is None and usable:
-            meta.deadline = time.time() + usable[0].capability.timeout_ms / 1000.0
-        elif meta.deadline is None:
-            meta.deadline = time.time() + slots[0].capability.timeout_ms / 1000.0
+        if meta.deadline is None:
+            timeout_ms = (usable or slots)[0].capability.timeout_ms
+            amend(meta, {"deadline": time.time() + timeout_ms / 1000.0})
         return usable, problem, forced
 
     def _directed(
@@ -167,7 +167,7 @@ class Dispatcher:
             )
             return self._finish(message, self._bare_record(message), _invalid(message, error), start, "none")
         if meta.deadline is None and meta.timeout_ms is not None:
-            meta.deadline = meta.created_at + meta.timeout_ms / 1000.0
+            amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
         record = self.record_for(message, strategy)
         plan = await self.plan(message, record, strategy)
         if plan.problem is not None:
@@ -196,8 +196,9 @@ class Dispatcher:
         tried: set[int] = set()
         retries = 0
         result: ReachResult | None = None
+        # The first candidate was screened just now, with no await since: no need to check it again.
+        slot: Slot | None = plan.slots[0]
         while True:
-            slot = self._next_slot(plan, tried, message)
             if slot is None:
                 break
             tried.add(id(slot))
@@ -229,6 +230,7 @@ class Dispatcher:
                 return result
             retries += 1
             await asyncio.sleep(delay)
+            slot = self._next_slot(plan, tried, message)
         if result is None:
             error = "every candidate became unavailable before delivery"
             return error_result(message, ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
@@ -307,19 +309,28 @@ class Dispatcher:
         end = time.perf_counter()
         attempts = record.attempts
         broadcast = message.routing_hint.mode == "broadcast"
-        result.task_id = meta.task_id
-        result.trace_id = meta.trace_id
-        result.capability = meta.capability
-        result.attempts = len(attempts)
-        result.served_by = path  # type: ignore[assignment]
-        result.timings = Timings.model_construct(
-            routing_ms=(routed - start) * 1000.0 - queued_ms if routed else 0.0,
-            queueing_ms=queued_ms,
-            agent_ms=attempts[-1].elapsed_ms if attempts and not broadcast else 0.0,
-            total_ms=(end - start) * 1000.0,
+        timings = build_trusted(
+            Timings,
+            {
+                "routing_ms": (routed - start) * 1000.0 - queued_ms if routed else 0.0,
+                "queueing_ms": queued_ms,
+                "agent_ms": attempts[-1].elapsed_ms if attempts and not broadcast else 0.0,
+                "total_ms": (end - start) * 1000.0,
+            },
+        )
+        amend(
+            result,
+            {
+                "task_id": meta.task_id,
+                "trace_id": meta.trace_id,
+                "capability": meta.capability,
+                "attempts": len(attempts),
+                "served_by": path,
+                "timings": timings,
+            },
         )
         if result.agent_id is None and attempts and not broadcast:
-            result.agent_id = attempts[-1].agent_id
+            amend(result, {"agent_id": attempts[-1].agent_id})
         record.status = result.status
         record.path = path
         if result.status is _OK and not broadcast:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, RoutingHint, ensure_json
+from middleware.fast import build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.delivery import current_hop
 
@@ -38,21 +40,31 @@ def build_message(
     except NotJsonSafeError as exc:
         msg = f"payload is not JSON data: {exc}"
         raise InvalidMessageError(msg) from None
-    hint_fields = {key: options.pop(key) for key in _HINT_OPTIONS if key in options}
-    if capability is not None:
-        options["capability"] = capability
+    hint_fields = {key: options.pop(key) for key in _HINT_OPTIONS if key in options} if options else {}
     try:
-        meta = MetaInfo(**options)
-        hint = RoutingHint.model_validate({"mode": mode, "target": target, "merge": merge, **hint_fields})
+        if capability is not None:
+            options["capability"] = capability
+        # The common call names only a capability, already checked: nothing left to validate.
+        meta = build_trusted(MetaInfo, options) if options.keys() <= {"capability"} else MetaInfo(**options)
+        if hint_fields or target is not None:
+            hint = RoutingHint.model_validate({"mode": mode, "target": target, "merge": merge, **hint_fields})
+        else:
+            hint = _plain_hint(mode, merge)
     except ValidationError as exc:
         msg = f"invalid call options: {describe_validation_error(exc)}"
         raise InvalidMessageError(msg) from None
     except TypeError as exc:
         msg = f"invalid call options: {exc}"
         raise InvalidMessageError(msg) from None
-    message = ReachMessage.model_construct(raw_payload=raw, meta_info=meta, routing_hint=hint)
+    message = build_trusted(ReachMessage, {"raw_payload": raw, "meta_info": meta, "routing_hint": hint})
     inherit_hop(message)
     return message
+
+
+@lru_cache(maxsize=16)
+def _plain_hint(mode: str, merge: str) -> RoutingHint:
+    """Hints are frozen, so calls without fallbacks or overrides share one per (mode, merge)."""
+    return RoutingHint.model_validate({"mode": mode, "merge": merge})
 
 
 def parse_message(message: ReachMessage | Mapping[str, Any]) -> ReachMessage:

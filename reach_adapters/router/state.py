@@ -13,6 +13,7 @@ from reach_adapters.router.agent import Agent
 from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
+from reach_adapters.router.schemas import CompiledSchema
 
 __all__ = ["AgentRuntime", "AgentState", "Slot", "Waitlist"]
 
@@ -124,13 +125,23 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 @dataclass(slots=True, eq=False)
 class Slot:
-    """One capability of one agent: the unit that selection ranks and limits."""
+    """One capability of one agent: the unit that selection ranks and limits.
+
+    The validators are looked up once here so each delivery reads a plain attribute.
+    """
 
     runtime: AgentRuntime
     capability: Capability
     waitlist: Waitlist
+    input_validator: CompiledSchema | None = None
+    output_validator: CompiledSchema | None = None
     in_flight: int = 0
     swrr_current: float = 0.0
+
+    def __post_init__(self) -> None:
+        cap = self.capability
+        self.input_validator = cap.input_validator if cap.checks_input else None
+        self.output_validator = cap.output_validator
 
     @property
     def agent_id(self) -> str:

@@ -65,7 +65,9 @@ class WeightedStrategy:
         self._busy_ratio = policy.busy_ratio
 
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
-        max_weight = max(slot.capability.weight for slot in slots) or 1.0
+        max_weight = (
+            max(slot.capability.weight for slot in slots) if len(slots) > 1 else slots[0].capability.weight
+        ) or 1.0
         source = meta.source
         out: Ranked = []
         for slot in slots:

@@ -63,7 +63,7 @@ async def test_payload_reaches_function_as_keyword_arguments() -> None:
     bad = await router.route("polish", {"style": "casual"})
     assert bad.status is ResultStatus.INVALID
     assert bad.error_type == "PayloadValidationError"
-    assert "'content' is a required property" in (bad.error or "")
+    assert "field 'content': \"content\" is a required property" in (bad.error or "")
     with pytest.raises(PayloadValidationError):
         raise_for_status(bad)
 

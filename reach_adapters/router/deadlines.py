@@ -1,0 +1,94 @@
+"""Deadlines for in-flight deliveries: one timer per event loop instead of one per call.
+
+A timer per call (what `asyncio.timeout` schedules) leaves a cancelled handle in the loop's heap
+for every call that finishes early, and that heap is ordered by Python-level comparisons; under
+load this costs more than routing itself. Here every delivery goes into one heap of plain tuples
+and a single loop timer is kept armed for the earliest deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import math
+import weakref
+
+__all__ = ["Expiry", "watchdog"]
+
+
+class Expiry:
+    """The deadline of one delivery: cancels its task if it is still active when it fires."""
+
+    __slots__ = ("active", "fired", "task")
+
+    def __init__(self, task: asyncio.Task[object]) -> None:
+        self.task = task
+        self.active = True
+        self.fired = False
+
+    def consume(self) -> bool:
+        """Whether it fired (once): the caller then owes the task an ``uncancel()``."""
+        fired, self.fired = self.fired, False
+        return fired
+
+
+class Watchdog:
+    __slots__ = ("_heap", "_live", "_loop", "_seq", "_timer", "_timer_at")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._heap: list[tuple[float, int, Expiry]] = []
+        self._seq = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+        self._live = 0
+
+    def watch(self, task: asyncio.Task[object], budget_s: float) -> Expiry:
+        expiry = Expiry(task)
+        when = self._loop.time() + budget_s
+        heap = self._heap
+        heapq.heappush(heap, (when, next(self._seq), expiry))
+        self._live += 1
+        if when < self._timer_at:
+            self._arm(when)
+        elif len(heap) > 64 and len(heap) > 4 * self._live:
+            # Finished deliveries are dropped lazily; compact when they dominate.
+            self._heap = [entry for entry in heap if entry[2].active]
+            heapq.heapify(self._heap)
+        return expiry
+
+    def release(self, expiry: Expiry) -> None:
+        if expiry.active:
+            expiry.active = False
+            self._live -= 1
+
+    def _arm(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._loop.call_at(when, self._fire)
+        self._timer_at = when
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_at = math.inf
+        now = self._loop.time()
+        heap = self._heap
+        while heap and (heap[0][0] <= now or not heap[0][2].active):
+            _, _, expiry = heapq.heappop(heap)
+            if expiry.active:
+                self.release(expiry)
+                expiry.fired = True
+                expiry.task.cancel()
+        if heap:
+            self._arm(heap[0][0])
+
+
+_watchdogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Watchdog] = weakref.WeakKeyDictionary()
+
+
+def watchdog(loop: asyncio.AbstractEventLoop) -> Watchdog:
+    found = _watchdogs.get(loop)
+    if found is None:
+        found = _watchdogs[loop] = Watchdog(loop)
+    return found
