@@ -128,9 +128,8 @@ def memory() -> None:
         router.register(FunctionAgent(echo, agent_id=f"bench:a{i // 10}:{i}", capabilities=[cap]))
     used = (tracemalloc.get_traced_memory()[0] - before) / 2**20
     tracemalloc.stop()
-    print(
-        f"  10,000 FunctionAgents, one capability each: {used:.1f} MB (target ≤ 50 MB), {used * 2**20 / 10_000:.0f} B each"
-    )
+    each = used * 2**20 / 10_000
+    print(f"  10,000 FunctionAgents, one capability each: {used:.1f} MB (target ≤ 50 MB), {each:.0f} B each")
     del router
 
 
