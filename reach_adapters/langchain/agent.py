@@ -9,6 +9,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import JsonValue
 
 from middleware import Converter, ReachMessage, ReachResult
+from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.config import check_config, run_config
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
@@ -88,7 +89,7 @@ class LangChainAgent:
         native = self._converter.from_middleware(message)
         output = await self._runnable.ainvoke(native, run_config(self._config, message, self._agent_id))
         result = self._converter.result_to_middleware(output, message)
-        result.agent_id = self._agent_id
+        amend(result, {"agent_id": self._agent_id})
         return result
 
     async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:

@@ -15,15 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.messages import BaseMessage
 from pydantic import JsonValue
 
-from middleware import (
-    MetaInfo,
-    NotJsonSafeError,
-    ReachMessage,
-    ReachResult,
-    ResultStatus,
-    Timings,
-    ensure_json,
-)
+from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus, ensure_json
+from middleware.fast import ZERO_TIMINGS, build_trusted
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.messages import (
     final_text,
@@ -43,12 +36,23 @@ class ChunkConverter(Protocol):
     def chunk_to_middleware(self, chunk: Any, message: ReachMessage) -> JsonValue: ...
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: Any, *, where: str) -> JsonValue:
     """`value` as JSON data, chat messages in their role/content form; raises `NotJsonSafeError`."""
     return ensure_json(_with_message_dicts(value), where=where)
 
 
 def _with_message_dicts(value: Any) -> Any:
+    kind = type(value)
+    # Exact types first: this runs on every output, and isinstance on pydantic classes is slow.
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        return {key: _with_message_dicts(item) for key, item in value.items()}
+    if kind is list:
+        return [_with_message_dicts(item) for item in value]
     if isinstance(value, str):
         # LangChain returns str subclasses (a message's TextAccessor); JSON tools want plain str.
         return str(value)
@@ -63,15 +67,14 @@ def _with_message_dicts(value: Any) -> Any:
 
 def _chat_messages(value: Any) -> list[BaseMessage] | None:
     """The messages of a chat output, or None when `value` is not one."""
-    if isinstance(value, BaseMessage):
-        return [value]
-    if isinstance(value, list) and value and all(isinstance(item, BaseMessage) for item in value):
-        return value
     if isinstance(value, dict):
         messages = value.get("messages")
         if isinstance(messages, list) and all(isinstance(item, BaseMessage) for item in messages):
             return messages
-    return None
+        return None
+    if isinstance(value, list):
+        return value if value and all(isinstance(item, BaseMessage) for item in value) else None
+    return [value] if isinstance(value, BaseMessage) else None
 
 
 def _from_json(value: JsonValue, *, single: bool, where: str) -> Any:
@@ -79,7 +82,9 @@ def _from_json(value: JsonValue, *, single: bool, where: str) -> Any:
         return message_from_dict(value, where=where)
     if is_message_list(value):
         return [message_from_dict(item, where=f"{where}[{i}]") for i, item in enumerate(value)]
-    if isinstance(value, dict) and any(is_message_list(item) for item in value.values()):
+    if isinstance(value, dict) and any(
+        type(item) is list and is_message_list(item) for item in value.values()
+    ):
         return {
             key: _from_json(item, single=False, where=f"{where}.{key}") if isinstance(item, list) else item
             for key, item in value.items()
@@ -118,13 +123,15 @@ class LangChainConverter:
                 structured = output.get("structured_response") if isinstance(output, Mapping) else None
                 # A create_agent agent with a response_format answers with that, not with prose.
                 payload = structured if structured is not None else final_text(messages)
-        # Every defaulted field is given: pydantic's default factories are slow on this hot path.
-        return ReachResult.model_construct(
-            status=ResultStatus.OK,
-            task_id=message.meta_info.task_id,
-            payload=payload,
-            extra=extra,
-            timings=Timings.model_construct(routing_ms=0.0, queueing_ms=0.0, agent_ms=0.0, total_ms=0.0),
+        return build_trusted(
+            ReachResult,
+            {
+                "status": ResultStatus.OK,
+                "task_id": message.meta_info.task_id,
+                "payload": payload,
+                "extra": extra,
+                "timings": ZERO_TIMINGS,
+            },
         )
 
     def result_from_middleware(self, result: ReachResult) -> Any:
