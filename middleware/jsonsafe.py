@@ -11,7 +11,7 @@ from pydantic import BaseModel, JsonValue
 
 __all__ = ["NotJsonSafeError", "ensure_json"]
 
-_SCALARS = (str, int, bool, type(None))
+_EXACT_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 class NotJsonSafeError(TypeError):
@@ -24,11 +24,21 @@ def ensure_json(value: Any, *, where: str = "payload") -> JsonValue:
     Pydantic models and dataclasses are dumped, tuples and sets become lists; anything else that
     JSON cannot carry raises `NotJsonSafeError` naming the type and its path.
     """
-    if isinstance(value, _SCALARS):
-        return value
+    kind = type(value)
+    if kind in _EXACT_SCALARS:
+        scalar: JsonValue = value
+        return scalar
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        # str subclasses (LangChain's TextAccessor, StrEnum members) become plain str, which
+        # every JSON encoder and the compiled schema validators accept.
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
     if isinstance(value, float):
         if math.isfinite(value):
-            return value
+            return value if kind is float else float(value)
         msg = f"{where} is {value!r}; JSON has no NaN or infinity"
         raise NotJsonSafeError(msg)
     if isinstance(value, dict):

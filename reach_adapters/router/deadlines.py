@@ -85,10 +85,15 @@ class Watchdog:
 
 
 _watchdogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Watchdog] = weakref.WeakKeyDictionary()
+_last: list[Watchdog] = []
 
 
 def watchdog(loop: asyncio.AbstractEventLoop) -> Watchdog:
+    """The loop's watchdog; the last one used is kept at hand since one loop is the usual case."""
+    if _last and _last[0]._loop is loop:
+        return _last[0]
     found = _watchdogs.get(loop)
     if found is None:
         found = _watchdogs[loop] = Watchdog(loop)
+    _last[:] = [found]
     return found

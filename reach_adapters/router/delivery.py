@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
@@ -15,7 +15,16 @@ from reach_adapters.router.deadlines import watchdog
 from reach_adapters.router.schemas import first_error
 from reach_adapters.router.state import Slot
 
-__all__ = ["AgentBusyError", "Hop", "current_hop", "deliver", "error_result"]
+__all__ = [
+    "AgentBusyError",
+    "Hop",
+    "current_hop",
+    "current_reach",
+    "deliver",
+    "error_result",
+    "reset_current_reach",
+    "set_current_reach",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +37,7 @@ class AgentBusyError(Exception):
 _TRANSIENT = (TimeoutError, ConnectionError, AgentBusyError)
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Hop:
     """The routed call the current code runs inside, for nested calls to inherit from."""
 
@@ -40,7 +49,25 @@ _current: ContextVar[Hop | None] = ContextVar("agent_reach_hop", default=None)
 
 
 def current_hop() -> Hop | None:
+    """The routed call the running code is inside (set while an agent is invoked)."""
     return _current.get()
+
+
+_reach: ContextVar[MetaInfo | None] = ContextVar("agent_reach_task", default=None)
+
+
+def current_reach() -> MetaInfo | None:
+    """The task being dispatched or served right now, for log records and hops."""
+    hop = _current.get()
+    return hop.meta if hop is not None else _reach.get()
+
+
+def set_current_reach(meta: MetaInfo) -> Token[MetaInfo | None]:
+    return _reach.set(meta)
+
+
+def reset_current_reach(token: Token[MetaInfo | None]) -> None:
+    _reach.reset(token)
 
 
 def error_result(

@@ -5,19 +5,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+
+from opentelemetry.trace import StatusCode, Tracer
 
 from middleware import ReachMessage, ReachResult, ResultStatus, Timings
 from middleware.fast import amend, build_trusted
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import Attempt, DecisionLog, DecisionRecord, Exclusion
-from reach_adapters.router.delivery import deliver, error_result
+from reach_adapters.router.delivery import deliver, error_result, reset_current_reach, set_current_reach
 from reach_adapters.router.idempotency import IdempotencyStore
+from reach_adapters.router.observe import DECISION_LOGGER, ReachObserver, log_decision
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
 from reach_adapters.router.selection import Problem, exclusion_reason, screen, why_no_candidate
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy, make_strategies
+from reach_adapters.router.tracing import active_tracer
 
 __all__ = ["Dispatcher", "Plan"]
 
@@ -44,25 +49,67 @@ class Plan:
 
 
 class Dispatcher:
-    def __init__(self, registry: Registry, policy: RoutingPolicy) -> None:
+    def __init__(
+        self, registry: Registry, policy: RoutingPolicy, *, on_dispatch: Callable[[], None] | None = None
+    ) -> None:
+        self._on_dispatch = on_dispatch
         self.registry = registry
         self.policy = policy
         self.decisions = DecisionLog(policy.decision_log_size)
         self.strategies = make_strategies(policy)
         self.dedupe = IdempotencyStore(policy.dedupe_window_s, policy.dedupe_max_entries)
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
+        self.observers: list[ReachObserver] = []
 
     async def dispatch(self, message: ReachMessage) -> ReachResult:
+        if self._on_dispatch is not None:
+            self._on_dispatch()
         meta = message.meta_info
-        # Generated task ids are unique by construction; only ids the caller chose can repeat.
-        if "task_id" not in meta.__pydantic_fields_set__ or self.policy.dedupe_window_s == 0:
-            return await self._dispatch(message)
+        token = set_current_reach(meta)
+        try:
+            tracer = active_tracer()
+            if tracer is not None:
+                return await self._traced(message, tracer)
+            # Generated task ids are unique by construction; only ids the caller chose can repeat.
+            if "task_id" in meta.__pydantic_fields_set__ and self.policy.dedupe_window_s:
+                return await self._deduplicated(message, None)
+            return await self._dispatch(message, None)
+        finally:
+            reset_current_reach(token)
+
+    async def _traced(self, message: ReachMessage, tracer: Tracer) -> ReachResult:
+        meta = message.meta_info
+        attributes = {
+            "reach.task_id": meta.task_id,
+            "reach.trace_id": meta.trace_id,
+            "reach.capability": meta.capability or "",
+            "reach.mode": message.routing_hint.mode,
+        }
+        with tracer.start_as_current_span("reach.dispatch", attributes=attributes) as span:
+            if "task_id" in meta.__pydantic_fields_set__ and self.policy.dedupe_window_s:
+                result = await self._deduplicated(message, tracer)
+            else:
+                result = await self._dispatch(message, tracer)
+            span.set_attributes(
+                {
+                    "reach.status": str(result.status),
+                    "reach.agent_id": result.agent_id or "",
+                    "reach.attempts": result.attempts,
+                    "reach.served_by": result.served_by,
+                }
+            )
+            if not result.ok:
+                span.set_status(StatusCode.ERROR, f"{result.error_type}: {result.error}")
+            return result
+
+    async def _deduplicated(self, message: ReachMessage, tracer: Tracer | None) -> ReachResult:
+        meta = message.meta_info
         earlier = self.dedupe.claim(meta.task_id)
         if earlier is not None:
             first = await asyncio.shield(earlier)
             return first.model_copy(update={"served_by": "deduplicated"})
         try:
-            result = await self._dispatch(message)
+            result = await self._dispatch(message, tracer)
         except BaseException:
             self.dedupe.abandon(meta.task_id)
             raise
@@ -156,7 +203,7 @@ class Dispatcher:
         # Directed delivery bypasses scoring, but never the breaker's last-candidate rule.
         return screen([slot], meta, self.policy, record.exclusions)
 
-    async def _dispatch(self, message: ReachMessage) -> ReachResult:
+    async def _dispatch(self, message: ReachMessage, tracer: Tracer | None) -> ReachResult:
         start = time.perf_counter()
         meta = message.meta_info
         hint = message.routing_hint
@@ -169,7 +216,14 @@ class Dispatcher:
         if meta.deadline is None and meta.timeout_ms is not None:
             amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
         record = self.record_for(message, strategy)
-        plan = await self.plan(message, record, strategy)
+        if tracer is None:
+            plan = await self.plan(message, record, strategy)
+        else:
+            with tracer.start_as_current_span("reach.select") as span:
+                plan = await self.plan(message, record, strategy)
+                span.set_attributes(
+                    {"reach.candidates": len(plan.slots), "reach.exclusions": len(record.exclusions)}
+                )
         if plan.problem is not None:
             problem = plan.problem
             missing = error_result(message, problem.status, problem.error_type, problem.error)
@@ -181,13 +235,18 @@ class Dispatcher:
             merged = await fan_out(plan.slots, message, deadline, hint.merge, record)
             return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
         routed = time.perf_counter()
-        result = await self._attempts(message, record, plan, deadline)
+        result = await self._attempts(message, record, plan, deadline, tracer)
         if result.status is _OK:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
         return await self._fall_back(message, record, result, start, plan.queued_ms)
 
     async def _attempts(
-        self, message: ReachMessage, record: DecisionRecord, plan: Plan, deadline: float
+        self,
+        message: ReachMessage,
+        record: DecisionRecord,
+        plan: Plan,
+        deadline: float,
+        tracer: Tracer | None,
     ) -> ReachResult:
         """Deliver to the best slot; on a transient failure retry on the next-best, with backoff."""
         policy = self.policy
@@ -202,7 +261,18 @@ class Dispatcher:
             if slot is None:
                 break
             tried.add(id(slot))
-            result, elapsed_ms = await deliver(slot, message, deadline)
+            if tracer is None:
+                result, elapsed_ms = await deliver(slot, message, deadline)
+            else:
+                with tracer.start_as_current_span("reach.attempt") as span:
+                    result, elapsed_ms = await deliver(slot, message, deadline)
+                    span.set_attributes(
+                        {
+                            "reach.agent_id": slot.runtime.agent_id,
+                            "reach.attempt": len(record.attempts) + 1,
+                            "reach.status": str(result.status),
+                        }
+                    )
             record.attempts.append(
                 Attempt(
                     slot.runtime.agent_id,
@@ -336,17 +406,13 @@ class Dispatcher:
         if result.status is _OK and not broadcast:
             record.chosen = result.agent_id
         self.decisions.add(record)
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "task %s %s %s -> %s via %s: %s in %.3f ms",
-                meta.task_id,
-                message.routing_hint.mode,
-                meta.capability,
-                result.agent_id,
-                path,
-                result.status,
-                (end - start) * 1000.0,
-            )
+        if DECISION_LOGGER.isEnabledFor(logging.INFO):
+            log_decision(record, result)
+        for observer in self.observers:
+            try:
+                observer.on_reach(record, result)
+            except Exception:
+                logger.exception("observer %r failed", observer)
         return result
 
 

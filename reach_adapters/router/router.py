@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from middleware import MergePolicy, ReachMessage, ReachResult
-from reach_adapters.errors import UnknownAgentError
+from reach_adapters.errors import InvalidDeclarationError, UnknownAgentError
 from reach_adapters.router.agent import Agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, agent_info
@@ -22,6 +22,7 @@ from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.health import HealthMonitor
 from reach_adapters.router.messages import build_message, inherit_hop, parse_message, require_name
+from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
@@ -51,7 +52,7 @@ class Router:
             policy = policy.model_copy(update={"default_agent": require_name(default_agent, "default_agent")})
         self.policy = policy
         self._registry = Registry(policy.breaker)
-        self._dispatcher = Dispatcher(self._registry, policy)
+        self._dispatcher = Dispatcher(self._registry, policy, on_dispatch=self._bind)
         self._health = HealthMonitor(self._registry, policy, self._set_state)
         self._portal = Portal()
         self._listeners: list[Callable[[], None]] = []
@@ -134,6 +135,13 @@ class Router:
 
         return remove
 
+    def add_observer(self, observer: ReachObserver) -> None:
+        """Tell `observer` about every finished reach (``on_reach(record, result)``)."""
+        if not callable(getattr(observer, "on_reach", None)):
+            msg = f"{type(observer).__name__} is not a ReachObserver: it needs on_reach(record, result)"
+            raise InvalidDeclarationError(msg)
+        self._dispatcher.observers.append(observer)
+
     def explain(self, task_id: str) -> DecisionRecord:
         """The decision record of a recent task: candidates, scores, exclusions, attempts.
 
@@ -171,14 +179,20 @@ class Router:
 
     # -- calling -----------------------------------------------------------------------------
 
-    async def route(self, capability: str, payload: Any = None, **options: Any) -> ReachResult:
+    # The calling methods check their arguments and build the message at once, then hand back the
+    # dispatcher's coroutine: no coroutine frame of their own sits between the caller and the
+    # agent, and every frame there is crossed again each time an agent awaits I/O.
+
+    def route(self, capability: str, payload: Any = None, **options: Any) -> Coroutine[Any, Any, ReachResult]:
         """Unicast: deliver to the best agent declaring `capability`, failing over to the next."""
         require_name(capability, "capability")
-        return await self._run(build_message(payload, options, capability=capability, mode="unicast"))
+        return self._dispatcher.dispatch(
+            build_message(payload, options, capability=capability, mode="unicast")
+        )
 
-    async def broadcast(
+    def broadcast(
         self, capability: str, payload: Any = None, *, merge: MergePolicy = "all", **options: Any
-    ) -> ReachResult:
+    ) -> Coroutine[Any, Any, ReachResult]:
         """Deliver to every eligible agent declaring `capability` at once and merge the answers.
 
         ``merge``: ``all`` (every answer, in ``results``), ``first`` (the first answer),
@@ -186,14 +200,14 @@ class Router:
         """
         require_name(capability, "capability")
         message = build_message(payload, options, capability=capability, mode="broadcast", merge=merge)
-        return await self._run(message)
+        return self._dispatcher.dispatch(message)
 
-    async def send(self, agent_id: str, payload: Any = None, **options: Any) -> ReachResult:
+    def send(self, agent_id: str, payload: Any = None, **options: Any) -> Coroutine[Any, Any, ReachResult]:
         """Directed: deliver to this agent, bypassing selection."""
         require_name(agent_id, "agent_id")
-        return await self._run(build_message(payload, options, mode="directed", target=agent_id))
+        return self._dispatcher.dispatch(build_message(payload, options, mode="directed", target=agent_id))
 
-    async def dispatch(self, message: ReachMessage | Mapping[str, Any]) -> ReachResult:
+    def dispatch(self, message: ReachMessage | Mapping[str, Any]) -> Coroutine[Any, Any, ReachResult]:
         """The core: deliver a `ReachMessage` as its routing hint says.
 
         Fills in ``meta_info.deadline`` (and, inside a routed call, the trace, depth and lineage
@@ -201,7 +215,7 @@ class Router:
         """
         message = parse_message(message)
         inherit_hop(message)
-        return await self._run(message)
+        return self._dispatcher.dispatch(message)
 
     async def stream(self, capability: str, payload: Any = None, **options: Any) -> AsyncIterator[JsonValue]:
         """Unicast, yielding the chosen agent's chunks as they come (see `streaming`)."""
@@ -231,10 +245,6 @@ class Router:
         self._portal.call(self.deregister(agent_id, drain_timeout=drain_timeout), what="deregister")
 
     # -- internals ---------------------------------------------------------------------------
-
-    async def _run(self, message: ReachMessage) -> ReachResult:
-        self._bind()
-        return await self._dispatcher.dispatch(message)
 
     def _bind(self) -> None:
         self._portal.bind(asyncio.get_running_loop())

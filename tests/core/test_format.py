@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from enum import IntEnum
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -110,3 +111,16 @@ def test_checked_in_schema_matches_models() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render_schema()
     schema = json.loads(render_schema())
     assert {"ReachMessage", "ReachResult", "MetaInfo", "RoutingHint"} <= set(schema["$defs"])
+
+
+def test_ensure_json_turns_subclasses_into_plain_types() -> None:
+    class Text(str):
+        pass
+
+    class Level(IntEnum):
+        HIGH = 3
+
+    value = ensure_json({"t": Text("hi"), "n": Level.HIGH, "b": True, "f": 2.5})
+    assert value == {"t": "hi", "n": 3, "b": True, "f": 2.5}
+    assert isinstance(value, dict)
+    assert [type(v) for v in value.values()] == [str, int, bool, float]

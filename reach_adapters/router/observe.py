@@ -1,0 +1,69 @@
+"""What happens after each reach: the structured decision log and registered observers."""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol, runtime_checkable
+
+from middleware import ReachResult, ResultStatus
+from reach_adapters.router.decisions import DecisionRecord
+
+__all__ = ["DECISION_LOGGER", "ReachObserver", "decision_type", "log_decision"]
+
+DECISION_LOGGER = logging.getLogger("reach_adapters.decisions")
+
+
+@runtime_checkable
+class ReachObserver(Protocol):
+    """Told about every finished reach, on the router's loop; must not block or raise.
+
+    Metrics exporters implement this (see `reach_adapters.observability`).
+    """
+
+    def on_reach(self, record: DecisionRecord, result: ReachResult) -> None: ...
+
+
+def decision_type(record: DecisionRecord, result: ReachResult) -> str:
+    """``matched`` (broadcast to every match), ``selected``, ``retried``, ``fell back`` or ``filtered``."""
+    if record.mode == "broadcast":
+        return "matched"
+    if record.path in ("fallback", "default"):
+        return "fell back"
+    if not record.attempts:
+        return "filtered"
+    candidate_attempts = sum(1 for attempt in record.attempts if attempt.path == "candidate")
+    return "retried" if candidate_attempts > 1 else "selected"
+
+
+def log_decision(record: DecisionRecord, result: ReachResult) -> None:
+    """One INFO record per reach on ``reach_adapters.decisions``, fields in ``extra``.
+
+    A JSON formatter (the CLI's ``--log-json``) prints them as one object per line.
+    """
+    chosen = record.chosen
+    score = next((c.score for c in record.candidates if c.agent_id == chosen), None)
+    if result.status is ResultStatus.OK:
+        reason = record.note or ("best score" if record.candidates else record.path)
+    else:
+        reason = f"{result.error_type}: {result.error}"
+    kind = decision_type(record, result)
+    DECISION_LOGGER.info(
+        "task %s %s %s -> %s (%s)",
+        record.task_id,
+        kind,
+        record.capability,
+        result.agent_id,
+        result.status,
+        extra={
+            "task_id": record.task_id,
+            "trace_id": record.trace_id,
+            "agent_id": result.agent_id,
+            "capability": record.capability,
+            "decision_type": kind,
+            "status": str(result.status),
+            "score": score,
+            "attempts": len(record.attempts),
+            "path": record.path,
+            "reason": reason,
+        },
+    )

@@ -1,0 +1,153 @@
+"""Decision logs, log context, OpenTelemetry spans and Prometheus metrics on a real router."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import generate_latest
+
+from middleware import ReachMessage
+from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters.observability import JsonFormatter, ReachLogFilter
+from reach_adapters.observability.metrics import ReachMetrics
+from reach_adapters.router import tracing
+from tests.core.conftest import FAST, echo_agent
+
+pytestmark = pytest.mark.timeout(20)
+
+
+class Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self.addFilter(ReachLogFilter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def captured() -> Iterator[Capture]:
+    handler = Capture()
+    root = logging.getLogger()
+    old = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    yield handler
+    root.removeHandler(handler)
+    root.setLevel(old)
+
+
+async def test_one_decision_record_per_reach(captured: Capture) -> None:
+    async def fail(payload: Any) -> Any:
+        raise ConnectionError("down")
+
+    router = Router(FAST)
+    router.register(
+        FunctionAgent(fail, agent_id="svc:work:01", capabilities=[Capability(name="w", weight=100)])
+    )
+    router.register(echo_agent("svc:work:02", capability="w", weight=1))
+    retried = await router.route("w", {})
+    plain = await router.send("svc:work:02", {})
+    missing = await router.route("nothing", {})
+    decisions = [r for r in captured.records if r.name == "reach_adapters.decisions"]
+    by_task = {r.task_id: r for r in decisions}  # type: ignore[attr-defined]
+    assert len(decisions) == 3
+    assert by_task[retried.task_id].decision_type == "retried"  # type: ignore[attr-defined]
+    assert by_task[retried.task_id].agent_id == "svc:work:02"  # type: ignore[attr-defined]
+    assert by_task[plain.task_id].decision_type == "selected"  # type: ignore[attr-defined]
+    assert by_task[missing.task_id].decision_type == "filtered"  # type: ignore[attr-defined]
+    assert "NoCandidateError" in by_task[missing.task_id].reason  # type: ignore[attr-defined]
+    line = json.loads(JsonFormatter().format(by_task[retried.task_id]))
+    assert line["decision_type"] == "retried"
+    assert line["trace_id"] == retried.trace_id
+    assert line["score"] is not None
+
+
+async def test_log_lines_inside_an_agent_carry_the_task_and_trace(captured: Capture) -> None:
+    agent_log = logging.getLogger("tests.some_agent")
+
+    async def chatty(message: ReachMessage) -> Any:
+        agent_log.info("working on it")
+        return "done"
+
+    router = Router()
+    router.register(FunctionAgent(chatty, agent_id="svc:chatty:01", capabilities=[Capability(name="c")]))
+    result = await router.route("c", {})
+    (line,) = [r for r in captured.records if r.name == "tests.some_agent"]
+    assert line.task_id == result.task_id  # type: ignore[attr-defined]
+    assert line.trace_id == result.trace_id  # type: ignore[attr-defined]
+    assert line.agent_id == "svc:chatty:01"  # type: ignore[attr-defined]
+    outside = logging.LogRecord("x", logging.INFO, __file__, 1, "m", None, None)
+    ReachLogFilter().filter(outside)
+    assert outside.task_id == "-"  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # The global provider can be set once per process; the router's cache is pointed at ours.
+    monkeypatch.setattr(tracing, "_tracer", provider.get_tracer("agent-reach"))
+    yield exporter
+    provider.shutdown()
+
+
+async def test_spans_for_dispatch_selection_and_each_attempt(spans: InMemorySpanExporter) -> None:
+    async def fail(payload: Any) -> Any:
+        raise ConnectionError("down")
+
+    router = Router(FAST)
+    router.register(
+        FunctionAgent(fail, agent_id="svc:work:01", capabilities=[Capability(name="w", weight=100)])
+    )
+    router.register(echo_agent("svc:work:02", capability="w", weight=1))
+    result = await router.route("w", {})
+    finished = {s.name: s for s in spans.get_finished_spans()}
+    names = [s.name for s in spans.get_finished_spans()]
+    assert names.count("reach.attempt") == 2
+    dispatch = finished["reach.dispatch"]
+    assert dispatch.attributes is not None
+    assert dispatch.attributes["reach.task_id"] == result.task_id
+    assert dispatch.attributes["reach.agent_id"] == "svc:work:02"
+    select = finished["reach.select"]
+    assert select.parent is not None
+    assert select.parent.span_id == dispatch.context.span_id
+    assert all(s.context.trace_id == dispatch.context.trace_id for s in spans.get_finished_spans())
+
+
+def test_without_a_provider_no_tracer_is_used() -> None:
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert tracing.active_tracer() is None
+
+
+async def test_prometheus_metrics() -> None:
+    async def fail(payload: Any) -> Any:
+        raise ConnectionError("down")
+
+    router = Router(FAST)
+    metrics = ReachMetrics(router)
+    router.register(
+        FunctionAgent(fail, agent_id="svc:work:01", capabilities=[Capability(name="w", weight=100)])
+    )
+    router.register(echo_agent("svc:work:02", capability="w", weight=1))
+    await router.route("w", {})
+    await router.route("w", {})
+    await router.route("missing", {})
+    text = generate_latest(metrics.registry).decode()
+    assert 'reach_retries_total{capability="w"} 2.0' in text
+    assert 'reach_match_failures_total{capability="missing"} 1.0' in text
+    assert 'reach_reaches_total{capability="w",served_by="candidate",status="ok"} 2.0' in text
+    assert 'reach_agent_breaker_state{agent_id="svc:work:01"} 2.0' in text
+    assert 'reach_agent_in_flight{agent_id="svc:work:02"} 0.0' in text
+    assert "reach_routing_latency_seconds_count" in text
+    assert "reach_agent_idle_rate 1.0" in text
