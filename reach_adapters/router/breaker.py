@@ -24,10 +24,10 @@ class Breaker:
     forgives one ejection. Buckets exist only for seconds with calls, so idle agents cost nothing.
     """
 
-    __slots__ = ("_buckets", "_settings", "consecutive", "ejections", "open_until", "probing", "state")
+    __slots__ = ("_buckets", "consecutive", "ejections", "open_until", "probing", "settings", "state")
 
     def __init__(self, settings: BreakerSettings) -> None:
-        self._settings = settings
+        self.settings = settings
         self._buckets: deque[list[int]] | None = None
         self.state = BreakerState.CLOSED
         self.consecutive = 0
@@ -42,7 +42,7 @@ class Breaker:
             buckets = self._buckets = deque()
         if buckets and buckets[-1][0] == second:
             return buckets[-1]
-        horizon = second - self._settings.window_s
+        horizon = second - self.settings.window_s
         while buckets and buckets[0][0] <= horizon:
             buckets.popleft()
         bucket = [second, 0, 0]
@@ -53,7 +53,7 @@ class Breaker:
         """(calls, failures) in the rolling window."""
         if not self._buckets:
             return 0, 0
-        horizon = int(time.monotonic() if now is None else now) - self._settings.window_s
+        horizon = int(time.monotonic() if now is None else now) - self.settings.window_s
         calls = failures = 0
         for second, c, f in self._buckets:
             if second > horizon:
@@ -97,7 +97,7 @@ class Breaker:
             return True
         if self.state is BreakerState.OPEN:
             return False
-        settings = self._settings
+        settings = self.settings
         if self.consecutive >= settings.consecutive_failures:
             self._open(now)
             return True
@@ -108,7 +108,7 @@ class Breaker:
         return False
 
     def _open(self, now: float) -> None:
-        settings = self._settings
+        settings = self.settings
         self.ejections += 1
         quarantine = min(settings.quarantine_s * 2 ** (self.ejections - 1), settings.max_quarantine_s)
         self.state = BreakerState.OPEN

@@ -89,6 +89,11 @@ class DecisionLog:
     def __len__(self) -> int:
         return len(self._records)
 
+    def resize(self, size: int) -> None:
+        self._size = size
+        while len(self._records) > size:
+            self._records.popitem(last=False)
+
     def add(self, record: DecisionRecord) -> None:
         records = self._records
         records[record.task_id] = record

@@ -61,6 +61,13 @@ class Dispatcher:
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
         self.observers: list[ReachObserver] = []
 
+    def reconfigure(self, policy: RoutingPolicy) -> None:
+        self.policy = policy
+        self.strategies = make_strategies(policy)
+        self.decisions.resize(policy.decision_log_size)
+        self.dedupe.reconfigure(policy.dedupe_window_s, policy.dedupe_max_entries)
+        self.budget.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
+
     async def dispatch(self, message: ReachMessage) -> ReachResult:
         if self._on_dispatch is not None:
             self._on_dispatch()

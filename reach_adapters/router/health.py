@@ -36,6 +36,10 @@ class HealthMonitor:
         self._set_state = set_state
         self._task: asyncio.Task[None] | None = None
 
+    def reconfigure(self, policy: RoutingPolicy) -> None:
+        """The next probe round uses the new interval, timeout and failure count."""
+        self._policy = policy
+
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()

@@ -31,6 +31,11 @@ class IdempotencyStore:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def reconfigure(self, window_s: float, max_entries: int) -> None:
+        """Applies to tasks claimed from now on; entries already held keep their expiry."""
+        self._window_s = window_s
+        self._max_entries = max_entries
+
     def claim(self, task_id: str) -> asyncio.Future[ReachResult] | None:
         """Return the earlier delivery's future when `task_id` was seen, else claim it and return None."""
         entries = self._entries

@@ -59,6 +59,12 @@ class Registry:
         self._index(runtime, capabilities)
         return runtime
 
+    def reconfigure(self, breaker: BreakerSettings) -> None:
+        """New breaker settings for new agents and, from their next call on, for registered ones."""
+        self._breaker = breaker
+        for runtime in self._agents.values():
+            runtime.breaker.settings = breaker
+
     def set_capabilities(
         self, runtime: AgentRuntime, capabilities: Sequence[Capability | Mapping[str, Any]]
     ) -> None:

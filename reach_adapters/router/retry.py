@@ -39,13 +39,16 @@ class RetryBudget:
     It starts with `floor` tokens so a router that has just started can retry at all.
     """
 
-    __slots__ = ("_cap", "_floor", "_ratio", "tokens")
+    __slots__ = ("_cap", "_ratio", "tokens")
 
     def __init__(self, ratio: float, floor: float, cap: float = 100.0) -> None:
         self._ratio = ratio
-        self._floor = floor
         self._cap = max(cap, floor)
         self.tokens = floor
+
+    def reconfigure(self, ratio: float, floor: float) -> None:
+        self._ratio = ratio
+        self._cap = max(self._cap, floor)
 
     def earn(self) -> None:
         tokens = self.tokens + self._ratio

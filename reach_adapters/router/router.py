@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from middleware import MergePolicy, ReachMessage, ReachResult
-from reach_adapters.errors import InvalidDeclarationError, UnknownAgentError
+from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError, UnknownAgentError
 from reach_adapters.router.agent import Agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, agent_info
@@ -134,6 +134,21 @@ class Router:
                 self._listeners.remove(listener)
 
         return remove
+
+    def update_policy(self, policy: RoutingPolicy) -> None:
+        """Apply a new policy to a running router (hot reload).
+
+        Registered agents, their statistics, breakers and calls in flight are kept; the next
+        selection already uses the new strategy and coefficients.
+        """
+        if not isinstance(policy, RoutingPolicy):
+            msg = f"update_policy() takes a RoutingPolicy, got {type(policy).__name__}"
+            raise InvalidPolicyError(msg)
+        self.policy = policy
+        self._registry.reconfigure(policy.breaker)
+        self._dispatcher.reconfigure(policy)
+        self._health.reconfigure(policy)
+        logger.info("routing policy updated: strategy %s", policy.strategy)
 
     def add_observer(self, observer: ReachObserver) -> None:
         """Tell `observer` about every finished reach (``on_reach(record, result)``)."""

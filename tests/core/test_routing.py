@@ -17,6 +17,7 @@ from reach_adapters import (
     FunctionAgent,
     InvalidDeclarationError,
     InvalidMessageError,
+    InvalidPolicyError,
     NoCandidateError,
     PayloadValidationError,
     Router,
@@ -382,3 +383,17 @@ async def test_sync_twin_inside_the_serving_loop_is_refused() -> None:
     await router.route("echo", 0)
     with pytest.raises(SyncCallError, match=r"await router\.route"):
         router.route_sync("echo", 1)
+
+
+async def test_policy_can_be_updated_while_running() -> None:
+    router = Router()
+    for i in range(3):
+        router.register(echo_agent(f"svc:echo:{i}"))
+    await router.route("echo", 0)
+    router.update_policy(RoutingPolicy(strategy="rating", decision_log_size=2))
+    seen = Counter([(await router.route("echo", i)).agent_id for i in range(6)])
+    assert seen == Counter({"svc:echo:0": 2, "svc:echo:1": 2, "svc:echo:2": 2})
+    assert router.explain((await router.route("echo", 9)).task_id).strategy == "rating"
+    assert len(router.catalog()) == 3
+    with pytest.raises(InvalidPolicyError):
+        router.update_policy({"strategy": "rating"})  # type: ignore[arg-type]
