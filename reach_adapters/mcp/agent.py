@@ -146,6 +146,15 @@ class MCPServerAgent:
     async def connect_all(cls, configs: Iterable[MCPServerConfig]) -> ConnectReport:
         """Connect several servers at once; one that fails is reported, never fatal to the others."""
         configs = list(configs)
+        seen: set[str] = set()
+        for config in configs:
+            if not isinstance(config, MCPServerConfig):
+                msg = f"connect_all() takes MCPServerConfig items, got {type(config).__name__}"
+                raise InvalidDeclarationError(msg)
+            if config.agent_id in seen:
+                msg = f"connect_all(): {config.agent_id} is given twice; give replicas distinct instances"
+                raise InvalidDeclarationError(msg)
+            seen.add(config.agent_id)
         outcomes = await asyncio.gather(*(cls.start(c) for c in configs), return_exceptions=True)
         agents: list[MCPServerAgent] = []
         failures: dict[str, ReachError] = {}

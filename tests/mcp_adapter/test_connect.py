@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 
+import httpx2
 import pytest
 from mcp.server.mcpserver import MCPServer
 
@@ -57,13 +59,18 @@ async def test_options_reach_every_capability() -> None:
         assert {(c.timeout_ms, c.max_concurrency, c.weight) for c in agent.capabilities} == {(1234, 3, 7.0)}
 
 
-async def test_http_server_connects(http_calc: HttpCalc, router: Router) -> None:
-    agent = await MCPServerAgent.connect("calc", url=http_calc.url, headers={"x-test": "1"})
+async def test_http_server_connects_with_headers_and_auth(http_calc: HttpCalc, router: Router) -> None:
+    agent = await MCPServerAgent.connect(
+        "calc", url=http_calc.url, headers={"x-team": "reach"}, auth=httpx2.BasicAuth("ada", "secret")
+    )
     router.register(agent)
     result = await router.route("add", {"a": 20, "b": 22})
     assert result.ok, result.error
     assert result.payload == {"result": 42}
     assert result.agent_id == "mcp:calc:0"
+    assert (await router.route("header", {"name": "x-team"})).payload == {"result": "reach"}
+    authorization = (await router.route("header", {"name": "authorization"})).payload
+    assert authorization == {"result": "Basic " + base64.b64encode(b"ada:secret").decode()}
 
 
 async def test_in_process_server_connects(router: Router) -> None:
@@ -181,9 +188,14 @@ async def test_bad_connect_arguments_are_rejected(options: dict[str, object], pr
         await MCPServerAgent.connect("calc", **options)  # type: ignore[arg-type]
 
 
-def test_agent_needs_a_config() -> None:
+async def test_agent_and_connect_all_need_configs() -> None:
     with pytest.raises(InvalidDeclarationError, match="takes an MCPServerConfig"):
         MCPServerAgent({"name": "calc"})  # type: ignore[arg-type]
+    with pytest.raises(InvalidDeclarationError, match="takes MCPServerConfig items"):
+        await MCPServerAgent.connect_all([{"name": "calc"}])  # type: ignore[list-item]
+    twice = MCPServerConfig(name="calc", target=StdioTarget(command=PYTHON, args=[CALC]))
+    with pytest.raises(InvalidDeclarationError, match="mcp:calc:0 is given twice"):
+        await MCPServerAgent.connect_all([twice, twice])
 
 
 async def test_connect_all_reports_each_failure_and_keeps_the_rest(router: Router) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from middleware import MetaInfo, ReachMessage, ReachResult, ResultStatus
+from middleware import Converter, MetaInfo, ReachMessage, ReachResult, ResultStatus
 from reach_adapters import InvalidMessageError
 from reach_adapters.mcp import MCPConverter, content_to_json
 
@@ -14,6 +14,10 @@ CONVERTER = MCPConverter("mcp:calc:0")
 
 def _message(payload: object = None) -> ReachMessage:
     return ReachMessage.model_validate({"raw_payload": payload, "meta_info": {"capability": "add"}})
+
+
+def test_it_is_a_converter() -> None:
+    assert isinstance(CONVERTER, Converter)
 
 
 def test_arguments_become_the_payload() -> None:

@@ -85,6 +85,14 @@ def calls() -> int:
     return _served[0]
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def header(name: str, ctx: Context) -> str:
+    """The value of an HTTP request header, as the server received it."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    return "" if headers is None else str(headers.get(name, ""))
+
+
 @server.tool()
 async def slow(seconds: float) -> str:
     _count()

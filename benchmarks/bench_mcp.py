@@ -1,0 +1,220 @@
+"""MCP adapter benchmarks; every figure and its baseline are measured in the same run.
+
+1. stdio: a routed call (``router.route`` -> `MCPServerAgent` -> stdio server) against a direct
+   ``call_tool`` on a persistent SDK session to another copy of the same server.
+   Target: routed / direct <= 1.10x at p50.
+2. Gateway hop: an MCP client calling the router served as an MCP server, which calls the
+   upstream server, against the client calling the upstream directly; the upstream in process.
+   Target: the hop adds <= 1 ms at p50. Shown with the client in process and over streamable HTTP.
+3. langchain-mcp-adapters (mcp 1.x, in its own virtual environment ``benchmarks/.venv-lcmcp``,
+   created on first run) calling the same stdio server: its default tools (a new session per call)
+   and its persistent-session tools, as ratios to ours.
+
+Run: ``python -m benchmarks.bench_mcp [--calls N] [--no-lcmcp]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from mcp import Client, StdioServerParameters
+
+from benchmarks.mcp_bench_server import server as upstream
+from benchmarks.stats import measure, summary
+from reach_adapters import Router
+from reach_adapters.langchain import ReachToolkit
+from reach_adapters.mcp import MCPServerAgent, RouterMCPServer, start_mcp_server
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = str(Path(__file__).with_name("mcp_bench_server.py"))
+LCMCP_VENV = Path(__file__).with_name(".venv-lcmcp")
+ROUNDS = 10
+STDIO_TARGET = 1.10
+HOP_TARGET_MS = 1.0
+ARGS = {"a": 1, "b": 2}
+
+Cases = dict[str, Callable[[], Awaitable[Any]]]
+
+
+async def interleaved(cases: Cases, calls: int) -> dict[str, list[float]]:
+    """Every case in `ROUNDS` alternating turns, so a drifting machine slows them all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for call in cases.values():
+        await measure(call, 0)
+    for _ in range(ROUNDS):
+        for name, call in cases.items():
+            samples[name] += await measure(call, calls // ROUNDS, warmup=20)
+    return samples
+
+
+def report(samples: dict[str, list[float]]) -> dict[str, float]:
+    """Print p50/p99 of each case in microseconds; return the p50s."""
+    p50s: dict[str, float] = {}
+    for name, values in samples.items():
+        p50, p99 = summary(values)
+        p50s[name] = p50
+        print(f"  {name:<52} p50 {p50:>9.1f} µs   p99 {p99:>9.1f} µs   (n={len(values)})")
+    return p50s
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT MET"
+
+
+async def bench_stdio(calls: int) -> None:
+    print("\n1. stdio: routed call vs direct call_tool on a persistent SDK session")
+    params = StdioServerParameters(command=sys.executable, args=[SERVER])
+    async with Client(params) as direct, Router() as router:
+        router.register(await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER]))
+        p50 = report(
+            await interleaved(
+                {
+                    "direct: session.call_tool": lambda: direct.call_tool("add", ARGS),
+                    "routed: router.route -> MCPServerAgent": lambda: router.route("add", ARGS),
+                },
+                calls,
+            )
+        )
+    ratio = p50["routed: router.route -> MCPServerAgent"] / p50["direct: session.call_tool"]
+    met = verdict(ratio <= STDIO_TARGET)
+    print(f"  routed / direct at p50: {ratio:.3f}x   (target <= {STDIO_TARGET}x: {met})")
+
+
+@asynccontextmanager
+async def served_directly() -> AsyncIterator[str]:
+    """The upstream server alone over streamable HTTP: the baseline of the HTTP gateway case."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    config = uvicorn.Config(upstream.streamable_http_app(), log_config=None, timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+async def bench_gateway(calls: int) -> None:
+    print(
+        "\n2. gateway hop: client -> reach MCP server -> upstream vs client -> upstream (upstream in process)"
+    )
+    async with Router() as router:
+        router.register(await MCPServerAgent.connect("bench", server=upstream))
+        reach = RouterMCPServer(router)
+        async with (
+            Client(upstream) as direct,
+            Client(reach.server) as via,
+            served_directly() as direct_url,
+            Client(direct_url) as direct_http,
+            await start_mcp_server(router) as endpoint,
+            Client(endpoint.url) as via_http,
+        ):
+            in_process = await interleaved(
+                {
+                    "in process: client -> upstream": lambda: direct.call_tool("add", ARGS),
+                    "in process: client -> reach -> upstream": lambda: via.call_tool("add", ARGS),
+                },
+                calls,
+            )
+            # The SDK's streamable HTTP round trip is tens of ms here: fewer calls tell as much.
+            over_http = await interleaved(
+                {
+                    "HTTP: client -> upstream": lambda: direct_http.call_tool("add", ARGS),
+                    "HTTP: client -> reach -> upstream (in process)": lambda: via_http.call_tool("add", ARGS),
+                },
+                max(calls // 10, 5 * ROUNDS),
+            )
+            p50 = report(in_process | over_http)
+        reach.close()
+    pairs = {
+        "in process": ("in process: client -> upstream", "in process: client -> reach -> upstream"),
+        "HTTP": ("HTTP: client -> upstream", "HTTP: client -> reach -> upstream (in process)"),
+    }
+    for transport, (baseline, hop) in pairs.items():
+        added_ms = (p50[hop] - p50[baseline]) / 1000.0
+        met = verdict(added_ms <= HOP_TARGET_MS)
+        print(f"  {transport}: the hop adds {added_ms:.3f} ms at p50   (target <= {HOP_TARGET_MS} ms: {met})")
+
+
+def lcmcp_python() -> Path:
+    """The python of a separate venv with langchain-mcp-adapters and mcp 1.x, made on first use."""
+    python = LCMCP_VENV / "bin" / "python"
+    marker = LCMCP_VENV / ".installed"
+    if not marker.exists():
+        print(f"  creating {LCMCP_VENV} with langchain-mcp-adapters and mcp<2 ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(LCMCP_VENV)], check=True)
+        pip = [str(python), "-m", "pip", "install", "-q", "langchain-mcp-adapters", "mcp<2"]
+        installed = subprocess.run(pip, capture_output=True, text=True)
+        if installed.returncode != 0:
+            sys.exit(f"installing langchain-mcp-adapters failed:\n{installed.stderr}")
+        marker.touch()
+    return python
+
+
+def lcmcp_version(python: Path) -> str:
+    code = "import importlib.metadata as m; print(m.version('langchain-mcp-adapters'), m.version('mcp'))"
+    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    return f"langchain-mcp-adapters {out[0]}, mcp {out[1]}"
+
+
+async def bench_lcmcp(calls: int, fresh_calls: int) -> None:
+    print("\n3. vs langchain-mcp-adapters, same stdio server")
+    python = lcmcp_python()
+    print(f"  ({lcmcp_version(python)}, in {LCMCP_VENV.name})")
+    probe = [str(python), "-m", "benchmarks.lcmcp_probe", "--server-python", sys.executable]
+    probe += ["--calls", str(calls), "--fresh-calls", str(fresh_calls)]
+    done = await asyncio.to_thread(
+        subprocess.run, probe, cwd=ROOT, check=True, capture_output=True, text=True
+    )
+    theirs: dict[str, list[float]] = json.loads(done.stdout)
+    async with Router() as router:
+        router.register(await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER]))
+        tool = next(t for t in ReachToolkit(router).get_tools() if t.name == "add")
+        ours = await interleaved(
+            {
+                "ours: router.route": lambda: router.route("add", ARGS),
+                "ours: ReachToolkit tool.ainvoke (LangChain tool)": lambda: tool.ainvoke(ARGS),
+            },
+            calls,
+        )
+    p50 = report(
+        {
+            "theirs: default tool (new session per call)": theirs["default"],
+            "theirs: persistent-session tool": theirs["persistent"],
+            **ours,
+        }
+    )
+    for base in ("ours: router.route", "ours: ReachToolkit tool.ainvoke (LangChain tool)"):
+        for other in ("theirs: default tool (new session per call)", "theirs: persistent-session tool"):
+            print(f"  {other} / {base}: {p50[other] / p50[base]:.2f}x")
+
+
+async def main(calls: int, with_lcmcp: bool) -> None:
+    print(f"MCP adapter benchmarks: {calls} calls per case in {ROUNDS} interleaved rounds")
+    await bench_stdio(calls)
+    await bench_gateway(calls)
+    if with_lcmcp:
+        await bench_lcmcp(calls, fresh_calls=20)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--no-lcmcp", action="store_true", help="skip the langchain-mcp-adapters comparison")
+    options = parser.parse_args()
+    asyncio.run(main(options.calls, not options.no_lcmcp))
