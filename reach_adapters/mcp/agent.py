@@ -136,7 +136,7 @@ class MCPServerAgent:
     async def start(cls, config: MCPServerConfig) -> MCPServerAgent:
         """Connect the server `config` describes; see `connect`."""
         agent = cls(config)
-        agent.apply(await agent._connection.open())
+        agent.tools_listed(await agent._connection.open())
         agent._supervisor = asyncio.get_running_loop().create_task(
             agent._supervise(), name=f"{agent._agent_id} supervisor"
         )
@@ -268,7 +268,7 @@ class MCPServerAgent:
 
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------
 
-    def apply(self, declared: Declared) -> None:
+    def tools_listed(self, declared: Declared) -> None:
         """Take a (re-)scanned tool list; an empty one leaves the agent unroutable, not broken."""
         if not declared.capabilities:
             skipped = f" (skipped as invalid: {declared.skipped})" if declared.skipped else ""
@@ -281,9 +281,11 @@ class MCPServerAgent:
         if changed:
             for handle in self._handles:
                 handle.set_capabilities(capabilities)
-        self._set_state(AgentState.ONLINE, "connected")
+        if self._offline is not None:
+            # Only what this agent took down it brings back; health probes judge the rest.
+            self._set_state(AgentState.ONLINE, "connected")
 
-    def lost(self, reason: str) -> None:
+    def connection_lost(self, reason: str) -> None:
         logger.warning("MCP server %s is offline: %s", self._agent_id, reason)
         self._set_state(AgentState.OFFLINE, reason)
 
@@ -309,7 +311,7 @@ class MCPServerAgent:
                     logger.info("MCP server %s: reconnect failed: %s", self._agent_id, exc)
                     continue
                 logger.info("MCP server %s reconnected", self._agent_id)
-                self.apply(declared)
+                self.tools_listed(declared)
                 break
 
 

@@ -39,9 +39,9 @@ _EOF = "the server closed the connection (did its process exit? see its stderr)"
 class ConnectionEvents(Protocol):
     """What the owner of a connection hears about."""
 
-    def apply(self, declared: Declared) -> None: ...
+    def tools_listed(self, declared: Declared) -> None: ...
 
-    def lost(self, reason: str) -> None: ...
+    def connection_lost(self, reason: str) -> None: ...
 
 
 @dataclass(eq=False)
@@ -61,6 +61,8 @@ class _Link:
 
 
 class Connection:
+    """One server's session; its owner opens it again after each loss."""
+
     def __init__(self, config: MCPServerConfig, events: ConnectionEvents) -> None:
         self.config = config
         self.client: Client | None = None
@@ -142,7 +144,7 @@ class Connection:
         # Only the adopted session speaks for the agent; a failed attempt is reported by open().
         current = self._current is not None and self._current[0] is link
         if link.end(reason) and current and not self.closing:
-            self._events.lost(reason)
+            self._events.connection_lost(reason)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification):
@@ -159,7 +161,7 @@ class Connection:
             except (MCPError, MCPProtocolError, ValidationError) as exc:
                 logger.warning("MCP server %s: re-scan of its tools failed: %s", self.config.agent_id, exc)
                 continue
-            self._events.apply(declare(tools, self.config))
+            self._events.tools_listed(declare(tools, self.config))
 
     async def _listen(self, client: Client, link: _Link, opened: anyio.Event) -> None:
         """Hold a change stream open: 2026-07-28 servers send tools/list_changed only on one."""

@@ -56,7 +56,6 @@ async def serve_mcp(
         msg = f"transport must be 'stdio' or 'streamable-http', got {transport!r}"
         raise InvalidDeclarationError(msg)
     reach = RouterMCPServer(router, name=name)
-    reach.bind(asyncio.get_running_loop())
     try:
         async with stdio_server() as (read_stream, write_stream):
             await reach.server.run(read_stream, write_stream, reach.server.create_initialization_options())
@@ -89,7 +88,6 @@ async def start_mcp_server(
         msg = f"cannot listen on {host}:{port}: {exc}; pick another host or port"
         raise MCPConnectionError(msg) from None
     reach = RouterMCPServer(router, name=name)
-    reach.bind(asyncio.get_running_loop())
     app = reach.server.streamable_http_app(streamable_http_path=path, host=host)
     # log_config=None: a library must not reconfigure the application's logging.
     config = uvicorn.Config(

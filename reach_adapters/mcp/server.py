@@ -73,14 +73,10 @@ class RouterMCPServer:
         )
         self._served: dict[str, _Served] | None = None
         self._legacy: OrderedDict[int, tuple[object, ServerSession]] = OrderedDict()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = _running_loop()
         self._announcing = False
         self._announcement: asyncio.Task[None] | None = None
         self._unsubscribe = router.on_catalog_change(self._catalog_changed)
-
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Set the loop that serves clients: change notices are sent from it."""
-        self._loop = loop
 
     def close(self) -> None:
         """Stop following the catalog and end open change streams."""
@@ -93,6 +89,7 @@ class RouterMCPServer:
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         if self._loop is None:
+            # Built outside any loop: change notices go out on the loop that serves clients.
             self._loop = asyncio.get_running_loop()
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._remember(ctx.session)
@@ -171,6 +168,13 @@ class _Server(Server[Any]):
             experimental_capabilities,
             extensions,
         )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _serve(capability: Capability) -> _Served:
