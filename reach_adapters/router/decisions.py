@@ -49,6 +49,7 @@ class DecisionRecord:
     candidates: list[Scored] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
+    matches: list[tuple[str, float]] = field(default_factory=list)
     chosen: str | None = None
     path: str = "none"
     status: str = "pending"

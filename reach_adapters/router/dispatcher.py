@@ -15,6 +15,7 @@ from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import Attempt, DecisionLog, DecisionRecord, Exclusion
 from reach_adapters.router.delivery import deliver, error_result, reset_current_reach, set_current_reach
 from reach_adapters.router.idempotency import IdempotencyStore
+from reach_adapters.router.matching import LexicalMatcher, Matcher, task_text
 from reach_adapters.router.observe import DECISION_LOGGER, ReachObserver, log_decision
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
@@ -50,9 +51,15 @@ class Plan:
 
 class Dispatcher:
     def __init__(
-        self, registry: Registry, policy: RoutingPolicy, *, on_dispatch: Callable[[], None] | None = None
+        self,
+        registry: Registry,
+        policy: RoutingPolicy,
+        *,
+        matcher: Matcher | None = None,
+        on_dispatch: Callable[[], None] | None = None,
     ) -> None:
         self._on_dispatch = on_dispatch
+        self.matcher: Matcher = matcher or LexicalMatcher()
         self.registry = registry
         self.policy = policy
         self.decisions = DecisionLog(policy.decision_log_size)
@@ -144,9 +151,14 @@ class Dispatcher:
             chain = " → ".join(meta.lineage)
             error = f"depth {meta.depth} exceeds max_depth {self.policy.max_depth}: {chain}"
             return Plan([], Problem(ResultStatus.REJECTED, "LoopDetectedError", error), 0.0)
+        names: list[str] | None = None
+        if meta.capability is None and message.routing_hint.mode != "directed":
+            names, problem = await self._match(message, record)
+            if problem is not None:
+                return Plan([], problem, 0.0)
         waited = 0.0
         while True:
-            slots, problem, forced = self._select(message, record)
+            slots, problem, forced = self._select(message, record, names)
             if problem is None or not problem.waitable:
                 break
             waitlist = self.registry.waitlist(meta.capability or "")
@@ -168,19 +180,55 @@ class Dispatcher:
         if message.routing_hint.mode == "directed":
             return Plan(slots, None, waited, forced)
         ranked = strategy.rank(slots, meta)
+        if len(record.matches) > 1:
+            # Several capabilities matched: better matches first, the strategy's order within each.
+            fit = dict(record.matches)
+            ranked.sort(key=lambda pair: -fit.get(pair[0].capability.name, 0.0))
         record.candidates = [scored for _, scored in ranked]
         return Plan([slot for slot, _ in ranked], None, waited, forced)
 
+    async def _match(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[str], Problem | None]:
+        """Capabilities for a task that names none: the sure match, or the top few, or none."""
+        policy = self.policy
+        text = task_text(message)
+        if not text:
+            error = (
+                "meta_info.capability is empty and there is no task text to match; name the capability, "
+                "or give the task as meta_info.text or a string payload"
+            )
+            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error)
+        scores = await self.matcher.match(text, self.registry.declarations())
+        record.matches = [(name, score) for name, score in scores[: policy.match_top] if score > 0]
+        if record.matches and record.matches[0][1] >= policy.match_direct:
+            record.matches = record.matches[:1]
+        else:
+            record.matches = [
+                (name, score) for name, score in record.matches if score >= policy.match_confirm
+            ]
+        if not record.matches:
+            best = (
+                ", ".join(f"{name} {score:.2f}" for name, score in scores[:3]) or "no capabilities registered"
+            )
+            error = f"no capability matches the task well enough (best: {best}; needs {policy.match_confirm})"
+            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
+        amend(message.meta_info, {"capability": record.matches[0][0]})
+        record.capability = record.matches[0][0]
+        return [name for name, _ in record.matches], None
+
     def _select(
-        self, message: ReachMessage, record: DecisionRecord
+        self, message: ReachMessage, record: DecisionRecord, names: list[str] | None
     ) -> tuple[list[Slot], Problem | None, bool]:
         meta = message.meta_info
         if message.routing_hint.mode == "directed":
             return self._directed(message, record)
-        if meta.capability is None:
-            error = "meta_info.capability is empty; name the capability to reach"
-            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error), False
-        slots = self.registry.candidates(meta.capability, meta.version, meta.namespace)
+        if names is not None and len(names) > 1:
+            slots: tuple[Slot, ...] = tuple(
+                slot
+                for name in names
+                for slot in self.registry.candidates(name, meta.version, meta.namespace)
+            )
+        else:
+            slots = self.registry.candidates(meta.capability or "", meta.version, meta.namespace)
         if not slots:
             missing = why_no_candidate(self.registry, meta)
             return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", missing), False
@@ -290,7 +338,12 @@ class Dispatcher:
                     result.error,
                 )
             )
-            if result.status is _OK or not result.retryable:
+            if result.status is _OK:
+                if slot.capability.name != meta.capability:
+                    # A matched task served under another of its top matches.
+                    amend(meta, {"capability": slot.capability.name})
+                return result
+            if not result.retryable:
                 return result
             cap = slot.capability
             if not may_resend(result.status, result.error_type, cap.idempotent or cap.read_only):

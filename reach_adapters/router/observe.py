@@ -24,15 +24,16 @@ class ReachObserver(Protocol):
 
 
 def decision_type(record: DecisionRecord, result: ReachResult) -> str:
-    """``matched`` (broadcast to every match), ``selected``, ``retried``, ``fell back`` or ``filtered``."""
-    if record.mode == "broadcast":
-        return "matched"
+    """``fell back``, ``filtered`` (nothing could serve), ``retried``, ``matched`` (the capability
+    was found from the task text) or ``selected``."""
     if record.path in ("fallback", "default"):
         return "fell back"
     if not record.attempts:
         return "filtered"
     candidate_attempts = sum(1 for attempt in record.attempts if attempt.path == "candidate")
-    return "retried" if candidate_attempts > 1 else "selected"
+    if candidate_attempts > 1 and record.mode != "broadcast":
+        return "retried"
+    return "matched" if record.matches else "selected"
 
 
 def log_decision(record: DecisionRecord, result: ReachResult) -> None:

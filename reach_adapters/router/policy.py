@@ -95,6 +95,13 @@ class RoutingPolicy(_Strict):
     dedupe_window_s: float = Field(300.0, ge=0, strict=True, allow_inf_nan=False)
     dedupe_max_entries: int = Field(100_000, ge=1, strict=True)
     max_depth: int = Field(5, ge=1, strict=True, description="Deepest nesting of routed calls.")
+    match_direct: float = Field(
+        0.85, ge=0, le=1, strict=True, description="Match score from which a task goes to that capability."
+    )
+    match_confirm: float = Field(
+        0.70, ge=0, le=1, strict=True, description="Match score from which the top matches are all tried."
+    )
+    match_top: int = Field(3, ge=1, strict=True, description="Capabilities tried when no match is sure.")
     probe_interval_s: float = Field(10.0, gt=0, strict=True, allow_inf_nan=False)
     probe_timeout_s: float = Field(2.0, gt=0, strict=True, allow_inf_nan=False)
     probe_failures: int = Field(2, ge=1, strict=True, description="Failed probes that take an agent out.")

@@ -127,6 +127,10 @@ class Registry:
                 self._cache[key] = cached
         return cached
 
+    def declarations(self) -> dict[str, Capability]:
+        """One declaration per capability name (the first registered), for matching tasks to names."""
+        return {name: slots[0].capability for name, slots in self._slots.items()}
+
     def slots_named(self, name: str) -> list[Slot]:
         return list(self._slots.get(name, ()))
 

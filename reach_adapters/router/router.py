@@ -21,6 +21,7 @@ from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.health import HealthMonitor
+from reach_adapters.router.matching import Matcher
 from reach_adapters.router.messages import build_message, inherit_hop, parse_message, require_name
 from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.policy import RoutingPolicy
@@ -46,13 +47,22 @@ class Router:
     `RoutingHint` fields ``fallback`` and ``strategy``.
     """
 
-    def __init__(self, policy: RoutingPolicy | None = None, *, default_agent: str | None = None) -> None:
+    def __init__(
+        self,
+        policy: RoutingPolicy | None = None,
+        *,
+        default_agent: str | None = None,
+        matcher: Matcher | None = None,
+    ) -> None:
         policy = policy or RoutingPolicy()
         if default_agent is not None:
             policy = policy.model_copy(update={"default_agent": require_name(default_agent, "default_agent")})
         self.policy = policy
         self._registry = Registry(policy.breaker)
-        self._dispatcher = Dispatcher(self._registry, policy, on_dispatch=self._bind)
+        if matcher is not None and not isinstance(matcher, Matcher):
+            msg = f"matcher must have async match(text, capabilities), got {type(matcher).__name__}"
+            raise InvalidDeclarationError(msg)
+        self._dispatcher = Dispatcher(self._registry, policy, matcher=matcher, on_dispatch=self._bind)
         self._health = HealthMonitor(self._registry, policy, self._set_state)
         self._portal = Portal()
         self._listeners: list[Callable[[], None]] = []
@@ -198,9 +208,16 @@ class Router:
     # dispatcher's coroutine: no coroutine frame of their own sits between the caller and the
     # agent, and every frame there is crossed again each time an agent awaits I/O.
 
-    def route(self, capability: str, payload: Any = None, **options: Any) -> Coroutine[Any, Any, ReachResult]:
-        """Unicast: deliver to the best agent declaring `capability`, failing over to the next."""
-        require_name(capability, "capability")
+    def route(
+        self, capability: str | None, payload: Any = None, **options: Any
+    ) -> Coroutine[Any, Any, ReachResult]:
+        """Unicast: deliver to the best agent declaring `capability`, failing over to the next.
+
+        With ``capability=None`` the capability is matched from the task text (``text=...`` or a
+        string payload): a sure match is routed to, close ones are tried best first.
+        """
+        if capability is not None:
+            require_name(capability, "capability")
         return self._dispatcher.dispatch(
             build_message(payload, options, capability=capability, mode="unicast")
         )
@@ -240,7 +257,7 @@ class Router:
         async for chunk in stream_message(self._dispatcher, message):
             yield chunk
 
-    def route_sync(self, capability: str, payload: Any = None, **options: Any) -> ReachResult:
+    def route_sync(self, capability: str | None, payload: Any = None, **options: Any) -> ReachResult:
         return self._portal.call(self.route(capability, payload, **options), what="route")
 
     def broadcast_sync(

@@ -1,0 +1,120 @@
+"""Tasks that name no capability are matched to one from their text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from middleware import ReachMessage, ResultStatus
+from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
+from reach_adapters.router.matching import LexicalMatcher
+
+pytestmark = pytest.mark.timeout(20)
+
+
+def agent(agent_id: str, **cap: Any) -> FunctionAgent:
+    async def handle(message: ReachMessage) -> Any:
+        return {"by": agent_id, "capability": message.meta_info.capability}
+
+    return FunctionAgent(handle, agent_id=agent_id, capabilities=[Capability(**cap)])
+
+
+def shop() -> Router:
+    router = Router()
+    router.register(
+        agent(
+            "support:refund:01",
+            name="refund_order",
+            description="Refund a customer's order and return the money",
+            keywords=["refund", "money back", "退款"],
+        )
+    )
+    router.register(
+        agent(
+            "logistics:track:01",
+            name="track_parcel",
+            description="Tell where a parcel is and when it will arrive",
+            keywords=["where is", "delivery", "物流"],
+            examples=["where is my parcel", "when will my order arrive"],
+        )
+    )
+    router.register(
+        agent(
+            "legal:review:01",
+            name="review_contract",
+            description="Review a contract for risk points",
+            strict_keywords=["contract", "合同"],
+        )
+    )
+    return router
+
+
+async def test_a_keyword_hit_routes_to_its_capability() -> None:
+    router = shop()
+    result = await router.route(None, text="I want a refund for order 42")
+    assert result.ok
+    assert result.agent_id == "support:refund:01"
+    assert result.capability == "refund_order"
+    record = router.explain(result.task_id)
+    assert record.matches[0][0] == "refund_order"
+
+
+async def test_chinese_keywords_match_without_a_segmenter() -> None:
+    router = shop()
+    result = await router.route(None, "我的物流到哪了")
+    assert result.agent_id == "logistics:track:01"
+
+
+async def test_strict_keywords_must_hit() -> None:
+    router = shop()
+    matched = await router.route(None, text="please review this contract for risks")
+    assert matched.agent_id == "legal:review:01"
+    scores = dict(await LexicalMatcher().match("review these risk points", router.reachable()))
+    assert scores["review_contract"] == 0.0
+
+
+async def test_a_task_that_matches_nothing_falls_back() -> None:
+    router = Router(default_agent="ops:human:01")
+    router.register(agent("ops:human:01", name="anything"))
+    router.register(agent("support:refund:01", name="refund_order", keywords=["refund"]))
+    result = await router.route(None, text="sing me a song")
+    assert result.served_by == "default"
+    assert result.agent_id == "ops:human:01"
+
+
+async def test_no_text_and_no_capability_is_invalid() -> None:
+    router = shop()
+    result = await router.route(None, {"order": 42})
+    assert result.status is ResultStatus.INVALID
+    assert "no task text" in (result.error or "")
+
+
+async def test_close_matches_are_tried_best_first() -> None:
+    async def refuse(message: ReachMessage) -> Any:
+        raise ConnectionError("down")
+
+    router = Router(RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0, match_direct=0.9, match_confirm=0.7))
+    first = Capability(name="first", keywords=["parcel", "late", "lost"])
+    router.register(FunctionAgent(refuse, agent_id="a:first:01", capabilities=[first]))
+    router.register(agent("a:second:01", name="second", keywords=["parcel"]))
+    result = await router.route(None, text="my parcel is late")
+    assert result.ok
+    assert result.agent_id == "a:second:01"
+    assert result.capability == "second"
+    assert router.explain(result.task_id).matches == [("first", 0.875), ("second", 0.75)]
+
+
+class FixedMatcher:
+    """A custom matcher: the protocol is one async method."""
+
+    async def match(self, text: str, capabilities: Mapping[str, Capability]) -> list[tuple[str, float]]:
+        return [(name, 0.9 if name == "track_parcel" else 0.1) for name in capabilities]
+
+
+async def test_a_custom_matcher_is_used() -> None:
+    router = Router(matcher=FixedMatcher())
+    router.register(agent("logistics:track:01", name="track_parcel"))
+    router.register(agent("support:refund:01", name="refund_order"))
+    assert (await router.route(None, text="anything at all")).agent_id == "logistics:track:01"
