@@ -5,12 +5,14 @@ Needs the ``langchain`` extra: ``pip install 'agent-reach[langchain]'``.
 
 from reach_adapters.langchain.agent import LangChainAgent
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
+from reach_adapters.langchain.matching import EmbeddingMatcher
 from reach_adapters.langchain.toolkit import ReachToolkit
 from reach_adapters.langchain.tools import CapabilityTool, ReachAnyTool, ReachTool
 
 __all__ = [
     "CapabilityTool",
     "ChunkConverter",
+    "EmbeddingMatcher",
     "LangChainAgent",
     "LangChainConverter",
     "ReachAnyTool",
