@@ -46,11 +46,10 @@ async def test_deadline_is_the_shorter_of_capability_and_message_timeouts() -> N
     router.register(
         FunctionAgent(slow, agent_id="svc:slow:01", capabilities=[Capability(name="s", timeout_ms=5000)])
     )
-    began = time.monotonic()
+    # The agent would answer after 2 s: only the message's 50 ms can make this a timeout.
     result = await router.route("s", {}, timeout_ms=50)
     assert result.status is ResultStatus.TIMEOUT
     assert result.error_type == "ReachTimeoutError"
-    assert time.monotonic() - began < 1.5
     router.register(
         FunctionAgent(slow, agent_id="svc:slow:02", capabilities=[Capability(name="t", timeout_ms=50)])
     )
