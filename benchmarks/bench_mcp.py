@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,7 +40,6 @@ from reach_adapters.mcp import MCPServerAgent, RouterMCPServer, start_mcp_server
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = str(Path(__file__).with_name("mcp_bench_server.py"))
 LCMCP_VENV = Path(__file__).with_name(".venv-lcmcp")
-ROUNDS = 10
 STDIO_TARGET = 1.10
 HOP_TARGET_MS = 1.0
 ARGS = {"a": 1, "b": 2}
@@ -46,14 +47,23 @@ ARGS = {"a": 1, "b": 2}
 Cases = dict[str, Callable[[], Awaitable[Any]]]
 
 
-async def interleaved(cases: Cases, calls: int) -> dict[str, list[float]]:
-    """Every case in `ROUNDS` alternating turns, so a drifting machine slows them all alike."""
-    samples: dict[str, list[float]] = {name: [] for name in cases}
+async def alternating(cases: Cases, calls: int) -> dict[str, list[float]]:
+    """Per-call latencies in µs, the cases called in turn one call each: whatever else the machine
+    does at any moment slows them all alike."""
     for call in cases.values():
-        await measure(call, 0)
-    for _ in range(ROUNDS):
-        for name, call in cases.items():
-            samples[name] += await measure(call, calls // ROUNDS, warmup=20)
+        await measure(call, 0)  # its warm-up only
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    clock = time.perf_counter
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(calls):
+            for name, call in cases.items():
+                start = clock()
+                await call()
+                samples[name].append((clock() - start) * 1e6)
+    finally:
+        gc.enable()
     return samples
 
 
@@ -77,7 +87,7 @@ async def bench_stdio(calls: int) -> None:
     async with Client(params) as direct, Router() as router:
         router.register(await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER]))
         p50 = report(
-            await interleaved(
+            await alternating(
                 {
                     "direct: session.call_tool": lambda: direct.call_tool("add", ARGS),
                     "routed: router.route -> MCPServerAgent": lambda: router.route("add", ARGS),
@@ -94,6 +104,7 @@ async def bench_stdio(calls: int) -> None:
 async def served_directly() -> AsyncIterator[str]:
     """The upstream server alone over streamable HTTP: the baseline of the HTTP gateway case."""
     sock = socket.create_server(("127.0.0.1", 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as start_mcp_server does
     config = uvicorn.Config(upstream.streamable_http_app(), log_config=None, timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -122,20 +133,19 @@ async def bench_gateway(calls: int) -> None:
             await start_mcp_server(router) as endpoint,
             Client(endpoint.url) as via_http,
         ):
-            in_process = await interleaved(
+            in_process = await alternating(
                 {
                     "in process: client -> upstream": lambda: direct.call_tool("add", ARGS),
                     "in process: client -> reach -> upstream": lambda: via.call_tool("add", ARGS),
                 },
                 calls,
             )
-            # The SDK's streamable HTTP round trip is tens of ms here: fewer calls tell as much.
-            over_http = await interleaved(
+            over_http = await alternating(
                 {
                     "HTTP: client -> upstream": lambda: direct_http.call_tool("add", ARGS),
                     "HTTP: client -> reach -> upstream (in process)": lambda: via_http.call_tool("add", ARGS),
                 },
-                max(calls // 10, 5 * ROUNDS),
+                calls,
             )
             p50 = report(in_process | over_http)
         reach.close()
@@ -183,7 +193,7 @@ async def bench_lcmcp(calls: int, fresh_calls: int) -> None:
     async with Router() as router:
         router.register(await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER]))
         tool = next(t for t in ReachToolkit(router).get_tools() if t.name == "add")
-        ours = await interleaved(
+        ours = await alternating(
             {
                 "ours: router.route": lambda: router.route("add", ARGS),
                 "ours: ReachToolkit tool.ainvoke (LangChain tool)": lambda: tool.ainvoke(ARGS),
@@ -203,7 +213,7 @@ async def bench_lcmcp(calls: int, fresh_calls: int) -> None:
 
 
 async def main(calls: int, with_lcmcp: bool) -> None:
-    print(f"MCP adapter benchmarks: {calls} calls per case in {ROUNDS} interleaved rounds")
+    print(f"MCP adapter benchmarks: {calls} calls per case, the cases of each table called in turn")
     await bench_stdio(calls)
     await bench_gateway(calls)
     if with_lcmcp:

@@ -20,18 +20,18 @@ __all__ = ["MCPEndpoint", "serve_mcp", "start_mcp_server"]
 
 logger = logging.getLogger(__name__)
 
-Transport = Literal["stdio", "streamable-http"]
+ServeTransport = Literal["stdio", "streamable-http"]
 
 _STARTUP_TIMEOUT_S = 10.0
 _STARTUP_POLL_S = 0.005
-# Open event streams are cut after this much of a graceful shutdown, so closing never hangs.
-_SHUTDOWN_GRACE_S = 1.0
+# Open event streams are cut after this many seconds of a graceful shutdown, so closing never hangs.
+_SHUTDOWN_GRACE_S = 1
 
 
 async def serve_mcp(
     router: Router,
     *,
-    transport: Transport = "stdio",
+    transport: ServeTransport = "stdio",
     host: str = "127.0.0.1",
     port: int = 8000,
     path: str = "/mcp",
@@ -87,12 +87,12 @@ async def start_mcp_server(
     except OSError as exc:
         msg = f"cannot listen on {host}:{port}: {exc}; pick another host or port"
         raise MCPConnectionError(msg) from None
+    # Accepted connections inherit this; without it small responses wait out delayed ACKs (~40 ms).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     reach = RouterMCPServer(router, name=name)
     app = reach.server.streamable_http_app(streamable_http_path=path, host=host)
     # log_config=None: a library must not reconfigure the application's logging.
-    config = uvicorn.Config(
-        app, log_config=None, lifespan="on", timeout_graceful_shutdown=int(_SHUTDOWN_GRACE_S)
-    )
+    config = uvicorn.Config(app, log_config=None, lifespan="on", timeout_graceful_shutdown=_SHUTDOWN_GRACE_S)
     server = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"mcp http {host}")
     endpoint = MCPEndpoint(reach, server, task, sock, path)

@@ -125,6 +125,7 @@ def main() -> None:
         server.run()
         return
     sock = socket.create_server(("127.0.0.1", options.port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     print(sock.getsockname()[1], flush=True)
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
