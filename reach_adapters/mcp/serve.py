@@ -87,8 +87,6 @@ async def start_mcp_server(
     except OSError as exc:
         msg = f"cannot listen on {host}:{port}: {exc}; pick another host or port"
         raise MCPConnectionError(msg) from None
-    # Accepted connections inherit this; without it small responses wait out delayed ACKs (~40 ms).
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     reach = RouterMCPServer(router, name=name)
     app = reach.server.streamable_http_app(streamable_http_path=path, host=host)
     # log_config=None: a library must not reconfigure the application's logging.
@@ -102,7 +100,11 @@ async def start_mcp_server(
 
 
 class MCPEndpoint:
-    """A router served over streamable HTTP: where it listens, and how to stop it."""
+    """A router served over streamable HTTP: where it listens, and how to stop it.
+
+    Made before `task` first runs, so that every connection `sock` accepts inherits TCP_NODELAY:
+    sockets bound outside asyncio lack it, and small responses then wait out delayed ACKs (~40 ms).
+    """
 
     def __init__(
         self,
@@ -112,6 +114,7 @@ class MCPEndpoint:
         sock: socket.socket,
         path: str,
     ) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._reach = reach
         self._server = server
         self._task = task
@@ -123,6 +126,7 @@ class MCPEndpoint:
         self.url = f"http://{shown}:{port}{path}"
 
     async def started(self) -> None:
+        """Wait until the server accepts connections; raise `MCPConnectionError` if it cannot."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + _STARTUP_TIMEOUT_S
         while not self._server.started:
