@@ -7,7 +7,7 @@ from typing import Any
 
 from middleware import MergePolicy, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import build_trusted
-from reach_adapters.router.decisions import Attempt, DecisionRecord
+from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import deliver, error_result
 from reach_adapters.router.state import Slot
 
@@ -35,16 +35,7 @@ async def fan_out(
                 result, elapsed_ms = task.result()
                 result.agent_id = slot.runtime.agent_id
                 results[slot.runtime.agent_id] = result
-                record.attempts.append(
-                    Attempt(
-                        slot.runtime.agent_id,
-                        result.status,
-                        elapsed_ms,
-                        "candidate",
-                        result.error_type,
-                        result.error,
-                    )
-                )
+                record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
                 if winner is None and (merge == "first" or (merge == "first_success" and result.ok)):
                     winner = result
             if winner is not None:

@@ -6,6 +6,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from middleware import ReachResult
 from reach_adapters.errors import UnknownTaskError
 
 __all__ = ["Attempt", "DecisionLog", "DecisionRecord", "Exclusion", "Scored"]
@@ -54,6 +55,13 @@ class DecisionRecord:
     path: str = "none"
     status: str = "pending"
     note: str | None = None
+
+    def add_attempt(
+        self, agent_id: str, result: ReachResult, elapsed_ms: float, path: str = "candidate"
+    ) -> None:
+        self.attempts.append(
+            Attempt(agent_id, result.status, elapsed_ms, path, result.error_type, result.error)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -12,7 +12,7 @@ from opentelemetry.trace import StatusCode, Tracer
 from middleware import ReachMessage, ReachResult, ResultStatus, Timings
 from middleware.fast import amend, build_trusted
 from reach_adapters.router.broadcast import fan_out
-from reach_adapters.router.decisions import Attempt, DecisionLog, DecisionRecord, Exclusion
+from reach_adapters.router.decisions import DecisionLog, DecisionRecord, Exclusion
 from reach_adapters.router.delivery import deliver, error_result, reset_current_reach, set_current_reach
 from reach_adapters.router.idempotency import IdempotencyStore
 from reach_adapters.router.matching import LexicalMatcher, Matcher, task_text
@@ -328,16 +328,7 @@ class Dispatcher:
                             "reach.status": str(result.status),
                         }
                     )
-            record.attempts.append(
-                Attempt(
-                    slot.runtime.agent_id,
-                    result.status,
-                    elapsed_ms,
-                    "candidate",
-                    result.error_type,
-                    result.error,
-                )
-            )
+            record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
             if result.status is _OK:
                 if slot.capability.name != meta.capability:
                     # A matched task served under another of its top matches.
@@ -411,9 +402,7 @@ class Dispatcher:
                 # The primary path used up the budget; a fallback gets its own capability timeout.
                 meta.deadline = time.time() + slot.capability.timeout_ms / 1000.0
             outcome, elapsed_ms = await deliver(slot, message, meta.deadline)
-            record.attempts.append(
-                Attempt(agent_id, outcome.status, elapsed_ms, path, outcome.error_type, outcome.error)
-            )
+            record.add_attempt(agent_id, outcome, elapsed_ms, path)
             if outcome.status is _OK:
                 return self._finish(message, record, outcome, start, path, queued_ms)
             result = outcome

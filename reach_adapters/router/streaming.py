@@ -54,16 +54,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
     for slot in plan.slots[: dispatcher.policy.max_retries + 1]:
         if getattr(slot.runtime.agent, "astream", None) is None:
             result, elapsed_ms = await deliver(slot, message, deadline)
-            record.attempts.append(
-                Attempt(
-                    slot.runtime.agent_id,
-                    result.status,
-                    elapsed_ms,
-                    "candidate",
-                    result.error_type,
-                    result.error,
-                )
-            )
+            record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
             if result.ok:
                 _close(dispatcher, record, slot, "ok")
                 yield result.payload
