@@ -70,6 +70,7 @@ class Capability(BaseModel):
     weight: float = Field(50.0, ge=0, le=1_000_000)
     idempotent: bool = False
     read_only: bool = False
+    destructive: bool = False
     compensable: bool = False
     preferred_source: list[str] = Field(default_factory=list)
 
@@ -116,15 +117,18 @@ class Capability(BaseModel):
 
 
 def validate_capabilities(
-    agent_id: str, capabilities: Sequence[Capability | Mapping[str, Any]]
+    agent_id: str, capabilities: Sequence[Capability | Mapping[str, Any]], *, allow_empty: bool = False
 ) -> tuple[Capability, ...]:
-    """Build and check an agent's declarations; errors name the agent, capability and field."""
+    """Build and check an agent's declarations; errors name the agent, capability and field.
+
+    ``allow_empty`` is for re-declarations: a server that lists no tools for now stays registered.
+    """
     if isinstance(capabilities, str | bytes | Mapping) or not isinstance(capabilities, Sequence):
         msg = (
             f"agent {agent_id}: capabilities must be a list of Capability, got {type(capabilities).__name__}"
         )
         raise InvalidDeclarationError(msg)
-    if not capabilities:
+    if not capabilities and not allow_empty:
         msg = f"agent {agent_id}: declares no capabilities; give at least one Capability"
         raise InvalidDeclarationError(msg)
     built: list[Capability] = []

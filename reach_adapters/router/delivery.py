@@ -9,7 +9,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
-from middleware.fast import ZERO_TIMINGS, build_trusted
+from middleware.fast import ZERO_TIMINGS, amend, build_trusted
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router.deadlines import watchdog
 from reach_adapters.router.schemas import first_error
@@ -127,6 +127,9 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
             agent_id=agent_id,
         ), 0.0
     cap = slot.capability
+    if message.raw_payload is None and slot.object_input:
+        # No payload means no arguments, for a capability that takes an object.
+        amend(message, {"raw_payload": {}})
     input_validator = slot.input_validator
     if input_validator is not None and not input_validator.is_valid(message.raw_payload):
         problem = first_error(input_validator, message.raw_payload)

@@ -393,6 +393,9 @@ class Dispatcher:
                 continue
             if agent_id in tried:
                 continue
+            if not runtime.slots:
+                record.exclusions.append(Exclusion(agent_id, f"{path} agent declares no capabilities now"))
+                continue
             slot = slot_for(runtime.slots, meta.capability) or runtime.slots[0]
             reason = exclusion_reason(slot, meta, self.policy, time.monotonic())
             if reason is not None:

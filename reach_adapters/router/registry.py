@@ -69,7 +69,7 @@ class Registry:
         self, runtime: AgentRuntime, capabilities: Sequence[Capability | Mapping[str, Any]]
     ) -> None:
         """Re-declare a registered agent's capabilities (an MCP server's tool list changed)."""
-        built = validate_capabilities(runtime.agent_id, capabilities)
+        built = validate_capabilities(runtime.agent_id, capabilities, allow_empty=True)
         self._unindex(runtime)
         runtime.slots = []
         self._index(runtime, built)

@@ -135,6 +135,7 @@ class Slot:
     waitlist: Waitlist
     input_validator: CompiledSchema | None = None
     output_validator: CompiledSchema | None = None
+    object_input: bool = False
     in_flight: int = 0
     swrr_current: float = 0.0
 
@@ -142,6 +143,7 @@ class Slot:
         cap = self.capability
         self.input_validator = cap.input_validator if cap.checks_input else None
         self.output_validator = cap.output_validator
+        self.object_input = cap.input_schema.get("type") == "object"
 
     @property
     def agent_id(self) -> str:

@@ -397,3 +397,35 @@ async def test_policy_can_be_updated_while_running() -> None:
     assert len(router.catalog()) == 3
     with pytest.raises(InvalidPolicyError):
         router.update_policy({"strategy": "rating"})  # type: ignore[arg-type]
+
+
+async def test_no_payload_is_an_empty_object_for_object_schemas() -> None:
+    async def pid() -> int:
+        return 7
+
+    router = Router()
+    router.register(FunctionAgent(pid, agent_id="sys:pid:01"))
+    assert router.catalog()[0].capabilities[0].input_schema["type"] == "object"
+    assert (await router.route("pid")).payload == 7
+
+
+async def test_an_agent_may_be_redeclared_with_no_capabilities() -> None:
+    handles: list[Any] = []
+
+    class Server:
+        agent_id = "mcp:tools:0"
+        capabilities = [Capability(name="t")]
+
+        def attach(self, handle: Any) -> None:
+            handles.append(handle)
+
+        async def invoke(self, message: ReachMessage) -> Any:
+            raise AssertionError("never called")
+
+    router = Router(default_agent="mcp:tools:0")
+    router.register(Server())
+    handles[0].set_capabilities([])
+    assert router.reachable() == {}
+    result = await router.route("t", {})
+    assert result.status is ResultStatus.NO_CANDIDATE
+    assert "declares no capabilities now" in router.explain(result.task_id).why_not("mcp:tools:0")
