@@ -1,0 +1,117 @@
+"""Gateway demo: ``python -m examples.gateway_demo`` (from the repository root).
+
+1. Starts ``reach serve examples/config --port 0`` as a subprocess: LangChain agents, Python
+   functions and MCP servers (the real ``mcp-server-time`` and this project's own demo server),
+   all from config files.
+2. Calls it over MCP with the SDK's client: lists the tools, calls a LangChain-backed tool and
+   MCP-backed ones, and shows the decision record of each call.
+3. Calls it over the HTTP API: catalog, route, explain, and a capability nobody declares.
+4. Stops the server with SIGTERM and prints the structured decision log it wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+from mcp import Client
+from mcp.types import TextContent
+
+from reach_adapters.cli.render import render_catalog, render_decision
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "examples" / "config"
+READY = "reach ready:"
+
+
+def _section(title: str) -> None:
+    print(f"\n== {title}")
+
+
+def _decision(http: httpx.Client, capability: str) -> None:
+    """The newest decision record for `capability`: MCP results do not carry the task id yet."""
+    records = http.get("/api/decisions", params={"capability": capability, "limit": "1"}).json()
+    print(render_decision(records[0], indent="    "))
+
+
+async def _over_mcp(mcp_url: str, http: httpx.Client) -> None:
+    _section("2. over MCP (the SDK's client, streamable HTTP)")
+    async with Client(mcp_url) as client:
+        tools = sorted(tool.name for tool in (await client.list_tools()).tools)
+        print(f"  tools: {', '.join(tools)}")
+        calls: list[tuple[str, dict[str, Any]]] = [
+            (
+                "refund",
+                {"messages": [{"role": "user", "content": "My kettle from order 42 arrived broken."}]},
+            ),
+            ("get_current_time", {"timezone": "Asia/Tokyo"}),
+            ("word_count", {"text": "one router for every agent"}),
+        ]
+        for name, arguments in calls:
+            answer = await client.call_tool(name, arguments)
+            text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
+            shown = json.dumps(answer.structured_content) if answer.structured_content else text
+            print(f"\n  {name}({json.dumps(arguments)[:60]}...)\n    -> {shown}")
+            _decision(http, name)
+
+
+def _over_http(http: httpx.Client) -> None:
+    _section("3. over the HTTP API")
+    for line in render_catalog(http.get("/api/catalog").json()).splitlines():
+        print(f"  {line}")
+    for capability, payload in (
+        ("lookup_order", {"order_id": "42"}),
+        ("summarize", {"text": "The kettle arrived broken. I would like my money back, please."}),
+        ("translate", {"text": "bonjour"}),
+    ):
+        result = http.post("/api/route", json={"capability": capability, "payload": payload}).json()
+        print(f"\n  POST /api/route {capability} -> [{result['status']}] {json.dumps(result['payload'])}")
+        record = http.get(f"/api/explain/{result['task_id']}").json()
+        print(render_decision(record, indent="    "))
+
+
+async def _ready_line(process: asyncio.subprocess.Process) -> dict[str, str]:
+    assert process.stdout is not None
+    line = (await asyncio.wait_for(process.stdout.readline(), timeout=60)).decode().strip()
+    if not line.startswith(READY):
+        msg = f"reach serve did not start (got {line!r}); run it by hand to see why"
+        raise SystemExit(msg)
+    return dict(part.split("=", 1) for part in line.removeprefix(READY).split())
+
+
+async def main() -> None:
+    _section("1. reach serve examples/config --port 0")
+    with tempfile.TemporaryDirectory() as scratch:
+        log = Path(scratch) / "reach.log"
+        with log.open("w") as log_file:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "reach_adapters.cli", "serve", str(CONFIG), "--port", "0", "--log-json",
+                cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=log_file,
+            )  # fmt: skip
+            try:
+                urls = await _ready_line(process)
+                print(f"  serving MCP at {urls['mcp']} and the API at {urls['api']}")
+                with httpx.Client(base_url=urls["url"], timeout=30) as http:
+                    await _over_mcp(urls["mcp"], http)
+                    _over_http(http)
+            finally:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+                code = await asyncio.wait_for(process.wait(), timeout=30)
+        _section(f"4. stopped with SIGTERM (exit code {code}); the server's decision log")
+        for line in log.read_text().splitlines():
+            record = json.loads(line) if line.startswith("{") else {}
+            if record.get("logger") == "reach_adapters.decisions":
+                fields = ("decision_type", "capability", "agent_id", "score", "reason")
+                print("  " + json.dumps({key: record.get(key) for key in ("task_id", *fields)}))
+    print("\nserver stopped; its MCP servers and their processes are closed")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,8 @@
+"""The ``reach`` command line: serve a config directory, query a running server, scan MCP servers.
+
+Needs the ``gateway`` extra: ``pip install 'agent-reach[gateway]'``. See docs/cli.md.
+"""
+
+from reach_adapters.cli.app import build_parser, main
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,107 @@
+"""``reach catalog``, ``reach call``, ``reach explain`` and ``reach check``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
+from reach_adapters.cli.remote import Remote
+from reach_adapters.cli.render import (
+    render_catalog,
+    render_check,
+    render_decision,
+    render_json,
+    render_result,
+)
+from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+from reach_adapters.gateway import Gateway
+
+__all__ = ["run_call", "run_catalog", "run_check", "run_explain"]
+
+T = TypeVar("T")
+
+
+def run_catalog(args: argparse.Namespace) -> int:
+    agents = _remote(args).get("/catalog") if args.url else _local(args.config, _catalog)
+    print(render_json(agents) if args.json else render_catalog(agents))
+    return EXIT_OK
+
+
+def run_call(args: argparse.Namespace) -> int:
+    # An agent id has ':' in it; a capability name never does (as in the reach_agent tool).
+    directed = ":" in args.target
+    if args.url:
+        remote = _remote(args)
+        key, path = ("agent_id", "/send") if directed else ("capability", "/route")
+        result = remote.post(path, {key: args.target, "payload": args.payload, "options": args.options})
+        decision = remote.get(f"/explain/{result['task_id']}") if args.explain else None
+    else:
+
+        async def call(gateway: Gateway) -> tuple[dict[str, Any], dict[str, Any]]:
+            router = gateway.router
+            if directed:
+                outcome = await router.send(args.target, args.payload, **args.options)
+            else:
+                outcome = await router.route(args.target, args.payload, **args.options)
+            return outcome.model_dump(mode="json"), router.explain(outcome.task_id).to_dict()
+
+        result, record = _local(args.config, call)
+        decision = record if args.explain else None
+    if args.json:
+        print(render_json({"result": result, "decision": decision} if args.explain else result))
+    else:
+        print(render_result(result))
+        if decision is not None:
+            print(render_decision(decision))
+    return EXIT_OK if result["status"] == "ok" else EXIT_FAILED
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    params = {"why_not": args.why_not} if args.why_not else None
+    record = _remote(args).get(f"/explain/{args.task_id}", params)
+    print(render_json(record) if args.json else render_decision(record))
+    return EXIT_OK
+
+
+def run_check(args: argparse.Namespace) -> int:
+    config = load_config(args.config_dir)
+    report = {
+        "config_dir": str(config.directory),
+        "policy": config.policy.model_dump(mode="json"),
+        "agents": [_described(spec) for spec in config.agents.values()],
+    }
+    print(render_json(report) if args.json else render_check(report))
+    return EXIT_OK
+
+
+def _described(spec: AgentSpec) -> dict[str, str]:
+    model = spec.model
+    if isinstance(model, MCPAgentFile):
+        source = model.url or " ".join([model.command or "", *model.args])
+    elif isinstance(model, LangChainAgentFile):
+        source = model.runnable
+    else:
+        source = model.function
+    return {"agent_id": spec.agent_id, "kind": model.kind, "source": source, "file": spec.file.name}
+
+
+async def _catalog(gateway: Gateway) -> list[dict[str, Any]]:
+    return [info.model_dump(mode="json") for info in gateway.router.catalog()]
+
+
+def _remote(args: argparse.Namespace) -> Remote:
+    return Remote(args.url, timeout_s=args.timeout)
+
+
+def _local(directory: Path, work: Callable[[Gateway], Awaitable[T]]) -> T:
+    """Start the agents of `directory`, do `work`, close them all again."""
+
+    async def run() -> T:
+        async with await Gateway.start(directory) as gateway:
+            return await work(gateway)
+
+    return asyncio.run(run())

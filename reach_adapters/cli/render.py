@@ -1,0 +1,98 @@
+"""Human-readable output of the CLI: tables, results and decision records, from their JSON forms.
+
+Remote (HTTP API) and local (config directory) commands both hand their JSON here, so the two
+look the same.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["render_catalog", "render_check", "render_decision", "render_json", "render_result", "table"]
+
+
+def render_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns, two spaces apart, headers in capitals."""
+    cells = [[h.upper() for h in headers], *[[str(cell) for cell in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def render_catalog(agents: Sequence[Mapping[str, Any]]) -> str:
+    if not agents:
+        return "no agents registered"
+    rows = [
+        (
+            info["agent_id"],
+            info["state"],
+            info["breaker"],
+            info["in_flight"],
+            info["calls"],
+            ", ".join(cap["name"] for cap in info["capabilities"]),
+        )
+        for info in agents
+    ]
+    return table(["agent", "state", "breaker", "in flight", "calls", "capabilities"], rows)
+
+
+def render_result(result: Mapping[str, Any]) -> str:
+    timings = result.get("timings") or {}
+    head = (
+        f"{result['status']}: {result.get('capability') or '-'} -> {result.get('agent_id') or 'no agent'} "
+        f"(served by {result.get('served_by')}, {result.get('attempts', 0)} attempt(s), "
+        f"{timings.get('total_ms', 0.0):.1f} ms)"
+    )
+    lines = [head, f"task {result['task_id']}  trace {result.get('trace_id') or '-'}"]
+    if result["status"] == "ok":
+        payload = result.get("payload")
+        if isinstance(payload, str):
+            lines.append(f"payload: {payload}")
+        else:
+            lines.append("payload:")
+            lines.extend("  " + line for line in render_json(payload).splitlines())
+    else:
+        lines.append(f"error: {result.get('error_type')}: {result.get('error')}")
+    return "\n".join(lines)
+
+
+def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
+    """A decision record: candidates with their scores, exclusions, attempts, the choice."""
+    lines = [
+        f"decision for task {record['task_id']}: {record['mode']} {record.get('capability') or '-'!s} "
+        f"with strategy {record['strategy']} -> {record.get('chosen') or 'nobody'} "
+        f"via {record['path']} [{record['status']}]"
+    ]
+    for scored in record.get("candidates", []):
+        parts = ", ".join(f"{key}={value:.2f}" for key, value in scored["breakdown"].items())
+        lines.append(f"  candidate {scored['agent_id']}: score {scored['score']:.3f} ({parts})")
+    for exclusion in record.get("exclusions", []):
+        lines.append(f"  excluded  {exclusion['agent_id']}: {exclusion['reason']}")
+    for attempt in record.get("attempts", []):
+        outcome = attempt["status"]
+        if attempt.get("error_type"):
+            outcome += f" ({attempt['error_type']}: {attempt.get('error')})"
+        elapsed = f"{attempt['elapsed_ms']:.1f} ms"
+        lines.append(f"  attempt   {attempt['agent_id']} via {attempt['path']}: {outcome} in {elapsed}")
+    if record.get("note"):
+        lines.append(f"  note: {record['note']}")
+    if record.get("why_not"):
+        lines.append(f"  why not: {record['why_not']}")
+    return "\n".join(indent + line for line in lines)
+
+
+def render_check(report: Mapping[str, Any]) -> str:
+    rows = [(a["agent_id"], a["kind"], a["source"], a["file"]) for a in report["agents"]]
+    policy = report["policy"]
+    default = policy.get("default_agent") or "none"
+    summary = (
+        f"{report['config_dir']}: valid; policy {policy['strategy']}, max_retries {policy['max_retries']}, "
+        f"default agent {default}; {len(rows)} agent(s)"
+    )
+    return summary + ("\n" + table(["agent", "kind", "from", "file"], rows) if rows else "")

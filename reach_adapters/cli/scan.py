@@ -1,0 +1,118 @@
+"""``reach scan -- COMMAND...``: an MCP server's tools, printed as an agent file ready to save."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reach_adapters.cli.codes import EXIT_OK
+from reach_adapters.cli.errors import UsageError
+from reach_adapters.config import MCPAgentFile, file_stems, resolve_command
+from reach_adapters.mcp import MCPServerAgent
+from reach_adapters.router.capability import Capability
+
+__all__ = ["default_name", "run_scan"]
+
+# Per-tool fields written out: what the server told about each tool, as knobs to edit.
+_PER_TOOL = ("description", "read_only", "idempotent")
+_SCHEMAS = ("input_schema", "output_schema")
+_NAME_PREFIXES = ("mcp-server-", "mcp_server_", "server-", "server_")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    data = asyncio.run(_scan(args))
+    stem = file_stems(MCPAgentFile.model_validate(data).agent_id)[0]
+    suffix = ".json" if args.json else ".yaml"
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        print(f"# {stem}{suffix}: written by `reach scan`; save it in a config directory under this name.")
+        print(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), end="")
+    print(f"reach scan: save this as {stem}{suffix} in your config directory", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _scan(args: argparse.Namespace) -> dict[str, Any]:
+    command: list[str] = args.command
+    if command and shutil.which(resolve_command(command[0])) is None:
+        msg = (
+            f"program '{command[0]}' is not found or not executable; install it, fix the name, "
+            "or give its full path"
+        )
+        raise UsageError(msg)
+    name = args.name or default_name(command, args.url)
+    agent = await MCPServerAgent.connect(
+        name,
+        command=resolve_command(command[0]) if command else None,
+        args=command[1:],
+        env=args.env or None,
+        cwd=args.cwd,
+        url=args.url,
+        headers=args.header or None,
+        instance=args.instance,
+        prefix=args.prefix,
+        connect_timeout_s=args.timeout,
+    )
+    try:
+        return _agent_file(agent, command, args)
+    finally:
+        await agent.aclose()
+
+
+def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
+    """The agent file for a connected server, as plain data."""
+    config = agent.config
+    data: dict[str, Any] = {"kind": "mcp", "name": config.name, "instance": config.instance}
+    if config.prefix:
+        data["prefix"] = config.prefix
+    if command:
+        data["command"] = command[0]
+        if command[1:]:
+            data["args"] = list(command[1:])
+        if args.env:
+            data["env"] = dict(args.env)
+        if args.cwd:
+            data["cwd"] = str(Path(args.cwd).resolve())
+    else:
+        data["url"] = args.url
+        if args.header:
+            data["headers"] = dict(args.header)
+    data |= {
+        "timeout_ms": config.timeout_ms,
+        "max_concurrency": config.max_concurrency,
+        "weight": config.weight,
+    }
+    data["overrides"] = {
+        cap.name.removeprefix(config.prefix): _declaration(cap, args.schemas) for cap in agent.capabilities
+    }
+    return data
+
+
+def _declaration(capability: Capability, with_schemas: bool) -> dict[str, Any]:
+    fields = _PER_TOOL + (_SCHEMAS if with_schemas else ())
+    dumped = capability.model_dump(include=set(fields), exclude_none=True)
+    return {field: dumped[field] for field in fields if field in dumped}
+
+
+def default_name(command: Sequence[str], url: str | None) -> str:
+    """A server name from what starts it: the module after ``-m``, else the program (or the URL's
+    host), without an ``mcp-server-`` prefix, in the characters an agent id allows."""
+    if command:
+        source = command[command.index("-m") + 1] if "-m" in command[:-1] else Path(command[0]).stem
+        source = source.rsplit(".", 1)[-1]
+    else:
+        source = re.sub(r"^https?://", "", url or "").split("/")[0].split(":")[0]
+    for prefix in _NAME_PREFIXES:
+        source = source.removeprefix(prefix)
+    cleaned = _UNSAFE.sub("-", source).strip("-._")
+    return cleaned or "server"

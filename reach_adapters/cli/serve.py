@@ -1,0 +1,112 @@
+"""``reach serve CONFIG_DIR``: the router from a config directory, served over MCP and HTTP.
+
+Order matters for "nothing half-started": the config is validated first (nothing runs yet), then
+the port is bound (still nothing runs), then the agents are built (all or none), then serving
+begins and the ready line is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+from typing import NoReturn, TextIO
+
+from reach_adapters.cli.codes import EXIT_OK
+from reach_adapters.config import load_config
+from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, listen, serve_http
+from reach_adapters.mcp import serve_mcp
+
+__all__ = ["READY_PREFIX", "run_serve"]
+
+# The line tests, the demo and scripts wait for; its format is documented in docs/cli.md.
+READY_PREFIX = "reach ready:"
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    return asyncio.run(_serve(args))
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    # From here on a signal asks for a clean stop, also while the agents are still being built.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        return await _serve_until(args, stop)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
+    config = load_config(args.config_dir)
+    stdio = args.transport == "stdio"
+    port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
+    sock = None if port is None else _listen(args.host, port, flag)
+    try:
+        gateway = await Gateway.from_config(config, drain_timeout_s=args.drain_timeout)
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
+    loop = asyncio.get_running_loop()
+    endpoint: GatewayEndpoint | None = None
+    waits: set[asyncio.Task[object]] = {loop.create_task(stop.wait(), name="reach stop")}
+    stdio_task: asyncio.Task[None] | None = None
+    try:
+        if sock is not None:
+            endpoint = await serve_http(
+                gateway, sock, name=args.name, shutdown_timeout_s=args.shutdown_timeout
+            )
+            waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
+        if stdio:
+            stdio_task = loop.create_task(serve_mcp(gateway.router, transport="stdio", name=args.name))
+            waits.add(stdio_task)
+        if args.reload:
+            gateway.watch(args.reload_interval)
+        _ready(endpoint, stdio, sys.stderr if stdio else sys.stdout)
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+    finally:
+        for task in waits:
+            task.cancel()
+        # A cancelled stdio server still waits for the SDK's stdin read in a worker thread, which
+        # nothing interrupts: it is left behind, and the process leaves without it below.
+        await asyncio.wait(waits - {stdio_task} if stdio_task is not None else waits)
+        if endpoint is not None:
+            await endpoint.aclose()
+        await gateway.aclose()
+    if stdio_task is not None and not stdio_task.done():
+        _leave(EXIT_OK)
+    return EXIT_OK
+
+
+def _leave(code: int) -> NoReturn:
+    """Exit at once: everything is closed, only a thread blocked on stdin would hold the exit."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _listen(host: str, port: int, flag: str) -> socket.socket:
+    try:
+        return listen(host, port)
+    except GatewayError as exc:
+        msg = f"{flag} {port}: {exc}"
+        raise GatewayError(msg) from None
+
+
+def _ready(endpoint: GatewayEndpoint | None, stdio: bool, stream: TextIO) -> None:
+    parts = [f"url={endpoint.url}"] if endpoint is not None else []
+    parts.append("mcp=stdio" if stdio or endpoint is None else f"mcp={endpoint.mcp_url}")
+    if endpoint is not None:
+        parts.append(f"api={endpoint.api_url}")
+    print(READY_PREFIX, " ".join(parts), file=stream, flush=True)

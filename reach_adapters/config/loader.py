@@ -1,0 +1,320 @@
+"""Validate a whole configuration directory before anything is built from it.
+
+Validation has no side effects beyond importing the modules that agent files name: nothing is
+started, so a directory that fails here leaves nothing half-running.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from reach_adapters.config.directory import POLICY_STEM, file_stems, read_config_dir
+from reach_adapters.config.errors import ConfigError, ConfigFileError
+from reach_adapters.config.imports import ImportPathError, import_object, required_parameters
+from reach_adapters.config.models import (
+    AGENT_KINDS,
+    AgentFileModel,
+    FunctionAgentFile,
+    LangChainAgentFile,
+    MCPAgentFile,
+    PolicyFile,
+)
+from reach_adapters.config.source import Document, Loc, parse_document
+from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.schemas import check_schema
+
+__all__ = ["AgentSpec", "GatewayConfig", "load_config", "parse_config", "resolve_command", "server_cwd"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_SCHEMA_KEY = "$schema"
+_LANGCHAIN_EXTRA = "kind 'langchain' needs the langchain extra: pip install 'agent-reach[langchain]'"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One valid agent file: its model, and the object its import path names (None for MCP)."""
+
+    agent_id: str
+    document: Document
+    model: AgentFileModel
+    target: Any = None
+
+    @property
+    def file(self) -> Path:
+        return self.document.path
+
+    def error(self, loc: Loc, problem: str) -> ConfigFileError:
+        """An error about this file, located at `loc` (for problems found while building)."""
+        return self.document.error(loc, problem)
+
+    def same_as(self, other: AgentSpec) -> bool:
+        """Whether `other` declares the same agent the same way (comments and layout aside)."""
+        return self.model == other.model
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """A valid configuration directory: the policy, and the agents by id."""
+
+    directory: Path
+    files: Mapping[str, bytes]
+    policy: RoutingPolicy
+    agents: Mapping[str, AgentSpec]
+
+
+def load_config(directory: str | Path) -> GatewayConfig:
+    """Read and validate `directory`; raises `ConfigError` (`ConfigFileError` naming file and line)."""
+    path = Path(directory)
+    return parse_config(path, read_config_dir(path))
+
+
+def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
+    """Validate the config files `files` (name → bytes) read from `directory`."""
+    policy_names = [name for name in files if Path(name).stem == POLICY_STEM]
+    if len(policy_names) > 1:
+        msg = f"{directory}: {' and '.join(policy_names)} both hold the routing policy; keep one"
+        raise ConfigError(msg)
+    policy = RoutingPolicy()
+    policy_doc: Document | None = None
+    if policy_names:
+        policy_doc, policy = _policy(directory / policy_names[0], files[policy_names[0]])
+    agents: dict[str, AgentSpec] = {}
+    for name, raw in files.items():
+        if name in policy_names:
+            continue
+        spec = _agent(directory, directory / name, raw)
+        twin = agents.get(spec.agent_id)
+        if twin is not None:
+            problem = f"agent '{spec.agent_id}' is also declared in {twin.file.name}; keep one file per agent"
+            raise spec.error(_id_loc(spec.model), problem)
+        agents[spec.agent_id] = spec
+    if policy_doc is not None and policy.default_agent is not None and policy.default_agent not in agents:
+        problem = (
+            f"names agent '{policy.default_agent}', which no file in {directory} declares; "
+            "add that agent's file or remove default_agent"
+        )
+        raise policy_doc.error(("default_agent",), problem)
+    return GatewayConfig(directory, dict(files), policy, agents)
+
+
+def resolve_command(command: str) -> str:
+    """The program to start: ``python`` is the interpreter running reach, so servers installed in
+    the same environment are found whatever PATH says."""
+    return sys.executable if command == "python" else command
+
+
+def server_cwd(directory: Path, model: MCPAgentFile) -> Path | None:
+    """The working directory of a stdio server: relative paths start at the config directory."""
+    return None if model.cwd is None else (directory / model.cwd).resolve()
+
+
+# -- the policy --------------------------------------------------------------------------------
+
+
+def _policy(path: Path, raw: bytes) -> tuple[Document, RoutingPolicy]:
+    doc = parse_document(path, raw)
+    data = _mapping(doc)
+    _validate(doc, PolicyFile, data)
+    try:
+        return doc, RoutingPolicy(**data)
+    except InvalidPolicyError as exc:
+        raise ConfigFileError(path, str(exc)) from None
+
+
+# -- agent files -------------------------------------------------------------------------------
+
+
+def _agent(directory: Path, path: Path, raw: bytes) -> AgentSpec:
+    doc = parse_document(path, raw)
+    data = _mapping(doc)
+    kind = data.get("kind")
+    kinds = ", ".join(AGENT_KINDS)
+    if kind is None:
+        raise doc.error(("kind",), f"missing; give the agent's kind: one of {kinds}")
+    model_cls = AGENT_KINDS.get(kind) if isinstance(kind, str) else None
+    if model_cls is None:
+        raise doc.error(("kind",), f"unknown kind {kind!r}; give one of {kinds}")
+    model = _validate(doc, model_cls, data)
+    stems = file_stems(model.agent_id)
+    if path.stem not in stems:
+        problem = (
+            f"declares agent '{model.agent_id}' but the file is named '{path.name}'; rename the file "
+            f"to '{stems[0]}{path.suffix}' (or '{stems[1]}{path.suffix}')"
+        )
+        raise doc.error(_id_loc(model), problem)
+    _check_overrides(doc, model.overrides)
+    if isinstance(model, MCPAgentFile):
+        _check_server(directory, doc, model)
+        return AgentSpec(model.agent_id, doc, model)
+    _check_capabilities(doc, model.capabilities)
+    if isinstance(model, LangChainAgentFile):
+        return AgentSpec(model.agent_id, doc, model, _runnable(doc, model.runnable))
+    return AgentSpec(model.agent_id, doc, model, _function(doc, model))
+
+
+def _id_loc(model: AgentFileModel) -> Loc:
+    return ("name",) if isinstance(model, MCPAgentFile) else ("agent_id",)
+
+
+def _runnable(doc: Document, path: str) -> Any:
+    try:
+        from langchain_core.runnables import Runnable
+    except ImportError:
+        raise doc.error(("kind",), _LANGCHAIN_EXTRA) from None
+    target = _import(doc, ("runnable",), path)
+    if isinstance(target, Runnable):
+        return target
+    if not callable(target):
+        problem = f"'{path}' is a {type(target).__name__}, not a Runnable or a factory returning one"
+        raise doc.error(("runnable",), problem)
+    _zero_arguments(doc, ("runnable",), path, target)
+    return target
+
+
+def _function(doc: Document, model: FunctionAgentFile) -> Any:
+    target = _import(doc, ("function",), model.function)
+    if not callable(target):
+        problem = f"'{model.function}' is a {type(target).__name__}, not a callable"
+        raise doc.error(("function",), problem)
+    return target
+
+
+def _import(doc: Document, loc: Loc, path: str) -> Any:
+    try:
+        return import_object(path)
+    except ImportPathError as exc:
+        raise doc.error(loc, str(exc)) from None
+
+
+def _zero_arguments(doc: Document, loc: Loc, path: str, factory: Any) -> None:
+    needed = required_parameters(factory)
+    if needed:
+        problem = (
+            f"factory '{path}' needs arguments ({', '.join(needed)}); point to a Runnable or to a "
+            "factory that takes none"
+        )
+        raise doc.error(loc, problem)
+
+
+def _check_server(directory: Path, doc: Document, model: MCPAgentFile) -> None:
+    if model.command is None:
+        return
+    cwd = server_cwd(directory, model)
+    if cwd is not None and not cwd.is_dir():
+        raise doc.error(("cwd",), f"directory {cwd} does not exist; fix the path (relative to {directory})")
+    command = resolve_command(model.command)
+    if "/" in command and not Path(command).is_absolute():
+        command = str((cwd or Path.cwd()) / command)
+    search = (model.env or {}).get("PATH")
+    if shutil.which(command, path=search) is None:
+        problem = (
+            f"program '{model.command}' is not found or not executable; install it, fix the name, "
+            "or give its full path"
+        )
+        raise doc.error(("command",), problem)
+
+
+def _check_capabilities(doc: Document, declared: Sequence[BaseModel] | None) -> None:
+    seen: set[str] = set()
+    for index, decl in enumerate(declared or ()):
+        fields = decl.model_dump(exclude_unset=True)
+        name = fields["name"]
+        if name in seen:
+            raise doc.error(("capabilities", index, "name"), f"capability {name!r} is declared twice")
+        seen.add(name)
+        try:
+            Capability(**fields)
+        except InvalidDeclarationError as exc:
+            raise doc.error(("capabilities", index), str(exc)) from None
+
+
+def _check_overrides(doc: Document, overrides: Mapping[str, BaseModel]) -> None:
+    for name, patch in overrides.items():
+        for field in ("input_schema", "output_schema"):
+            schema = getattr(patch, field)
+            problem = None if schema is None else check_schema(schema)
+            if problem is not None:
+                raise doc.error(("overrides", name, field), f"not a valid JSON Schema: {problem}")
+
+
+# -- shared ------------------------------------------------------------------------------------
+
+
+def _mapping(doc: Document) -> dict[str, Any]:
+    data = doc.data
+    if data is None:
+        raise ConfigFileError(doc.path, "is empty; it must hold a mapping of keys to values", line=1)
+    if not isinstance(data, dict):
+        problem = f"must hold a mapping of keys to values, not a {type(data).__name__}"
+        raise ConfigFileError(doc.path, problem, line=doc.line_of(()))
+    schema = data.pop(_SCHEMA_KEY, None)
+    if schema is not None and not isinstance(schema, str):
+        raise doc.error((_SCHEMA_KEY,), "must be a string: the URL or path of the file's JSON Schema")
+    return data
+
+
+def _validate(doc: Document, model: type[M], data: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        problem = _problem(model, errors[0])
+        if len(errors) > 1:
+            problem += f" (and {len(errors) - 1} more problem(s) in this file)"
+        raise doc.error(errors[0]["loc"], problem) from None
+
+
+def _problem(model: type[BaseModel], error: ErrorDetails) -> str:
+    if error["type"] == "extra_forbidden":
+        known = _keys_at(model, error["loc"][:-1])
+        return f"unknown key; the keys allowed here are: {', '.join(known)}" if known else "unknown key"
+    if error["type"] == "missing":
+        return "missing; this field is required"
+    return error["msg"].removeprefix("Value error, ")
+
+
+def _keys_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The fields of the model found at `loc`, following nested models, lists and dicts."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _unwrap(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return []
+            annotation = field.annotation
+        elif get_origin(annotation) in (list, dict):
+            annotation = get_args(annotation)[-1]
+        else:
+            return []
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` and ``Annotated[X, ...]`` → ``X``."""
+    while True:
+        origin = get_origin(annotation)
+        if origin in (Union, types.UnionType):
+            options = [arg for arg in get_args(annotation) if arg is not type(None)]
+            if len(options) != 1:
+                return annotation
+            annotation = options[0]
+        elif origin is not None and hasattr(annotation, "__metadata__"):
+            annotation = get_args(annotation)[0]
+        else:
+            return annotation

@@ -1,0 +1,170 @@
+"""The files of a configuration directory, as typed models: the routing policy and one per agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.mcp.config import MCPServerConfig
+from reach_adapters.router.agent import CallStyle
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.identity import parse_agent_id
+from reach_adapters.router.policy import RoutingPolicy
+
+__all__ = [
+    "AGENT_KINDS",
+    "MCP_TUNING",
+    "AgentFile",
+    "AgentFileModel",
+    "CapabilityDecl",
+    "CapabilityPatch",
+    "FunctionAgentFile",
+    "LangChainAgentFile",
+    "MCPAgentFile",
+    "PolicyFile",
+]
+
+ImportPath = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        description="'module:attribute', importable from the app directory (reach --app-dir).",
+        examples=["my_agents.support:refund_graph"],
+    ),
+]
+
+# Fields of MCPServerConfig an MCP file gives its own way; the rest are tuning, passed on as set.
+_MCP_OWN = frozenset({"name", "target", "instance", "prefix"})
+MCP_TUNING = frozenset(MCPServerConfig.model_fields) - _MCP_OWN
+
+# Twins keep the core's fields and constraints in one place (see `twins`); type checkers see
+# plain models, which is all the code below relies on.
+if TYPE_CHECKING:
+    CapabilityDecl = BaseModel
+    CapabilityPatch = BaseModel
+    PolicyFile = BaseModel
+    _MCPTuning = BaseModel
+else:
+    from reach_adapters.config.twins import plain_model
+
+    CapabilityDecl = plain_model(Capability)
+    CapabilityPatch = plain_model(
+        Capability,
+        name="CapabilityOverride",
+        exclude={"name"},
+        optional=True,
+        doc="Fields laid over a capability's declaration; the capability keeps its name.",
+    )
+    PolicyFile = plain_model(RoutingPolicy)
+    _MCPTuning = plain_model(MCPServerConfig, name="MCPTuning", exclude=_MCP_OWN, optional=True)
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _DeclaredAgent(_File):
+    """An agent built in this process from a Python object, declaring its own capabilities."""
+
+    agent_id: str = Field(
+        description="'namespace:type:instance'; the file is named after it.", examples=["support:refund:01"]
+    )
+    capabilities: list[CapabilityDecl] | None = Field(
+        None, description="Full declarations; without them one is derived from the object."
+    )
+    overrides: dict[str, CapabilityPatch] = Field(
+        default_factory=dict, description="Per capability name: fields laid over its declaration."
+    )
+
+    @field_validator("agent_id")
+    @classmethod
+    def _agent_id(cls, value: str) -> str:
+        try:
+            parse_agent_id(value)
+        except InvalidDeclarationError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+class LangChainAgentFile(_DeclaredAgent):
+    """A LangChain Runnable, or a zero-argument factory returning one (``LangChainAgent``)."""
+
+    kind: Literal["langchain"]
+    runnable: ImportPath
+
+
+class FunctionAgentFile(_DeclaredAgent):
+    """A Python callable (``FunctionAgent``)."""
+
+    kind: Literal["function"]
+    function: ImportPath
+    call_style: CallStyle | None = Field(
+        None, description="How the payload reaches the function; default: chosen from its signature."
+    )
+
+
+class MCPAgentFile(_MCPTuning):
+    """An MCP server (``MCPServerAgent``): each of its tools becomes a capability.
+
+    Its agent id is ``mcp:<name>:<instance>``. Give ``command`` (stdio) or ``url`` (streamable
+    HTTP). Unset tuning fields keep the adapter's defaults.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    kind: Literal["mcp"]
+    name: str = Field(description="The agent type: the agent id is 'mcp:<name>:<instance>'.")
+    instance: str = Field("0", description="Tells replicas of one server apart.")
+    prefix: str = Field("", description="Prepended to each tool name, to keep non-replicas apart.")
+    command: str | None = Field(
+        None, description="Program to start (stdio); 'python' is the Python running reach."
+    )
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] | None = Field(None, description="Added to the SDK's safe default environment.")
+    cwd: str | None = Field(None, description="Working directory, relative to the config directory.")
+    url: str | None = Field(None, description="Streamable HTTP endpoint of a running server.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Sent with every HTTP request.")
+    overrides: dict[str, CapabilityPatch] = Field(
+        default_factory=dict, description="Per tool name (without prefix): fields laid over its capability."
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> MCPAgentFile:
+        if (self.command is None) == (self.url is None):
+            msg = "give exactly one of 'command' (a server to start over stdio) or 'url' (streamable HTTP)"
+            raise ValueError(msg)
+        if self.url is not None and (self.args or self.env is not None or self.cwd is not None):
+            msg = "'args', 'env' and 'cwd' apply to 'command' servers; remove them or use 'command'"
+            raise ValueError(msg)
+        if self.command is not None and self.headers:
+            msg = "'headers' apply to 'url' servers; remove them or use 'url'"
+            raise ValueError(msg)
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            msg = f"'url' must be an http:// or https:// URL, got {self.url!r}"
+            raise ValueError(msg)
+        try:
+            parse_agent_id(self.agent_id)
+        except InvalidDeclarationError as exc:
+            msg = f"'name' and 'instance' must form a valid agent id: {exc}"
+            raise ValueError(msg) from None
+        return self
+
+    @property
+    def agent_id(self) -> str:
+        return f"mcp:{self.name}:{self.instance}"
+
+    def tuning(self) -> dict[str, Any]:
+        """The tuning fields this file sets (timeouts, concurrency, reconnect...), by name."""
+        return self.model_dump(include=set(MCP_TUNING), exclude_none=True)
+
+
+AgentFileModel = LangChainAgentFile | MCPAgentFile | FunctionAgentFile
+AgentFile = Annotated[AgentFileModel, Field(discriminator="kind")]
+
+AGENT_KINDS: dict[str, type[AgentFileModel]] = {
+    "langchain": LangChainAgentFile,
+    "mcp": MCPAgentFile,
+    "function": FunctionAgentFile,
+}

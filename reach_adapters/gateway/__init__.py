@@ -1,0 +1,31 @@
+"""The gateway: a router run from a config directory and served over MCP and a small HTTP API.
+
+Needs the ``gateway`` extra: ``pip install 'agent-reach[gateway]'``. ``reach serve`` is the usual
+way in (docs/cli.md); these are the pieces it is made of.
+"""
+
+from reach_adapters.gateway.api import API_PREFIX, GatewayAPI, RouteRequest, SendRequest
+from reach_adapters.gateway.build import build_agent, build_agents, close_agents
+from reach_adapters.gateway.errors import GatewayError
+from reach_adapters.gateway.gateway import Gateway, GatewayStatus
+from reach_adapters.gateway.overrides import PatchedAgent, patch_capabilities
+from reach_adapters.gateway.server import MCP_PATH, GatewayEndpoint, listen, serve_http
+
+__all__ = [
+    "API_PREFIX",
+    "MCP_PATH",
+    "Gateway",
+    "GatewayAPI",
+    "GatewayEndpoint",
+    "GatewayError",
+    "GatewayStatus",
+    "PatchedAgent",
+    "RouteRequest",
+    "SendRequest",
+    "build_agent",
+    "build_agents",
+    "close_agents",
+    "listen",
+    "patch_capabilities",
+    "serve_http",
+]

@@ -1,0 +1,241 @@
+"""A router run from a configuration directory, following changes to the directory while it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from middleware import ReachResult
+from reach_adapters.config import (
+    ConfigError,
+    GatewayConfig,
+    config_files,
+    load_config,
+    parse_config,
+    read_config_dir,
+)
+from reach_adapters.errors import ReachError
+from reach_adapters.gateway.build import build_agents, close_agents
+from reach_adapters.gateway.errors import GatewayError
+from reach_adapters.router.agent import Agent
+from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.router import Router
+from reach_adapters.router.state import AgentState
+
+__all__ = ["Gateway", "GatewayStatus"]
+
+logger = logging.getLogger(__name__)
+
+_RECENT_DECISIONS = 1000
+_UNUSABLE = (AgentState.OFFLINE, AgentState.DRAINING)
+
+# (file name, modification time, size) of each config file: cheap to take on every poll.
+_Signature = frozenset[tuple[str, int, int]]
+_UNKNOWN = object()
+
+
+class GatewayStatus(BaseModel):
+    """What ``GET /api/health`` answers: the config in force and how reloads went."""
+
+    status: str = "ok"
+    config_dir: str
+    generation: int
+    agents: int
+    usable_agents: int
+    capabilities: int
+    reloads_applied: int
+    reloads_rejected: int
+    last_error: str | None
+    uptime_s: float
+
+
+class Gateway:
+    """Owns a `Router` built from a config directory and keeps it in line with the directory.
+
+    A change is validated as a whole first; only a valid one is applied, as a diff: a changed
+    policy through `Router.update_policy`, removed and changed agents drained and closed, new and
+    changed agents built and registered. An invalid change is logged with file, line and field,
+    and the config in force stays. `generation` counts the configs applied, starting at 1.
+    """
+
+    def __init__(
+        self, router: Router, config: GatewayConfig, agents: Mapping[str, Agent], *, drain_timeout_s: float
+    ) -> None:
+        self.router = router
+        self.config = config
+        self.generation = 1
+        self.reloads_applied = 0
+        self.reloads_rejected = 0
+        self.last_error: str | None = None
+        self._agents = dict(agents)
+        self._drain_timeout_s = drain_timeout_s
+        self._started = time.monotonic()
+        self._lock = asyncio.Lock()
+        self._watcher: asyncio.Task[None] | None = None
+        self._recent: deque[DecisionRecord] = deque(maxlen=_RECENT_DECISIONS)
+        router.add_observer(self)
+
+    @classmethod
+    async def start(cls, directory: str | Path, *, drain_timeout_s: float = 30.0) -> Gateway:
+        """Load `directory`, build every agent and register it; raise `ConfigError` if any fails,
+        with nothing left running."""
+        return await cls.from_config(load_config(directory), drain_timeout_s=drain_timeout_s)
+
+    @classmethod
+    async def from_config(cls, config: GatewayConfig, *, drain_timeout_s: float = 30.0) -> Gateway:
+        router = Router(config.policy)
+        agents = await build_agents(config.agents.values(), config.directory)
+        try:
+            for agent in agents:
+                router.register(agent)
+        except ReachError:
+            await close_agents(agents)
+            raise
+        return cls(
+            router, config, {agent.agent_id: agent for agent in agents}, drain_timeout_s=drain_timeout_s
+        )
+
+    # -- what the API shows ------------------------------------------------------------------
+
+    def status(self) -> GatewayStatus:
+        catalog = self.router.catalog()
+        return GatewayStatus(
+            config_dir=str(self.config.directory),
+            generation=self.generation,
+            agents=len(catalog),
+            usable_agents=sum(info.state not in _UNUSABLE for info in catalog),
+            capabilities=len(self.router.reachable()),
+            reloads_applied=self.reloads_applied,
+            reloads_rejected=self.reloads_rejected,
+            last_error=self.last_error,
+            uptime_s=round(time.monotonic() - self._started, 3),
+        )
+
+    def on_reach(self, record: DecisionRecord, result: ReachResult) -> None:
+        self._recent.append(record)
+
+    def recent(self, limit: int = 20, capability: str | None = None) -> list[DecisionRecord]:
+        """The latest decision records, newest first, optionally for one capability."""
+        out: list[DecisionRecord] = []
+        for record in reversed(self._recent):
+            if capability is None or record.capability == capability:
+                out.append(record)
+                if len(out) >= limit:
+                    break
+        return out
+
+    # -- reloading ---------------------------------------------------------------------------
+
+    async def reload(self) -> bool:
+        """Read the directory again and apply what changed; False when nothing was applied."""
+        async with self._lock:
+            directory = self.config.directory
+            try:
+                files = read_config_dir(directory)
+                if files == self.config.files:
+                    self.last_error = None
+                    return False
+                await self._apply(parse_config(directory, files))
+            except ReachError as exc:
+                self.reloads_rejected += 1
+                self.last_error = str(exc)
+                logger.error("config change rejected, generation %d stays in force: %s", self.generation, exc)
+                return False
+            return True
+
+    def watch(self, interval_s: float = 0.5) -> None:
+        """Poll the directory every `interval_s` seconds and reload when it changed and settled."""
+        if interval_s <= 0:
+            msg = f"the reload interval must be above 0 seconds, got {interval_s}"
+            raise GatewayError(msg)
+        if self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(
+                self._watch(interval_s), name="reach watch"
+            )
+
+    async def _watch(self, interval_s: float) -> None:
+        # The first look compares contents, so a change made since the config was loaded counts.
+        seen: object = _UNKNOWN
+        pending: object = _UNKNOWN
+        while True:
+            await asyncio.sleep(interval_s)
+            current = _signature(self.config.directory)
+            if current == seen:
+                pending = _UNKNOWN
+                continue
+            # Act on a change once it has held for one interval: an editor's write may come in parts.
+            if current != pending:
+                pending = current
+                continue
+            seen, pending = current, _UNKNOWN
+            try:
+                # Shielded: closing the gateway lets a reload finish, not leave agents half-built.
+                await asyncio.shield(self.reload())
+            except Exception:
+                logger.exception("reloading %s failed; watching goes on", self.config.directory)
+
+    async def _apply(self, new: GatewayConfig) -> None:
+        old = self.config
+        removed = [agent_id for agent_id in old.agents if agent_id not in new.agents]
+        added = [agent_id for agent_id in new.agents if agent_id not in old.agents]
+        changed = [
+            agent_id
+            for agent_id, spec in new.agents.items()
+            if agent_id in old.agents and not spec.same_as(old.agents[agent_id])
+        ]
+        built = await build_agents([new.agents[agent_id] for agent_id in added + changed], new.directory)
+        policy_changed = new.policy != old.policy
+        if policy_changed:
+            self.router.update_policy(new.policy)
+        await asyncio.gather(*(self._retire(agent_id) for agent_id in removed + changed))
+        for agent in built:
+            self.router.register(agent)
+            self._agents[agent.agent_id] = agent
+        self.config = new
+        self.generation += 1
+        self.reloads_applied += 1
+        self.last_error = None
+        logger.info(
+            "config generation %d in force: policy %s; added %s; changed %s; removed %s",
+            self.generation,
+            "changed" if policy_changed else "unchanged",
+            added or "none",
+            changed or "none",
+            removed or "none",
+        )
+
+    async def _retire(self, agent_id: str) -> None:
+        """Drain the agent's calls, then close what it holds open."""
+        await self.router.deregister(agent_id, drain_timeout=self._drain_timeout_s)
+        await close_agents([self._agents.pop(agent_id)])
+
+    # -- closing -----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Stop watching, let a running reload finish, then close the router and every agent."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            await asyncio.wait({watcher})
+        async with self._lock:
+            await self.router.aclose()
+
+    async def __aenter__(self) -> Gateway:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _signature(directory: Path) -> _Signature | None:
+    try:
+        stats = [(path.name, path.stat()) for path in config_files(directory)]
+    except (ConfigError, OSError):
+        return None
+    return frozenset((name, stat.st_mtime_ns, stat.st_size) for name, stat in stats)

@@ -1,0 +1,81 @@
+"""Serve a gateway over HTTP: MCP (streamable HTTP) and the API in one app on one host:port."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import socket
+from dataclasses import dataclass
+
+import uvicorn
+
+from reach_adapters.gateway.api import API_PREFIX, GatewayAPI
+from reach_adapters.gateway.errors import GatewayError
+from reach_adapters.gateway.gateway import Gateway
+from reach_adapters.mcp import MCPEndpoint, RouterMCPServer
+
+__all__ = ["MCP_PATH", "GatewayEndpoint", "listen", "serve_http"]
+
+MCP_PATH = "/mcp"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind the listening socket first, so a port in use is reported before anything starts."""
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        msg = f"port must be a whole number from 0 (any free port) to 65535, got {port!r}"
+        raise GatewayError(msg)
+    try:
+        return socket.create_server((host, port))
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        msg = f"cannot listen on {host}:{port}: {reason}; pick another port, or stop what is using it"
+        raise GatewayError(msg) from None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayEndpoint:
+    """A gateway being served: where, and how to stop it."""
+
+    endpoint: MCPEndpoint
+    url: str
+
+    @property
+    def mcp_url(self) -> str:
+        return self.endpoint.url
+
+    @property
+    def api_url(self) -> str:
+        return self.url + API_PREFIX
+
+    async def wait_closed(self) -> None:
+        await self.endpoint.wait_closed()
+
+    async def aclose(self) -> None:
+        """Stop serving: open MCP sessions end, the socket closes. The gateway stays open."""
+        await self.endpoint.aclose()
+
+
+async def serve_http(
+    gateway: Gateway,
+    sock: socket.socket,
+    *,
+    name: str = "agent-reach",
+    shutdown_timeout_s: float = 3.0,
+) -> GatewayEndpoint:
+    """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
+    Prometheus metrics at ``/metrics``."""
+    host = sock.getsockname()[0]
+    reach = RouterMCPServer(gateway.router, name=name)
+    app = reach.server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, custom_starlette_routes=GatewayAPI(gateway).routes()
+    )
+    # log_config=None: the application (the CLI) has configured logging already.
+    config = uvicorn.Config(
+        app, log_config=None, lifespan="on", timeout_graceful_shutdown=math.ceil(shutdown_timeout_s)
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="reach serve http")
+    endpoint = MCPEndpoint(reach, server, task, sock, MCP_PATH)
+    await endpoint.started()
+    return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH))

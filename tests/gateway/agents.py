@@ -1,0 +1,61 @@
+"""Python agents named by import path in the test config directories."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableLambda
+
+from middleware import ReachMessage
+
+
+def echo(payload: Any) -> Any:
+    """Answer with the payload."""
+    return payload
+
+
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+async def hold(release: str) -> dict[str, str]:
+    """Return once the file `release` exists: a call that stays in flight as long as a test wants."""
+    while not Path(release).exists():
+        await asyncio.sleep(0.02)
+    return {"released": release}
+
+
+def where(message: ReachMessage) -> dict[str, Any]:
+    """Say which capability was asked for: the default agent of the tests."""
+    return {"capability": message.meta_info.capability}
+
+
+def _reverse(text: str) -> str:
+    """Reverse the text."""
+    return text[::-1]
+
+
+reverser: Runnable[str, str] = RunnableLambda(_reverse, name="reverse")
+
+
+def reverser_factory() -> Runnable[str, str]:
+    return RunnableLambda(_reverse, name="reverse")
+
+
+def needs_arguments(model: str) -> Runnable[str, str]:
+    return RunnableLambda(_reverse)
+
+
+def broken_factory() -> Runnable[str, str]:
+    msg = "no model configured"
+    raise RuntimeError(msg)
+
+
+def not_a_runnable() -> str:
+    return "a string"
+
+
+NOT_CALLABLE = 42

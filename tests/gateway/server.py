@@ -1,0 +1,43 @@
+"""A small MCP server for the gateway's tests (stdio): its pid, a parrot, and a tool that adds tools."""
+
+from __future__ import annotations
+
+import os
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+server = MCPServer("probe")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pid() -> int:
+    """The server's process id, so a test can tell whether it still runs."""
+    return os.getpid()
+
+
+@server.tool()
+def say(text: str) -> str:
+    """Answer with the text."""
+    return text
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool called `name` and tell the client the tool list changed."""
+
+    def extra() -> str:
+        return name
+
+    server.add_tool(extra, name=name, description=f"added at run time: {name}")
+    session = ctx.request_context.session
+    if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await ctx.notify_tools_changed()
+    else:
+        await session.send_tool_list_changed()
+    return name
+
+
+if __name__ == "__main__":
+    server.run()

@@ -1,0 +1,193 @@
+"""The `reach` commands other than serve, run as a user runs them: in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reach_adapters.cli import main
+from reach_adapters.config import MCPAgentFile, load_config, schema_text
+from tests.gateway.conftest import ECHO, PROBE_SERVER, SHOUT, ReachServer, run_reach, write
+
+pytestmark = pytest.mark.timeout(90)
+
+Serve = Callable[..., ReachServer]
+
+COMMANDS = ["serve", "catalog", "call", "explain", "scan", "check", "schema"]
+
+
+def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`reach` in this process: argparse's exits become exit codes like the script's."""
+    try:
+        code = main(args)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("command", [[], *[[name] for name in COMMANDS]])
+def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main([*command, "--help"], capsys)
+    assert code == 0
+    assert out.startswith(f"usage: reach {' '.join(command)}".rstrip())
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["serve"], "the following arguments are required: CONFIG_DIR"),
+        (["serve", "x", "--port", "http"], "argument --port: 'http' is not a port"),
+        (
+            ["serve", "x", "--reload-interval", "0"],
+            "argument --reload-interval: '0' is not a positive number",
+        ),
+        (["call", "echo", "{oops", "--url", "http://127.0.0.1:1"], "argument PAYLOAD: not JSON"),
+        (["call", "echo"], "give --url of a running `reach serve` (or set REACH_URL), or --config DIR"),
+        (["explain", "task-1"], "give --url of a running `reach serve`"),
+        (["scan"], "give the server's command after --"),
+        (["scan", "--", "no-such-program-here"], "program 'no-such-program-here' is not found"),
+        (["schema"], "give a kind to print (policy or agent), or --write"),
+        (["launch"], "argument COMMAND: invalid choice: 'launch'"),
+    ],
+)
+def test_usage_errors_are_one_line_with_code_2(
+    args: list[str], words: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REACH_URL", raising=False)
+    code, out, err = run_main(args, capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert words in lines[0]
+
+
+def test_scan_prints_an_agent_file_ready_to_save(tmp_path: Path) -> None:
+    done = run_reach("scan", "--", "python", "-m", "mcp_server_time", "--local-timezone", "UTC")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# mcp:time:0.yaml: written by `reach scan`")
+    data = yaml.safe_load(done.stdout)
+    assert data["args"] == ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    assert data["overrides"]["get_current_time"]["read_only"] is True
+    assert "input_schema" not in data["overrides"]["get_current_time"]
+    assert "save this as mcp:time:0.yaml" in done.stderr
+    (tmp_path / "mcp:time:0.yaml").write_text(done.stdout)
+    spec = load_config(tmp_path).agents["mcp:time:0"]
+    assert isinstance(spec.model, MCPAgentFile)
+    assert set(spec.model.overrides) == {"get_current_time", "convert_time"}
+
+
+def test_scan_json_with_schemas_names_and_prefixes(tmp_path: Path) -> None:
+    done = run_reach(
+        "scan", "--json", "--schemas", "--name", "probe", "--instance", "7", "--prefix", "p_", "--",
+        "python", PROBE_SERVER,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["name"], data["instance"], data["prefix"]) == ("probe", "7", "p_")
+    assert data["overrides"]["say"]["input_schema"]["required"] == ["text"]
+    (tmp_path / "mcp:probe:7.json").write_text(done.stdout)
+    assert list(load_config(tmp_path).agents) == ["mcp:probe:7"]
+
+
+def test_catalog_call_and_explain_against_a_running_server(serve: Serve, config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    write(config_dir, "util:shout:01.yaml", SHOUT)
+    server = serve(config_dir)
+    catalog = run_reach("catalog", "--url", server.url)
+    assert catalog.returncode == 0, catalog.stderr
+    assert catalog.stdout.splitlines()[0].split() == [
+        "AGENT",
+        "STATE",
+        "BREAKER",
+        "IN",
+        "FLIGHT",
+        "CALLS",
+        "CAPABILITIES",
+    ]
+    assert "util:shout:01" in catalog.stdout
+    as_json = json.loads(run_reach("catalog", "--url", server.api_url, "--json").stdout)
+    assert {info["agent_id"] for info in as_json} == {"util:echo:01", "util:shout:01"}
+
+    called = run_reach("call", "shout", '{"text": "loud"}', "--url", server.url, "--json")
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert (result["payload"], result["agent_id"]) == ("LOUD", "util:shout:01")
+    explained = run_reach("explain", result["task_id"], "--url", server.url, "--why-not", "util:echo:01")
+    assert explained.returncode == 0, explained.stderr
+    assert f"decision for task {result['task_id']}: unicast shout" in explained.stdout
+    assert "candidate util:shout:01: score" in explained.stdout
+    assert "why not: util:echo:01 was not a candidate" in explained.stdout
+
+    directed = run_reach("call", "util:echo:01", "[1, 2]", "--url", server.url, "--explain")
+    assert directed.returncode == 0, directed.stderr
+    assert directed.stdout.startswith("ok: echo -> util:echo:01")
+    assert "decision for task" in directed.stdout
+
+    failed = run_reach("call", "nobody", "--url", server.url, "--option", "timeout_ms=500")
+    assert failed.returncode == 1
+    assert failed.stdout.startswith("no_candidate: nobody -> no agent")
+    unknown = run_reach("explain", "no-such-task", "--url", server.url)
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("reach explain: error: no decision record for task 'no-such-task'")
+    invalid = run_reach("call", "shout", "{}", "--url", server.url, "--option", "priority=42")
+    assert invalid.returncode == 1
+    assert "invalid call options: field 'priority'" in invalid.stderr
+
+
+def test_commands_run_straight_from_a_config_dir(config_dir: Path) -> None:
+    write(config_dir, "util:shout:01.yaml", SHOUT)
+    write(
+        config_dir, "mcp:probe:0.yaml", f"kind: mcp\nname: probe\ncommand: python\nargs: [{PROBE_SERVER}]\n"
+    )
+    catalog = run_reach("catalog", "--config", str(config_dir))
+    assert catalog.returncode == 0, catalog.stderr
+    assert "mcp:probe:0" in catalog.stdout
+    assert "pid, say, grow" in catalog.stdout
+    called = run_reach("call", "say", '{"text": "local"}', "--config", str(config_dir), "--explain", "--json")
+    assert called.returncode == 0, called.stderr
+    out = json.loads(called.stdout)
+    assert out["result"]["payload"] == {"result": "local"}
+    assert out["decision"]["chosen"] == "mcp:probe:0"
+
+
+def test_check_validates_without_starting_anything(config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    ok = run_reach("check", str(config_dir), "--json")
+    assert ok.returncode == 0, ok.stderr
+    report = json.loads(ok.stdout)
+    assert report["agents"] == [
+        {
+            "agent_id": "util:echo:01",
+            "kind": "function",
+            "source": "tests.gateway.agents:echo",
+            "file": "util:echo:01.yaml",
+        }
+    ]
+    path = write(config_dir, "mcp:gone:0.yaml", "kind: mcp\nname: gone\ncommand: /nowhere/server\n")
+    bad = run_reach("check", str(config_dir))
+    assert bad.returncode == 3
+    assert bad.stderr.strip() == (
+        f"reach check: error: {path}:3: field 'command': program '/nowhere/server' is not found or not "
+        "executable; install it, fix the name, or give its full path"
+    )
+
+
+def test_unreachable_servers_exit_4(tmp_path: Path) -> None:
+    done = run_reach("catalog", "--url", "http://127.0.0.1:1")
+    assert done.returncode == 4
+    assert done.stderr.startswith("reach catalog: error: cannot reach a reach server at http://127.0.0.1:1")
+    missing = run_reach("catalog", "--config", str(tmp_path / "nowhere"))
+    assert missing.returncode == 3
+    assert "does not exist" in missing.stderr
+
+
+def test_schema_prints_the_shipped_schema() -> None:
+    done = run_reach("schema", "policy")
+    assert done.returncode == 0
+    assert done.stdout == schema_text("policy")

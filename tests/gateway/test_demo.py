@@ -1,0 +1,30 @@
+"""The gateway demo runs end to end, offline, and shows what it promises."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.gateway.conftest import PYTHON, ROOT
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_the_gateway_demo_runs() -> None:
+    done = subprocess.run(
+        [PYTHON, "-m", "examples.gateway_demo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "-> Refund of 39.90 approved for order 42" in out
+    assert "unicast get_current_time with strategy weighted -> mcp:time:0 via candidate [ok]" in out
+    assert "POST /api/route lookup_order -> [ok]" in out
+    assert "unicast translate with strategy weighted -> util:fallback:01 via default [ok]" in out
+    assert "stopped with SIGTERM (exit code 0)" in out
+    assert '"decision_type": "fell back", "capability": "translate"' in out
