@@ -16,6 +16,7 @@ from reach_adapters.router.delivery import current_hop
 __all__ = ["build_message", "inherit_hop", "parse_message", "require_name"]
 
 _HINT_OPTIONS = ("fallback", "strategy")
+_CAPABILITY_ONLY = frozenset({"capability"})
 
 
 def require_name(value: object, what: str) -> str:
@@ -45,7 +46,7 @@ def build_message(
         if capability is not None:
             options["capability"] = capability
         # The common call names only a capability, already checked: nothing left to validate.
-        meta = build_trusted(MetaInfo, options) if options.keys() <= {"capability"} else MetaInfo(**options)
+        meta = build_trusted(MetaInfo, options) if options.keys() <= _CAPABILITY_ONLY else MetaInfo(**options)
         if hint_fields or target is not None:
             hint = RoutingHint.model_validate({"mode": mode, "target": target, "merge": merge, **hint_fields})
         else:
@@ -57,7 +58,8 @@ def build_message(
         msg = f"invalid call options: {exc}"
         raise InvalidMessageError(msg) from None
     message = build_trusted(ReachMessage, {"raw_payload": raw, "meta_info": meta, "routing_hint": hint})
-    inherit_hop(message)
+    if current_hop() is not None:
+        inherit_hop(message)
     return message
 
 

@@ -67,6 +67,7 @@ class Router:
         self._portal = Portal()
         self._listeners: list[Callable[[], None]] = []
         self._probing_wanted = False
+        self._bound_loop: asyncio.AbstractEventLoop | None = None
 
     # -- registration ------------------------------------------------------------------------
 
@@ -279,7 +280,10 @@ class Router:
     # -- internals ---------------------------------------------------------------------------
 
     def _bind(self) -> None:
-        self._portal.bind(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        if loop is not self._bound_loop:
+            self._bound_loop = loop
+            self._portal.bind(loop)
         if self._probing_wanted and not self._health.running:
             self._health.start()
 

@@ -76,7 +76,7 @@ class WeightedStrategy:
             weight_part = self._w_weight * cap.weight / max_weight
             health_part = self._w_health * slot.runtime.health
             load_part = self._w_load * load * (2.0 if load >= self._busy_ratio else 1.0)
-            affinity_part = self._w_aff * _affinity(slot, source)
+            affinity_part = self._w_aff * _affinity(slot, source) if source else 0.0
             score = weight_part + health_part - load_part + affinity_part
             breakdown = {
                 "weight": weight_part,
