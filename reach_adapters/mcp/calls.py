@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, RequestParamsMeta
 from pydantic import ValidationError
 
 from middleware import ReachMessage, ReachResult, ResultStatus
-from reach_adapters.mcp.converter import MCPConverter
+from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.router.delivery import error_result
 
@@ -41,7 +42,12 @@ async def call_tool(
     if deadline is not None:
         timeout_s = max(min(timeout_s, deadline - time.time()), 0.001)
     try:
-        native = await client.call_tool(route.tool, arguments, read_timeout_seconds=timeout_s)
+        native = await client.call_tool(
+            route.tool,
+            arguments,
+            read_timeout_seconds=timeout_s,
+            meta=cast(RequestParamsMeta, request_meta(message.meta_info)),
+        )
     except MCPError as exc:
         if exc.code == REQUEST_TIMEOUT:
             msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, TextContent
-from pydantic import JsonValue, TypeAdapter
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
-from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus, ensure_json
-from reach_adapters.errors import InvalidMessageError
+from middleware import (
+    MetaInfo,
+    NotJsonSafeError,
+    ReachMessage,
+    ReachResult,
+    ResultStatus,
+    RoutingHint,
+    ensure_json,
+)
+from middleware.fast import build_trusted
+from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.agent import ok_result
 from reach_adapters.router.delivery import error_result
 
-__all__ = ["MCPConverter", "content_to_json"]
+__all__ = ["META_PREFIX", "MCPConverter", "content_to_json", "meta_from_request", "request_meta"]
+
+# Request `_meta` keys carrying the task across MCP hops (MCP reserves prefixes like this one).
+META_PREFIX = "agent-reach/"
+_CARRIED = ("task_id", "trace_id", "source", "deadline", "depth", "lineage")
 
 _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 
@@ -22,6 +35,28 @@ _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 def content_to_json(blocks: Sequence[ContentBlock]) -> list[JsonValue]:
     """Content blocks (text, image, audio, resource) in their MCP wire form."""
     return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in blocks]
+
+
+def request_meta(meta: MetaInfo) -> dict[str, Any]:
+    """The task's ids, deadline and lineage as `_meta` of an outgoing MCP request."""
+    values = {key: getattr(meta, key) for key in _CARRIED}
+    return {META_PREFIX + key: value for key, value in values.items() if value not in (None, [])}
+
+
+def meta_from_request(meta: Mapping[str, Any] | None, capability: str) -> MetaInfo:
+    """A served call's `MetaInfo`, continuing the caller's task when its `_meta` carries one.
+
+    Keeping the caller's task id makes a retried call from an upstream router a duplicate here,
+    answered from the first delivery instead of run twice.
+    """
+    carried = {
+        key: meta[META_PREFIX + key] for key in _CARRIED if meta is not None and META_PREFIX + key in meta
+    }
+    try:
+        return MetaInfo(capability=capability, **carried)
+    except ValidationError as exc:
+        msg = f"the request's _meta carries an invalid {META_PREFIX} field: {describe_validation_error(exc)}"
+        raise InvalidMessageError(msg) from None
 
 
 class MCPConverter:
@@ -44,7 +79,10 @@ class MCPConverter:
         except NotJsonSafeError as exc:
             msg = f"MCP tool arguments are not JSON data: {exc}"
             raise InvalidMessageError(msg) from None
-        return ReachMessage.model_construct(raw_payload=payload, meta_info=meta or MetaInfo())
+        return build_trusted(
+            ReachMessage,
+            {"raw_payload": payload, "meta_info": meta or MetaInfo(), "routing_hint": RoutingHint()},
+        )
 
     def from_middleware(self, message: ReachMessage) -> dict[str, Any]:
         payload = message.raw_payload

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -27,9 +28,8 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from middleware import MetaInfo
 from reach_adapters.errors import InvalidDeclarationError, ReachError
-from reach_adapters.mcp.converter import MCPConverter
+from reach_adapters.mcp.converter import MCPConverter, meta_from_request
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.router import Router
 
@@ -103,7 +103,8 @@ class RouterMCPServer:
             msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
             raise MCPError(INVALID_PARAMS, msg)
         try:
-            message = self._converter.to_middleware(params.arguments, MetaInfo(capability=params.name))
+            meta = meta_from_request(cast("Mapping[str, Any] | None", ctx.meta), params.name)
+            message = self._converter.to_middleware(params.arguments, meta)
             if served.wrapped and isinstance(message.raw_payload, dict):
                 message.raw_payload = message.raw_payload.get("input")
             result = await self.router.dispatch(message)

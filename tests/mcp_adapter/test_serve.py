@@ -17,6 +17,7 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 from mcp.types import ImageContent, TextContent, ToolListChangedNotification
 
+from middleware import MetaInfo, ReachMessage
 from reach_adapters import Capability, FunctionAgent, InvalidDeclarationError, Router
 from reach_adapters.mcp import (
     MCPConnectionError,
@@ -209,3 +210,41 @@ async def test_bad_serve_arguments_are_rejected(router: Router) -> None:
     async with await start_mcp_server(router) as taken:
         with pytest.raises(MCPConnectionError, match=f"cannot listen on 127.0.0.1:{taken.port}"):
             await start_mcp_server(router, port=taken.port)
+
+
+async def test_a_task_keeps_its_trace_and_lineage_across_an_mcp_hop(router: Router) -> None:
+    """Router A reaches router B over MCP: B's agent sees A's trace, task and lineage."""
+    seen: list[MetaInfo] = []
+
+    async def inner(message: ReachMessage) -> str:
+        seen.append(message.meta_info)
+        return "done"
+
+    router.register(
+        FunctionAgent(
+            inner, agent_id="team:inner:0", capabilities=[Capability(name="inner", idempotent=True)]
+        )
+    )
+    reach = RouterMCPServer(router, name="b")
+    upstream = Router()
+    upstream.register(await MCPServerAgent.connect("b", server=reach.server))
+    try:
+        result = await upstream.route("inner", {}, task_id="order-7", timeout_ms=5000)
+        assert result.ok, result.error
+        (meta,) = seen
+        assert meta.trace_id == result.trace_id
+        assert meta.task_id == "order-7"
+        assert meta.lineage == ["mcp:b:0"]
+        assert meta.depth == 1
+        assert meta.deadline is not None
+        # Another upstream retrying the same task reaches B, which answers from the first delivery.
+        other = Router()
+        other.register(await MCPServerAgent.connect("b", server=reach.server, instance="1"))
+        again = await other.route("inner", {}, task_id="order-7", timeout_ms=5000)
+        await other.aclose()
+        assert again.ok
+        assert again.payload == result.payload
+        assert len(seen) == 1
+    finally:
+        await upstream.aclose()
+        reach.close()
