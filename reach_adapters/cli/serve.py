@@ -98,6 +98,11 @@ def _leave(code: int) -> NoReturn:
 
 def _listen(host: str, port: int, flag: str) -> socket.socket:
     try:
+        socket.getaddrinfo(host, port)
+    except socket.gaierror as exc:
+        msg = f"--host {host}: cannot resolve it ({exc.strerror}); give an IP address such as 127.0.0.1"
+        raise GatewayError(msg) from None
+    try:
         return listen(host, port)
     except GatewayError as exc:
         msg = f"{flag} {port}: {exc}"

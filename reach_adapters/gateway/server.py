@@ -28,6 +28,13 @@ def listen(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host, port))
     except OSError as exc:
+        if exc.errno is not None and exc.errno < 0:
+            # getaddrinfo's codes are negative: the host is unknown, not the port taken.
+            msg = (
+                f"cannot listen on {host}:{port}: unknown host {host!r}; give an IP address such as 127.0.0.1"
+            )
+            raise GatewayError(msg) from None
+        # create_server's own text repeats the address; the errno's is the short reason.
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         msg = f"cannot listen on {host}:{port}: {reason}; pick another port, or stop what is using it"
         raise GatewayError(msg) from None

@@ -75,6 +75,8 @@ async def test_an_invalid_change_is_refused_and_the_running_config_stays(
         f"{path}:6: field 'overrides.echo.weight': Input should be greater than or equal to 0"
     )
     assert "config change rejected, generation 1 stays in force" in server.log.read_text()
+    metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
+    assert 'reach_config_reloads_total{outcome="rejected"} 1.0' in metrics
     still = server.api("POST", "/route", json={"capability": "echo", "payload": {"kept": True}}).json()
     assert (still["status"], still["payload"]) == ("ok", {"kept": True})
     assert catalog(server)["util:echo:01"]["capabilities"][0]["weight"] == 50.0  # type: ignore[index]
