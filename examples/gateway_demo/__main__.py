@@ -17,13 +17,15 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from mcp import Client
-from mcp.types import TextContent
+from mcp.types import RequestParamsMeta, TextContent
 
+from middleware import new_task_id, new_trace_id
 from reach_adapters.cli.render import render_catalog, render_decision
+from reach_adapters.mcp.converter import META_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "config"
@@ -34,10 +36,8 @@ def _section(title: str) -> None:
     print(f"\n== {title}")
 
 
-def _decision(http: httpx.Client, capability: str) -> None:
-    """The newest decision record for `capability`: MCP results do not carry the task id yet."""
-    records = http.get("/api/decisions", params={"capability": capability, "limit": "1"}).json()
-    print(render_decision(records[0], indent="    "))
+def _explain(http: httpx.Client, task_id: str) -> None:
+    print(render_decision(http.get(f"/api/explain/{task_id}").json(), indent="    "))
 
 
 async def _over_mcp(mcp_url: str, http: httpx.Client) -> None:
@@ -53,12 +53,19 @@ async def _over_mcp(mcp_url: str, http: httpx.Client) -> None:
             ("get_current_time", {"timezone": "Asia/Tokyo"}),
             ("word_count", {"text": "one router for every agent"}),
         ]
+        trace_id = new_trace_id()
         for name, arguments in calls:
-            answer = await client.call_tool(name, arguments)
+            # The caller names the task (and one trace for all three) in the request's _meta; the
+            # server routes under those ids, so the decision record can be fetched by task id.
+            task_id = new_task_id()
+            meta = cast(
+                "RequestParamsMeta", {f"{META_PREFIX}task_id": task_id, f"{META_PREFIX}trace_id": trace_id}
+            )
+            answer = await client.call_tool(name, arguments, meta=meta)
             text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
             shown = json.dumps(answer.structured_content) if answer.structured_content else text
             print(f"\n  {name}({json.dumps(arguments)[:60]}...)\n    -> {shown}")
-            _decision(http, name)
+            _explain(http, task_id)
 
 
 def _over_http(http: httpx.Client) -> None:
@@ -72,8 +79,7 @@ def _over_http(http: httpx.Client) -> None:
     ):
         result = http.post("/api/route", json={"capability": capability, "payload": payload}).json()
         print(f"\n  POST /api/route {capability} -> [{result['status']}] {json.dumps(result['payload'])}")
-        record = http.get(f"/api/explain/{result['task_id']}").json()
-        print(render_decision(record, indent="    "))
+        _explain(http, result["task_id"])
 
 
 async def _ready_line(process: asyncio.subprocess.Process) -> dict[str, str]:

@@ -65,7 +65,8 @@ def render_result(result: Mapping[str, Any]) -> str:
 def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
     """A decision record: candidates with their scores, exclusions, attempts, the choice."""
     lines = [
-        f"decision for task {record['task_id']}: {record['mode']} {record.get('capability') or '-'!s} "
+        f"decision for task {record['task_id']} (trace {record['trace_id']}): {record['mode']} "
+        f"{record.get('capability') or '-'!s} "
         f"with strategy {record['strategy']} -> {record.get('chosen') or 'nobody'} "
         f"via {record['path']} [{record['status']}]"
     ]

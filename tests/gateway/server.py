@@ -1,8 +1,12 @@
-"""A small MCP server for the gateway's tests (stdio): its pid, a parrot, and a tool that adds tools."""
+"""A small MCP server for the gateway's tests (stdio).
+
+Its pid, a parrot, the ``_meta`` a call came with, and a tool that adds tools.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
@@ -21,6 +25,13 @@ def pid() -> int:
 def say(text: str) -> str:
     """Answer with the text."""
     return text
+
+
+@server.tool()
+def seen(ctx: Context) -> dict[str, Any]:
+    """The agent-reach keys of this request's _meta: what the calling router passed along."""
+    meta = ctx.request_context.meta or {}
+    return {key: value for key, value in meta.items() if key.startswith("agent-reach/")}
 
 
 @server.tool()

@@ -120,7 +120,10 @@ def test_catalog_call_and_explain_against_a_running_server(serve: Serve, config_
     assert (result["payload"], result["agent_id"]) == ("LOUD", "util:shout:01")
     explained = run_reach("explain", result["task_id"], "--url", server.url, "--why-not", "util:echo:01")
     assert explained.returncode == 0, explained.stderr
-    assert f"decision for task {result['task_id']}: unicast shout" in explained.stdout
+    assert (
+        f"decision for task {result['task_id']} (trace {result['trace_id']}): unicast shout"
+        in explained.stdout
+    )
     assert "candidate util:shout:01: score" in explained.stdout
     assert "why not: util:echo:01 was not a candidate" in explained.stdout
 
@@ -148,7 +151,7 @@ def test_commands_run_straight_from_a_config_dir(config_dir: Path) -> None:
     catalog = run_reach("catalog", "--config", str(config_dir))
     assert catalog.returncode == 0, catalog.stderr
     assert "mcp:probe:0" in catalog.stdout
-    assert "pid, say, grow" in catalog.stdout
+    assert "pid, say, seen, grow" in catalog.stdout
     called = run_reach("call", "say", '{"text": "local"}', "--config", str(config_dir), "--explain", "--json")
     assert called.returncode == 0, called.stderr
     out = json.loads(called.stdout)

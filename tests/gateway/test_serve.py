@@ -6,14 +6,16 @@ import json
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.types import TextContent
+from mcp.types import RequestParamsMeta, TextContent
 
 from reach_adapters import Capability
+from reach_adapters.mcp.converter import META_PREFIX
 from tests.gateway.conftest import (
     ECHO,
     PROBE,
@@ -129,6 +131,31 @@ async def test_the_api_routes_sends_and_explains(serve: Serve, mixed: Path) -> N
     assert metrics.status_code == 200
     assert 'reach_reaches_total{capability="say",served_by="candidate",status="ok"} 1.0' in metrics.text
     assert "reach_config_generation 1.0" in metrics.text
+
+
+async def test_a_task_keeps_its_ids_from_the_mcp_client_to_the_mcp_server_behind(
+    serve: Serve, config_dir: Path
+) -> None:
+    write(config_dir, "mcp:probe:0.yaml", PROBE)
+    server = serve(config_dir, "--log-json")
+    meta = cast(
+        "RequestParamsMeta", {f"{META_PREFIX}task_id": "order-42", f"{META_PREFIX}trace_id": "trace-abc"}
+    )
+    async with Client(server.mcp_url) as client:
+        answer = await client.call_tool("seen", {}, meta=meta)
+    assert answer.structured_content is not None
+    assert answer.structured_content[f"{META_PREFIX}task_id"] == "order-42"
+    assert answer.structured_content[f"{META_PREFIX}trace_id"] == "trace-abc"
+    record = server.api("GET", "/explain/order-42").json()
+    assert (record["trace_id"], record["chosen"]) == ("trace-abc", "mcp:probe:0")
+    assert server.terminate() == 0
+    logged = [json.loads(line) for line in server.log.read_text().splitlines() if line.startswith("{")]
+    decision = next(r for r in logged if r["logger"] == "reach_adapters.decisions")
+    assert (decision["task_id"], decision["trace_id"], decision["decision_type"]) == (
+        "order-42",
+        "trace-abc",
+        "selected",
+    )
 
 
 async def test_bad_requests_are_4xx_with_what_to_fix(serve: Serve, config_dir: Path) -> None:
