@@ -307,6 +307,13 @@ def test_json_errors_carry_lines_too(tmp_path: Path) -> None:
     assert "invalid JSON" in error.problem
 
 
+def test_a_key_given_twice_in_json_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "routing_policy.json", '{\n  "max_retries": 1,\n  "max_retries": 2\n}\n')
+    error = problem(tmp_path)
+    assert error.line == 3
+    assert "key 'max_retries' is given twice" in error.problem
+
+
 def test_a_missing_directory_says_so(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist; create it"):
         load_config(tmp_path / "nowhere")

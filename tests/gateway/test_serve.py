@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -187,14 +188,16 @@ async def test_bad_requests_are_4xx_with_what_to_fix(serve: Serve, config_dir: P
     assert decision["logger"] == "reach_adapters.decisions"
 
 
-async def test_sigterm_stops_everything_it_started(serve: Serve, config_dir: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_signal_stops_everything_it_started(serve: Serve, config_dir: Path, signum: int) -> None:
     write(config_dir, "mcp:probe:0.yaml", PROBE)
     server = serve(config_dir)
     async with Client(server.mcp_url) as client:
         answer = await client.call_tool("pid", {})
     pid = int(text_of(answer.content))
     assert alive(pid)
-    assert server.terminate() == 0
+    server.process.send_signal(signum)
+    assert server.process.wait(timeout=30) == 0
     wait_until(lambda: not alive(pid), what="the MCP server process to end")
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{server.api_url}/health", timeout=5)
