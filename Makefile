@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 
 demo: install
-	$(BIN)/python -m examples.quickstart
+	$(BIN)/python -m examples.gateway_demo
 
 lint: install
 	$(BIN)/ruff check .

@@ -9,12 +9,13 @@ from reach_adapters.mcp.config import (
     ServerTarget,
     StdioTarget,
 )
-from reach_adapters.mcp.converter import MCPConverter, content_to_json
+from reach_adapters.mcp.converter import META_PREFIX, MCPConverter, content_to_json
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
 from reach_adapters.mcp.serve import MCPEndpoint, serve_mcp, start_mcp_server
 from reach_adapters.mcp.server import RouterMCPServer
 
 __all__ = [
+    "META_PREFIX",
     "ConnectReport",
     "HttpTarget",
     "InProcessTarget",

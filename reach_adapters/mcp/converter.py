@@ -109,9 +109,11 @@ class MCPConverter:
         return result
 
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
+        # The ids let an MCP client ask the gateway why the call went where it went.
+        ids = {META_PREFIX + "task_id": result.task_id, META_PREFIX + "trace_id": result.trace_id}
         if not result.ok:
             text = f"{result.status}: {result.error_type}: {result.error}"
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)
         payload = result.payload
         content = result.extra.get("content")
         if isinstance(content, list):
@@ -121,7 +123,7 @@ class MCPConverter:
             blocks = [TextContent(type="text", text=text)]
         # Structured content is a JSON object in every protocol version a client may speak.
         structured = payload if isinstance(payload, dict) else None
-        return CallToolResult(content=blocks, structured_content=structured)
+        return CallToolResult(content=blocks, structured_content=structured, _meta=ids)
 
 
 def _text_of(content: list[JsonValue]) -> str:

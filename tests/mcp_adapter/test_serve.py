@@ -20,6 +20,7 @@ from mcp.types import ImageContent, TextContent, ToolListChangedNotification
 from middleware import MetaInfo, ReachMessage
 from reach_adapters import Capability, FunctionAgent, InvalidDeclarationError, Router
 from reach_adapters.mcp import (
+    META_PREFIX,
     MCPConnectionError,
     MCPEndpoint,
     MCPServerAgent,
@@ -166,7 +167,12 @@ async def test_in_process_client_of_the_router(router: Router) -> None:
     reach = RouterMCPServer(router, name="reach")
     try:
         async with Client(reach.server) as client:
-            assert _text((await client.call_tool("shout", {"text": "in"})).content) == "IN"
+            answer = await client.call_tool("shout", {"text": "in"})
+            assert _text(answer.content) == "IN"
+            # The task's ids come back, so the client can ask the router to explain the call.
+            assert answer.meta is not None
+            task_id = answer.meta[META_PREFIX + "task_id"]
+            assert router.explain(task_id).chosen == "util:shout:0"
     finally:
         reach.close()
 
