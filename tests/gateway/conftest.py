@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import select
 import signal
@@ -32,14 +30,6 @@ def write(directory: Path, name: str, text: str) -> Path:
     path = directory / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def run_reach(
@@ -125,16 +115,6 @@ def config_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "config"
     directory.mkdir()
     return directory
-
-
-async def eventually(check: Callable[[], bool], *, timeout: float = 20.0, what: str = "condition") -> None:
-    """Wait until `check()` holds; fail the test when it does not within `timeout` seconds."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not check():
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        pytest.fail(f"{what} did not happen within {timeout} s")
 
 
 def wait_until(check: Callable[[], bool], *, timeout: float = 20.0, what: str = "condition") -> None:

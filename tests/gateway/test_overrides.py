@@ -10,7 +10,8 @@ from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.config import ConfigFileError, load_config
 from reach_adapters.gateway import Gateway, PatchedAgent
 from tests.gateway import agents
-from tests.gateway.conftest import PROBE, eventually, write
+from tests.gateway.conftest import PROBE, write
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

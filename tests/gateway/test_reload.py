@@ -10,7 +10,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.gateway.conftest import ECHO, PROBE, SHOUT, ReachServer, alive, eventually, wait_until, write
+from tests.gateway.conftest import ECHO, PROBE, SHOUT, ReachServer, wait_until, write
+from tests.waiting import alive, eventually
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -25,11 +25,11 @@ from tests.gateway.conftest import (
     ROOT,
     SHOUT,
     ReachServer,
-    alive,
     run_reach,
     wait_until,
     write,
 )
+from tests.waiting import alive
 
 pytestmark = pytest.mark.timeout(90)
 

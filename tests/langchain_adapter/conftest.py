@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-import pytest
 from langchain_core.callbacks import BaseCallbackHandler
-
-from reach_adapters import Router
 
 
 @dataclass
@@ -66,12 +62,3 @@ class RunRecorder(BaseCallbackHandler):
 
     def parent(self, run: Run) -> Run | None:
         return None if run.parent_run_id is None else self.runs.get(run.parent_run_id)
-
-
-@pytest.fixture
-async def router() -> AsyncIterator[Router]:
-    router = Router()
-    try:
-        yield router
-    finally:
-        await router.aclose()

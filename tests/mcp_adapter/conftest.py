@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import select
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,26 +20,8 @@ MUTE = str(SERVERS / "mute.py")
 PYTHON = sys.executable
 
 
-async def eventually(check: Callable[[], bool], *, timeout: float = 15.0, what: str = "condition") -> None:
-    """Wait until `check()` holds; fail the test when it does not within `timeout` seconds."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not check():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        pytest.fail(f"{what} did not happen within {timeout} s")
-
-
 def state_of(router: Router, agent_id: str) -> AgentState:
     return next(info.state for info in router.catalog() if info.agent_id == agent_id)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 class HttpCalc:
@@ -86,15 +66,6 @@ def http_calc() -> Iterator[HttpCalc]:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture
-async def router() -> AsyncIterator[Router]:
-    router = Router()
-    try:
-        yield router
-    finally:
-        await router.aclose()
 
 
 @pytest.fixture

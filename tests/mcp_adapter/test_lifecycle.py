@@ -12,7 +12,8 @@ from mcp.server.mcpserver import MCPServer
 from middleware import ResultStatus
 from reach_adapters import AgentState, Router
 from reach_adapters.mcp import MCPServerAgent, ReconnectPolicy
-from tests.mcp_adapter.conftest import CALC, PYTHON, HttpCalc, alive, eventually, state_of
+from tests.mcp_adapter.conftest import CALC, PYTHON, HttpCalc, state_of
+from tests.waiting import alive, eventually
 
 pytestmark = pytest.mark.timeout(60)
 

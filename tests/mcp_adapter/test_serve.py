@@ -29,8 +29,9 @@ from reach_adapters.mcp import (
     serve_mcp,
     start_mcp_server,
 )
-from tests.mcp_adapter.conftest import CALC, PYTHON, eventually
+from tests.mcp_adapter.conftest import CALC, PYTHON
 from tests.mcp_adapter.servers.calc import PIXEL
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

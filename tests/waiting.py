@@ -1,0 +1,30 @@
+"""Helpers for tests that wait on processes and servers, shared by the test packages."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+
+import pytest
+
+__all__ = ["alive", "eventually"]
+
+
+async def eventually(check: Callable[[], bool], *, timeout: float = 20.0, what: str = "condition") -> None:
+    """Wait until `check()` holds; fail the test when it does not within `timeout` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not check():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        pytest.fail(f"{what} did not happen within {timeout} s")
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid still exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
