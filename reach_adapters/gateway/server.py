@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import math
 import os
 import socket
 from dataclasses import dataclass
 
-import uvicorn
-
 from reach_adapters.gateway.api import API_PREFIX, GatewayAPI
 from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.gateway.gateway import Gateway
-from reach_adapters.mcp import MCPEndpoint, RouterMCPServer
+from reach_adapters.mcp import MCPEndpoint, start_mcp_server
 
 __all__ = ["MCP_PATH", "GatewayEndpoint", "listen", "serve_http"]
 
@@ -72,17 +68,12 @@ async def serve_http(
 ) -> GatewayEndpoint:
     """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
     Prometheus metrics at ``/metrics``."""
-    host = sock.getsockname()[0]
-    reach = RouterMCPServer(gateway.router, name=name)
-    app = reach.server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, custom_starlette_routes=GatewayAPI(gateway).routes()
+    endpoint = await start_mcp_server(
+        gateway.router,
+        path=MCP_PATH,
+        name=name,
+        sock=sock,
+        routes=GatewayAPI(gateway).routes(),
+        shutdown_timeout_s=shutdown_timeout_s,
     )
-    # log_config=None: the application (the CLI) has configured logging already.
-    config = uvicorn.Config(
-        app, log_config=None, lifespan="on", timeout_graceful_shutdown=math.ceil(shutdown_timeout_s)
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="reach serve http")
-    endpoint = MCPEndpoint(reach, server, task, sock, MCP_PATH)
-    await endpoint.started()
     return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH))

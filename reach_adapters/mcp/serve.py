@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import uvicorn
 from mcp.server.stdio import stdio_server
+from starlette.routing import Route
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.errors import MCPConnectionError
@@ -25,7 +27,7 @@ ServeTransport = Literal["stdio", "streamable-http"]
 _STARTUP_TIMEOUT_S = 10.0
 _STARTUP_POLL_S = 0.005
 # Open event streams are cut after this many seconds of a graceful shutdown, so closing never hangs.
-_SHUTDOWN_GRACE_S = 1
+_SHUTDOWN_GRACE_S = 1.0
 
 
 async def serve_mcp(
@@ -70,8 +72,19 @@ async def start_mcp_server(
     port: int = 0,
     path: str = "/mcp",
     name: str = "agent-reach",
+    sock: socket.socket | None = None,
+    routes: Sequence[Route] = (),
+    shutdown_timeout_s: float = _SHUTDOWN_GRACE_S,
 ) -> MCPEndpoint:
-    """Start serving `router` over streamable HTTP in the background; ``port=0`` picks a free port."""
+    """Start serving `router` over streamable HTTP in the background; ``port=0`` picks a free port.
+
+    An application serving more than MCP (the gateway's HTTP API) passes its Starlette `routes`,
+    served beside `path` on the same port, and may pass a `sock` it bound itself (then `host` and
+    `port` are not used), to report a port in use before building anything.
+    """
+    if sock is not None:
+        host = sock.getsockname()[0]
+        return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s)
     if not isinstance(host, str) or not host:
         msg = f"host must be a non-empty string such as '127.0.0.1', got {host!r}"
         raise InvalidDeclarationError(msg)
@@ -87,10 +100,26 @@ async def start_mcp_server(
     except OSError as exc:
         msg = f"cannot listen on {host}:{port}: {exc}; pick another host or port"
         raise MCPConnectionError(msg) from None
+    return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s)
+
+
+async def _serve(
+    router: Router,
+    sock: socket.socket,
+    host: str,
+    path: str,
+    name: str,
+    routes: Sequence[Route],
+    shutdown_timeout_s: float,
+) -> MCPEndpoint:
     reach = RouterMCPServer(router, name=name)
-    app = reach.server.streamable_http_app(streamable_http_path=path, host=host)
+    app = reach.server.streamable_http_app(
+        streamable_http_path=path, host=host, custom_starlette_routes=list(routes) or None
+    )
     # log_config=None: a library must not reconfigure the application's logging.
-    config = uvicorn.Config(app, log_config=None, lifespan="on", timeout_graceful_shutdown=_SHUTDOWN_GRACE_S)
+    config = uvicorn.Config(
+        app, log_config=None, lifespan="on", timeout_graceful_shutdown=math.ceil(shutdown_timeout_s)
+    )
     server = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"mcp http {host}")
     endpoint = MCPEndpoint(reach, server, task, sock, path)
