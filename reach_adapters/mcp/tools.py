@@ -75,8 +75,10 @@ def _capability(name: str, tool: Tool, config: MCPServerConfig) -> Capability:
     hints = tool.annotations
     read_only = bool(hints and hints.read_only_hint)
     # A read-only tool is safe to repeat; otherwise only an explicit idempotent hint allows retries.
-    # destructiveHint adds nothing here: a destructive tool may still be idempotent (delete by id).
+    # destructiveHint does not forbid retries (delete by id is idempotent); it is kept as a flag.
     idempotent = read_only or bool(hints and hints.idempotent_hint)
+    # The MCP default for a tool that is not read-only is destructive.
+    destructive = not read_only and (hints is None or hints.destructive_hint is not False)
     title = tool.title or (hints.title if hints else None)
     return Capability(
         name=name,
@@ -88,4 +90,5 @@ def _capability(name: str, tool: Tool, config: MCPServerConfig) -> Capability:
         weight=config.weight,
         read_only=read_only,
         idempotent=idempotent,
+        destructive=destructive,
     )

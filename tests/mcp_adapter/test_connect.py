@@ -44,11 +44,11 @@ async def test_stdio_server_tools_become_capabilities(calc: MCPServerAgent) -> N
 
 async def test_annotations_set_the_flags_retries_rely_on(calc: MCPServerAgent) -> None:
     add, delete, append = _cap(calc, "add"), _cap(calc, "delete_note"), _cap(calc, "append_note")
-    assert (add.read_only, add.idempotent) == (True, True)
+    assert (add.read_only, add.idempotent, add.destructive) == (True, True, False)
     # Destructive yet idempotent (delete by id): safe to repeat, not read-only.
-    assert (delete.read_only, delete.idempotent) == (False, True)
-    # No hints: the MCP defaults, neither read-only nor idempotent.
-    assert (append.read_only, append.idempotent) == (False, False)
+    assert (delete.read_only, delete.idempotent, delete.destructive) == (False, True, True)
+    # No hints: the MCP defaults, neither read-only nor idempotent, and destructive.
+    assert (append.read_only, append.idempotent, append.destructive) == (False, False, True)
 
 
 async def test_options_reach_every_capability() -> None:
