@@ -23,7 +23,7 @@ async def fan_out(
     the first ok answer. Targets still running when the merge is decided are cancelled and reported
     as cancelled, never dropped.
     """
-    tasks = {asyncio.create_task(deliver(slot, message, deadline)): slot for slot in slots}
+    tasks = {asyncio.create_task(deliver(slot, message, deadline, recheck=True)): slot for slot in slots}
     results: dict[str, ReachResult] = {}
     winner: ReachResult | None = None
     pending = set(tasks)

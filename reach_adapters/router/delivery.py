@@ -21,7 +21,10 @@ __all__ = [
     "current_hop",
     "current_reach",
     "deliver",
+    "enter_hop",
     "error_result",
+    "input_problem",
+    "leave_hop",
     "reset_current_reach",
     "set_current_reach",
 ]
@@ -51,6 +54,15 @@ _current: ContextVar[Hop | None] = ContextVar("agent_reach_hop", default=None)
 def current_hop() -> Hop | None:
     """The routed call the running code is inside (set while an agent is invoked)."""
     return _current.get()
+
+
+def enter_hop(hop: Hop) -> Token[Hop | None]:
+    """Mark the running code as inside `hop`; undo with `leave_hop` in the same context."""
+    return _current.set(hop)
+
+
+def leave_hop(token: Token[Hop | None]) -> None:
+    _current.reset(token)
 
 
 _reach: ContextVar[MetaInfo | None] = ContextVar("agent_reach_task", default=None)
@@ -109,14 +121,42 @@ def _from_exception(message: ReachMessage, agent_id: str, exc: Exception) -> Rea
     )
 
 
-async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[ReachResult, float]:
+def input_problem(slot: Slot, message: ReachMessage) -> str | None:
+    """What is wrong with the payload for this slot's input schema, or None.
+
+    No payload means no arguments for a capability that takes an object, so it becomes ``{}``.
+    """
+    if message.raw_payload is None and slot.object_input:
+        amend(message, {"raw_payload": {}})
+    validator = slot.input_validator
+    if validator is None or validator.is_valid(message.raw_payload):
+        return None
+    problem = first_error(validator, message.raw_payload)
+    return (
+        f"payload does not match the input schema of {slot.capability.name!r} at {slot.agent_id}: {problem}"
+    )
+
+
+async def deliver(
+    slot: Slot, message: ReachMessage, deadline: float, *, recheck: bool = False
+) -> tuple[ReachResult, float]:
     """Invoke the slot's agent once; return its result and the time it took, in milliseconds.
 
     Never raises except on cancellation of the caller: an agent that raises, hangs past the
     deadline or returns garbage yields an error result, so one bad agent cannot break routing.
+    ``recheck`` is for deliveries started later than their selection (broadcast tasks): capacity
+    and the breaker are checked again, in the same step that takes the slot.
     """
     runtime = slot.runtime
     agent_id = runtime.agent_id
+    if recheck:
+        busy = runtime.breaker.blocks(time.monotonic())
+        if busy is None and slot.in_flight >= slot.capability.max_concurrency:
+            busy = f"saturated: {slot.in_flight} in flight, max_concurrency {slot.capability.max_concurrency}"
+        if busy is not None:
+            return error_result(
+                message, ResultStatus.REJECTED, "AgentBusyError", busy, agent_id=agent_id
+            ), 0.0
     budget = min(slot.capability.timeout_ms / 1000.0, deadline - time.time())
     if budget <= 0:
         return error_result(
@@ -127,15 +167,10 @@ async def deliver(slot: Slot, message: ReachMessage, deadline: float) -> tuple[R
             agent_id=agent_id,
         ), 0.0
     cap = slot.capability
-    if message.raw_payload is None and slot.object_input:
-        # No payload means no arguments, for a capability that takes an object.
-        amend(message, {"raw_payload": {}})
-    input_validator = slot.input_validator
-    if input_validator is not None and not input_validator.is_valid(message.raw_payload):
-        problem = first_error(input_validator, message.raw_payload)
-        error = f"payload does not match the input schema of {cap.name!r} at {agent_id}: {problem}"
+    problem = input_problem(slot, message)
+    if problem is not None:
         return error_result(
-            message, ResultStatus.INVALID, "PayloadValidationError", error, agent_id=agent_id
+            message, ResultStatus.INVALID, "PayloadValidationError", problem, agent_id=agent_id
         ), 0.0
     task = asyncio.current_task()
     assert task is not None

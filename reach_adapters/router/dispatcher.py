@@ -118,16 +118,24 @@ class Dispatcher:
 
     async def _deduplicated(self, message: ReachMessage, tracer: Tracer | None) -> ReachResult:
         meta = message.meta_info
-        earlier = self.dedupe.claim(meta.task_id)
-        if earlier is not None:
-            first = await asyncio.shield(earlier)
-            return first.model_copy(update={"served_by": "deduplicated"})
+        while True:
+            future, first = self.dedupe.claim(meta.task_id)
+            if first:
+                break
+            try:
+                earlier = await asyncio.shield(future)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                continue  # the first caller gave up before an answer: claim it again
+            return earlier.model_copy(update={"served_by": "deduplicated"})
         try:
             result = await self._dispatch(message, tracer)
         except BaseException:
-            self.dedupe.abandon(meta.task_id)
+            self.dedupe.abandon(meta.task_id, future)
             raise
-        self.dedupe.settle(meta.task_id, result)
+        self.dedupe.settle(meta.task_id, future, result)
         return result
 
     def record_for(self, message: ReachMessage, strategy: Strategy) -> DecisionRecord:
@@ -270,6 +278,9 @@ class Dispatcher:
             return self._finish(message, self._bare_record(message), _invalid(message, error), start, "none")
         if meta.deadline is None and meta.timeout_ms is not None:
             amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
+        # A deadline the caller set (or inherited) bounds fallbacks too; one derived from the
+        # capability's timeout does not, since a fallback agent has a timeout of its own.
+        caller_deadline = meta.deadline is not None
         record = self.record_for(message, strategy)
         if tracer is None:
             plan = await self.plan(message, record, strategy)
@@ -284,7 +295,7 @@ class Dispatcher:
             missing = error_result(message, problem.status, problem.error_type, problem.error)
             if problem.status is ResultStatus.REJECTED or problem.status is ResultStatus.INVALID:
                 return self._finish(message, record, missing, start, "none", plan.queued_ms)
-            return await self._fall_back(message, record, missing, start, plan.queued_ms)
+            return await self._fall_back(message, record, missing, start, plan.queued_ms, caller_deadline)
         deadline = meta.deadline or 0.0
         if hint.mode == "broadcast":
             merged = await fan_out(plan.slots, message, deadline, hint.merge, record)
@@ -293,7 +304,16 @@ class Dispatcher:
         result = await self._attempts(message, record, plan, deadline, tracer)
         if result.status is _OK:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
-        return await self._fall_back(message, record, result, start, plan.queued_ms)
+        last = record.attempts[-1] if record.attempts else None
+        served = self.registry.get(last.agent_id) if last is not None else None
+        cap = slot_for(served.slots, meta.capability) if served is not None else None
+        if cap is not None and not may_resend(
+            result.status, result.error_type, cap.capability.idempotent or cap.capability.read_only
+        ):
+            # The work may have been done already; a fallback would do it a second time.
+            record.note = record.note or "no fallback: the work may have started and is not safe to repeat"
+            return self._finish(message, record, result, start, "none", plan.queued_ms)
+        return await self._fall_back(message, record, result, start, plan.queued_ms, caller_deadline)
 
     async def _attempts(
         self,
@@ -377,6 +397,7 @@ class Dispatcher:
         result: ReachResult,
         start: float,
         queued_ms: float,
+        caller_deadline: bool,
     ) -> ReachResult:
         """Try the hint's fallback agents, then the policy's default agent, in that order."""
         meta = message.meta_info
@@ -401,10 +422,16 @@ class Dispatcher:
             if reason is not None:
                 record.exclusions.append(Exclusion(agent_id, f"{path} agent: {reason}"))
                 continue
-            if meta.deadline is None or meta.deadline <= time.time():
-                # The primary path used up the budget; a fallback gets its own capability timeout.
-                meta.deadline = time.time() + slot.capability.timeout_ms / 1000.0
-            outcome, elapsed_ms = await deliver(slot, message, meta.deadline)
+            now = time.time()
+            if not caller_deadline:
+                # No deadline from the caller: the fallback agent gets its own capability timeout.
+                amend(meta, {"deadline": now + slot.capability.timeout_ms / 1000.0})
+            elif (meta.deadline or 0.0) <= now:
+                record.exclusions.append(
+                    Exclusion(agent_id, f"{path} agent: the caller's deadline has passed")
+                )
+                break
+            outcome, elapsed_ms = await deliver(slot, message, meta.deadline or now)
             record.add_attempt(agent_id, outcome, elapsed_ms, path)
             if outcome.status is _OK:
                 return self._finish(message, record, outcome, start, path, queued_ms)

@@ -20,7 +20,9 @@ class IdempotencyStore:
     """Task id → the first delivery's result (or the future of one still in flight).
 
     Entries expire after `window_s` and the oldest are dropped past `max_entries`, so memory stays
-    bounded however many tasks pass through.
+    bounded however many tasks pass through; an entry still in flight is never dropped. `settle`
+    and `abandon` take the future `claim` handed out, so a late first caller can never touch an
+    entry that a later delivery owns.
     """
 
     def __init__(self, window_s: float, max_entries: int) -> None:
@@ -36,34 +38,40 @@ class IdempotencyStore:
         self._window_s = window_s
         self._max_entries = max_entries
 
-    def claim(self, task_id: str) -> asyncio.Future[ReachResult] | None:
-        """Return the earlier delivery's future when `task_id` was seen, else claim it and return None."""
+    def claim(self, task_id: str) -> tuple[asyncio.Future[ReachResult], bool]:
+        """The task's future, and True when the caller is the first and must deliver it."""
         entries = self._entries
         now = time.monotonic()
         entry = entries.get(task_id)
         if entry is not None:
-            if entry[0] > now:
-                return entry[1]
+            expires, future = entry
+            if expires > now or not future.done():
+                return future, False
             del entries[task_id]
-        entries[task_id] = (now + self._window_s, asyncio.get_running_loop().create_future())
+        future = asyncio.get_running_loop().create_future()
+        entries[task_id] = (now + self._window_s, future)
         self._evict(now)
-        return None
+        return future, True
 
-    def settle(self, task_id: str, result: ReachResult) -> None:
+    def settle(self, task_id: str, future: asyncio.Future[ReachResult], result: ReachResult) -> None:
+        """Record the first delivery's result; outcomes where no agent was reached are forgotten."""
         entry = self._entries.get(task_id)
-        if entry is None:
-            return
-        future = entry[1]
-        if result.status in _NOT_DELIVERED:
+        if (
+            entry is not None
+            and entry[1] is future
+            and (result.status in _NOT_DELIVERED or not result.attempts)
+        ):
             del self._entries[task_id]
         if not future.done():
             future.set_result(result)
 
-    def abandon(self, task_id: str) -> None:
-        """The first caller was cancelled: forget the claim so a repeat delivers again."""
-        entry = self._entries.pop(task_id, None)
-        if entry is not None and not entry[1].done():
-            entry[1].cancel()
+    def abandon(self, task_id: str, future: asyncio.Future[ReachResult]) -> None:
+        """The first caller was cancelled: forget the claim; waiters then deliver it themselves."""
+        entry = self._entries.get(task_id)
+        if entry is not None and entry[1] is future:
+            del self._entries[task_id]
+        if not future.done():
+            future.cancel()
 
     def _evict(self, now: float) -> None:
         entries = self._entries
@@ -71,8 +79,8 @@ class IdempotencyStore:
             task_id, (expires, future) = next(iter(entries.items()))
             if expires > now and len(entries) <= self._max_entries:
                 break
-            if not future.done() and expires > now:
-                # Over the size bound but still in flight: keep it, its waiters need it.
+            if not future.done():
+                # Over the bound but still in flight: keep it, its waiters need it.
                 entries.move_to_end(task_id)
                 break
             del entries[task_id]

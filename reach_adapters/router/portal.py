@@ -22,14 +22,26 @@ __all__ = ["Portal"]
 T = TypeVar("T")
 
 
+class _LoopGoneError(Exception):
+    """The target loop stopped before it took the coroutine."""
+
+
+# How often a waiting sync caller checks that the loop it waits on still runs.
+_LIVENESS_CHECK_S = 0.5
+
+
 def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` on `loop` and wait for it, carrying the caller's context variables along.
 
     `asyncio.run_coroutine_threadsafe` would drop them, and with them the enclosing routed call
-    (depth, lineage, deadline) and LangChain's parent run.
+    (depth, lineage, deadline) and LangChain's parent run. Raises `_LoopGoneError` (with `coro` not
+    started) when the loop stops or closes before taking it, instead of waiting forever.
     """
     context = contextvars.copy_context()
     done: concurrent.futures.Future[T] = concurrent.futures.Future()
+    # Decided once, under the lock: either the loop starts `coro`, or the caller gives up on it.
+    lock = threading.Lock()
+    state = {"started": False, "abandoned": False}
 
     def settle(task: asyncio.Task[T]) -> None:
         if task.cancelled():
@@ -40,10 +52,26 @@ def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
             done.set_result(task.result())
 
     def start() -> None:
+        with lock:
+            if state["abandoned"]:
+                return
+            state["started"] = True
         loop.create_task(coro, context=context).add_done_callback(settle)
 
-    loop.call_soon_threadsafe(start)
-    return done.result()
+    try:
+        loop.call_soon_threadsafe(start)
+    except RuntimeError:
+        raise _LoopGoneError from None
+    while True:
+        try:
+            return done.result(timeout=_LIVENESS_CHECK_S)
+        except concurrent.futures.TimeoutError:
+            if loop.is_running():
+                continue
+            with lock:
+                if not state["started"]:
+                    state["abandoned"] = True
+                    raise _LoopGoneError from None
 
 
 class Portal:
@@ -73,7 +101,10 @@ class Portal:
                     f"which would block it forever; use 'await router.{what}(...)' here"
                 )
                 raise SyncCallError(msg)
-            return _run_in(home, coro)
+            try:
+                return _run_in(home, coro)
+            except _LoopGoneError:
+                self._home = None  # it stopped under us; the private loop takes over
         return _run_in(self._own_loop(), coro)
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:

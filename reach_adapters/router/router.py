@@ -295,6 +295,10 @@ class Router:
                 logger.exception("catalog listener %r failed", listener)
 
     def _set_state(self, runtime: AgentRuntime, state: AgentState, reason: str) -> None:
+        if self._registry.get(runtime.agent_id) is not runtime:
+            return  # a handle outliving its registration
+        if runtime.state is AgentState.DRAINING and state is not AgentState.OFFLINE:
+            return  # leaving: only going OFFLINE may still be reported
         if runtime.state is state:
             runtime.state_reason = reason
             return

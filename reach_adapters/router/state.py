@@ -114,8 +114,19 @@ class Waitlist:
             loop = future.get_loop()
             if loop.is_closed():
                 continue
-            loop.call_soon_threadsafe(_resolve, future)
+            if _running_loop() is loop:
+                # Resolved now, so a waiter cancelled before it runs still passes the wake on.
+                future.set_result(None)
+            else:
+                loop.call_soon_threadsafe(_resolve, future)
             return
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -9,17 +9,20 @@ from collections.abc import AsyncIterator
 from pydantic import JsonValue
 
 from middleware import ReachMessage, ResultStatus, ensure_json
+from middleware.fast import amend
 from reach_adapters.errors import (
     AgentCallError,
     InvalidMessageError,
     NoCandidateError,
+    PayloadValidationError,
     ReachError,
     ReachTimeoutError,
     raise_for_status,
 )
 from reach_adapters.router.decisions import Attempt, DecisionRecord
-from reach_adapters.router.delivery import deliver
+from reach_adapters.router.delivery import AgentBusyError, Hop, deliver, enter_hop, input_problem, leave_hop
 from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.retry import may_resend
 from reach_adapters.router.state import Slot
 
 __all__ = ["stream_message"]
@@ -34,8 +37,9 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
     """Select like `route`, then yield the chosen agent's chunks.
 
     An agent streams when it has ``astream(message)``, an async iterator of JSON-safe chunks.
-    Until the first chunk arrives a failing candidate is replaced by the next; after it, a failure
-    raises, since the caller already holds part of the answer.
+    Until the first chunk arrives a failing candidate is replaced by the next, when the failure
+    is transient and the work is safe to repeat (as `route` decides); after it, a failure raises,
+    since the caller already holds part of the answer.
     """
     strategy = dispatcher.strategy_for(message)
     if strategy is None:
@@ -43,7 +47,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
         raise InvalidMessageError(msg)
     meta = message.meta_info
     if meta.deadline is None and meta.timeout_ms is not None:
-        meta.deadline = meta.created_at + meta.timeout_ms / 1000.0
+        amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
     record = dispatcher.record_for(message, strategy)
     plan = await dispatcher.plan(message, record, strategy)
     if plan.problem is not None:
@@ -63,24 +67,33 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
                 raise_for_status(result)
             except ReachError as exc:
                 last_error = exc
-            if not result.retryable:
+            safe = slot.capability.idempotent or slot.capability.read_only
+            if not result.retryable or not may_resend(result.status, result.error_type, safe):
                 break
             continue
+        problem = input_problem(slot, message)
+        if problem is not None:
+            dispatcher.decisions.add(record)
+            raise PayloadValidationError(problem)
         started = False
         began = time.perf_counter()
         try:
             async for chunk in _chunks(slot, message, deadline):
                 started = True
                 yield chunk
-        except ReachError as exc:
+        except _StreamFailedError as failure:
             elapsed_ms = (time.perf_counter() - began) * 1000.0
+            error = failure.error
             record.attempts.append(
-                Attempt(slot.runtime.agent_id, "error", elapsed_ms, "candidate", type(exc).__name__, str(exc))
+                Attempt(
+                    slot.runtime.agent_id, "error", elapsed_ms, "candidate", failure.error_type, str(error)
+                )
             )
-            if started:
+            last_error = error
+            safe = slot.capability.idempotent or slot.capability.read_only
+            if started or not (failure.transient and may_resend(failure.status, failure.error_type, safe)):
                 _close(dispatcher, record, slot, "error")
-                raise
-            last_error = exc
+                raise error from failure.__cause__
             continue
         elapsed_ms = (time.perf_counter() - began) * 1000.0
         record.attempts.append(Attempt(slot.runtime.agent_id, "ok", elapsed_ms))
@@ -94,18 +107,37 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
     raise NoCandidateError(msg)
 
 
+class _StreamFailedError(Exception):
+    """A stream that failed, with what the retry rules need to know about it."""
+
+    def __init__(self, error: ReachError, status: ResultStatus, error_type: str, transient: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.status = status
+        self.error_type = error_type
+        self.transient = transient
+
+
 async def _chunks(slot: Slot, message: ReachMessage, deadline: float) -> AsyncIterator[JsonValue]:
-    """The agent's chunks under the deadline, with in-flight counted and the outcome recorded."""
+    """The agent's chunks under the deadline, with in-flight counted and the outcome recorded.
+
+    The routed-call context (`current_hop`) is set around each step of the agent's iterator only,
+    so nested calls the agent makes inherit the task, while the caller's code between chunks does
+    not.
+    """
     runtime = slot.runtime
     agent_id = runtime.agent_id
     stream = runtime.agent.astream(message)  # type: ignore[attr-defined]
+    hop = Hop(message.meta_info, agent_id)
     slot.in_flight += 1
     runtime.in_flight += 1
+    runtime.breaker.on_start()
     began = time.perf_counter()
     # None while running; stays None when the caller stops early, which is no fault of the agent.
     success: bool | None = None
     try:
         while True:
+            token = enter_hop(hop)
             try:
                 # The timeout wraps one step only, never a yield, so it cannot fire in the caller.
                 async with asyncio.timeout(max(deadline - time.time(), 0.0)):
@@ -116,15 +148,25 @@ async def _chunks(slot: Slot, message: ReachMessage, deadline: float) -> AsyncIt
             except TimeoutError:
                 success = False
                 msg = f"agent {agent_id} stopped streaming at the deadline"
-                raise ReachTimeoutError(msg) from None
+                raise _StreamFailedError(
+                    ReachTimeoutError(msg), ResultStatus.TIMEOUT, "ReachTimeoutError", transient=True
+                ) from None
             except Exception as exc:
                 success = False
                 msg = f"agent {agent_id} failed while streaming: {type(exc).__name__}: {exc}"
-                raise AgentCallError(msg) from exc
+                transient = isinstance(exc, ConnectionError | AgentBusyError)
+                failure = _StreamFailedError(
+                    AgentCallError(msg), ResultStatus.ERROR, type(exc).__name__, transient
+                )
+                raise failure from exc
+            finally:
+                leave_hop(token)
             yield chunk
     finally:
         slot.in_flight -= 1
         runtime.in_flight -= 1
+        if success is None:
+            runtime.breaker.probing = False
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
