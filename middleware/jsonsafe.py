@@ -18,12 +18,42 @@ class NotJsonSafeError(TypeError):
     """A value has no JSON form; the message names its type and where it sits."""
 
 
+def _plain(value: Any) -> bool:
+    """Whether `value` is JSON data already: exact builtin types all the way down."""
+    kind = type(value)
+    if kind in _EXACT_SCALARS:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    # Plain loops, not all(...): no generator to build, and this runs for every payload.
+    if kind is dict:
+        for key, item in value.items():  # noqa: SIM110
+            if type(key) is not str or not _plain(item):
+                return False
+        return True
+    if kind is list:
+        for item in value:  # noqa: SIM110
+            if not _plain(item):
+                return False
+        return True
+    return False
+
+
 def ensure_json(value: Any, *, where: str = "payload") -> JsonValue:
     """Return `value` as plain JSON data.
 
-    Pydantic models and dataclasses are dumped, tuples and sets become lists; anything else that
-    JSON cannot carry raises `NotJsonSafeError` naming the type and its path.
+    Values that are JSON data already come back as they are (not copied): the common case is
+    checked without building anything. Pydantic models and dataclasses are dumped, tuples and sets
+    become lists, subclasses of builtins become the builtins; anything else that JSON cannot carry
+    raises `NotJsonSafeError` naming the type and its path.
     """
+    if _plain(value):
+        plain: JsonValue = value
+        return plain
+    return _convert(value, where)
+
+
+def _convert(value: Any, where: str) -> JsonValue:
     kind = type(value)
     if kind in _EXACT_SCALARS:
         scalar: JsonValue = value
@@ -47,17 +77,17 @@ def ensure_json(value: Any, *, where: str = "payload") -> JsonValue:
             if not isinstance(key, str):
                 msg = f"{where} has a key of type {type(key).__name__}; JSON object keys are strings"
                 raise NotJsonSafeError(msg)
-            out[key] = ensure_json(item, where=f"{where}.{key}")
+            out[key] = _convert(item, f"{where}.{key}")
         return out
     if isinstance(value, list | tuple | set | frozenset):
-        return [ensure_json(item, where=f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_convert(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, BaseModel):
         dumped: JsonValue = value.model_dump(mode="json")
         return dumped
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return ensure_json(dataclasses.asdict(value), where=where)
+        return _convert(dataclasses.asdict(value), where)
     if isinstance(value, Mapping):
-        return ensure_json(dict(value), where=where)
+        return _convert(dict(value), where)
     msg = (
         f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which has no JSON form; "
         "return str, int, float, bool, None, lists, dicts, a pydantic model or a dataclass"
