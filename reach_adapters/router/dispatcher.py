@@ -484,6 +484,11 @@ class Dispatcher:
         record.path = path
         if result.status is _OK and not broadcast:
             record.chosen = result.agent_id
+        self.record_outcome(record, result)
+        return result
+
+    def record_outcome(self, record: DecisionRecord, result: ReachResult) -> None:
+        """Keep the record for `explain`, write the decision log line, tell the observers."""
         self.decisions.add(record)
         if DECISION_LOGGER.isEnabledFor(logging.INFO):
             log_decision(record, result)
@@ -492,7 +497,6 @@ class Dispatcher:
                 observer.on_reach(record, result)
             except Exception:
                 logger.exception("observer %r failed", observer)
-        return result
 
 
 def _invalid(message: ReachMessage, error: str) -> ReachResult:

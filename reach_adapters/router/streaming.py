@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 from pydantic import JsonValue
 
-from middleware import ReachMessage, ResultStatus, ensure_json
-from middleware.fast import amend
+from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
+from middleware.fast import ZERO_TIMINGS, amend, build_trusted
 from reach_adapters.errors import (
     AgentCallError,
     InvalidMessageError,
@@ -51,8 +51,9 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
     record = dispatcher.record_for(message, strategy)
     plan = await dispatcher.plan(message, record, strategy)
     if plan.problem is not None:
-        dispatcher.decisions.add(record)
-        raise _PROBLEMS.get(plan.problem.status, NoCandidateError)(plan.problem.error)
+        problem = plan.problem
+        _close(dispatcher, record, message, None, problem.status, f"{problem.error_type}: {problem.error}")
+        raise _PROBLEMS.get(problem.status, NoCandidateError)(problem.error)
     deadline = meta.deadline or 0.0
     last_error: ReachError | None = None
     for slot in plan.slots[: dispatcher.policy.max_retries + 1]:
@@ -60,7 +61,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
             result, elapsed_ms = await deliver(slot, message, deadline)
             record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
             if result.ok:
-                _close(dispatcher, record, slot, "ok")
+                _close(dispatcher, record, message, slot, ResultStatus.OK)
                 yield result.payload
                 return
             try:
@@ -71,10 +72,10 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
             if not result.retryable or not may_resend(result.status, result.error_type, safe):
                 break
             continue
-        problem = input_problem(slot, message)
-        if problem is not None:
-            dispatcher.decisions.add(record)
-            raise PayloadValidationError(problem)
+        invalid = input_problem(slot, message)
+        if invalid is not None:
+            _close(dispatcher, record, message, None, ResultStatus.INVALID, invalid)
+            raise PayloadValidationError(invalid)
         started = False
         began = time.perf_counter()
         try:
@@ -92,15 +93,14 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
             last_error = error
             safe = slot.capability.idempotent or slot.capability.read_only
             if started or not (failure.transient and may_resend(failure.status, failure.error_type, safe)):
-                _close(dispatcher, record, slot, "error")
+                _close(dispatcher, record, message, slot, failure.status, str(error))
                 raise error from failure.__cause__
             continue
         elapsed_ms = (time.perf_counter() - began) * 1000.0
         record.attempts.append(Attempt(slot.runtime.agent_id, "ok", elapsed_ms))
-        _close(dispatcher, record, slot, "ok")
+        _close(dispatcher, record, message, slot, ResultStatus.OK)
         return
-    record.status = "error"
-    dispatcher.decisions.add(record)
+    _close(dispatcher, record, message, None, ResultStatus.ERROR, str(last_error) if last_error else None)
     if last_error is not None:
         raise last_error
     msg = f"no candidate could stream {meta.capability!r}"
@@ -176,8 +176,33 @@ async def _chunks(slot: Slot, message: ReachMessage, deadline: float) -> AsyncIt
             slot.waitlist.wake_one()
 
 
-def _close(dispatcher: Dispatcher, record: DecisionRecord, slot: Slot, status: str) -> None:
+def _close(
+    dispatcher: Dispatcher,
+    record: DecisionRecord,
+    message: ReachMessage,
+    slot: Slot | None,
+    status: ResultStatus,
+    error: str | None = None,
+) -> None:
+    """Finish a stream's decision record like any reach: kept, logged, observed."""
+    agent_id = slot.runtime.agent_id if slot is not None else None
     record.status = status
-    record.chosen = slot.runtime.agent_id
-    record.path = "candidate"
-    dispatcher.decisions.add(record)
+    record.path = "candidate" if slot is not None else "none"
+    if status is ResultStatus.OK:
+        record.chosen = agent_id
+    meta = message.meta_info
+    summary = build_trusted(
+        ReachResult,
+        {
+            "status": status,
+            "task_id": meta.task_id,
+            "trace_id": meta.trace_id,
+            "capability": meta.capability,
+            "agent_id": agent_id,
+            "attempts": len(record.attempts),
+            "served_by": record.path,
+            "error": error,
+            "timings": ZERO_TIMINGS,
+        },
+    )
+    dispatcher.record_outcome(record, summary)

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import generate_latest
 
 from middleware import ReachMessage
-from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters import Capability, FunctionAgent, ReachError, Router
 from reach_adapters.observability import JsonFormatter, ReachLogFilter
 from reach_adapters.observability.metrics import ReachMetrics
 from reach_adapters.router import tracing
@@ -151,3 +151,33 @@ async def test_prometheus_metrics() -> None:
     assert 'reach_agent_in_flight{agent_id="svc:work:02"} 0.0' in text
     assert "reach_routing_latency_seconds_count" in text
     assert "reach_agent_idle_rate 1.0" in text
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.reaches: list[tuple[str, str, str | None]] = []
+
+    def on_reach(self, record: Any, result: Any) -> None:
+        self.reaches.append((record.mode, str(result.status), result.agent_id))
+
+
+async def test_streams_are_observed_like_any_reach() -> None:
+    class Streaming:
+        agent_id = "w:gen:01"
+        capabilities = [Capability(name="gen")]
+
+        async def invoke(self, message: ReachMessage) -> Any:
+            raise AssertionError("streams use astream")
+
+        async def astream(self, message: ReachMessage) -> Any:
+            yield "a"
+            yield "b"
+
+    router = Router()
+    seen = Seen()
+    router.add_observer(seen)
+    router.register(Streaming())
+    assert [chunk async for chunk in router.stream("gen", {})] == ["a", "b"]
+    with pytest.raises(ReachError):
+        [chunk async for chunk in router.stream("nothing", {})]
+    assert seen.reaches == [("unicast", "ok", "w:gen:01"), ("unicast", "no_candidate", None)]
