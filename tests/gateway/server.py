@@ -10,7 +10,8 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from tests.mcp_adapter.servers.growing import add_grow_tool
 
 server = MCPServer("probe")
 
@@ -34,20 +35,7 @@ def seen(ctx: Context) -> dict[str, Any]:
     return {key: value for key, value in meta.items() if key.startswith("agent-reach/")}
 
 
-@server.tool()
-async def grow(name: str, ctx: Context) -> str:
-    """Add a tool called `name` and tell the client the tool list changed."""
-
-    def extra() -> str:
-        return name
-
-    server.add_tool(extra, name=name, description=f"added at run time: {name}")
-    session = ctx.request_context.session
-    if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        await ctx.notify_tools_changed()
-    else:
-        await session.send_tool_list_changed()
-    return name
+add_grow_tool(server)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from tests.mcp_adapter.servers.growing import add_grow_tool
 
 server = MCPServer("calc")
 _served = [0]
@@ -100,20 +101,7 @@ async def slow(seconds: float) -> str:
     return "done"
 
 
-@server.tool()
-async def grow(name: str, ctx: Context) -> str:
-    """Add a tool called `name` and tell the client the tool list changed."""
-
-    def extra() -> str:
-        return name
-
-    server.add_tool(extra, name=name, description=f"added at run time: {name}")
-    session = ctx.request_context.session
-    if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        await ctx.notify_tools_changed()
-    else:
-        await session.send_tool_list_changed()
-    return name
+add_grow_tool(server)
 
 
 def main() -> None:
