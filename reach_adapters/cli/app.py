@@ -215,6 +215,10 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _with_options(args: argparse.Namespace) -> int:
+    clash = sorted({key for key, _ in args.options} & {"capability", "agent_id", "payload"})
+    if clash:
+        msg = f"--option cannot set {clash}: give the capability or agent id and the payload as arguments"
+        raise UsageError(msg)
     args.options = {key: _json_or_text(value) for key, value in args.options}
     return run_call(args)
 

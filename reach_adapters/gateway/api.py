@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -29,6 +30,20 @@ _NO_METRICS = (
 
 B = TypeVar("B", bound=BaseModel)
 
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+# Named by the request itself, so never an option.
+_RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload"})
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+def _no_reserved(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    clash = sorted(_RESERVED_OPTIONS & set(options))
+    if clash:
+        msg = f"options may not set {clash}: give them as the request's own fields"
+        raise ValueError(msg)
+    return options
+
 
 class RouteRequest(BaseModel):
     """``POST /api/route``: deliver to the best agent declaring `capability`."""
@@ -41,6 +56,8 @@ class RouteRequest(BaseModel):
         default_factory=dict, description="MetaInfo fields (timeout_ms, priority, ...), fallback, strategy."
     )
 
+    _options = field_validator("options")(_no_reserved)
+
 
 class SendRequest(BaseModel):
     """``POST /api/send``: deliver to the agent `agent_id`, bypassing selection."""
@@ -51,12 +68,17 @@ class SendRequest(BaseModel):
     payload: JsonValue = None
     options: dict[str, JsonValue] = Field(default_factory=dict)
 
+    _options = field_validator("options")(_no_reserved)
+
 
 class GatewayAPI:
     """Starlette routes over a `Gateway`; mount them beside the MCP endpoint."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, *, loopback_only: bool = False) -> None:
+        """`loopback_only`: the server listens on a loopback address, so only loopback Host
+        names are answered (no DNS rebinding from a web page)."""
         self.gateway = gateway
+        self.loopback_only = loopback_only
         try:
             from reach_adapters.gateway.metrics import GatewayMetrics
         except ImportError:
@@ -65,15 +87,23 @@ class GatewayAPI:
             self.metrics = GatewayMetrics(gateway)
 
     def routes(self) -> list[Route]:
+        guard = self._guarded
         return [
-            Route(f"{API_PREFIX}/health", self.health, methods=["GET"]),
-            Route(f"{API_PREFIX}/catalog", self.catalog, methods=["GET"]),
-            Route(f"{API_PREFIX}/route", self.route, methods=["POST"]),
-            Route(f"{API_PREFIX}/send", self.send, methods=["POST"]),
-            Route(f"{API_PREFIX}/explain/{{task_id}}", self.explain, methods=["GET"]),
-            Route(f"{API_PREFIX}/decisions", self.decisions, methods=["GET"]),
-            Route("/metrics", self.prometheus, methods=["GET"]),
+            Route(f"{API_PREFIX}/health", guard(self.health), methods=["GET"]),
+            Route(f"{API_PREFIX}/catalog", guard(self.catalog), methods=["GET"]),
+            Route(f"{API_PREFIX}/route", guard(self.route), methods=["POST"]),
+            Route(f"{API_PREFIX}/send", guard(self.send), methods=["POST"]),
+            Route(f"{API_PREFIX}/explain/{{task_id}}", guard(self.explain), methods=["GET"]),
+            Route(f"{API_PREFIX}/decisions", guard(self.decisions), methods=["GET"]),
+            Route("/metrics", guard(self.prometheus), methods=["GET"]),
         ]
+
+    def _guarded(self, handler: Handler) -> Handler:
+        async def guarded(request: Request) -> Response:
+            refused = foreign(request, self.loopback_only)
+            return refused if refused is not None else await handler(request)
+
+        return guarded
 
     async def health(self, request: Request) -> Response:
         return JSONResponse(self.gateway.status().model_dump(mode="json"))
@@ -109,7 +139,7 @@ class GatewayAPI:
 
     async def decisions(self, request: Request) -> Response:
         raw = request.query_params.get("limit", "20")
-        if not raw.isdigit() or not 1 <= int(raw) <= _MAX_DECISIONS:
+        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= _MAX_DECISIONS:
             problem = (
                 f"query parameter 'limit' must be a whole number from 1 to {_MAX_DECISIONS}, got {raw!r}"
             )
@@ -123,7 +153,30 @@ class GatewayAPI:
         return Response(self.metrics.render(), media_type=self.metrics.content_type)
 
 
+def foreign(request: Request, loopback_only: bool) -> Response | None:
+    """Refuse what a web page could send: another site's Origin, or a rebound Host name.
+
+    The API has no authentication; served on a loopback address it must answer local programs
+    only, not pages in the developer's browser.
+    """
+    host = request.headers.get("host", "")
+    if loopback_only and host.rsplit(":", 1)[0] not in _LOOPBACK_HOSTS:
+        problem = f"Host {host!r} is not this server's loopback address; call it as 127.0.0.1 or localhost"
+        return _error(421, InvalidMessageError(problem))
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != host:
+        problem = f"cross-site requests are refused (Origin {origin!r}); call the API from a program"
+        return _error(403, InvalidMessageError(problem))
+    return None
+
+
 async def _body(request: Request, model: type[B]) -> B | Response:
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        problem = (
+            f"send the request body as JSON with 'Content-Type: application/json', got {media or 'none'!r}"
+        )
+        return _error(415, InvalidMessageError(problem))
     raw = await request.body()
     try:
         return model.model_validate_json(raw)

@@ -193,10 +193,13 @@ class Gateway:
         policy_changed = new.policy != old.policy
         if policy_changed:
             self.router.update_policy(new.policy)
+        # New agents serve at once; a changed one can only take over once its old self is gone.
+        fresh = {agent.agent_id: agent for agent in built}
+        for agent_id in added:
+            self._register(fresh[agent_id])
         await asyncio.gather(*(self._retire(agent_id) for agent_id in removed + changed))
-        for agent in built:
-            self.router.register(agent)
-            self._agents[agent.agent_id] = agent
+        for agent_id in changed:
+            self._register(fresh[agent_id])
         self.config = new
         self.generation += 1
         self.reloads_applied += 1
@@ -210,10 +213,14 @@ class Gateway:
             removed or "none",
         )
 
+    def _register(self, agent: Agent) -> None:
+        self.router.register(agent)
+        self._agents[agent.agent_id] = agent
+
     async def _retire(self, agent_id: str) -> None:
-        """Drain the agent's calls, then close what it holds open."""
-        await self.router.deregister(agent_id, drain_timeout=self._drain_timeout_s)
-        await close_agents([self._agents.pop(agent_id)])
+        """Drain the agent's calls; it is closed once the last of them is done."""
+        self._agents.pop(agent_id, None)
+        await self.router.deregister(agent_id, drain_timeout=self._drain_timeout_s, close=True)
 
     # -- closing -----------------------------------------------------------------------------
 

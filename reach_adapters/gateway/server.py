@@ -73,7 +73,7 @@ async def serve_http(
         path=MCP_PATH,
         name=name,
         sock=sock,
-        routes=GatewayAPI(gateway).routes(),
+        routes=GatewayAPI(gateway, loopback_only=sock.getsockname()[0] in ("127.0.0.1", "::1")).routes(),
         shutdown_timeout_s=shutdown_timeout_s,
     )
     return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH))

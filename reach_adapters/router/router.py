@@ -67,6 +67,7 @@ class Router:
         self._portal = Portal()
         self._listeners: list[Callable[[], None]] = []
         self._probing_wanted = False
+        self._closing: set[asyncio.Task[None]] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
 
     # -- registration ------------------------------------------------------------------------
@@ -96,11 +97,13 @@ class Router:
         )
         self._changed()
 
-    async def deregister(self, agent_id: str, *, drain_timeout: float = 30.0) -> None:
+    async def deregister(self, agent_id: str, *, drain_timeout: float = 30.0, close: bool = False) -> None:
         """Remove an agent gracefully: no new work at once, in-flight calls finish first.
 
         After `drain_timeout` seconds the agent is removed even if calls are still running; they
-        run to completion and their results still reach their callers.
+        run to completion and their results still reach their callers. With ``close=True`` the
+        agent's ``aclose()`` is called too, but only once those calls are done (in the background,
+        for at most its longest capability timeout), so closing never cuts a call off.
         """
         runtime = self._registry.get(agent_id)
         if runtime is None:
@@ -115,6 +118,13 @@ class Router:
         self._registry.remove(agent_id)
         logger.info("deregistered agent %s", agent_id)
         self._changed()
+        if close:
+            if runtime.in_flight:
+                closing = asyncio.get_running_loop().create_task(_close_when_idle(runtime))
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+            else:
+                await _close(runtime)
 
     def catalog(self) -> list[AgentInfo]:
         """Every registered agent with its state, load, breaker and declarations."""
@@ -182,13 +192,10 @@ class Router:
     async def aclose(self) -> None:
         """Stop background work and close every agent that has ``aclose()``."""
         await self._health.aclose()
+        if self._closing:
+            await asyncio.gather(*self._closing)
         for runtime in self._registry:
-            aclose = getattr(runtime.agent, "aclose", None)
-            if callable(aclose):
-                try:
-                    await aclose()
-                except Exception:
-                    logger.exception("closing agent %s failed", runtime.agent_id)
+            await _close(runtime)
 
     def close(self) -> None:
         """Synchronous `aclose`; also stops the thread that served sync calls, if one started."""
@@ -316,3 +323,20 @@ class Router:
             return
         self._registry.set_capabilities(runtime, capabilities)
         self._changed()
+
+
+async def _close(runtime: AgentRuntime) -> None:
+    aclose = getattr(runtime.agent, "aclose", None)
+    if callable(aclose):
+        try:
+            await aclose()
+        except Exception:
+            logger.exception("closing agent %s failed", runtime.agent_id)
+
+
+async def _close_when_idle(runtime: AgentRuntime) -> None:
+    limit_s = max((slot.capability.timeout_ms for slot in runtime.slots), default=30_000) / 1000.0
+    end = time.monotonic() + limit_s
+    while runtime.in_flight and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    await _close(runtime)

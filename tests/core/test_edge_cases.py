@@ -208,3 +208,30 @@ async def test_streams_do_not_resend_non_idempotent_work_that_may_have_started()
     with pytest.raises(ReachError, match="crashed mid-way"):
         [chunk async for chunk in router.stream("gen", {"n": 1})]
     assert first.started + second.started == 1
+
+
+async def test_a_deregistered_agent_is_closed_only_after_its_last_call() -> None:
+    release = asyncio.Event()
+    closed: list[bool] = []
+
+    class Held:
+        agent_id = "x:held:01"
+        capabilities = [Capability(name="job", timeout_ms=5000)]
+
+        async def invoke(self, message: ReachMessage) -> Any:
+            await release.wait()
+            return ok_result(message, self.agent_id, "finished" if not closed else "cut off")
+
+        async def aclose(self) -> None:
+            closed.append(True)
+
+    router = Router()
+    router.register(Held())
+    running = asyncio.create_task(router.send("x:held:01", {}))
+    await asyncio.sleep(0.02)
+    await router.deregister("x:held:01", drain_timeout=0.05, close=True)
+    assert closed == []
+    release.set()
+    assert (await running).payload == "finished"
+    await router.aclose()
+    assert closed == [True]

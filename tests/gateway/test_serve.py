@@ -162,7 +162,7 @@ async def test_a_task_keeps_its_ids_from_the_mcp_client_to_the_mcp_server_behind
 async def test_bad_requests_are_4xx_with_what_to_fix(serve: Serve, config_dir: Path) -> None:
     write(config_dir, "util:echo:01.yaml", ECHO)
     server = serve(config_dir, "--log-json")
-    not_json = server.api("POST", "/route", content=b"{nope")
+    not_json = server.api("POST", "/route", content=b"{nope", headers={"Content-Type": "application/json"})
     assert not_json.status_code == 400
     assert "not JSON" in not_json.json()["error"]
     unknown_key = server.api("POST", "/route", json={"capability": "echo", "colour": "red"})

@@ -1,0 +1,52 @@
+"""The HTTP API answers programs, not web pages: content type, Origin and Host are checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from reach_adapters.gateway import Gateway
+from reach_adapters.gateway.api import GatewayAPI
+from tests.gateway.conftest import ECHO, write
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def test_api_refuses_cross_site_and_rebound_requests(config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    async with await Gateway.start(config_dir) as gateway:
+        app = Starlette(routes=GatewayAPI(gateway, loopback_only=True).routes())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+            body = {"capability": "echo", "payload": {"text": "hi"}}
+            ok = await client.post("/api/route", json=body)
+            assert ok.status_code == 200
+            assert ok.json()["status"] == "ok"
+            # A page's "simple" request: no preflight, so the server itself must refuse it.
+            plain = await client.post(
+                "/api/route", content=b'{"capability": "echo"}', headers={"Content-Type": "text/plain"}
+            )
+            assert plain.status_code == 415
+            cross = await client.post("/api/route", json=body, headers={"Origin": "https://evil.example"})
+            assert cross.status_code == 403
+            assert "cross-site" in cross.json()["error"]
+            rebound = await client.get("/api/catalog", headers={"Host": "evil.example:8000"})
+            assert rebound.status_code == 421
+            same_site = await client.get("/api/catalog", headers={"Origin": "http://127.0.0.1:8000"})
+            assert same_site.status_code == 200
+
+
+async def test_api_rejects_options_that_clash_with_the_request(config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    async with await Gateway.start(config_dir) as gateway:
+        app = Starlette(routes=GatewayAPI(gateway).routes())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            clash = await client.post("/api/route", json={"capability": "echo", "options": {"payload": 1}})
+            assert clash.status_code == 400
+            assert "options may not set ['payload']" in clash.json()["error"]
+            odd = await client.get("/api/decisions", params={"limit": "²"})
+            assert odd.status_code == 400
