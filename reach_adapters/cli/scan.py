@@ -104,11 +104,22 @@ def _declaration(capability: Capability, with_schemas: bool) -> dict[str, Any]:
     return {field: dumped[field] for field in fields if field in dumped}
 
 
+# Programs that run the server named by their first argument: name the server after that.
+_LAUNCHERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|deno|bun|npx|uvx?|pipx)$")
+
+
 def default_name(command: Sequence[str], url: str | None) -> str:
-    """A server name from what starts it: the module after ``-m``, else the program (or the URL's
-    host), without an ``mcp-server-`` prefix, in the characters an agent id allows."""
+    """A server name from what starts it: the module after ``-m``, else the script an interpreter
+    runs, else the program (or the URL's host), without an ``mcp-server-`` prefix, in the
+    characters an agent id allows."""
     if command:
-        source = command[command.index("-m") + 1] if "-m" in command[:-1] else Path(command[0]).stem
+        if "-m" in command[:-1]:
+            source = command[command.index("-m") + 1]
+        else:
+            program = Path(command[0]).stem
+            script = next((arg for arg in command[1:] if not arg.startswith("-")), None)
+            launcher = _LAUNCHERS.match(program) is not None
+            source = Path(script).stem if launcher and script else program
         source = source.rsplit(".", 1)[-1]
     else:
         source = re.sub(r"^https?://", "", url or "").split("/")[0].split(":")[0]

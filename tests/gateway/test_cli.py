@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from reach_adapters.cli import main
+from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
 from tests.gateway.conftest import ECHO, PROBE_SERVER, SHOUT, ReachServer, run_reach, write
 
@@ -194,3 +195,18 @@ def test_schema_prints_the_shipped_schema() -> None:
     done = run_reach("schema", "policy")
     assert done.returncode == 0
     assert done.stdout == schema_text("policy")
+
+
+@pytest.mark.parametrize(
+    ("command", "url", "name"),
+    [
+        (["python", "-m", "mcp_server_time"], None, "time"),
+        (["python", "/srv/tools/slowmcp.py"], None, "slowmcp"),
+        (["python3.11", "-u", "billing_server.py"], None, "billing_server"),
+        (["npx", "-y", "@modelcontextprotocol/server-everything"], None, "everything"),
+        (["/usr/local/bin/mcp-server-fetch"], None, "fetch"),
+        ([], "http://127.0.0.1:9000/mcp", "127.0.0.1"),
+    ],
+)
+def test_scan_names_the_server_not_its_interpreter(command: list[str], url: str | None, name: str) -> None:
+    assert default_name(command, url) == name
