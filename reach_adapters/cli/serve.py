@@ -55,6 +55,12 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
         if sock is not None:
             sock.close()
         raise
+    if stop.is_set():
+        # Stopped while the agents were being built: close them, never announce readiness.
+        if sock is not None:
+            sock.close()
+        await gateway.aclose()
+        return EXIT_OK
     loop = asyncio.get_running_loop()
     endpoint: GatewayEndpoint | None = None
     waits: set[asyncio.Task[object]] = {loop.create_task(stop.wait(), name="reach stop")}
