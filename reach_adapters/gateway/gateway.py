@@ -59,9 +59,10 @@ class Gateway:
     """Owns a `Router` built from a config directory and keeps it in line with the directory.
 
     A change is validated as a whole first; only a valid one is applied, as a diff: a changed
-    policy through `Router.update_policy`, removed and changed agents drained and closed, new and
-    changed agents built and registered. An invalid change is logged with file, line and field,
-    and the config in force stays. `generation` counts the configs applied, starting at 1.
+    policy through `Router.update_policy`, new agents registered, changed ones swapped in with
+    `Router.replace` (running calls finish on the old one), removed ones drained; old agents are
+    closed after their last call. An invalid change is logged with file, line and field, and the
+    config in force stays. `generation` counts the configs applied, starting at 1.
     """
 
     def __init__(
@@ -193,13 +194,15 @@ class Gateway:
         policy_changed = new.policy != old.policy
         if policy_changed:
             self.router.update_policy(new.policy)
-        # New agents serve at once; a changed one can only take over once its old self is gone.
+        # New and changed agents serve at once; calls running on a changed agent's old self
+        # finish there, and removed agents drain, before either is closed.
         fresh = {agent.agent_id: agent for agent in built}
         for agent_id in added:
             self._register(fresh[agent_id])
-        await asyncio.gather(*(self._retire(agent_id) for agent_id in removed + changed))
         for agent_id in changed:
-            self._register(fresh[agent_id])
+            await self.router.replace(fresh[agent_id])
+            self._agents[agent_id] = fresh[agent_id]
+        await asyncio.gather(*(self._retire(agent_id) for agent_id in removed))
         self.config = new
         self.generation += 1
         self.reloads_applied += 1

@@ -96,6 +96,13 @@ class Registry:
                     self._waitlists.pop(name, None)
         self._cache.clear()
 
+    def restore(self, runtime: AgentRuntime) -> None:
+        """Put a removed runtime back with its own slots, whose in-flight counts are still live."""
+        self._agents[runtime.agent_id] = runtime
+        for slot in runtime.slots:
+            self._slots.setdefault(slot.capability.name, []).append(slot)
+        self._cache.clear()
+
     def remove(self, agent_id: str) -> AgentRuntime | None:
         runtime = self._agents.pop(agent_id, None)
         if runtime is not None:

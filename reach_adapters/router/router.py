@@ -126,6 +126,30 @@ class Router:
             else:
                 await _close(runtime)
 
+    async def replace(self, agent: Agent, *, close: bool = True) -> None:
+        """Swap the registered agent with `agent`'s id for `agent`, with no gap in service.
+
+        New calls go to the new agent at once; calls already running on the old one finish there,
+        and the old agent is closed (``close=True``) once they are done. If the new agent's
+        declaration is invalid, the old one stays registered and the error is raised.
+        """
+        agent_id = getattr(agent, "agent_id", None)
+        old = self._registry.get(agent_id) if isinstance(agent_id, str) else None
+        if old is None:
+            msg = f"agent {agent_id} is not registered, so there is nothing to replace; use register()"
+            raise UnknownAgentError(msg)
+        self._registry.remove(old.agent_id)
+        try:
+            self.register(agent)
+        except BaseException:
+            self._registry.restore(old)
+            raise
+        logger.info("replaced agent %s (%d calls finish on the old one)", old.agent_id, old.in_flight)
+        if close:
+            closing = asyncio.get_running_loop().create_task(_close_when_idle(old))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
     def catalog(self) -> list[AgentInfo]:
         """Every registered agent with its state, load, breaker and declarations."""
         return [agent_info(runtime) for runtime in self._registry]

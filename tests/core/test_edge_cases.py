@@ -14,6 +14,7 @@ from reach_adapters import (
     AgentState,
     Capability,
     FunctionAgent,
+    InvalidDeclarationError,
     PayloadValidationError,
     ReachError,
     Router,
@@ -235,3 +236,39 @@ async def test_a_deregistered_agent_is_closed_only_after_its_last_call() -> None
     assert (await running).payload == "finished"
     await router.aclose()
     assert closed == [True]
+
+
+async def test_replace_serves_new_calls_at_once_and_lets_old_ones_finish() -> None:
+    release = asyncio.Event()
+    closed: list[str] = []
+
+    class Version:
+        def __init__(self, tag: str, *, hold: bool, declares: bool = True) -> None:
+            self.tag = tag
+            self.hold = hold
+            self.agent_id = "svc:api:01"
+            self.capabilities = [Capability(name="job", timeout_ms=5000)] if declares else []
+
+        async def invoke(self, message: ReachMessage) -> Any:
+            if self.hold:
+                await release.wait()
+            return ok_result(message, self.agent_id, self.tag)
+
+        async def aclose(self) -> None:
+            closed.append(self.tag)
+
+    router = Router()
+    router.register(Version("v1", hold=True))
+    running = asyncio.create_task(router.route("job", {}))
+    await asyncio.sleep(0.02)
+    await router.replace(Version("v2", hold=False))
+    assert (await router.route("job", {})).payload == "v2"
+    assert closed == []
+    release.set()
+    assert (await running).payload == "v1"
+    broken = Version("v3", hold=False, declares=False)
+    with pytest.raises(InvalidDeclarationError, match="declares no capabilities"):
+        await router.replace(broken)
+    assert (await router.route("job", {})).payload == "v2"
+    await router.aclose()
+    assert closed == ["v1", "v2"]
