@@ -115,10 +115,6 @@ class Registry:
     def capability_names(self) -> list[str]:
         return sorted(self._slots)
 
-    def slots_of(self, agent_id: str) -> list[Slot]:
-        runtime = self._agents.get(agent_id)
-        return [] if runtime is None else list(runtime.slots)
-
     def candidates(self, name: str, version: str | None, namespace: str | None) -> tuple[Slot, ...]:
         key = (name, version, namespace)
         cached = self._cache.get(key)

@@ -19,6 +19,15 @@ def echo_agent(agent_id: str, capability: str = "echo", **cap: Any) -> FunctionA
     return FunctionAgent(echo, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])
 
 
+def failing_agent(agent_id: str, exc: BaseException, capability: str = "work", **cap: Any) -> FunctionAgent:
+    """An agent whose every call raises `exc`."""
+
+    async def fail(payload: Any) -> Any:
+        raise exc
+
+    return FunctionAgent(fail, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])
+
+
 class Gate:
     """An agent whose calls block until released; counts how many run at once."""
 

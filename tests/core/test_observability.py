@@ -19,7 +19,7 @@ from reach_adapters import Capability, FunctionAgent, ReachError, Router
 from reach_adapters.observability import JsonFormatter, ReachLogFilter
 from reach_adapters.observability.metrics import ReachMetrics
 from reach_adapters.router import tracing
-from tests.core.conftest import FAST, echo_agent
+from tests.core.conftest import FAST, echo_agent, failing_agent
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -47,13 +47,8 @@ def captured() -> Iterator[Capture]:
 
 
 async def test_one_decision_record_per_reach(captured: Capture) -> None:
-    async def fail(payload: Any) -> Any:
-        raise ConnectionError("down")
-
     router = Router(FAST)
-    router.register(
-        FunctionAgent(fail, agent_id="svc:work:01", capabilities=[Capability(name="w", weight=100)])
-    )
+    router.register(failing_agent("svc:work:01", ConnectionError("down"), capability="w", weight=100))
     router.register(echo_agent("svc:work:02", capability="w", weight=1))
     retried = await router.route("w", {})
     plain = await router.send("svc:work:02", {})
@@ -103,13 +98,8 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
 
 
 async def test_spans_for_dispatch_selection_and_each_attempt(spans: InMemorySpanExporter) -> None:
-    async def fail(payload: Any) -> Any:
-        raise ConnectionError("down")
-
     router = Router(FAST)
-    router.register(
-        FunctionAgent(fail, agent_id="svc:work:01", capabilities=[Capability(name="w", weight=100)])
-    )
+    router.register(failing_agent("svc:work:01", ConnectionError("down"), capability="w", weight=100))
     router.register(echo_agent("svc:work:02", capability="w", weight=1))
     result = await router.route("w", {})
     finished = {s.name: s for s in spans.get_finished_spans()}
@@ -131,14 +121,9 @@ def test_without_a_provider_no_tracer_is_used() -> None:
 
 
 async def test_prometheus_metrics() -> None:
-    async def fail(payload: Any) -> Any:
-        raise ConnectionError("down")
-
     router = Router(FAST)
     metrics = ReachMetrics(router)
-    router.register(
-        FunctionAgent(fail, agent_id="svc:work:01", capabilities=[Capability(name="w", weight=100)])
-    )
+    router.register(failing_agent("svc:work:01", ConnectionError("down"), capability="w", weight=100))
     router.register(echo_agent("svc:work:02", capability="w", weight=1))
     await router.route("w", {})
     await router.route("w", {})

@@ -22,16 +22,9 @@ from reach_adapters import (
     RoutingPolicy,
     raise_for_status,
 )
-from tests.core.conftest import FAST, Gate, echo_agent
+from tests.core.conftest import FAST, Gate, echo_agent, failing_agent
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def failing_agent(agent_id: str, exc: BaseException, capability: str = "work", **cap: Any) -> FunctionAgent:
-    async def fail(payload: Any) -> Any:
-        raise exc
-
-    return FunctionAgent(fail, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])
 
 
 # -- deadlines -------------------------------------------------------------------------------
