@@ -1,8 +1,14 @@
 """A routed call to a `RunnableLambda` against its direct `ainvoke`, measured in the same run.
 
 Target (issue 3): routed / direct ≤ 1.2× at p50. Also shown, to say where the time goes: the
-adapter alone (`LangChainAgent.invoke`, no router) and the same call through the reach tool a
-LangChain agent would use.
+adapter alone (`LangChainAgent.invoke`, no router), the same call through the reach tool a
+LangChain agent would use, and the same comparison for an LCEL chain (prompt | chat model |
+parser, the model a fake one so nothing waits on a network).
+
+The last line measures how much slower a direct `ainvoke` runs right after a routed call to a
+no-op agent than on its own: LangChain's call is long enough that any Python code run between
+two of them costs it time (the interpreter's caches and branch history are no longer warm for
+it), which a benchmark of back-to-back direct calls never pays.
 
 Run: ``python -m benchmarks.bench_langchain [--calls N]``.
 """
@@ -11,14 +17,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 
 from benchmarks.stats import measure, summary
 from middleware import MetaInfo, ReachMessage
-from reach_adapters import Router
+from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
 
 TARGET = 1.2
@@ -30,19 +41,39 @@ async def lookup(order: dict[str, Any]) -> dict[str, Any]:
     return {"order_id": order["order_id"], "status": "shipped"}
 
 
+async def noop(payload: Any) -> None:
+    return None
+
+
 async def run(calls: int) -> dict[str, tuple[float, float]]:
     runnable = RunnableLambda(lookup)
     agent = LangChainAgent(runnable, agent_id="shop:lookup:01")
+    chain = (
+        ChatPromptTemplate.from_messages([("human", "Summarise order {order_id}")])
+        | GenericFakeChatModel(messages=itertools.repeat(AIMessage("Order A-1 has shipped.")))
+        | StrOutputParser()
+    )
     router = Router()
     router.register(agent)
+    router.register(LangChainAgent(chain, agent_id="shop:summary:01"))
+    router.register(FunctionAgent(noop, agent_id="bench:noop:01", capabilities=[Capability(name="noop")]))
     (tool,) = [t for t in ReachToolkit(router).get_tools() if t.name == "lookup"]
     payload = {"order_id": "A-1"}
     message = ReachMessage(raw_payload=payload, meta_info=MetaInfo(capability="lookup"))
+
+    async def route_then_direct() -> Any:
+        await router.route("noop", None)
+        return await runnable.ainvoke(payload)
+
     cases: dict[str, Callable[[], Awaitable[Any]]] = {
         "direct ainvoke": lambda: runnable.ainvoke(payload),
         "adapter alone": lambda: agent.invoke(message),
         "router.route": lambda: router.route("lookup", payload),
         "reach tool ainvoke": lambda: tool.ainvoke(payload),
+        "chain ainvoke": lambda: chain.ainvoke(payload),
+        "chain routed": lambda: router.route("summary", payload),
+        "route(noop)": lambda: router.route("noop", None),
+        "route(noop)+direct": route_then_direct,
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
     # Interleaved rounds, so drift of the machine affects every case alike.
@@ -68,6 +99,13 @@ def main() -> None:
     print(
         f"router.route / direct at p50 = {ratio:.2f}× ({verdict} the ≤ {TARGET}× target); "
         f"adds {routed - base_p50:.1f} µs: adapter {adapter - base_p50:.1f}, router {routed - adapter:.1f}"
+    )
+    chain_ratio = figures["chain routed"][0] / figures["chain ainvoke"][0]
+    print(f"LCEL chain: routed / direct at p50 = {chain_ratio:.2f}×")
+    interference = figures["route(noop)+direct"][0] - figures["route(noop)"][0] - base_p50
+    print(
+        f"a direct ainvoke right after a routed no-op call runs {interference:.1f} µs slower "
+        "than back to back with itself"
     )
 
 
