@@ -183,6 +183,8 @@ class Gateway:
 
     async def _apply(self, new: GatewayConfig) -> None:
         old = self.config
+        # Code may register or deregister agents on `router` too; the diff must not trip on them.
+        present = {info.agent_id for info in self.router.catalog()}
         removed = [agent_id for agent_id in old.agents if agent_id not in new.agents]
         added = [agent_id for agent_id in new.agents if agent_id not in old.agents]
         changed = [
@@ -190,19 +192,34 @@ class Gateway:
             for agent_id, spec in new.agents.items()
             if agent_id in old.agents and not spec.same_as(old.agents[agent_id])
         ]
-        built = await build_agents([new.agents[agent_id] for agent_id in added + changed], new.directory)
-        policy_changed = new.policy != old.policy
-        if policy_changed:
-            self.router.update_policy(new.policy)
-        # New and changed agents serve at once; calls running on a changed agent's old self
-        # finish there, and removed agents drain, before either is closed.
-        fresh = {agent.agent_id: agent for agent in built}
         for agent_id in added:
-            self._register(fresh[agent_id])
-        for agent_id in changed:
-            await self.router.replace(fresh[agent_id])
-            self._agents[agent_id] = fresh[agent_id]
-        await asyncio.gather(*(self._retire(agent_id) for agent_id in removed))
+            if agent_id in present:
+                problem = (
+                    f"agent {agent_id} is already registered with the router, not from this "
+                    "directory; deregister it in code or pick another instance id"
+                )
+                raise new.agents[agent_id].error(("agent_id",), problem)
+        built = await build_agents([new.agents[agent_id] for agent_id in added + changed], new.directory)
+        fresh = {agent.agent_id: agent for agent in built}
+        policy_changed = new.policy != old.policy
+        try:
+            if policy_changed:
+                self.router.update_policy(new.policy)
+            # New and changed agents serve at once; calls running on a changed agent's old self
+            # finish there, and removed agents drain, before either is closed.
+            for agent_id in added:
+                self._register(fresh.pop(agent_id))
+            for agent_id in changed:
+                agent = fresh.pop(agent_id)
+                if agent_id in present:
+                    await self.router.replace(agent)
+                    self._agents[agent_id] = agent
+                else:
+                    self._register(agent)
+        except BaseException:
+            await close_agents(list(fresh.values()))
+            raise
+        await asyncio.gather(*(self._retire(agent_id, agent_id in present) for agent_id in removed))
         self.config = new
         self.generation += 1
         self.reloads_applied += 1
@@ -220,10 +237,13 @@ class Gateway:
         self.router.register(agent)
         self._agents[agent.agent_id] = agent
 
-    async def _retire(self, agent_id: str) -> None:
+    async def _retire(self, agent_id: str, registered: bool) -> None:
         """Drain the agent's calls; it is closed once the last of them is done."""
-        self._agents.pop(agent_id, None)
-        await self.router.deregister(agent_id, drain_timeout=self._drain_timeout_s, close=True)
+        agent = self._agents.pop(agent_id, None)
+        if registered:
+            await self.router.deregister(agent_id, drain_timeout=self._drain_timeout_s, close=True)
+        elif agent is not None:
+            await close_agents([agent])
 
     # -- closing -----------------------------------------------------------------------------
 
