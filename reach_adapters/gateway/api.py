@@ -106,7 +106,8 @@ class GatewayAPI:
         return guarded
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse(self.gateway.status().model_dump(mode="json"))
+        status = self.gateway.status()
+        return JSONResponse(status.model_dump(mode="json"), 503 if status.status == "unavailable" else 200)
 
     async def catalog(self, request: Request) -> Response:
         return JSONResponse([info.model_dump(mode="json") for info in self.gateway.router.catalog()])

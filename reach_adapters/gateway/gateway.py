@@ -8,6 +8,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -41,9 +42,15 @@ _UNKNOWN = object()
 
 
 class GatewayStatus(BaseModel):
-    """What ``GET /api/health`` answers: the config in force and how reloads went."""
+    """What ``GET /api/health`` answers: whether calls can be served, the config in force and how
+    reloads went.
 
-    status: str = "ok"
+    ``status`` is ``ok`` when every registered agent takes calls, ``degraded`` when some do not
+    (offline or draining), ``unavailable`` when none does or none is registered; the API answers
+    the last with HTTP 503, so a load balancer's readiness check needs no parsing.
+    """
+
+    status: Literal["ok", "degraded", "unavailable"]
     config_dir: str
     generation: int
     agents: int
@@ -106,11 +113,13 @@ class Gateway:
 
     def status(self) -> GatewayStatus:
         catalog = self.router.catalog()
+        usable = sum(info.state not in _UNUSABLE for info in catalog)
         return GatewayStatus(
+            status="unavailable" if usable == 0 else "ok" if usable == len(catalog) else "degraded",
             config_dir=str(self.config.directory),
             generation=self.generation,
             agents=len(catalog),
-            usable_agents=sum(info.state not in _UNUSABLE for info in catalog),
+            usable_agents=usable,
             capabilities=len(self.router.reachable()),
             reloads_applied=self.reloads_applied,
             reloads_rejected=self.reloads_rejected,

@@ -8,6 +8,8 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from middleware import ReachMessage, ReachResult, ResultStatus
+from reach_adapters import Capability
 from reach_adapters.gateway import Gateway
 from reach_adapters.gateway.api import GatewayAPI
 from tests.gateway.conftest import ECHO, write
@@ -50,3 +52,42 @@ async def test_api_rejects_options_that_clash_with_the_request(config_dir: Path)
             assert "options may not set ['payload']" in clash.json()["error"]
             odd = await client.get("/api/decisions", params={"limit": "²"})
             assert odd.status_code == 400
+
+
+class Probed:
+    """An agent whose health probe answers what the test says."""
+
+    agent_id = "util:probed:01"
+    capabilities = [Capability(name="probed")]
+
+    def __init__(self) -> None:
+        self.up = True
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        return ReachResult(status=ResultStatus.OK, task_id=message.meta_info.task_id, payload=None)
+
+    async def probe(self) -> bool:
+        return self.up
+
+
+async def test_health_says_whether_calls_can_be_served(config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    async with await Gateway.start(config_dir) as gateway:
+        probed = Probed()
+        gateway.router.register(probed)
+        app = Starlette(routes=GatewayAPI(gateway).routes())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            healthy = await client.get("/api/health")
+            assert (healthy.status_code, healthy.json()["status"]) == (200, "ok")
+
+            probed.up = False
+            for _ in range(2):  # two failed probes take an agent offline
+                await gateway.router.probe_now()
+            degraded = await client.get("/api/health")
+            assert (degraded.status_code, degraded.json()["status"]) == (200, "degraded")
+            assert (degraded.json()["agents"], degraded.json()["usable_agents"]) == (2, 1)
+
+            await gateway.router.deregister("util:echo:01")
+            down = await client.get("/api/health")
+            assert (down.status_code, down.json()["status"]) == (503, "unavailable")
