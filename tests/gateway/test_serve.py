@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
@@ -21,6 +22,7 @@ from tests.gateway.conftest import (
     ECHO,
     PROBE,
     PROBE_SERVER,
+    PYTHON,
     REACH,
     ROOT,
     SHOUT,
@@ -286,3 +288,34 @@ def test_a_factory_that_fails_is_reported_against_its_file(config_dir: Path) -> 
         f"reach serve: error: {path}:3: field 'runnable': factory 'tests.gateway.agents:broken_factory' "
         "failed: RuntimeError: no model configured"
     )
+
+
+def test_a_stop_signal_while_agents_are_built_closes_them_and_never_serves(
+    config_dir: Path, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "slow.pid"
+    write(
+        config_dir,
+        "mcp:slow:0.yaml",
+        "kind: mcp\nname: slow\ncommand: sh\n"
+        f"args: [-c, 'echo $$ > {pid_file} && sleep 1 && exec {PYTHON} {PROBE_SERVER}']\n",
+    )
+    process = subprocess.Popen(
+        [*REACH, "serve", str(config_dir), "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(pid_file.exists, what="the slow server to be started")
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.returncode == 0
+    assert "reach ready" not in out
+    pid = int(pid_file.read_text())
+    wait_until(lambda: not alive(pid), what="the half-started MCP server to be stopped")
