@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -26,16 +27,25 @@ class _LoopGoneError(Exception):
     """The target loop stopped before it took the coroutine."""
 
 
+class _LoopStuckError(Exception):
+    """The target loop runs but did not take the coroutine in time: its thread is blocked."""
+
+
 # How often a waiting sync caller checks that the loop it waits on still runs.
 _LIVENESS_CHECK_S = 0.5
+# A running loop takes a new task within milliseconds. One that has not after this long is
+# blocked, most often by synchronous code waiting for this very call, and waiting on would
+# deadlock; a loop that is merely busy for this long is broken in its own right.
+START_TIMEOUT_S = 5.0
 
 
-def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], start_timeout: float) -> T:
     """Run `coro` on `loop` and wait for it, carrying the caller's context variables along.
 
     `asyncio.run_coroutine_threadsafe` would drop them, and with them the enclosing routed call
     (depth, lineage, deadline) and LangChain's parent run. Raises `_LoopGoneError` (with `coro` not
-    started) when the loop stops or closes before taking it, instead of waiting forever.
+    started) when the loop stops or closes before taking it, and `_LoopStuckError` when it has not
+    taken it after `start_timeout` seconds, instead of waiting forever.
     """
     context = contextvars.copy_context()
     done: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -62,29 +72,40 @@ def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
         loop.call_soon_threadsafe(start)
     except RuntimeError:
         raise _LoopGoneError from None
+    give_up = time.monotonic() + start_timeout
     while True:
         try:
             return done.result(timeout=_LIVENESS_CHECK_S)
         except concurrent.futures.TimeoutError:
-            if loop.is_running():
+            running = loop.is_running()
+            if running and time.monotonic() < give_up:
                 continue
             with lock:
                 if not state["started"]:
                     state["abandoned"] = True
-                    raise _LoopGoneError from None
+                    raise (_LoopStuckError if running else _LoopGoneError) from None
 
 
 class Portal:
-    def __init__(self) -> None:
+    def __init__(self, *, start_timeout: float | None = None) -> None:
         self._home: asyncio.AbstractEventLoop | None = None
         self._own: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._start_timeout = START_TIMEOUT_S if start_timeout is None else start_timeout
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Remember the loop the router is used from, unless a live one is already known."""
+        """Remember the loop the router is used from, unless a live one is already known.
+
+        The private loop never becomes home: the router is not used from there, and as home it
+        would keep the caller's loop from being recognised (and refused) later.
+        """
         home = self._home
-        if home is not loop and (home is None or home.is_closed() or not home.is_running()):
+        if loop is self._own:
+            return
+        if home is not loop and (
+            home is None or home is self._own or home.is_closed() or not home.is_running()
+        ):
             self._home = loop
 
     def call(self, coro: Coroutine[Any, Any, T], *, what: str) -> T:
@@ -102,10 +123,21 @@ class Portal:
                 )
                 raise SyncCallError(msg)
             try:
-                return _run_in(home, coro)
+                return _run_in(home, coro, self._start_timeout)
             except _LoopGoneError:
                 self._home = None  # it stopped under us; the private loop takes over
-        return _run_in(self._own_loop(), coro)
+            except _LoopStuckError:
+                coro.close()
+                msg = (
+                    f"{what}_sync waited {self._start_timeout:g} s for the router's event loop, which "
+                    "runs but does not take the call: its thread is blocked, most likely by "
+                    "synchronous code that waits for this call (a sync agent.invoke() or "
+                    "future.result() inside async code). Await the async API there instead "
+                    "(await agent.ainvoke(...)), or run the blocking code in asyncio.to_thread(); "
+                    "the call was not started"
+                )
+                raise SyncCallError(msg) from None
+        return _run_in(self._own_loop(), coro, self._start_timeout)
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:

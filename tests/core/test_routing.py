@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections import Counter
 from typing import Any
@@ -27,6 +28,7 @@ from reach_adapters import (
     UnknownTaskError,
     raise_for_status,
 )
+from reach_adapters.router import portal
 from tests.core.conftest import FAST, Gate, echo_agent
 
 pytestmark = pytest.mark.timeout(20)
@@ -429,3 +431,38 @@ async def test_an_agent_may_be_redeclared_with_no_capabilities() -> None:
     result = await router.route("t", {})
     assert result.status is ResultStatus.NO_CANDIDATE
     assert "declares no capabilities now" in router.explain(result.task_id).why_not("mcp:tools:0")
+
+
+async def test_a_sync_call_its_blocked_home_loop_would_have_to_serve_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(portal, "START_TIMEOUT_S", 0.5)
+    calls: list[int] = []
+
+    async def count(payload: int) -> int:
+        calls.append(payload)
+        return payload
+
+    router = Router()
+    router.register(FunctionAgent(count, agent_id="util:count:01", call_style="payload"))
+    await router.route("count", 0)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        # This loop's thread waits on the worker, as a sync agent.invoke() in async code does.
+        waiting = pool.submit(router.route_sync, "count", 1)
+        with pytest.raises(SyncCallError, match="runs but does not take the call"):
+            waiting.result(timeout=30)
+    await asyncio.sleep(0.05)
+    assert calls == [0]  # refused before it started, so it never runs later either
+
+
+async def test_a_sync_call_is_refused_on_the_routers_loop_whatever_ran_first() -> None:
+    router = Router()
+    router.register(echo_agent("util:echo:01"))
+    try:
+        # Never awaited yet: the call runs on the private loop (this loop waits, as in a notebook).
+        assert router.route_sync("echo", 1).ok
+        await router.route("echo", 2)
+        with pytest.raises(SyncCallError, match=r"await router\.route"):
+            router.route_sync("echo", 3)
+    finally:
+        await asyncio.to_thread(router.close)
