@@ -205,7 +205,14 @@ class Dispatcher:
                 "or give the task as meta_info.text or a string payload"
             )
             return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error)
-        scores = await self.matcher.match(text, self.registry.declarations())
+        try:
+            scores = await self.matcher.match(text, self.registry.declarations())
+        except Exception as exc:
+            # An embedding service that is down must not break routing: the task is answered,
+            # by the fallback or default agent if there is one, else with this error.
+            logger.warning("matcher %s failed", type(self.matcher).__name__, exc_info=True)
+            error = f"matching the task text to a capability failed: {type(exc).__name__}: {exc}"
+            return [], Problem(ResultStatus.ERROR, type(exc).__name__, error)
         record.matches = [(name, score) for name, score in scores[: policy.match_top] if score > 0]
         if record.matches and record.matches[0][1] >= policy.match_direct:
             record.matches = record.matches[:1]

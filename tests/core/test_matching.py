@@ -118,3 +118,30 @@ async def test_a_custom_matcher_is_used() -> None:
     router.register(agent("logistics:track:01", name="track_parcel"))
     router.register(agent("support:refund:01", name="refund_order"))
     assert (await router.route(None, text="anything at all")).agent_id == "logistics:track:01"
+
+
+class BrokenMatcher:
+    """A matcher whose embedding service is down."""
+
+    async def match(self, text: str, capabilities: Mapping[str, Capability]) -> list[tuple[str, float]]:
+        msg = "embedding service unreachable"
+        raise ConnectionError(msg)
+
+
+async def test_a_failing_matcher_is_an_error_result_or_goes_to_the_default_agent() -> None:
+    router = Router(matcher=BrokenMatcher())
+    router.register(agent("logistics:track:01", name="track_parcel"))
+    failed = await router.route(None, text="where is my parcel")
+    assert failed.status is ResultStatus.ERROR
+    assert failed.error_type == "ConnectionError"
+    assert (
+        failed.error
+        == "matching the task text to a capability failed: ConnectionError: embedding service unreachable"
+    )
+    assert router.explain(failed.task_id) is not None
+
+    router.register(agent("support:human:01", name="human"))
+    router.update_policy(RoutingPolicy(default_agent="support:human:01"))
+    served = await router.route(None, text="where is my parcel")
+    assert served.ok
+    assert (served.agent_id, served.served_by) == ("support:human:01", "default")
