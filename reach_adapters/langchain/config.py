@@ -8,11 +8,13 @@ they would replace them and cut the run off from its parent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import reprlib
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import CONFIG_KEYS, merge_configs, var_child_runnable_config
+from langchain_core.runnables.config import merge_configs, var_child_runnable_config
 
 from middleware import ReachMessage
 from reach_adapters.errors import InvalidDeclarationError
@@ -20,24 +22,59 @@ from reach_adapters.errors import InvalidDeclarationError
 __all__ = ["TAG", "check_config", "run_config"]
 
 TAG = "agent-reach"
-# A fixed run id would give every routed run the same id.
-_ALLOWED = frozenset(CONFIG_KEYS) - {"run_id"}
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _metadata(value: object) -> bool:
+    return isinstance(value, dict) and all(isinstance(key, str) for key in value)
+
+
+def _callbacks(value: object) -> bool:
+    if isinstance(value, list):
+        return all(isinstance(handler, BaseCallbackHandler) for handler in value)
+    return value is None or isinstance(value, BaseCallbackManager)
+
+
+# The `RunnableConfig` keys allowed, each with its check: every run merges these values, so a bad
+# one would fail each run rather than the declaration. run_id is not among them: a fixed run id
+# would give every routed run the same id.
+_VALUES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "tags": (_strings, "a list of strings"),
+    "metadata": (_metadata, "a dict with str keys"),
+    "callbacks": (_callbacks, "None, a list of callback handlers or a callback manager"),
+    "run_name": (lambda v: isinstance(v, str), "a string"),
+    "max_concurrency": (lambda v: v is None or _positive(v), "a positive int or None"),
+    "recursion_limit": (_positive, "a positive int"),
+    "configurable": (lambda v: isinstance(v, dict), "a dict"),
+}
 
 
 def check_config(config: Mapping[str, Any] | None, agent_id: str) -> RunnableConfig:
-    """The agent's base config, checked: only `RunnableConfig` keys, and no run_id."""
+    """The agent's base config, checked: only `RunnableConfig` keys and values, and no run_id."""
     if config is None:
         return RunnableConfig()
     if not isinstance(config, Mapping):
         msg = f"agent {agent_id}: config must be a RunnableConfig dict, got {type(config).__name__}"
         raise InvalidDeclarationError(msg)
-    unknown = sorted(set(config) - _ALLOWED)
+    unknown = sorted(set(config) - _VALUES.keys())
     if unknown:
         msg = (
-            f"agent {agent_id}: config keys {unknown} are not allowed; use {sorted(_ALLOWED)} "
+            f"agent {agent_id}: config keys {unknown} are not allowed; use {sorted(_VALUES)} "
             "(put your own values under 'configurable'; run ids are made per run)"
         )
         raise InvalidDeclarationError(msg)
+    for key, value in config.items():
+        valid, wanted = _VALUES[key]
+        if not valid(value):
+            msg = f"agent {agent_id}: config[{key!r}] must be {wanted}, got {reprlib.repr(value)}"
+            raise InvalidDeclarationError(msg)
     return cast(RunnableConfig, dict(config))
 
 

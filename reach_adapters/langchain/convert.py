@@ -3,8 +3,8 @@
 Inputs arrive as JSON; role/content dicts in a list (at the top level, or as a value of the
 payload object, e.g. ``{"messages": [...]}``) become `BaseMessage` objects, since every chat
 runnable accepts those. Outputs leave as JSON; for chat outputs (a message, a message list, or a
-state with ``messages``) the last AI message's text is the payload and the whole output is kept
-in ``result.extra["output"]``.
+state with ``messages``) the text of the last AI message the run added is the payload (None when
+it added none) and the whole output is kept in ``result.extra["output"]``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
@@ -24,6 +24,7 @@ from reach_adapters.langchain.messages import (
     is_message_list,
     message_from_dict,
     message_to_dict,
+    run_messages,
 )
 
 __all__ = ["ChunkConverter", "LangChainConverter", "to_json"]
@@ -55,14 +56,49 @@ def _with_message_dicts(value: Any) -> Any:
         return [_with_message_dicts(item) for item in value]
     if isinstance(value, str):
         # LangChain returns str subclasses (a message's TextAccessor); JSON tools want plain str.
-        return str(value)
+        # str() would give a (str, Enum) member's name, "Label.REFUND", not its value.
+        return str.__str__(value)
     if isinstance(value, BaseMessage):
         return _with_message_dicts(message_to_dict(value))
     if isinstance(value, dict):
         return {key: _with_message_dicts(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_with_message_dicts(item) for item in value]
+    if isinstance(value, BaseModel):
+        return _model_with_message_dicts(value)
     return value
+
+
+def _model_with_message_dicts(model: BaseModel) -> dict[str, Any]:
+    """`model` dumped, except that the fields holding messages have them as role/content dicts.
+
+    A plain dump gives LangChain's ``{"type": ...}`` form, which the derived schemas (a prompt's
+    ChatPromptValue, say) do not describe; the dump is kept for the rest, as it knows how the
+    model serialises its own fields (dates, aliases, excluded fields...).
+    """
+    dumped: dict[str, Any] = model.model_dump(mode="json")
+    for name in _field_names(model):
+        if name in dumped:
+            item = getattr(model, name)
+            if _holds_message(item):
+                dumped[name] = _with_message_dicts(item)
+    return dumped
+
+
+def _holds_message(value: Any) -> bool:
+    if isinstance(value, BaseMessage):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_message(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_message(item) for item in value)
+    if isinstance(value, BaseModel):
+        return any(_holds_message(getattr(value, name)) for name in _field_names(value))
+    return False
+
+
+def _field_names(model: BaseModel) -> tuple[str, ...]:
+    return (*type(model).model_fields, *(model.model_extra or {}))
 
 
 def _chat_messages(value: Any) -> list[BaseMessage] | None:
@@ -112,7 +148,7 @@ class LangChainConverter:
         """An ok result for the runnable's output; raises `NotJsonSafeError` naming what has no JSON."""
         extra: dict[str, JsonValue] = {}
         if isinstance(native, str):
-            payload: JsonValue = str(native)
+            payload: JsonValue = str.__str__(native)
         else:
             output = to_json(native, where="output")
             messages = _chat_messages(native)
@@ -122,7 +158,11 @@ class LangChainConverter:
                 extra["output"] = output
                 structured = output.get("structured_response") if isinstance(output, Mapping) else None
                 # A create_agent agent with a response_format answers with that, not with prose.
-                payload = structured if structured is not None else final_text(messages)
+                if structured is None:
+                    # Only the run's own messages: an earlier turn's answer is no answer to this task.
+                    payload = final_text(run_messages(messages, message.raw_payload))
+                else:
+                    payload = structured
         return build_trusted(
             ReachResult,
             {

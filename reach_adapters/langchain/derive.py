@@ -44,7 +44,8 @@ MESSAGE_SCHEMA: dict[str, Any] = {
     "description": "A chat message: role is user, assistant, system or tool.",
     "properties": {
         "role": {"enum": ["user", "assistant", "system", "tool", "developer", "human", "ai", "function"]},
-        "content": {"anyOf": [{"type": "string"}, {"type": "array"}]},
+        # OpenAI's assistant message with tool calls has "content": null; LangChain reads it as "".
+        "content": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "null"}]},
     },
     "required": ["role", "content"],
 }
@@ -143,7 +144,8 @@ def _output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     if "structured_response" in schema.get("properties", {}):
         # The payload is the structured response when there is one, else text: either may come.
         return None
-    return {"type": "string"}
+    # None when the run added no AI message (a LangGraph interrupt, say).
+    return {"type": ["string", "null"]}
 
 
 def _replace(node: Any, refs: set[str]) -> Any:
@@ -190,10 +192,35 @@ def _schema(getter: Callable[[], dict[str, Any]], agent_id: str, which: str) -> 
 
 
 def _name(runnable: Runnable[Any, Any], agent_id: str) -> str:
-    name = runnable.get_name()
-    if name in _GENERIC_NAMES or name == type(runnable).__name__ or not _valid_name(name):
+    name = _run_name(runnable) or runnable.get_name()
+    if name in _GENERIC_NAMES or name in _class_names(runnable) or not _valid_name(name):
         return parse_agent_id(agent_id).type
     return name
+
+
+def _wrapped(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
+    """`runnable` and the runnables it wraps (`.with_retry()`, `.bind()`, `.map()`...), outermost first."""
+    chain = [runnable]
+    inner = getattr(runnable, "bound", None)
+    while isinstance(inner, Runnable):
+        chain.append(inner)
+        inner = getattr(inner, "bound", None)
+    return chain
+
+
+def _run_name(runnable: Runnable[Any, Any]) -> str | None:
+    """The name `.with_config(run_name=...)` gave (a binding, or a graph, keeps it): an explicit name."""
+    for wrapper in _wrapped(runnable):
+        config = getattr(wrapper, "config", None)
+        name = config.get("run_name") if isinstance(config, dict) else None
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _class_names(runnable: Runnable[Any, Any]) -> set[str]:
+    # A binding reports the name of what it wraps, so a wrapped chain says "RunnableSequence".
+    return {type(wrapper).__name__ for wrapper in _wrapped(runnable)}
 
 
 def _valid_name(name: str) -> bool:

@@ -20,7 +20,7 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from reach_adapters.errors import InvalidMessageError
 
@@ -30,6 +30,7 @@ __all__ = [
     "is_message_list",
     "message_from_dict",
     "message_to_dict",
+    "run_messages",
 ]
 
 # Chunks subclass their message class, so they take its role.
@@ -85,6 +86,27 @@ def is_message_list(value: object) -> TypeGuard[list[Any]]:
 
 def message_from_dict(data: Mapping[str, Any], *, where: str = "payload") -> BaseMessage:
     """Rebuild a message from its role/content form, or from any dict LangChain can coerce."""
+    calls = data.get("tool_calls")
+    if calls is not None and not (isinstance(calls, list) and all(isinstance(c, Mapping) for c in calls)):
+        msg = f"{where}.tool_calls is a {type(calls).__name__}; send a list of tool call objects"
+        raise InvalidMessageError(msg)
+    # LangChain reads message dicts by indexing them, so a missing field or a field of the wrong
+    # shape surfaces as KeyError, AttributeError or TypeError: the caller's mistake, not the agent's.
+    try:
+        return _message_from_dict(data, where)
+    except KeyError as exc:
+        msg = (
+            f"{where} is not a chat message LangChain can read: it lacks {exc} (a tool "
+            "message needs 'tool_call_id'; an OpenAI tool call needs 'id' and a 'function' with "
+            "'name' and 'arguments')"
+        )
+        raise InvalidMessageError(msg) from None
+    except (AttributeError, TypeError) as exc:
+        msg = f"{where} is not a chat message LangChain can read: a field has the wrong type ({exc})"
+        raise InvalidMessageError(msg) from None
+
+
+def _message_from_dict(data: Mapping[str, Any], where: str) -> BaseMessage:
     if data.get("type") == "chat":
         fields = {k: v for k, v in data.items() if k != "type"}
         try:
@@ -108,9 +130,32 @@ def message_from_dict(data: Mapping[str, Any], *, where: str = "payload") -> Bas
         raise InvalidMessageError(msg) from None
 
 
-def final_text(messages: Sequence[BaseMessage]) -> str:
-    """The text of the last AI message, else of the last message; empty for no messages."""
+def run_messages(messages: list[BaseMessage], sent: JsonValue) -> list[BaseMessage]:
+    """The messages a run added to its output `messages`, given the payload it was `sent`.
+
+    A chat state comes back with the caller's history in it (after a checkpointed thread's
+    earlier turns, if any), so the run's own messages are those after the last message sent.
+    An output that does not hold that message (a chat model's reply, say) is all the run's own.
+    """
+    history = sent.get("messages") if isinstance(sent, dict) else sent
+    if not is_message_list(history):
+        return messages
+    try:
+        last = message_from_dict(history[-1])
+    except InvalidMessageError:
+        # A custom converter may send these dicts some other way; nothing to anchor on then.
+        return messages
+    # From the end: a thread's earlier turns may hold the same message, and only the latest
+    # copy is this run's input.
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].type == last.type and messages[i].content == last.content:
+            return messages[i + 1 :]
+    return messages
+
+
+def final_text(messages: Sequence[BaseMessage]) -> str | None:
+    """The text of the last AI message, or None when there is none."""
     for message in reversed(messages):
         if isinstance(message, AIMessage):
             return str(message.text)
-    return str(messages[-1].text) if messages else ""
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
@@ -14,7 +15,9 @@ from reach_adapters.router.router import Router
 
 __all__ = ["ReachToolkit"]
 
-# What model providers accept as a tool name (OpenAI's rule, the strictest common one).
+# What every common model provider accepts as a tool name: OpenAI's characters and length, and a
+# first character Gemini accepts (it refuses a leading digit, which OpenAI allows).
+_SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
 
@@ -47,26 +50,45 @@ class ReachToolkit(BaseToolkit):
     def get_tools(self) -> list[BaseTool]:
         reachable = self.router.reachable()
         tools: list[BaseTool] = []
-        taken: set[str] = set()
         if self.include_generic:
             tools.append(
                 ReachAnyTool.build(self.router, sorted(reachable), handle_tool_error=self.handle_tool_error)
             )
-            taken.add(GENERIC_TOOL_NAME)
+        names = _tool_names(reachable, reserved={GENERIC_TOOL_NAME} if self.include_generic else set())
         for name, capability in sorted(reachable.items()):
-            tool_name = _tool_name(name, taken)
-            taken.add(tool_name)
             tools.append(
                 CapabilityTool.build(
-                    self.router, capability, name=tool_name, handle_tool_error=self.handle_tool_error
+                    self.router, capability, name=names[name], handle_tool_error=self.handle_tool_error
                 )
             )
         return tools
 
 
-def _tool_name(capability: str, taken: set[str]) -> str:
-    """The capability name made safe for model providers, unique among the toolkit's tools."""
-    base = _UNSAFE.sub("_", capability)[:_MAX_NAME]
+def _tool_names(capabilities: Collection[str], *, reserved: set[str]) -> dict[str, str]:
+    """A tool name for each capability, safe for model providers and unique among the toolkit's tools.
+
+    A capability whose name is already safe keeps it, whatever else is registered; other names are
+    made safe and, where that makes them meet a name already taken, numbered among themselves. So
+    registering an agent never renames the tool of a capability with a safe name.
+    """
+    owned = {name for name in capabilities if _SAFE.fullmatch(name) and name not in reserved}
+    taken = reserved | owned
+    names = {name: name for name in owned}
+    for capability in sorted(set(capabilities) - owned):
+        names[capability] = tool_name = _unique(_safe(capability), taken)
+        taken.add(tool_name)
+    return names
+
+
+def _safe(capability: str) -> str:
+    name = _UNSAFE.sub("_", capability)
+    # Capability names may start with a digit; Gemini tool names may not.
+    if not (name[0].isalpha() or name[0] == "_"):
+        name = "_" + name
+    return name[:_MAX_NAME]
+
+
+def _unique(base: str, taken: set[str]) -> str:
     name, n = base, 1
     while name in taken:
         n += 1

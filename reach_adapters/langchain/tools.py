@@ -73,8 +73,11 @@ class ReachTool(BaseTool):
             )
             raise ToolException(msg)
 
-    # LangChain refuses string input for dict schemas, so arguments always arrive by name.
-    def _run(self, **arguments: Any) -> tuple[str, ReachResult]:
+    # LangChain refuses string input for dict schemas, so arguments always arrive by name. `self`
+    # is positional-only so that any name, `self` included, can be an argument; and neither method
+    # declares `run_manager` or a `RunnableConfig`, which LangChain would pass in place of the
+    # model's arguments of those names.
+    def _run(self, /, **arguments: Any) -> tuple[str, ReachResult]:
         mode, name, payload = self._request(arguments)
         call = self.router.send_sync if mode == "send" else self.router.route_sync
         try:
@@ -85,7 +88,7 @@ class ReachTool(BaseTool):
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
         return self._answer(result)
 
-    async def _arun(self, **arguments: Any) -> tuple[str, ReachResult]:
+    async def _arun(self, /, **arguments: Any) -> tuple[str, ReachResult]:
         mode, name, payload = self._request(arguments)
         call = self.router.send if mode == "send" else self.router.route
         try:

@@ -75,3 +75,36 @@ async def test_strict_keywords_stay_hard_rules() -> None:
 def test_needs_real_embeddings() -> None:
     with pytest.raises(InvalidDeclarationError, match="Embeddings"):
         EmbeddingMatcher(object())  # type: ignore[arg-type]
+
+
+async def test_more_declarations_than_the_cache_holds_still_match() -> None:
+    router = Router(matcher=EmbeddingMatcher(ConceptEmbeddings(), cache_size=1))
+    router.register(agent("support:refund:01", name="refund_order", description="Give their money back"))
+    router.register(agent("logistics:track:01", name="track_parcel", description="Where a parcel is"))
+    router.register(agent("legal:review:01", name="review_contract", description="Check a contract clause"))
+
+    for _ in range(2):
+        assert (await router.route(None, text="reimburse me")).agent_id == "support:refund:01"
+        assert (await router.route(None, text="is my parcel shipped")).agent_id == "logistics:track:01"
+
+
+async def test_the_cache_keeps_the_vectors_used_last() -> None:
+    embeddings = ConceptEmbeddings()
+    matcher = EmbeddingMatcher(embeddings, cache_size=2)
+    caps = {
+        name: Capability(name=name, description=f"{name} things") for name in ("refund", "parcel", "contract")
+    }
+
+    await matcher.match("refund", {"refund": caps["refund"], "parcel": caps["parcel"]})
+    await matcher.match("refund", {"refund": caps["refund"]})
+    # Embedding a third declaration evicts the one used longest ago: parcel, not refund.
+    await matcher.match("contract", {"contract": caps["contract"]})
+    await matcher.match("refund", {"refund": caps["refund"]})
+
+    assert embeddings.documents_embedded == 3
+
+
+@pytest.mark.parametrize("cache_size", [0, -1, True, 2.5, "64"])
+def test_the_cache_size_must_be_a_positive_int(cache_size: object) -> None:
+    with pytest.raises(InvalidDeclarationError, match="cache_size must be a positive int"):
+        EmbeddingMatcher(ConceptEmbeddings(), cache_size=cache_size)  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -83,23 +84,50 @@ async def test_the_generic_tool_can_be_left_out(router: Router) -> None:
     assert [t.name for t in ReachToolkit(router, include_generic=False).get_tools()] == ["orders"]
 
 
-async def test_tool_names_are_safe_for_model_providers_and_unique(router: Router) -> None:
-    names = ["orders.lookup/v2", "orders_lookup_v2", "reach_agent"]
-    router.register(
-        LangChainAgent(
-            RunnableLambda(upper), agent_id="util:many:01", capabilities=[Capability(name=n) for n in names]
-        )
+def many(agent_id: str, *names: str) -> LangChainAgent:
+    """An agent declaring each of `names` as a capability."""
+    return LangChainAgent(
+        RunnableLambda(upper), agent_id=agent_id, capabilities=[Capability(name=n) for n in names]
     )
+
+
+def capability_by_tool(router: Router) -> dict[str, str]:
+    tools = ReachToolkit(router).get_tools()
+    return {t.name: t.capability.name for t in tools if isinstance(t, CapabilityTool)}
+
+
+# The tool name rule every common provider accepts: OpenAI's, and no leading digit for Gemini.
+PROVIDER_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_-]{0,63}")
+
+
+async def test_tool_names_are_safe_for_model_providers_and_unique(router: Router) -> None:
+    names = ["orders.lookup/v2", "orders_lookup_v2", "reach_agent", "3d-render", "x" * 60 + ".v1", "9" * 128]
+    router.register(many("util:many:01", *names))
 
     tools = ReachToolkit(router).get_tools()
 
     assert [t.name for t in tools] == [
         "reach_agent",
-        "orders_lookup_v2",
+        "_3d-render",
+        "_" + "9" * 63,
         "orders_lookup_v2_2",
+        "orders_lookup_v2",
         "reach_agent_2",
+        "x" * 60 + "_v1",
     ]
+    assert all(PROVIDER_NAME.fullmatch(t.name) for t in tools)
     assert [t.capability.name for t in tools if isinstance(t, CapabilityTool)] == sorted(names)
+
+
+async def test_a_safe_capability_name_stays_its_tools_name_whatever_registers_later(router: Router) -> None:
+    router.register(many("shop:orders:01", "orders_v2", "a_b_2"))
+    before = capability_by_tool(router)
+
+    router.register(many("shop:legacy:01", "orders.v2", "a.b", "a/b"))
+    after = capability_by_tool(router)
+
+    assert before == {"orders_v2": "orders_v2", "a_b_2": "a_b_2"}
+    assert after == before | {"orders_v2_2": "orders.v2", "a_b": "a.b", "a_b_3": "a/b"}
 
 
 async def test_a_call_answers_with_text_and_the_whole_result_as_artifact(router: Router) -> None:
@@ -241,6 +269,45 @@ def test_sync_calls_work_without_any_running_loop_and_still_nest() -> None:
         assert orders.calls == [{"order_id": "S-1"}]
         routed = recorder.named("orders@shop:orders:01")
         assert recorder.parent(routed) is recorder.named("orders")
+    finally:
+        router.close()
+
+
+ODD_NAMES_SCHEMA = {
+    "type": "object",
+    "properties": {name: {"type": "string"} for name in ("self", "config", "run_manager", "callbacks")},
+}
+
+
+def echo_agent() -> LangChainAgent:
+    async def echo(payload: dict[str, Any]) -> dict[str, Any]:
+        return payload
+
+    capability = Capability(name="echo", input_schema=ODD_NAMES_SCHEMA)
+    return LangChainAgent(RunnableLambda(echo), agent_id="util:echo:01", capabilities=[capability])
+
+
+# Names that mean something to Python or to LangChain's own calls of `_run` and `_arun`.
+ODD_ARGUMENTS = {"self": "S", "config": "C", "run_manager": "R", "callbacks": "B"}
+
+
+async def test_any_argument_name_reaches_the_agent(router: Router) -> None:
+    router.register(echo_agent())
+
+    message = await tools_by_name(router)["echo"].ainvoke(call("echo", ODD_ARGUMENTS))
+
+    assert message.status == "success"
+    assert message.artifact.payload == ODD_ARGUMENTS
+
+
+def test_any_argument_name_reaches_the_agent_in_a_sync_call() -> None:
+    router = Router()
+    router.register(echo_agent())
+    try:
+        message = tools_by_name(router)["echo"].invoke(call("echo", ODD_ARGUMENTS))
+
+        assert message.status == "success"
+        assert message.artifact.payload == ODD_ARGUMENTS
     finally:
         router.close()
 
