@@ -9,6 +9,7 @@ it added none) and the whole output is kept in ``result.extra["output"]``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -66,6 +67,11 @@ def _with_message_dicts(value: Any) -> Any:
         return [_with_message_dicts(item) for item in value]
     if isinstance(value, BaseModel):
         return _model_with_message_dicts(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # asdict() would copy the messages as they are, to be dumped in LangChain's own form.
+        return {
+            field.name: _with_message_dicts(getattr(value, field.name)) for field in dataclasses.fields(value)
+        }
     return value
 
 

@@ -232,9 +232,14 @@ def _valid_name(name: str) -> bool:
 
 
 def _description(runnable: Runnable[Any, Any]) -> str:
-    description = getattr(runnable, "description", None)
-    if isinstance(description, str) and description:
-        return description
-    # A RunnableLambda keeps the function it wraps; its docstring says what it does.
-    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
-    return (inspect.getdoc(func) or "") if callable(func) else ""
+    # Bindings (`.with_retry()`, `.with_config()`...) describe nothing themselves: look inside.
+    for wrapped in _wrapped(runnable):
+        description = getattr(wrapped, "description", None)
+        if isinstance(description, str) and description:
+            return description
+        # A RunnableLambda keeps the function it wraps; its docstring says what it does.
+        func = getattr(wrapped, "func", None) or getattr(wrapped, "afunc", None)
+        doc = inspect.getdoc(func) if callable(func) else None
+        if doc:
+            return doc
+    return ""

@@ -3,6 +3,7 @@ names, str enums, stale answers, OpenAI null content and config values."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from enum import Enum
 from typing import Any
@@ -178,6 +179,34 @@ def shout(text: str) -> str:
 )
 def test_explicit_names_survive_wrapping(runnable: Runnable[Any, Any], name: str) -> None:
     assert LangChainAgent(runnable, agent_id="t:fallback:01").capabilities[0].name == name
+
+
+def test_a_wrapped_lambda_keeps_its_docstring_as_description() -> None:
+    def refund(payload: Any) -> str:
+        """Refund an order in full."""
+        return "done"
+
+    agent = LangChainAgent(RunnableLambda(refund).with_retry(), agent_id="t:refund:01")
+    assert agent.capabilities[0].description == "Refund an order in full."
+
+
+@dataclasses.dataclass
+class Turn:
+    said: BaseMessage
+    replies: list[BaseMessage]
+
+
+def test_a_dataclass_s_messages_become_role_content() -> None:
+    native = Turn(said=HumanMessage("hi"), replies=[AIMessage("yo")])
+
+    payload = CONVERT.result_to_middleware({"turn": native}, ReachMessage(raw_payload=None)).payload
+
+    assert payload == {
+        "turn": {
+            "said": {"role": "user", "content": "hi"},
+            "replies": [{"role": "assistant", "content": "yo"}],
+        }
+    }
 
 
 # --- str enums -----------------------------------------------------------------------------------
