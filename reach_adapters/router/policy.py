@@ -105,3 +105,14 @@ class RoutingPolicy(_Strict):
     probe_interval_s: float = Field(10.0, gt=0, strict=True, allow_inf_nan=False)
     probe_timeout_s: float = Field(2.0, gt=0, strict=True, allow_inf_nan=False)
     probe_failures: int = Field(2, ge=1, strict=True, description="Failed probes that take an agent out.")
+    sync_start_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        strict=True,
+        allow_inf_nan=False,
+        description=(
+            "How long a sync call (route_sync, a reach tool's invoke) waits for the router's running "
+            "event loop to take it before SyncCallError: a loop that does not is blocked, most often "
+            "by code waiting for this very call."
+        ),
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import math
 import threading
 import time
 from collections.abc import Coroutine
@@ -33,13 +34,11 @@ class _LoopStuckError(Exception):
 
 # How often a waiting sync caller checks that the loop it waits on still runs.
 _LIVENESS_CHECK_S = 0.5
-# A running loop takes a new task within milliseconds. One that has not after this long is
-# blocked, most often by synchronous code waiting for this very call, and waiting on would
-# deadlock; a loop that is merely busy for this long is broken in its own right.
-START_TIMEOUT_S = 5.0
 
 
-def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], start_timeout: float) -> T:
+def _run_in(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], start_timeout: float = math.inf
+) -> T:
     """Run `coro` on `loop` and wait for it, carrying the caller's context variables along.
 
     `asyncio.run_coroutine_threadsafe` would drop them, and with them the enclosing routed call
@@ -87,12 +86,16 @@ def _run_in(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], start
 
 
 class Portal:
-    def __init__(self, *, start_timeout: float | None = None) -> None:
+    """Where sync calls run: the router's home loop when it runs elsewhere, else a private loop."""
+
+    def __init__(self, *, start_timeout: float = math.inf) -> None:
         self._home: asyncio.AbstractEventLoop | None = None
         self._own: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._start_timeout = START_TIMEOUT_S if start_timeout is None else start_timeout
+        # Home only: the private loop runs nothing but these calls, so a wait there is never a
+        # deadlock of the caller's making, just other calls (a slow agent) going first.
+        self.start_timeout = start_timeout
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Remember the loop the router is used from, unless a live one is already known.
@@ -114,30 +117,32 @@ class Portal:
         except RuntimeError:
             running = None
         home = self._home
-        if home is not None and home.is_running() and not home.is_closed():
-            if running is home:
-                coro.close()
-                msg = (
-                    f"{what}_sync was called from inside the event loop that serves the router, "
-                    f"which would block it forever; use 'await router.{what}(...)' here"
-                )
-                raise SyncCallError(msg)
+        serving = home is not None and home.is_running() and not home.is_closed()
+        if running is not None and (running is self._own or (serving and running is home)):
+            coro.close()
+            msg = (
+                f"{what}_sync was called from inside the event loop that serves the router, "
+                f"which would block it forever; use 'await router.{what}(...)' here"
+            )
+            raise SyncCallError(msg)
+        if serving:
+            assert home is not None
             try:
-                return _run_in(home, coro, self._start_timeout)
+                return _run_in(home, coro, self.start_timeout)
             except _LoopGoneError:
                 self._home = None  # it stopped under us; the private loop takes over
             except _LoopStuckError:
                 coro.close()
                 msg = (
-                    f"{what}_sync waited {self._start_timeout:g} s for the router's event loop, which "
+                    f"{what}_sync waited {self.start_timeout:g} s for the router's event loop, which "
                     "runs but does not take the call: its thread is blocked, most likely by "
                     "synchronous code that waits for this call (a sync agent.invoke() or "
                     "future.result() inside async code). Await the async API there instead "
                     "(await agent.ainvoke(...)), or run the blocking code in asyncio.to_thread(); "
-                    "the call was not started"
+                    "the call was not started (policy.sync_start_timeout_s sets the wait)"
                 )
                 raise SyncCallError(msg) from None
-        return _run_in(self._own_loop(), coro, self._start_timeout)
+        return _run_in(self._own_loop(), coro)
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:

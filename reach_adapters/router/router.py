@@ -64,7 +64,7 @@ class Router:
             raise InvalidDeclarationError(msg)
         self._dispatcher = Dispatcher(self._registry, policy, matcher=matcher, on_dispatch=self._bind)
         self._health = HealthMonitor(self._registry, policy, self._set_state)
-        self._portal = Portal()
+        self._portal = Portal(start_timeout=policy.sync_start_timeout_s)
         self._listeners: list[Callable[[], None]] = []
         self._probing_wanted = False
         self._closing: set[asyncio.Task[None]] = set()
@@ -193,6 +193,7 @@ class Router:
         self._registry.reconfigure(policy.breaker)
         self._dispatcher.reconfigure(policy)
         self._health.reconfigure(policy)
+        self._portal.start_timeout = policy.sync_start_timeout_s
         logger.info("routing policy updated: strategy %s", policy.strategy)
 
     def add_observer(self, observer: ReachObserver) -> None:

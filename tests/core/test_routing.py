@@ -28,7 +28,6 @@ from reach_adapters import (
     UnknownTaskError,
     raise_for_status,
 )
-from reach_adapters.router import portal
 from tests.core.conftest import FAST, Gate, echo_agent
 
 pytestmark = pytest.mark.timeout(20)
@@ -433,17 +432,14 @@ async def test_an_agent_may_be_redeclared_with_no_capabilities() -> None:
     assert "declares no capabilities now" in router.explain(result.task_id).why_not("mcp:tools:0")
 
 
-async def test_a_sync_call_its_blocked_home_loop_would_have_to_serve_is_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(portal, "START_TIMEOUT_S", 0.5)
+async def test_a_sync_call_its_blocked_home_loop_would_have_to_serve_is_refused() -> None:
     calls: list[int] = []
 
     async def count(payload: int) -> int:
         calls.append(payload)
         return payload
 
-    router = Router()
+    router = Router(RoutingPolicy(sync_start_timeout_s=0.5))
     router.register(FunctionAgent(count, agent_id="util:count:01", call_style="payload"))
     await router.route("count", 0)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -466,3 +462,38 @@ async def test_a_sync_call_is_refused_on_the_routers_loop_whatever_ran_first() -
             router.route_sync("echo", 3)
     finally:
         await asyncio.to_thread(router.close)
+
+
+def test_sync_calls_queue_on_the_private_loop_however_long_it_is_busy() -> None:
+    gate = threading.Event()
+
+    async def hog(payload: str) -> str:
+        gate.wait(5)  # blocks the private loop, as a badly written async agent does
+        return payload
+
+    router = Router(RoutingPolicy(sync_start_timeout_s=0.1))
+    router.register(FunctionAgent(hog, agent_id="util:hog:01", call_style="payload"))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            first = pool.submit(router.route_sync, "hog", "a")
+            second = pool.submit(router.route_sync, "hog", "b")
+            threading.Timer(0.5, gate.set).start()
+            assert first.result(timeout=30).payload == "a"
+            assert second.result(timeout=30).payload == "b"
+    finally:
+        router.close()
+
+
+def test_a_sync_call_from_an_agent_on_the_private_loop_is_refused_at_once() -> None:
+    async def nested(payload: Any) -> Any:
+        return router.route_sync("echo", payload)
+
+    router = Router()
+    router.register(echo_agent("util:echo:01"))
+    router.register(FunctionAgent(nested, agent_id="util:nested:01", call_style="payload"))
+    try:
+        result = router.route_sync("nested", 1)
+        assert (result.status, result.error_type) == (ResultStatus.ERROR, "SyncCallError")
+        assert "await router.route" in (result.error or "")
+    finally:
+        router.close()
