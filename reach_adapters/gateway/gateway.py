@@ -192,8 +192,6 @@ class Gateway:
 
     async def _apply(self, new: GatewayConfig) -> None:
         old = self.config
-        # Code may register or deregister agents on `router` too; the diff must not trip on them.
-        present = {info.agent_id for info in self.router.catalog()}
         removed = [agent_id for agent_id in old.agents if agent_id not in new.agents]
         added = [agent_id for agent_id in new.agents if agent_id not in old.agents]
         changed = [
@@ -201,34 +199,23 @@ class Gateway:
             for agent_id, spec in new.agents.items()
             if agent_id in old.agents and not spec.same_as(old.agents[agent_id])
         ]
-        for agent_id in added:
-            if agent_id in present:
-                problem = (
-                    f"agent {agent_id} is already registered with the router, not from this "
-                    "directory; deregister it in code or pick another instance id"
-                )
-                raise new.agents[agent_id].error(("agent_id",), problem)
+        self._refuse_clashes(new, added)
         built = await build_agents([new.agents[agent_id] for agent_id in added + changed], new.directory)
         fresh = {agent.agent_id: agent for agent in built}
         policy_changed = new.policy != old.policy
         try:
+            # Code may have registered or deregistered agents while these were built.
+            self._refuse_clashes(new, added)
             if policy_changed:
                 self.router.update_policy(new.policy)
             # New and changed agents serve at once; calls running on a changed agent's old self
             # finish there, and removed agents drain, before either is closed.
-            for agent_id in added:
-                self._register(fresh.pop(agent_id))
-            for agent_id in changed:
-                agent = fresh.pop(agent_id)
-                if agent_id in present:
-                    await self.router.replace(agent)
-                    self._agents[agent_id] = agent
-                else:
-                    self._register(agent)
+            for agent_id in added + changed:
+                await self._install(fresh.pop(agent_id))
         except BaseException:
             await close_agents(list(fresh.values()))
             raise
-        await asyncio.gather(*(self._retire(agent_id, agent_id in present) for agent_id in removed))
+        await asyncio.gather(*(self._retire(agent_id) for agent_id in removed))
         self.config = new
         self.generation += 1
         self.reloads_applied += 1
@@ -242,16 +229,39 @@ class Gateway:
             removed or "none",
         )
 
-    def _register(self, agent: Agent) -> None:
-        self.router.register(agent)
-        self._agents[agent.agent_id] = agent
+    def _refuse_clashes(self, new: GatewayConfig, added: list[str]) -> None:
+        """Code may register its own agents on the router; a config file may not take their ids."""
+        for agent_id in added:
+            if agent_id in self.router and agent_id not in self._agents:
+                problem = (
+                    f"agent {agent_id} is already registered with the router, not from this "
+                    "directory; deregister it in code or pick another instance id"
+                )
+                raise new.agents[agent_id].error(("agent_id",), problem)
 
-    async def _retire(self, agent_id: str, registered: bool) -> None:
+    async def _install(self, agent: Agent) -> None:
+        """Serve `agent` under its id: in place of the registered one, or registered afresh.
+
+        An agent of ours that code deregistered is not the router's to close any more, so it is
+        closed here. Ids are looked up now, not from before the build: code may have acted since.
+        """
+        agent_id = agent.agent_id
+        previous = self._agents.get(agent_id)
+        if agent_id in self.router:
+            await self.router.replace(agent)
+        else:
+            self.router.register(agent)
+            if previous is not None:
+                await close_agents([previous])
+        self._agents[agent_id] = agent
+
+    async def _retire(self, agent_id: str) -> None:
         """Drain the agent's calls; it is closed once the last of them is done."""
         agent = self._agents.pop(agent_id, None)
-        if registered:
+        if agent_id in self.router:
             await self.router.deregister(agent_id, drain_timeout=self._drain_timeout_s, close=True)
         elif agent is not None:
+            # Deregistered in code; closing again is harmless for agents that hold something.
             await close_agents([agent])
 
     # -- closing -----------------------------------------------------------------------------

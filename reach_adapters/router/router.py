@@ -150,6 +150,10 @@ class Router:
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
 
+    def __contains__(self, agent_id: object) -> bool:
+        """Whether an agent with this id is registered: ``"support:refund:01" in router``."""
+        return agent_id in self._registry
+
     def catalog(self) -> list[AgentInfo]:
         """Every registered agent with its state, load, breaker and declarations."""
         return [agent_info(runtime) for runtime in self._registry]

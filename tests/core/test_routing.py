@@ -497,3 +497,12 @@ def test_a_sync_call_from_an_agent_on_the_private_loop_is_refused_at_once() -> N
         assert "await router.route" in (result.error or "")
     finally:
         router.close()
+
+
+async def test_membership_says_which_agent_ids_are_registered() -> None:
+    router = Router()
+    router.register(echo_agent("util:echo:01"))
+    assert "util:echo:01" in router
+    assert "util:echo:02" not in router
+    await router.deregister("util:echo:01")
+    assert "util:echo:01" not in router
