@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, RootModel
+from pydantic_core import to_jsonable_python
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
@@ -75,19 +76,33 @@ def _with_message_dicts(value: Any) -> Any:
     return value
 
 
-def _model_with_message_dicts(model: BaseModel) -> dict[str, Any]:
+def _model_with_message_dicts(model: BaseModel) -> Any:
     """`model` dumped, except that the fields holding messages have them as role/content dicts.
 
     A plain dump gives LangChain's ``{"type": ...}`` form, which the derived schemas (a prompt's
     ChatPromptValue, say) do not describe; the dump is kept for the rest, as it knows how the
-    model serialises its own fields (dates, aliases, excluded fields...).
+    model serialises its own fields (dates, aliases, excluded fields, custom serializers...).
     """
+    if isinstance(model, RootModel):
+        root = model.root
+        return (
+            to_jsonable_python(_with_message_dicts(root))
+            if _holds_message(root)
+            else model.model_dump(mode="json")
+        )
     dumped: dict[str, Any] = model.model_dump(mode="json")
+    serialized = {
+        name
+        for decorator in type(model).__pydantic_decorators__.field_serializers.values()
+        for name in decorator.info.fields
+    }
     for name in _field_names(model):
-        if name in dumped:
+        if name in dumped and name not in serialized:
             item = getattr(model, name)
             if _holds_message(item):
-                dumped[name] = _with_message_dicts(item)
+                # Messages become dicts here; whatever else the field holds (dates, UUIDs...)
+                # gets pydantic's JSON form, as in the dump.
+                dumped[name] = to_jsonable_python(_with_message_dicts(item))
     return dumped
 
 
@@ -164,11 +179,14 @@ class LangChainConverter:
                 extra["output"] = output
                 structured = output.get("structured_response") if isinstance(output, Mapping) else None
                 # A create_agent agent with a response_format answers with that, not with prose.
-                if structured is None:
-                    # Only the run's own messages: an earlier turn's answer is no answer to this task.
-                    payload = final_text(run_messages(messages, message.raw_payload))
-                else:
+                if structured is not None:
                     payload = structured
+                elif isinstance(native, BaseMessage):
+                    payload = final_text(messages)
+                else:
+                    # A state or history holds the caller's messages too; only the run's own
+                    # answer this task, not an earlier turn's.
+                    payload = final_text(run_messages(messages, message.raw_payload))
         return build_trusted(
             ReachResult,
             {

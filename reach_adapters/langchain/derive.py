@@ -192,10 +192,13 @@ def _schema(getter: Callable[[], dict[str, Any]], agent_id: str, which: str) -> 
 
 
 def _name(runnable: Runnable[Any, Any], agent_id: str) -> str:
-    name = _run_name(runnable) or runnable.get_name()
-    if name in _GENERIC_NAMES or name in _class_names(runnable) or not _valid_name(name):
-        return parse_agent_id(agent_id).type
-    return name
+    # A run name set for tracing ("Refund Agent") is often no valid capability name; the
+    # runnable's own name is the next best, and only then the agent id's type.
+    generic = _class_names(runnable) | _GENERIC_NAMES
+    for name in (_run_name(runnable), runnable.get_name()):
+        if name is not None and name not in generic and _valid_name(name):
+            return name
+    return parse_agent_id(agent_id).type
 
 
 def _wrapped(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:

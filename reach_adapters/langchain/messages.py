@@ -154,8 +154,8 @@ def run_messages(messages: list[BaseMessage], sent: JsonValue) -> list[BaseMessa
 
 
 def final_text(messages: Sequence[BaseMessage]) -> str | None:
-    """The text of the last AI message, or None when there is none."""
+    """The text of the last AI message, else of the last message; None for no messages."""
     for message in reversed(messages):
         if isinstance(message, AIMessage):
             return str(message.text)
-    return None
+    return str(messages[-1].text) if messages else None

@@ -18,7 +18,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import interrupt
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel, field_serializer
 
 from examples.langchain_demo.agents import scripted
 from middleware import ReachMessage, ResultStatus
@@ -174,8 +174,17 @@ def shout(text: str) -> str:
         (_chain("x").with_config(run_name="refunds").with_retry(), "refunds"),
         (RunnableLambda(shout, name="louder").with_retry(), "louder"),
         (RunnableLambda(shout).bind(), "shout"),
+        (RunnableLambda(shout).with_config(run_name="Shout step"), "shout"),
+        (RunnableLambda(shout, name="louder").with_config(run_name="LangGraph"), "louder"),
     ],
-    ids=["run_name", "run_name-then-retry", "named-lambda", "function-name"],
+    ids=[
+        "run_name",
+        "run_name-then-retry",
+        "named-lambda",
+        "function-name",
+        "tracing-label-run-name",
+        "generic-run-name",
+    ],
 )
 def test_explicit_names_survive_wrapping(runnable: Runnable[Any, Any], name: str) -> None:
     assert LangChainAgent(runnable, agent_id="t:fallback:01").capabilities[0].name == name
@@ -371,3 +380,59 @@ async def test_good_config_values_are_kept(router: Router) -> None:
     run = recorder.named("echo-run")
     assert run.metadata["team"] == "support"
     assert "mine" in run.tags
+
+
+# --- second review: edges of models and of the run's own answer ---------------------------------
+
+
+class Mixed(BaseModel):
+    stuff: list[Any]
+
+
+class Quoted(BaseModel):
+    msgs: list[BaseMessage]
+
+    @field_serializer("msgs")
+    def _texts(self, msgs: list[BaseMessage]) -> list[str]:
+        return [str(m.text) for m in msgs]
+
+
+def test_a_field_holding_messages_and_other_values_keeps_their_json_form() -> None:
+    native = Mixed(stuff=[HumanMessage("hi"), datetime.date(2024, 1, 1)])
+    payload = CONVERT.result_to_middleware(native, ReachMessage(raw_payload=None)).payload
+    assert payload == {"stuff": [{"role": "user", "content": "hi"}, "2024-01-01"]}
+
+
+def test_a_models_own_field_serializer_wins() -> None:
+    payload = CONVERT.result_to_middleware(Quoted(msgs=[HumanMessage("hi")]), ReachMessage()).payload
+    assert payload == {"msgs": ["hi"]}
+
+
+def test_a_root_model_of_messages_is_its_root() -> None:
+    native = RootModel[dict[str, BaseMessage]]({"root": HumanMessage("hi")})
+    payload = CONVERT.result_to_middleware(native, ReachMessage()).payload
+    assert payload == {"root": {"role": "user", "content": "hi"}}
+
+
+def test_a_single_message_is_always_the_runs_own_answer() -> None:
+    history = [{"role": "user", "content": "Is 2 even?"}, {"role": "assistant", "content": "Yes."}]
+    assert (
+        CONVERT.result_to_middleware(AIMessage("Yes."), ReachMessage(raw_payload=history)).payload == "Yes."
+    )
+    translated = CONVERT.result_to_middleware(HumanMessage("bonjour"), ReachMessage(raw_payload="hello"))
+    assert translated.payload == "bonjour"
+
+
+def test_a_state_ending_on_a_tool_message_answers_with_its_text() -> None:
+    sent = {
+        "messages": [
+            {"role": "assistant", "content": "", "tool_calls": [{"name": "w", "args": {}, "id": "c1"}]}
+        ]
+    }
+    output = {
+        "messages": [
+            AIMessage("", tool_calls=[{"name": "w", "args": {}, "id": "c1"}]),
+            ToolMessage("18C", tool_call_id="c1"),
+        ]
+    }
+    assert CONVERT.result_to_middleware(output, ReachMessage(raw_payload=sent)).payload == "18C"
