@@ -47,7 +47,9 @@ def _close_router() -> Iterator[None]:
     ROUTER.close()
 
 
-class TestCapabilityToolUnit(ToolsUnitTests):
+class CapabilityTool:
+    """The tool and arguments both standard suites run for the capability tool."""
+
     @property
     def tool_constructor(self) -> BaseTool:
         return TOOLS["quote"]
@@ -57,14 +59,12 @@ class TestCapabilityToolUnit(ToolsUnitTests):
         return {"sku": "kettle", "qty": 2}
 
 
-class TestCapabilityToolIntegration(ToolsIntegrationTests):
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return TOOLS["quote"]
+class TestCapabilityToolUnit(CapabilityTool, ToolsUnitTests):
+    pass
 
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {"sku": "kettle", "qty": 2}
+
+class TestCapabilityToolIntegration(CapabilityTool, ToolsIntegrationTests):
+    pass
 
 
 class TestGenericToolUnit(ToolsUnitTests):
