@@ -117,16 +117,16 @@ class Portal:
         except RuntimeError:
             running = None
         home = self._home
-        serving = home is not None and home.is_running() and not home.is_closed()
-        if running is not None and (running is self._own or (serving and running is home)):
+        if home is not None and (home.is_closed() or not home.is_running()):
+            home = None
+        if running is not None and running in (self._own, home):
             coro.close()
             msg = (
                 f"{what}_sync was called from inside the event loop that serves the router, "
                 f"which would block it forever; use 'await router.{what}(...)' here"
             )
             raise SyncCallError(msg)
-        if serving:
-            assert home is not None
+        if home is not None:
             try:
                 return _run_in(home, coro, self.start_timeout)
             except _LoopGoneError:
