@@ -67,7 +67,7 @@ def declare(tools: Sequence[Tool], config: MCPServerConfig) -> Declared:
             out.skipped.append(tool.name)
             continue
         out.capabilities.append(capability)
-        out.routes[name] = ToolRoute(tool.name, safe=capability.idempotent or capability.read_only)
+        out.routes[name] = ToolRoute(tool.name, safe=capability.safe_to_repeat)
     return out
 
 

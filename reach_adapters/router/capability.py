@@ -109,6 +109,11 @@ class Capability(BaseModel):
         return not self._input_open
 
     @property
+    def safe_to_repeat(self) -> bool:
+        """Whether a task may reach this capability twice: it is idempotent or only reads."""
+        return self.idempotent or self.read_only
+
+    @property
     def output_validator(self) -> CompiledSchema | None:
         return None if self._output_key is None else compiled_validator(self._output_key)
 

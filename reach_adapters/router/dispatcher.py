@@ -308,15 +308,10 @@ class Dispatcher:
             merged = await fan_out(plan.slots, message, deadline, hint.merge, record)
             return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
         routed = time.perf_counter()
-        result = await self._attempts(message, record, plan, deadline, tracer)
+        result, last = await self._attempts(message, record, plan, deadline, tracer)
         if result.status is _OK:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
-        last = record.attempts[-1] if record.attempts else None
-        served = self.registry.get(last.agent_id) if last is not None else None
-        cap = slot_for(served.slots, meta.capability) if served is not None else None
-        if cap is not None and not may_resend(
-            result.status, result.error_type, cap.capability.idempotent or cap.capability.read_only
-        ):
+        if not may_resend(result.status, result.error_type, last.capability.safe_to_repeat):
             # The work may have been done already; a fallback would do it a second time.
             record.note = record.note or "no fallback: the work may have started and is not safe to repeat"
             return self._finish(message, record, result, start, "none", plan.queued_ms)
@@ -329,19 +324,19 @@ class Dispatcher:
         plan: Plan,
         deadline: float,
         tracer: Tracer | None,
-    ) -> ReachResult:
-        """Deliver to the best slot; on a transient failure retry on the next-best, with backoff."""
+    ) -> tuple[ReachResult, Slot]:
+        """Deliver to the best slot; on a transient failure retry on the next-best, with backoff.
+
+        Returns the last result and the slot that gave it.
+        """
         policy = self.policy
         meta = message.meta_info
         self.budget.earn()
         tried: set[int] = set()
         retries = 0
-        result: ReachResult | None = None
         # The first candidate was screened just now, with no await since: no need to check it again.
-        slot: Slot | None = plan.slots[0]
+        slot = plan.slots[0]
         while True:
-            if slot is None:
-                break
             tried.add(id(slot))
             if tracer is None:
                 result, elapsed_ms = await deliver(slot, message, deadline)
@@ -360,29 +355,28 @@ class Dispatcher:
                 if slot.capability.name != meta.capability:
                     # A matched task served under another of its top matches.
                     amend(meta, {"capability": slot.capability.name})
-                return result
+                return result, slot
             if not result.retryable:
-                return result
+                return result, slot
             cap = slot.capability
-            if not may_resend(result.status, result.error_type, cap.idempotent or cap.read_only):
+            if not may_resend(result.status, result.error_type, cap.safe_to_repeat):
                 record.note = f"not re-sent: {cap.name!r} is not idempotent and the work may have started"
-                return result
+                return result, slot
             if retries >= policy.max_retries:
-                return result
+                return result, slot
             if not self.budget.spend():
                 record.note = "retry budget exhausted"
                 logger.warning("task %s: retry budget exhausted, not retrying", meta.task_id)
-                return result
+                return result, slot
             delay = backoff_s(retries + 1, policy.backoff_ms, policy.backoff_multiplier, policy.jitter_ms)
             if time.time() + delay >= deadline:
-                return result
+                return result, slot
             retries += 1
             await asyncio.sleep(delay)
-            slot = self._next_slot(plan, tried, message)
-        if result is None:
-            error = "every candidate became unavailable before delivery"
-            return error_result(message, ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
-        return result
+            following = self._next_slot(plan, tried, message)
+            if following is None:
+                return result, slot
+            slot = following
 
     def _next_slot(self, plan: Plan, tried: set[int], message: ReachMessage) -> Slot | None:
         """The best slot not tried yet that may still serve, else the best one that may."""

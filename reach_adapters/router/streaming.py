@@ -68,7 +68,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
                 raise_for_status(result)
             except ReachError as exc:
                 last_error = exc
-            safe = slot.capability.idempotent or slot.capability.read_only
+            safe = slot.capability.safe_to_repeat
             if not result.retryable or not may_resend(result.status, result.error_type, safe):
                 break
             continue
@@ -91,7 +91,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
                 )
             )
             last_error = error
-            safe = slot.capability.idempotent or slot.capability.read_only
+            safe = slot.capability.safe_to_repeat
             if started or not (failure.transient and may_resend(failure.status, failure.error_type, safe)):
                 _close(dispatcher, record, message, slot, failure.status, str(error))
                 raise error from failure.__cause__

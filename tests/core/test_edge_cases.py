@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from reach_adapters import (
     PayloadValidationError,
     ReachError,
     Router,
+    RoutingPolicy,
 )
 from reach_adapters.router.agent import ok_result
 from reach_adapters.router.delivery import current_hop
@@ -272,3 +273,33 @@ async def test_replace_serves_new_calls_at_once_and_lets_old_ones_finish() -> No
     assert (await router.route("job", {})).payload == "v2"
     await router.aclose()
     assert closed == ["v1", "v2"]
+
+
+async def test_a_matched_task_is_not_redone_by_a_fallback_after_its_second_match_timed_out() -> None:
+    calls: list[str] = []
+
+    class TwoMatches:
+        async def match(self, text: str, capabilities: Mapping[str, Capability]) -> list[tuple[str, float]]:
+            return [("capa", 0.8), ("capb", 0.75)]
+
+    async def down(payload: Any) -> Any:
+        calls.append("a")
+        raise ConnectionError("down")
+
+    async def slow(payload: Any) -> Any:
+        calls.append("b")
+        await asyncio.sleep(1)
+
+    async def fallback(payload: Any) -> Any:
+        calls.append("fallback")
+        return "done"
+
+    router = Router(RoutingPolicy(backoff_ms=0, jitter_ms=0), matcher=TwoMatches())
+    router.register(FunctionAgent(down, agent_id="t:a:01", capabilities=[Capability(name="capa")]))
+    router.register(
+        FunctionAgent(slow, agent_id="t:b:01", capabilities=[Capability(name="capb", timeout_ms=100)])
+    )
+    router.register(FunctionAgent(fallback, agent_id="t:fb:01", capabilities=[Capability(name="other")]))
+    result = await router.route(None, "do it", fallback=["t:fb:01"])
+    assert result.status is ResultStatus.TIMEOUT
+    assert calls == ["a", "b"]  # capb may have done the work: the fallback must not do it again
