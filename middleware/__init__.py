@@ -2,7 +2,7 @@
 
 from middleware.converter import Converter
 from middleware.ids import new_task_id, new_trace_id
-from middleware.jsonsafe import NotJsonSafeError, ensure_json
+from middleware.jsonsafe import NotJsonSafeError, ensure_json, is_json
 from middleware.models import (
     DeliveryPath,
     MergePolicy,
@@ -28,6 +28,7 @@ __all__ = [
     "RoutingHint",
     "Timings",
     "ensure_json",
+    "is_json",
     "new_task_id",
     "new_trace_id",
 ]

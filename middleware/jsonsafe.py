@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel, JsonValue
 
-__all__ = ["NotJsonSafeError", "ensure_json"]
+__all__ = ["NotJsonSafeError", "ensure_json", "is_json"]
 
 _EXACT_SCALARS = frozenset({str, int, bool, type(None)})
 
@@ -18,7 +18,7 @@ class NotJsonSafeError(TypeError):
     """A value has no JSON form; the message names its type and where it sits."""
 
 
-def _plain(value: Any) -> bool:
+def is_json(value: Any) -> TypeGuard[JsonValue]:
     """Whether `value` is JSON data already: exact builtin types all the way down."""
     kind = type(value)
     if kind in _EXACT_SCALARS:
@@ -28,12 +28,12 @@ def _plain(value: Any) -> bool:
     # Plain loops, not all(...): no generator to build, and this runs for every payload.
     if kind is dict:
         for key, item in value.items():  # noqa: SIM110
-            if type(key) is not str or not _plain(item):
+            if type(key) is not str or not is_json(item):
                 return False
         return True
     if kind is list:
         for item in value:  # noqa: SIM110
-            if not _plain(item):
+            if not is_json(item):
                 return False
         return True
     return False
@@ -47,9 +47,8 @@ def ensure_json(value: Any, *, where: str = "payload") -> JsonValue:
     become lists, subclasses of builtins become the builtins; anything else that JSON cannot carry
     raises `NotJsonSafeError` naming the type and its path.
     """
-    if _plain(value):
-        plain: JsonValue = value
-        return plain
+    if is_json(value):
+        return value
     return _convert(value, where)
 
 

@@ -17,8 +17,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, JsonValue, RootModel
 from pydantic_core import to_jsonable_python
 
-from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus, ensure_json
-from middleware.fast import ZERO_TIMINGS, build_trusted
+from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ensure_json, is_json
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.messages import (
     final_text,
@@ -28,6 +27,7 @@ from reach_adapters.langchain.messages import (
     message_to_dict,
     run_messages,
 )
+from reach_adapters.router.agent import ok_result
 
 __all__ = ["ChunkConverter", "LangChainConverter", "to_json"]
 
@@ -44,6 +44,9 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 def to_json(value: Any, *, where: str) -> JsonValue:
     """`value` as JSON data, chat messages in their role/content form; raises `NotJsonSafeError`."""
+    if is_json(value):
+        # Most outputs: nothing to convert, and no copy to make.
+        return value
     return ensure_json(_with_message_dicts(value), where=where)
 
 
@@ -56,10 +59,6 @@ def _with_message_dicts(value: Any) -> Any:
         return {key: _with_message_dicts(item) for key, item in value.items()}
     if kind is list:
         return [_with_message_dicts(item) for item in value]
-    if isinstance(value, str):
-        # LangChain returns str subclasses (a message's TextAccessor); JSON tools want plain str.
-        # str() would give a (str, Enum) member's name, "Label.REFUND", not its value.
-        return str.__str__(value)
     if isinstance(value, BaseMessage):
         return _with_message_dicts(message_to_dict(value))
     if isinstance(value, dict):
@@ -187,16 +186,8 @@ class LangChainConverter:
                     # A state or history holds the caller's messages too; only the run's own
                     # answer this task, not an earlier turn's.
                     payload = final_text(run_messages(messages, message.raw_payload))
-        return build_trusted(
-            ReachResult,
-            {
-                "status": ResultStatus.OK,
-                "task_id": message.meta_info.task_id,
-                "payload": payload,
-                "extra": extra,
-                "timings": ZERO_TIMINGS,
-            },
-        )
+        # The agent id is the agent's to stamp: a converter does not know it.
+        return ok_result(message, None, payload, extra=extra)
 
     def result_from_middleware(self, result: ReachResult) -> Any:
         """The native output back: the whole chat output when it was kept, else the payload."""

@@ -104,9 +104,9 @@ class MCPConverter:
                 message, ResultStatus.ERROR, "MCPToolError", _text_of(content), agent_id=self.agent_id or None
             )
         structured = native.structured_content
-        result = ok_result(message, self.agent_id, content if structured is None else structured)
-        result.extra = {"content": content}
-        return result
+        return ok_result(
+            message, self.agent_id, content if structured is None else structured, extra={"content": content}
+        )
 
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
         # The ids let an MCP client ask the gateway why the call went where it went.

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import TypeAdapter
+from pydantic import JsonValue, TypeAdapter
 
 from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
@@ -37,18 +37,20 @@ class Agent(Protocol):
     async def invoke(self, message: ReachMessage) -> ReachResult: ...
 
 
-def ok_result(message: ReachMessage, agent_id: str, payload: Any) -> ReachResult:
+def ok_result(
+    message: ReachMessage, agent_id: str | None, payload: Any, *, extra: dict[str, JsonValue] | None = None
+) -> ReachResult:
     """A successful result for `message`; built without re-validation because the router made it."""
-    return build_trusted(
-        ReachResult,
-        {
-            "status": ResultStatus.OK,
-            "task_id": message.meta_info.task_id,
-            "payload": payload,
-            "agent_id": agent_id,
-            "timings": ZERO_TIMINGS,
-        },
-    )
+    values = {
+        "status": ResultStatus.OK,
+        "task_id": message.meta_info.task_id,
+        "payload": payload,
+        "agent_id": agent_id,
+        "timings": ZERO_TIMINGS,
+    }
+    if extra is not None:
+        values["extra"] = extra
+    return build_trusted(ReachResult, values)
 
 
 class FunctionAgent:
