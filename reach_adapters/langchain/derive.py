@@ -13,25 +13,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    ChatMessage,
-    ChatMessageChunk,
-    FunctionMessage,
-    FunctionMessageChunk,
-    HumanMessage,
-    HumanMessageChunk,
-    RemoveMessage,
-    SystemMessage,
-    SystemMessageChunk,
-    ToolMessage,
-    ToolMessageChunk,
-)
 from langchain_core.runnables import Runnable
 
 from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.langchain.messages import ROLES
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import parse_agent_id
 
@@ -43,30 +28,32 @@ MESSAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "A chat message: role is user, assistant, system or tool.",
     "properties": {
-        "role": {"enum": ["user", "assistant", "system", "tool", "developer", "human", "ai", "function"]},
+        "role": {"enum": list(ROLES)},
         # OpenAI's assistant message with tool calls has "content": null; LangChain reads it as "".
         "content": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "null"}]},
     },
     "required": ["role", "content"],
 }
 
-_MESSAGE_CLASSES: tuple[type[BaseMessage], ...] = (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    ChatMessage,
-    ChatMessageChunk,
-    FunctionMessage,
-    FunctionMessageChunk,
-    HumanMessage,
-    HumanMessageChunk,
-    RemoveMessage,
-    SystemMessage,
-    SystemMessageChunk,
-    ToolMessage,
-    ToolMessageChunk,
+# The $defs LangChain's schemas give messages, which the role/content form replaces.
+_MESSAGE_DEFS = frozenset(
+    {
+        "AIMessage",
+        "AIMessageChunk",
+        "BaseMessage",
+        "ChatMessage",
+        "ChatMessageChunk",
+        "FunctionMessage",
+        "FunctionMessageChunk",
+        "HumanMessage",
+        "HumanMessageChunk",
+        "RemoveMessage",
+        "SystemMessage",
+        "SystemMessageChunk",
+        "ToolMessage",
+        "ToolMessageChunk",
+    }
 )
-_MESSAGE_DEFS = frozenset(cls.__name__ for cls in _MESSAGE_CLASSES)
 _DEFS = "#/$defs/"
 # Names every instance of a kind shares; a capability named so would merge unrelated agents.
 _GENERIC_NAMES = frozenset({"LangGraph"})

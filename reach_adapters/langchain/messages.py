@@ -25,6 +25,7 @@ from pydantic import JsonValue, ValidationError
 from reach_adapters.errors import InvalidMessageError
 
 __all__ = [
+    "ROLES",
     "final_text",
     "is_message_dict",
     "is_message_list",
@@ -50,8 +51,10 @@ _CLASSES: dict[str, type[BaseMessage]] = {
     "tool": ToolMessage,
     "function": FunctionMessage,
 }
-# "developer" is read by LangChain's own coercion, which knows its quirks.
-_KNOWN = frozenset({*_CLASSES, "developer"})
+# Every role a message dict may have; "developer" is read by LangChain's own coercion, which
+# knows its quirks.
+ROLES: tuple[str, ...] = (*_CLASSES, "developer")
+_KNOWN = frozenset(ROLES)
 # Streaming-only fields that mean nothing once a message is whole.
 _CHUNK_FIELDS: set[str] = {"type", "tool_call_chunks", "chunk_position"}
 

@@ -50,12 +50,10 @@ class _Link:
 
     ready: asyncio.Future[Declared]
     ended: asyncio.Event = field(default_factory=asyncio.Event)
-    reason: str = ""
 
-    def end(self, reason: str) -> bool:
+    def end(self) -> bool:
         if self.ended.is_set():
             return False
-        self.reason = reason
         self.ended.set()
         return True
 
@@ -98,7 +96,7 @@ class Connection:
             raise MCPTimeoutError(msg)
         finally:
             if not opened:
-                link.end("connect failed")
+                link.end()
                 task.cancel()
                 await _settle(task)
 
@@ -113,7 +111,7 @@ class Connection:
         self.closing = True
         if self._current is not None:
             link, task = self._current
-            link.end("closed")
+            link.end()
             await _settle(task)
 
     async def _run(self, link: _Link) -> None:
@@ -143,7 +141,7 @@ class Connection:
     def _lose(self, link: _Link, reason: str) -> None:
         # Only the adopted session speaks for the agent; a failed attempt is reported by open().
         current = self._current is not None and self._current[0] is link
-        if link.end(reason) and current and not self.closing:
+        if link.end() and current and not self.closing:
             self._events.connection_lost(reason)
 
     async def _on_message(self, message: IncomingMessage) -> None:
