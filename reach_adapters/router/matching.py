@@ -63,11 +63,8 @@ class LexicalMatcher:
 
     async def match(self, text: str, capabilities: Mapping[str, Capability]) -> list[tuple[str, float]]:
         words = tokens(text)
-        bag = Counter(words)
-        present = set(words)
-        scores = [
-            (name, self._doc(cap).score(text.lower(), present, bag)) for name, cap in capabilities.items()
-        ]
+        query = _Query(text.lower(), set(words), Counter(words))
+        scores = [(name, self._doc(cap).score(query)) for name, cap in capabilities.items()]
         scores.sort(key=lambda pair: -pair[1])
         return scores
 
@@ -84,6 +81,18 @@ class LexicalMatcher:
         return doc
 
 
+class _Query:
+    """What every capability's score needs from the task text, worked out once per match."""
+
+    __slots__ = ("bag", "lowered", "norm", "present")
+
+    def __init__(self, lowered: str, present: set[str], bag: Counter[str]) -> None:
+        self.lowered = lowered
+        self.present = present
+        self.bag = bag
+        self.norm = math.sqrt(sum(c * c for c in bag.values()))
+
+
 class _Doc:
     __slots__ = ("keywords", "name_words", "norm", "strict", "vector")
 
@@ -94,16 +103,17 @@ class _Doc:
         self.vector = Counter(tokens(" ".join([cap.description, *cap.examples, *cap.keywords])))
         self.norm = math.sqrt(sum(v * v for v in self.vector.values()))
 
-    def score(self, lowered: str, present: set[str], bag: Counter[str]) -> float:
+    def score(self, query: _Query) -> float:
+        lowered = query.lowered
         if self.strict and not any(k in lowered for k in self.strict):
             return 0.0
-        best = 1.0 if self.name_words and self.name_words <= present else 0.0
+        best = 1.0 if self.name_words and self.name_words <= query.present else 0.0
         if self.keywords:
             hits = sum(1 for k in self.keywords if k in lowered)
             if hits:
                 best = max(best, 0.75 + 0.25 * (hits - 1) / max(len(self.keywords) - 1, 1))
-        if self.norm and bag:
-            dot = sum(count * self.vector.get(word, 0) for word, count in bag.items())
-            cosine = dot / (self.norm * math.sqrt(sum(c * c for c in bag.values())))
+        if self.norm and query.bag:
+            dot = sum(count * self.vector.get(word, 0) for word, count in query.bag.items())
+            cosine = dot / (self.norm * query.norm)
             best = max(best, cosine)
         return round(min(best, 1.0), 4)
