@@ -81,8 +81,14 @@ class Registry:
                 waitlist = self._waitlists[cap.name] = Waitlist()
             slot = Slot(runtime=runtime, capability=cap, waitlist=waitlist)
             runtime.slots.append(slot)
-            self._slots.setdefault(cap.name, []).append(slot)
+            self._add(slot)
         self._cache.clear()
+
+    def _add(self, slot: Slot) -> None:
+        name = slot.capability.name
+        # A restored slot brings its capability's waitlist back, if removing it had dropped it.
+        self._waitlists.setdefault(name, slot.waitlist)
+        self._slots.setdefault(name, []).append(slot)
 
     def _unindex(self, runtime: AgentRuntime) -> None:
         for slot in runtime.slots:
@@ -100,7 +106,7 @@ class Registry:
         """Put a removed runtime back with its own slots, whose in-flight counts are still live."""
         self._agents[runtime.agent_id] = runtime
         for slot in runtime.slots:
-            self._slots.setdefault(slot.capability.name, []).append(slot)
+            self._add(slot)
         self._cache.clear()
 
     def remove(self, agent_id: str) -> AgentRuntime | None:

@@ -303,3 +303,21 @@ async def test_a_matched_task_is_not_redone_by_a_fallback_after_its_second_match
     result = await router.route(None, "do it", fallback=["t:fb:01"])
     assert result.status is ResultStatus.TIMEOUT
     assert calls == ["a", "b"]  # capb may have done the work: the fallback must not do it again
+
+
+async def test_after_a_failed_replace_callers_still_wait_for_capacity() -> None:
+    gate = Gate("svc:work:01", max_concurrency=1)
+    router = Router()
+    router.register(gate.agent)
+
+    class NotAnAgent:
+        agent_id = "svc:work:01"
+
+    with pytest.raises(InvalidDeclarationError):
+        await router.replace(NotAnAgent())  # type: ignore[arg-type]
+    first = asyncio.create_task(router.route("work", "a", timeout_ms=3000))
+    await asyncio.sleep(0.02)
+    second = asyncio.create_task(router.route("work", "b", timeout_ms=3000))
+    await asyncio.sleep(0.02)
+    gate.release.set()
+    assert [r.payload for r in await asyncio.gather(first, second)] == ["a", "b"]
