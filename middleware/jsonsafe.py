@@ -57,8 +57,6 @@ def _convert(value: Any, where: str) -> JsonValue:
     if kind in _EXACT_SCALARS:
         scalar: JsonValue = value
         return scalar
-    if isinstance(value, bool):
-        return bool(value)
     if isinstance(value, str):
         # str subclasses (LangChain's TextAccessor, StrEnum members) become plain str, which
         # every JSON encoder and the compiled schema validators accept.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from enum import StrEnum
 
@@ -49,11 +48,11 @@ class Breaker:
         buckets.append(bucket)
         return bucket
 
-    def window(self, now: float | None = None) -> tuple[int, int]:
+    def window(self, now: float) -> tuple[int, int]:
         """(calls, failures) in the rolling window."""
         if not self._buckets:
             return 0, 0
-        horizon = int(time.monotonic() if now is None else now) - self.settings.window_s
+        horizon = int(now) - self.settings.window_s
         calls = failures = 0
         for second, c, f in self._buckets:
             if second > horizon:

@@ -23,7 +23,7 @@ class ReachObserver(Protocol):
     def on_reach(self, record: DecisionRecord, result: ReachResult) -> None: ...
 
 
-def decision_type(record: DecisionRecord, result: ReachResult) -> str:
+def decision_type(record: DecisionRecord) -> str:
     """``fell back``, ``filtered`` (nothing could serve), ``retried``, ``matched`` (the capability
     was found from the task text) or ``selected``."""
     if record.path in ("fallback", "default"):
@@ -47,7 +47,7 @@ def log_decision(record: DecisionRecord, result: ReachResult) -> None:
         reason = record.note or ("best score" if record.candidates else record.path)
     else:
         reason = f"{result.error_type}: {result.error}"
-    kind = decision_type(record, result)
+    kind = decision_type(record)
     DECISION_LOGGER.info(
         "task %s %s %s -> %s (%s)",
         record.task_id,

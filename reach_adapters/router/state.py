@@ -56,8 +56,6 @@ class AgentRuntime:
     avg_ms: float = 0.0
     success_rate: float = 1.0
     probe_failures: int = 0
-    registered_at: float = field(default_factory=time.time)
-    last_call_at: float = 0.0
     slots: list[Slot] = field(default_factory=list)
 
     @property
@@ -67,15 +65,13 @@ class AgentRuntime:
     def record(self, success: bool, elapsed_ms: float) -> bool:
         """Count one outcome; return True when it opened the agent's circuit."""
         self.calls += 1
-        now = time.monotonic()
-        self.last_call_at = now
         if not success:
             self.failures += 1
         self.avg_ms = (
             elapsed_ms if self.calls == 1 else self.avg_ms + _LATENCY_ALPHA * (elapsed_ms - self.avg_ms)
         )
         self.success_rate += _SUCCESS_ALPHA * ((1.0 if success else 0.0) - self.success_rate)
-        return self.breaker.record(success, now)
+        return self.breaker.record(success, time.monotonic())
 
 
 class Waitlist:
