@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from opentelemetry.trace import StatusCode, Tracer
 
-from middleware import ReachMessage, ReachResult, ResultStatus, Timings
+from middleware import MetaInfo, ReachMessage, ReachResult, ResultStatus, Timings
 from middleware.fast import amend, build_trusted
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord, Exclusion
@@ -49,6 +50,17 @@ class Plan:
         self.forced = forced
 
 
+def apply_caller_timeout(meta: MetaInfo) -> bool:
+    """Turn the caller's ``timeout_ms`` into a deadline; True when the caller bounds the task.
+
+    A deadline the caller set (or inherited) bounds fallbacks too; one derived later from a
+    capability's timeout does not, since a fallback agent has a timeout of its own.
+    """
+    if meta.deadline is None and meta.timeout_ms is not None:
+        amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
+    return meta.deadline is not None
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -84,12 +96,16 @@ class Dispatcher:
             tracer = active_tracer()
             if tracer is not None:
                 return await self._traced(message, tracer)
-            # Generated task ids are unique by construction; only ids the caller chose can repeat.
-            if "task_id" in meta.__pydantic_fields_set__ and self.policy.dedupe_window_s:
-                return await self._deduplicated(message, None)
-            return await self._dispatch(message, None)
+            return await self._run(message, None)
         finally:
             reset_current_reach(token)
+
+    def _run(self, message: ReachMessage, tracer: Tracer | None) -> Coroutine[Any, Any, ReachResult]:
+        # Returns the coroutine rather than awaiting it: one frame less on every routed call.
+        # Generated task ids are unique by construction; only ids the caller chose can repeat.
+        if "task_id" in message.meta_info.__pydantic_fields_set__ and self.policy.dedupe_window_s:
+            return self._deduplicated(message, tracer)
+        return self._dispatch(message, tracer)
 
     async def _traced(self, message: ReachMessage, tracer: Tracer) -> ReachResult:
         meta = message.meta_info
@@ -100,10 +116,7 @@ class Dispatcher:
             "reach.mode": message.routing_hint.mode,
         }
         with tracer.start_as_current_span("reach.dispatch", attributes=attributes) as span:
-            if "task_id" in meta.__pydantic_fields_set__ and self.policy.dedupe_window_s:
-                result = await self._deduplicated(message, tracer)
-            else:
-                result = await self._dispatch(message, tracer)
+            result = await self._run(message, tracer)
             span.set_attributes(
                 {
                     "reach.status": str(result.status),
@@ -138,14 +151,14 @@ class Dispatcher:
         self.dedupe.settle(meta.task_id, future, result)
         return result
 
-    def record_for(self, message: ReachMessage, strategy: Strategy) -> DecisionRecord:
+    def record_for(self, message: ReachMessage, strategy: Strategy | None) -> DecisionRecord:
         meta = message.meta_info
         return DecisionRecord(
             meta.task_id,
             meta.trace_id,
             meta.capability,
             message.routing_hint.mode,
-            strategy.name,
+            "" if strategy is None else strategy.name,
             time.time(),
         )
 
@@ -267,9 +280,9 @@ class Dispatcher:
             names = [s.capability.name for s in runtime.slots]
             error = f"agent {target} does not declare {meta.capability!r}; it declares {names}"
             return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error), False
-        meta.capability = slot.capability.name
+        amend(meta, {"capability": slot.capability.name})
         if meta.deadline is None:
-            meta.deadline = time.time() + slot.capability.timeout_ms / 1000.0
+            amend(meta, {"deadline": time.time() + slot.capability.timeout_ms / 1000.0})
         # Directed delivery bypasses scoring, but never the breaker's last-candidate rule.
         return screen([slot], meta, self.policy, record.exclusions)
 
@@ -282,12 +295,10 @@ class Dispatcher:
             error = (
                 f"routing_hint.strategy {hint.strategy!r} is unknown; use one of {sorted(self.strategies)}"
             )
-            return self._finish(message, self._bare_record(message), _invalid(message, error), start, "none")
-        if meta.deadline is None and meta.timeout_ms is not None:
-            amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
-        # A deadline the caller set (or inherited) bounds fallbacks too; one derived from the
-        # capability's timeout does not, since a fallback agent has a timeout of its own.
-        caller_deadline = meta.deadline is not None
+            return self._finish(
+                message, self.record_for(message, None), _invalid(message, error), start, "none"
+            )
+        caller_deadline = apply_caller_timeout(meta)
         record = self.record_for(message, strategy)
         if tracer is None:
             plan = await self.plan(message, record, strategy)
@@ -438,12 +449,6 @@ class Dispatcher:
                 return self._finish(message, record, outcome, start, path, queued_ms)
             result = outcome
         return self._finish(message, record, result, start, "none", queued_ms)
-
-    def _bare_record(self, message: ReachMessage) -> DecisionRecord:
-        meta = message.meta_info
-        return DecisionRecord(
-            meta.task_id, meta.trace_id, meta.capability, message.routing_hint.mode, "", time.time()
-        )
 
     def _finish(
         self,

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pydantic import JsonValue
 
 from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
-from middleware.fast import ZERO_TIMINGS, amend, build_trusted
+from middleware.fast import ZERO_TIMINGS, build_trusted
 from reach_adapters.errors import (
     AgentCallError,
     InvalidMessageError,
@@ -21,7 +21,7 @@ from reach_adapters.errors import (
 )
 from reach_adapters.router.decisions import Attempt, DecisionRecord
 from reach_adapters.router.delivery import AgentBusyError, Hop, deliver, enter_hop, input_problem, leave_hop
-from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.dispatcher import Dispatcher, apply_caller_timeout
 from reach_adapters.router.retry import may_resend
 from reach_adapters.router.state import Slot
 
@@ -46,8 +46,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
         msg = f"routing_hint.strategy {message.routing_hint.strategy!r} is unknown"
         raise InvalidMessageError(msg)
     meta = message.meta_info
-    if meta.deadline is None and meta.timeout_ms is not None:
-        amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
+    apply_caller_timeout(meta)
     record = dispatcher.record_for(message, strategy)
     plan = await dispatcher.plan(message, record, strategy)
     if plan.problem is not None:
