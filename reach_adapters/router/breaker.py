@@ -10,6 +10,10 @@ from reach_adapters.router.policy import BreakerSettings
 __all__ = ["Breaker", "BreakerState"]
 
 
+# What the reasons `Breaker.blocks` gives start with, so selection can tell them apart.
+CIRCUIT = "circuit"
+
+
 class BreakerState(StrEnum):
     CLOSED = "closed"
     OPEN = "open"
@@ -67,11 +71,11 @@ class Breaker:
             return None
         if state is BreakerState.OPEN:
             if now < self.open_until:
-                return f"circuit open, quarantined {self.open_until - now:.1f} s more"
+                return f"{CIRCUIT} open, quarantined {self.open_until - now:.1f} s more"
             self.state = BreakerState.HALF_OPEN
             self.probing = False
         if self.probing:
-            return "circuit half-open, a probe call is in flight"
+            return f"{CIRCUIT} half-open, a probe call is in flight"
         return None
 
     def on_start(self) -> None:

@@ -150,9 +150,7 @@ async def deliver(
     runtime = slot.runtime
     agent_id = runtime.agent_id
     if recheck:
-        busy = runtime.breaker.blocks(time.monotonic())
-        if busy is None and slot.in_flight >= slot.capability.max_concurrency:
-            busy = f"saturated: {slot.in_flight} in flight, max_concurrency {slot.capability.max_concurrency}"
+        busy = runtime.breaker.blocks(time.monotonic()) or slot.saturation()
         if busy is not None:
             return error_result(
                 message, ResultStatus.REJECTED, "AgentBusyError", busy, agent_id=agent_id

@@ -7,12 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from middleware import MetaInfo, ResultStatus
+from reach_adapters.router.breaker import CIRCUIT
 from reach_adapters.router.decisions import Exclusion
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.state import AgentState, Slot
+from reach_adapters.router.state import SATURATED, AgentState, Slot
 
 __all__ = ["Problem", "exclusion_reason", "loop_chain", "screen", "why_no_candidate"]
+
+
+# The start of a loop exclusion's reason: all loops means the call is refused, not unserved.
+LOOP = "loop"
 
 
 @dataclass(slots=True, frozen=True)
@@ -50,16 +55,14 @@ def exclusion_reason(
         return f"state busy and priority {meta.priority} < {policy.high_priority}"
     chain = loop_chain(meta, slot)
     if chain is not None:
-        return f"loop: {chain}"
+        return f"{LOOP}: {chain}"
     if slot.capability.triggers and not slot.capability.triggers_match(meta.attributes):
         return "triggers do not match meta_info.attributes"
     if breaker:
         blocked = runtime.breaker.blocks(now)
         if blocked is not None:
             return blocked
-    if slot.in_flight >= slot.capability.max_concurrency:
-        return f"saturated: {slot.in_flight} in flight, max_concurrency {slot.capability.max_concurrency}"
-    return None
+    return slot.saturation()
 
 
 def screen(
@@ -80,9 +83,9 @@ def screen(
             usable.append(slot)
             continue
         exclusions.append(Exclusion(slot.runtime.agent_id, reason))
-        if reason.startswith("circuit"):
+        if reason.startswith(CIRCUIT):
             quarantined.append(slot)
-        elif reason.startswith("saturated"):
+        elif reason.startswith(SATURATED):
             saturated = True
     if usable:
         return usable, None, False
@@ -91,7 +94,7 @@ def screen(
             exclusions.append(Exclusion(slot.runtime.agent_id, "serving anyway: last candidates"))
         return quarantined, None, True
     reasons = "; ".join(f"{e.agent_id}: {e.reason}" for e in exclusions)
-    if exclusions and all(e.reason.startswith("loop") for e in exclusions):
+    if exclusions and all(e.reason.startswith(LOOP) for e in exclusions):
         problem = Problem(ResultStatus.REJECTED, "LoopDetectedError", f"recursive reach refused: {reasons}")
         return [], problem, False
     error = f"every agent declaring {meta.capability!r} is excluded ({reasons})"

@@ -130,6 +130,10 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+# Exclusion reasons start with these words, so selection can tell them apart.
+SATURATED = "saturated"
+
+
 @dataclass(slots=True, eq=False)
 class Slot:
     """One capability of one agent: the unit that selection ranks and limits.
@@ -155,3 +159,10 @@ class Slot:
     @property
     def agent_id(self) -> str:
         return self.runtime.agent_id
+
+    def saturation(self) -> str | None:
+        """Why the slot takes no more calls now (it is at max_concurrency), or None."""
+        limit = self.capability.max_concurrency
+        if self.in_flight >= limit:
+            return f"{SATURATED}: {self.in_flight} in flight, max_concurrency {limit}"
+        return None
