@@ -120,9 +120,7 @@ class Router:
         self._changed()
         if close:
             if runtime.in_flight:
-                closing = asyncio.get_running_loop().create_task(_close_when_idle(runtime))
-                self._closing.add(closing)
-                closing.add_done_callback(self._closing.discard)
+                self._close_later(runtime)
             else:
                 await _close(runtime)
 
@@ -146,9 +144,13 @@ class Router:
             raise
         logger.info("replaced agent %s (%d calls finish on the old one)", old.agent_id, old.in_flight)
         if close:
-            closing = asyncio.get_running_loop().create_task(_close_when_idle(old))
-            self._closing.add(closing)
-            closing.add_done_callback(self._closing.discard)
+            self._close_later(old)
+
+    def _close_later(self, runtime: AgentRuntime) -> None:
+        """Close the agent in the background once its calls are done; `aclose` waits for it."""
+        closing = asyncio.get_running_loop().create_task(_close_when_idle(runtime))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
     def __contains__(self, agent_id: object) -> bool:
         """Whether an agent with this id is registered: ``"support:refund:01" in router``."""
