@@ -19,7 +19,7 @@ from middleware import ReachResult
 from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.router import Router
-from reach_adapters.router.schemas import compiled_validator, first_error, schema_key
+from reach_adapters.router.schemas import compiled_validator, first_error, schema_key, wrap_input
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool"]
 
@@ -127,7 +127,7 @@ class CapabilityTool(ReachTool):
     ) -> CapabilityTool:
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
-        args_schema = _wrap(schema) if wrapped else schema
+        args_schema = wrap_input(schema) if wrapped else schema
         tool = cls(
             router=router,
             capability=capability,
@@ -173,12 +173,3 @@ class ReachAnyTool(ReachTool):
         # Capability names cannot contain ':', agent ids always do.
         mode: Literal["route", "send"] = "send" if ":" in target else "route"
         return mode, target, arguments.get("payload")
-
-
-def _wrap(schema: dict[str, Any]) -> dict[str, Any]:
-    """An object schema taking `schema` as its one argument ``input``; $defs stay at the root."""
-    inner = {key: value for key, value in schema.items() if key != "$defs"}
-    wrapped: dict[str, Any] = {"type": "object", "properties": {"input": inner}, "required": ["input"]}
-    if "$defs" in schema:
-        wrapped["$defs"] = schema["$defs"]
-    return wrapped

@@ -32,6 +32,7 @@ from reach_adapters.errors import InvalidDeclarationError, ReachError
 from reach_adapters.mcp.converter import MCPConverter, meta_from_request
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.router import Router
+from reach_adapters.router.schemas import wrap_input
 
 __all__ = ["RouterMCPServer"]
 
@@ -182,7 +183,7 @@ def _serve(capability: Capability) -> _Served:
     schema = capability.input_schema
     wrapped = bool(schema) and schema.get("type") != "object"
     if wrapped:
-        schema = {"type": "object", "properties": {"input": schema}, "required": ["input"]}
+        schema = wrap_input(schema)
     elif not schema:
         schema = {"type": "object"}
     output = capability.output_schema

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
-__all__ = ["CompiledSchema", "check_schema", "compiled_validator", "first_error", "schema_key"]
+__all__ = ["CompiledSchema", "check_schema", "compiled_validator", "first_error", "schema_key", "wrap_input"]
 
 CompiledSchema = jsonschema_rs.Validator
 
@@ -56,3 +56,13 @@ def first_error(validator: CompiledSchema, instance: Any) -> str | None:
         where = ".".join(path) or "(payload)"
         return f"field '{where}': {err.message}"
     return None
+
+
+def wrap_input(schema: dict[str, Any]) -> dict[str, Any]:
+    """An object schema taking `schema` as its one argument ``input``, for tool protocols that
+    take only objects; $defs stay at the root, where the references inside point."""
+    inner = {key: value for key, value in schema.items() if key != "$defs"}
+    wrapped: dict[str, Any] = {"type": "object", "properties": {"input": inner}, "required": ["input"]}
+    if "$defs" in schema:
+        wrapped["$defs"] = schema["$defs"]
+    return wrapped

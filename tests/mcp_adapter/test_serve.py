@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
@@ -255,3 +256,21 @@ async def test_a_task_keeps_its_trace_and_lineage_across_an_mcp_hop(router: Rout
     finally:
         await upstream.aclose()
         reach.close()
+
+
+async def test_a_wrapped_input_keeps_its_definitions_where_its_references_point(router: Router) -> None:
+    items = {"type": "array", "items": {"$ref": "#/$defs/Sku"}, "$defs": {"Sku": {"type": "string"}}}
+    router.register(
+        FunctionAgent(
+            len,
+            agent_id="util:count:0",
+            capabilities=[Capability(name="count", input_schema=items)],
+            call_style="payload",
+        )
+    )
+    async with await start_mcp_server(router, port=0) as endpoint, Client(endpoint.url) as client:
+        (tool,) = (await client.list_tools()).tools
+        assert tool.input_schema["$defs"] == {"Sku": {"type": "string"}}
+        Draft202012Validator(tool.input_schema).validate({"input": ["kettle"]})
+        counted = await client.call_tool("count", {"input": ["kettle", "mug"]})
+        assert _text(counted.content) == "2"
