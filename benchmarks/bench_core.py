@@ -19,7 +19,6 @@ from typing import Any
 from benchmarks.stats import measure, summary
 from middleware import MetaInfo, ReachMessage
 from reach_adapters import Capability, FunctionAgent, Router
-from reach_adapters.router.agent import ok_result
 from reach_adapters.router.dispatcher import Dispatcher
 
 SCHEMA_IN = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -104,17 +103,6 @@ async def plan_samples(dispatcher: Dispatcher, capability: str, calls: int) -> l
         await dispatcher.plan(message, record, strategy)
         out.append((clock() - start) * 1e6)
     return out
-
-
-class Bare:
-    """The smallest possible agent: no function wrapping, for the memory figure."""
-
-    def __init__(self, agent_id: str, capability: Capability) -> None:
-        self.agent_id = agent_id
-        self.capabilities = [capability]
-
-    async def invoke(self, message: ReachMessage) -> Any:
-        return ok_result(message, self.agent_id, None)
 
 
 def memory() -> None:

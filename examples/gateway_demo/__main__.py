@@ -25,11 +25,11 @@ from mcp.types import RequestParamsMeta, TextContent
 
 from middleware import new_task_id, new_trace_id
 from reach_adapters.cli.render import render_catalog, render_decision
+from reach_adapters.cli.serve import READY_PREFIX
 from reach_adapters.mcp.converter import META_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "config"
-READY = "reach ready:"
 
 
 def _section(title: str) -> None:
@@ -85,10 +85,10 @@ def _over_http(http: httpx.Client) -> None:
 async def _ready_line(process: asyncio.subprocess.Process) -> dict[str, str]:
     assert process.stdout is not None
     line = (await asyncio.wait_for(process.stdout.readline(), timeout=60)).decode().strip()
-    if not line.startswith(READY):
+    if not line.startswith(READY_PREFIX):
         msg = f"reach serve did not start (got {line!r}); run it by hand to see why"
         raise SystemExit(msg)
-    return dict(part.split("=", 1) for part in line.removeprefix(READY).split())
+    return dict(part.split("=", 1) for part in line.removeprefix(READY_PREFIX).split())
 
 
 async def main() -> None:

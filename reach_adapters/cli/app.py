@@ -27,6 +27,7 @@ from reach_adapters.cli.serve import run_serve
 from reach_adapters.config import ConfigError
 from reach_adapters.errors import ReachError
 from reach_adapters.gateway import GatewayError
+from reach_adapters.gateway.api import RESERVED_OPTIONS
 from reach_adapters.mcp import MCPConnectionError, MCPTimeoutError
 from reach_adapters.observability import configure_logging
 
@@ -215,7 +216,7 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _with_options(args: argparse.Namespace) -> int:
-    clash = sorted({key for key, _ in args.options} & {"capability", "agent_id", "payload"})
+    clash = sorted({key for key, _ in args.options} & RESERVED_OPTIONS)
     if clash:
         msg = f"--option cannot set {clash}: give the capability or agent id and the payload as arguments"
         raise UsageError(msg)

@@ -20,7 +20,7 @@ from middleware import ReachResult
 from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describe_validation_error
 from reach_adapters.gateway.gateway import Gateway
 
-__all__ = ["API_PREFIX", "GatewayAPI", "RouteRequest", "SendRequest"]
+__all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest"]
 
 API_PREFIX = "/api"
 _MAX_DECISIONS = 1000
@@ -33,12 +33,12 @@ B = TypeVar("B", bound=BaseModel)
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 # Named by the request itself, so never an option.
-_RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload"})
+RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload"})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
 def _no_reserved(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    clash = sorted(_RESERVED_OPTIONS & set(options))
+    clash = sorted(RESERVED_OPTIONS & set(options))
     if clash:
         msg = f"options may not set {clash}: give them as the request's own fields"
         raise ValueError(msg)
