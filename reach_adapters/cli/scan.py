@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +14,9 @@ import yaml
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.errors import UsageError
+from reach_adapters.cli.render import render_json
 from reach_adapters.config import MCPAgentFile, file_stems, resolve_command
+from reach_adapters.config.loader import missing_program
 from reach_adapters.mcp import MCPServerAgent
 from reach_adapters.router.capability import Capability
 
@@ -34,7 +34,7 @@ def run_scan(args: argparse.Namespace) -> int:
     stem = file_stems(MCPAgentFile.model_validate(data).agent_id)[0]
     suffix = ".json" if args.json else ".yaml"
     if args.json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(render_json(data))
     else:
         print(f"# {stem}{suffix}: written by `reach scan`; save it in a config directory under this name.")
         print(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), end="")
@@ -44,12 +44,9 @@ def run_scan(args: argparse.Namespace) -> int:
 
 async def _scan(args: argparse.Namespace) -> dict[str, Any]:
     command: list[str] = args.command
-    if command and shutil.which(resolve_command(command[0])) is None:
-        msg = (
-            f"program '{command[0]}' is not found or not executable; install it, fix the name, "
-            "or give its full path"
-        )
-        raise UsageError(msg)
+    problem = missing_program(command[0]) if command else None
+    if problem is not None:
+        raise UsageError(problem)
     name = args.name or default_name(command, args.url)
     agent = await MCPServerAgent.connect(
         name,

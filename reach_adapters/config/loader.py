@@ -34,7 +34,15 @@ from reach_adapters.router.capability import Capability
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.schemas import check_schema
 
-__all__ = ["AgentSpec", "GatewayConfig", "load_config", "parse_config", "resolve_command", "server_cwd"]
+__all__ = [
+    "AgentSpec",
+    "GatewayConfig",
+    "load_config",
+    "missing_program",
+    "parse_config",
+    "resolve_command",
+    "server_cwd",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -214,16 +222,27 @@ def _check_server(directory: Path, doc: Document, model: MCPAgentFile) -> None:
     cwd = server_cwd(directory, model)
     if cwd is not None and not cwd.is_dir():
         raise doc.error(("cwd",), f"directory {cwd} does not exist; fix the path (relative to {directory})")
-    command = resolve_command(model.command)
-    if "/" in command and not Path(command).is_absolute():
-        command = str((cwd or Path.cwd()) / command)
-    search = (model.env or {}).get("PATH")
-    if shutil.which(command, path=search) is None:
-        problem = (
-            f"program '{model.command}' is not found or not executable; install it, fix the name, "
+    problem = missing_program(model.command, cwd=cwd, env=model.env)
+    if problem is not None:
+        raise doc.error(("command",), problem)
+
+
+def missing_program(
+    command: str, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> str | None:
+    """What is wrong with a server command that cannot be run, or None when it can.
+
+    A relative path counts from `cwd`; a bare name is looked up on `env`'s PATH when it sets one.
+    """
+    program = resolve_command(command)
+    if "/" in program and not Path(program).is_absolute():
+        program = str((cwd or Path.cwd()) / program)
+    if shutil.which(program, path=(env or {}).get("PATH")) is None:
+        return (
+            f"program '{command}' is not found or not executable; install it, fix the name, "
             "or give its full path"
         )
-        raise doc.error(("command",), problem)
+    return None
 
 
 def _check_capabilities(doc: Document, declared: Sequence[BaseModel] | None) -> None:
