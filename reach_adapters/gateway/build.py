@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,10 @@ from reach_adapters.config.source import Loc
 from reach_adapters.errors import ReachError
 from reach_adapters.gateway.overrides import PatchedAgent
 from reach_adapters.mcp import HttpTarget, MCPServerAgent, MCPServerConfig, ServerTarget, StdioTarget
-from reach_adapters.router.agent import Agent, FunctionAgent
+from reach_adapters.router.agent import Agent, FunctionAgent, close_agent
 from reach_adapters.router.capability import Capability
 
 __all__ = ["build_agent", "build_agents", "close_agents"]
-
-logger = logging.getLogger(__name__)
 
 
 async def build_agents(specs: Iterable[AgentSpec], directory: Path) -> list[Agent]:
@@ -64,12 +61,7 @@ async def build_agent(spec: AgentSpec, directory: Path) -> Agent:
 async def close_agents(agents: Sequence[Agent]) -> None:
     """Close agents that hold something open (MCP sessions, server processes)."""
     for agent in agents:
-        aclose = getattr(agent, "aclose", None)
-        if callable(aclose):
-            try:
-                await aclose()
-            except Exception:
-                logger.exception("closing agent %s failed", agent.agent_id)
+        await close_agent(agent)
 
 
 def _patched(spec: AgentSpec, agent: Agent, patches: dict[str, dict[str, Any]]) -> Agent:

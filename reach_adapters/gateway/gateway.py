@@ -27,14 +27,13 @@ from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.router.agent import Agent
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.router import Router
-from reach_adapters.router.state import AgentState
+from reach_adapters.router.state import UNUSABLE_STATES
 
 __all__ = ["Gateway", "GatewayStatus"]
 
 logger = logging.getLogger(__name__)
 
 _RECENT_DECISIONS = 1000
-_UNUSABLE = (AgentState.OFFLINE, AgentState.DRAINING)
 
 # (file name, modification time, size) of each config file: cheap to take on every poll.
 _Signature = frozenset[tuple[str, int, int]]
@@ -113,7 +112,7 @@ class Gateway:
 
     def status(self) -> GatewayStatus:
         catalog = self.router.catalog()
-        usable = sum(info.state not in _UNUSABLE for info in catalog)
+        usable = sum(info.state not in UNUSABLE_STATES for info in catalog)
         return GatewayStatus(
             status="unavailable" if usable == 0 else "ok" if usable == len(catalog) else "degraded",
             config_dir=str(self.config.directory),

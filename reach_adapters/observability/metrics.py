@@ -17,7 +17,7 @@ from middleware import ReachResult, ResultStatus
 from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.router import Router
-from reach_adapters.router.state import AgentState
+from reach_adapters.router.state import UNUSABLE_STATES
 
 __all__ = ["ReachMetrics"]
 
@@ -99,7 +99,7 @@ class ReachMetrics(Collector):
         usable = idle_count = 0
         for info in self.router.catalog():
             in_flight.add_metric([info.agent_id], info.in_flight)
-            is_usable = info.state not in (AgentState.OFFLINE, AgentState.DRAINING)
+            is_usable = info.state not in UNUSABLE_STATES
             is_idle = is_usable and info.in_flight == 0
             usable += is_usable
             idle_count += is_idle

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -15,7 +16,9 @@ from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
 
-__all__ = ["Agent", "CallStyle", "FunctionAgent", "ok_result"]
+__all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "ok_result"]
+
+logger = logging.getLogger(__name__)
 
 CallStyle = Literal["kwargs", "payload", "message"]
 
@@ -172,3 +175,14 @@ def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     if required:
         schema["required"] = required
     return schema
+
+
+async def close_agent(agent: Agent) -> None:
+    """Close an agent that holds something open (an MCP session, a server process); log, never
+    raise, if closing fails, so one agent cannot keep the others from closing."""
+    aclose = getattr(agent, "aclose", None)
+    if callable(aclose):
+        try:
+            await aclose()
+        except Exception:
+            logger.exception("closing agent %s failed", agent.agent_id)

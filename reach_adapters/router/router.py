@@ -14,7 +14,7 @@ from pydantic import JsonValue
 
 from middleware import MergePolicy, ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError, UnknownAgentError
-from reach_adapters.router.agent import Agent
+from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, agent_info
 from reach_adapters.router.decisions import DecisionRecord
@@ -27,14 +27,12 @@ from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.state import AgentRuntime, AgentState
+from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState
 from reach_adapters.router.streaming import stream_message
 
 __all__ = ["Router"]
 
 logger = logging.getLogger(__name__)
-
-_UNUSABLE = frozenset({AgentState.OFFLINE, AgentState.DRAINING})
 
 
 class Router:
@@ -168,7 +166,7 @@ class Router:
         out: dict[str, Capability] = {}
         for name in self._registry.capability_names():
             for slot in self._registry.slots_named(name):
-                if slot.runtime.state not in _UNUSABLE:
+                if slot.runtime.state not in UNUSABLE_STATES:
                     out[name] = slot.capability
                     break
         return out
@@ -340,11 +338,11 @@ class Router:
         if runtime.state is state:
             runtime.state_reason = reason
             return
-        was_usable = runtime.state not in _UNUSABLE
+        was_usable = runtime.state not in UNUSABLE_STATES
         logger.info("agent %s: %s -> %s (%s)", runtime.agent_id, runtime.state, state, reason)
         runtime.state = state
         runtime.state_reason = reason
-        if was_usable is (state in _UNUSABLE):
+        if was_usable is (state in UNUSABLE_STATES):
             self._changed()
 
     def _set_capabilities(
@@ -357,12 +355,7 @@ class Router:
 
 
 async def _close(runtime: AgentRuntime) -> None:
-    aclose = getattr(runtime.agent, "aclose", None)
-    if callable(aclose):
-        try:
-            await aclose()
-        except Exception:
-            logger.exception("closing agent %s failed", runtime.agent_id)
+    await close_agent(runtime.agent)
 
 
 async def _close_when_idle(runtime: AgentRuntime) -> None:

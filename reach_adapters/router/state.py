@@ -15,7 +15,7 @@ from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
 from reach_adapters.router.schemas import CompiledSchema
 
-__all__ = ["AgentRuntime", "AgentState", "Slot", "Waitlist"]
+__all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "Waitlist"]
 
 # Smoothing of the moving averages: recent calls matter most, one outlier does not swing routing.
 _LATENCY_ALPHA = 0.2
@@ -29,6 +29,9 @@ class AgentState(StrEnum):
     OFFLINE = "offline"
     SUSPICIOUS = "suspicious"
 
+
+# States in which an agent takes no calls: never candidates, not counted as usable.
+UNUSABLE_STATES = frozenset({AgentState.OFFLINE, AgentState.DRAINING})
 
 # What each state contributes to the health score; DRAINING and OFFLINE are never candidates.
 _STATE_HEALTH = {
