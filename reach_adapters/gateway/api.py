@@ -145,7 +145,7 @@ class GatewayAPI:
                 f"query parameter 'limit' must be a whole number from 1 to {_MAX_DECISIONS}, got {raw!r}"
             )
             return _error(400, InvalidMessageError(problem))
-        records = self.gateway.recent(int(raw), request.query_params.get("capability"))
+        records = self.gateway.router.recent_decisions(int(raw), request.query_params.get("capability"))
         return JSONResponse([record.to_dict() for record in records])
 
     async def prometheus(self, request: Request) -> Response:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from middleware import ReachResult
 from reach_adapters.config import (
     ConfigError,
     GatewayConfig,
@@ -25,7 +23,6 @@ from reach_adapters.errors import ReachError
 from reach_adapters.gateway.build import build_agents, close_agents
 from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.router.agent import Agent
-from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.router import Router
 from reach_adapters.router.state import UNUSABLE_STATES
 
@@ -33,7 +30,6 @@ __all__ = ["Gateway", "GatewayStatus"]
 
 logger = logging.getLogger(__name__)
 
-_RECENT_DECISIONS = 1000
 
 # (file name, modification time, size) of each config file: cheap to take on every poll.
 _Signature = frozenset[tuple[str, int, int]]
@@ -85,8 +81,6 @@ class Gateway:
         self._started = time.monotonic()
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
-        self._recent: deque[DecisionRecord] = deque(maxlen=_RECENT_DECISIONS)
-        router.add_observer(self)
 
     @classmethod
     async def start(cls, directory: str | Path, *, drain_timeout_s: float = 30.0) -> Gateway:
@@ -125,19 +119,6 @@ class Gateway:
             last_error=self.last_error,
             uptime_s=round(time.monotonic() - self._started, 3),
         )
-
-    def on_reach(self, record: DecisionRecord, result: ReachResult) -> None:
-        self._recent.append(record)
-
-    def recent(self, limit: int = 20, capability: str | None = None) -> list[DecisionRecord]:
-        """The latest decision records, newest first, optionally for one capability."""
-        out: list[DecisionRecord] = []
-        for record in reversed(self._recent):
-            if capability is None or record.capability == capability:
-                out.append(record)
-                if len(out) >= limit:
-                    break
-        return out
 
     # -- reloading ---------------------------------------------------------------------------
 

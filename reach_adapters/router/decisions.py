@@ -109,6 +109,16 @@ class DecisionLog:
         if len(records) > self._size:
             records.popitem(last=False)
 
+    def recent(self, limit: int, capability: str | None = None) -> list[DecisionRecord]:
+        """The latest records, newest first, optionally for one capability."""
+        out: list[DecisionRecord] = []
+        for record in reversed(self._records.values()):
+            if capability is None or record.capability == capability:
+                out.append(record)
+                if len(out) >= limit:
+                    break
+        return out
+
     def get(self, task_id: str) -> DecisionRecord:
         record = self._records.get(task_id)
         if record is None:

@@ -214,6 +214,11 @@ class Router:
         """
         return self._dispatcher.decisions.get(task_id)
 
+    def recent_decisions(self, limit: int = 20, capability: str | None = None) -> list[DecisionRecord]:
+        """The latest decision records, newest first, optionally for one capability; the router
+        keeps the last ``policy.decision_log_size``."""
+        return self._dispatcher.decisions.recent(limit, capability)
+
     async def probe_now(self) -> None:
         """Probe every probe-able agent once, now (the background loop does it on an interval)."""
         await self._health.probe_all()

@@ -506,3 +506,15 @@ async def test_membership_says_which_agent_ids_are_registered() -> None:
     assert "util:echo:02" not in router
     await router.deregister("util:echo:01")
     assert "util:echo:01" not in router
+
+
+async def test_recent_decisions_come_newest_first_and_by_capability() -> None:
+    router = Router()
+    router.register(echo_agent("util:echo:01"))
+    router.register(FunctionAgent(str.upper, agent_id="util:upper:01", call_style="payload"))
+    first = await router.route("echo", 1)
+    upper = await router.route("upper", "a")
+    last = await router.route("echo", 2)
+    assert [r.task_id for r in router.recent_decisions()] == [last.task_id, upper.task_id, first.task_id]
+    assert [r.task_id for r in router.recent_decisions(capability="echo")] == [last.task_id, first.task_id]
+    assert [r.task_id for r in router.recent_decisions(1)] == [last.task_id]
