@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 
 import pytest
 
-__all__ = ["alive", "eventually"]
+__all__ = ["alive", "eventually", "wait_until"]
 
 
 async def eventually(check: Callable[[], bool], *, timeout: float = 20.0, what: str = "condition") -> None:
@@ -19,6 +20,15 @@ async def eventually(check: Callable[[], bool], *, timeout: float = 20.0, what: 
                 await asyncio.sleep(0.01)
     except TimeoutError:
         pytest.fail(f"{what} did not happen within {timeout} s")
+
+
+def wait_until(check: Callable[[], bool], *, timeout: float = 20.0, what: str = "condition") -> None:
+    """`eventually` for synchronous tests: poll `check()` in this thread."""
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            pytest.fail(f"{what} did not happen within {timeout} s")
+        time.sleep(0.02)
 
 
 def alive(pid: int) -> bool:

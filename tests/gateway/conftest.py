@@ -7,7 +7,6 @@ import select
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -115,11 +114,3 @@ def config_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "config"
     directory.mkdir()
     return directory
-
-
-def wait_until(check: Callable[[], bool], *, timeout: float = 20.0, what: str = "condition") -> None:
-    end = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > end:
-            pytest.fail(f"{what} did not happen within {timeout} s")
-        time.sleep(0.02)

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.gateway.conftest import ECHO, PROBE, SHOUT, ReachServer, wait_until, write
-from tests.waiting import alive, eventually
+from tests.gateway.conftest import ECHO, PROBE, SHOUT, ReachServer, write
+from tests.waiting import alive, eventually, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 

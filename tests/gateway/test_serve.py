@@ -28,10 +28,9 @@ from tests.gateway.conftest import (
     SHOUT,
     ReachServer,
     run_reach,
-    wait_until,
     write,
 )
-from tests.waiting import alive
+from tests.waiting import alive, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
