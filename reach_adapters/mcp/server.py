@@ -31,6 +31,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from reach_adapters.errors import InvalidDeclarationError, ReachError
 from reach_adapters.mcp.converter import MCPConverter, meta_from_request
 from reach_adapters.router.capability import Capability
+from reach_adapters.router.portal import running_loop
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import wrap_input
 
@@ -74,7 +75,7 @@ class RouterMCPServer:
         )
         self._served: dict[str, _Served] | None = None
         self._legacy: OrderedDict[int, tuple[object, ServerSession]] = OrderedDict()
-        self._loop: asyncio.AbstractEventLoop | None = _running_loop()
+        self._loop: asyncio.AbstractEventLoop | None = running_loop()
         self._announcing = False
         self._announcement: asyncio.Task[None] | None = None
         self._unsubscribe = router.on_catalog_change(self._catalog_changed)
@@ -170,13 +171,6 @@ class _Server(Server[Any]):
             experimental_capabilities,
             extensions,
         )
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _serve(capability: Capability) -> _Served:

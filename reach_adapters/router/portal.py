@@ -19,9 +19,17 @@ from typing import Any, TypeVar
 
 from reach_adapters.errors import SyncCallError
 
-__all__ = ["Portal"]
+__all__ = ["Portal", "running_loop"]
 
 T = TypeVar("T")
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, or None outside one."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class _LoopGoneError(Exception):
@@ -112,10 +120,7 @@ class Portal:
             self._home = loop
 
     def call(self, coro: Coroutine[Any, Any, T], *, what: str) -> T:
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
+        running = running_loop()
         home = self._home
         if home is not None and (home.is_closed() or not home.is_running()):
             home = None

@@ -13,6 +13,7 @@ from reach_adapters.router.agent import Agent
 from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
+from reach_adapters.router.portal import running_loop
 from reach_adapters.router.schemas import CompiledSchema
 
 __all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "Waitlist"]
@@ -113,19 +114,12 @@ class Waitlist:
             loop = future.get_loop()
             if loop.is_closed():
                 continue
-            if _running_loop() is loop:
+            if running_loop() is loop:
                 # Resolved now, so a waiter cancelled before it runs still passes the wake on.
                 future.set_result(None)
             else:
                 loop.call_soon_threadsafe(_resolve, future)
             return
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
