@@ -5,6 +5,7 @@ from middleware.ids import new_task_id, new_trace_id
 from middleware.jsonsafe import NotJsonSafeError, ensure_json, is_json
 from middleware.models import (
     DeliveryPath,
+    Fault,
     MergePolicy,
     MetaInfo,
     ReachMessage,
@@ -18,6 +19,7 @@ from middleware.models import (
 __all__ = [
     "Converter",
     "DeliveryPath",
+    "Fault",
     "MergePolicy",
     "MetaInfo",
     "NotJsonSafeError",

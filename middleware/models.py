@@ -16,6 +16,7 @@ from middleware.ids import new_task_id, new_trace_id
 
 __all__ = [
     "DeliveryPath",
+    "Fault",
     "MergePolicy",
     "MetaInfo",
     "ReachMessage",
@@ -99,6 +100,21 @@ class ResultStatus(StrEnum):
     PARTIAL = "partial"
 
 
+class Fault(StrEnum):
+    """Whose doing a failed outcome is; only `AGENT` counts against an agent's health.
+
+    ``caller``: the request was wrong (a payload that fails the schema, a loop, a reused task id).
+    ``task``: the agent ran the task and answered with an application error (an MCP ``isError``).
+    ``agent``: the agent or its connection failed (it raised, hung, answered malformed output).
+    ``router``: the router could not deliver in time, or found no capacity; nobody failed.
+    """
+
+    CALLER = "caller"
+    TASK = "task"
+    AGENT = "agent"
+    ROUTER = "router"
+
+
 class Timings(_Model):
     """Where the time went, in milliseconds. Frozen, so one zero instance can be shared."""
 
@@ -124,6 +140,14 @@ class ReachResult(_Model):
     timings: Timings = Field(default_factory=Timings)
     error_type: str | None = None
     error: str | None = None
+    fault: Fault | None = Field(None, description="Whose doing a failed outcome is; None when ok.")
+    delivered: bool = Field(
+        False,
+        description=(
+            "True once an agent received the task: a failed result that was delivered may have done "
+            "its work (a timeout or lost connection leaves the outcome unknown)."
+        ),
+    )
     retryable: bool = Field(False, description="True when another agent might succeed.")
     extra: dict[str, JsonValue] = Field(
         default_factory=dict, description="Adapter-specific output kept beside the payload."

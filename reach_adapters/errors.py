@@ -9,6 +9,7 @@ from middleware import ReachResult
 __all__ = [
     "AgentCallError",
     "DuplicateAgentError",
+    "IdempotencyConflictError",
     "InvalidDeclarationError",
     "InvalidMessageError",
     "InvalidPolicyError",
@@ -17,6 +18,7 @@ __all__ = [
     "PayloadValidationError",
     "ReachError",
     "ReachTimeoutError",
+    "RouterClosedError",
     "SyncCallError",
     "UnknownAgentError",
     "UnknownTaskError",
@@ -73,6 +75,14 @@ class LoopDetectedError(ReachError):
     """A recursive reach went too deep or came back to an agent type already in its chain."""
 
 
+class IdempotencyConflictError(ReachError):
+    """A task id was reused for a different request within the idempotency window."""
+
+
+class RouterClosedError(ReachError):
+    """The router was closed; it takes no more calls or registrations."""
+
+
 class SyncCallError(ReachError):
     """A blocking call was made from the event loop that must serve it."""
 
@@ -91,6 +101,7 @@ _BY_NAME: dict[str, type[ReachError]] = {
         PayloadValidationError,
         ReachTimeoutError,
         LoopDetectedError,
+        IdempotencyConflictError,
     )
 }
 

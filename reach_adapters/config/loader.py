@@ -19,7 +19,6 @@ from pydantic_core import ErrorDetails
 
 from reach_adapters.config.directory import POLICY_STEM, file_stems, read_config_dir
 from reach_adapters.config.errors import ConfigError, ConfigFileError
-from reach_adapters.config.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.config.models import (
     AGENT_KINDS,
     AgentFileModel,
@@ -31,6 +30,7 @@ from reach_adapters.config.models import (
 from reach_adapters.config.source import Document, Loc, parse_document
 from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
 from reach_adapters.router.capability import Capability
+from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.schemas import check_schema
 

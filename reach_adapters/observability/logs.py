@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Any
 
-from reach_adapters.router.delivery import current_hop, current_reach
+from reach_adapters.router.hops import current_hop, current_reach
 
 __all__ = ["JsonFormatter", "ReachLogFilter", "configure_logging"]
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import JsonValue, TypeAdapter
@@ -14,6 +17,7 @@ from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.router.capability import Capability, validate_capabilities
+from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
 
 __all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "ok_result"]
@@ -49,6 +53,7 @@ def ok_result(
         "task_id": message.meta_info.task_id,
         "payload": payload,
         "agent_id": agent_id,
+        "delivered": True,
         "timings": ZERO_TIMINGS,
     }
     if extra is not None:
@@ -62,8 +67,13 @@ class FunctionAgent:
     How the payload reaches the function (``call_style``), chosen once from its signature:
     ``message`` when its only parameter is annotated `ReachMessage` or named ``message``;
     ``payload`` when it is named ``payload``; otherwise ``kwargs``: the payload object's fields
-    become keyword arguments. Sync functions run in a worker thread so they never block the loop.
-    Without capabilities, one is derived from the function's name, docstring and signature.
+    become keyword arguments, and a field the function does not take, or a missing required
+    one, is the caller's mistake (`InvalidMessageError`), never the agent's failure. Without
+    capabilities, one is derived from the function's name, docstring and signature.
+
+    Sync functions run in a thread pool of the agent's own, as large as its capabilities'
+    `max_concurrency` together, so a hung function can starve no other agent. A call past its
+    deadline keeps its slot until its thread really ends (the catalog counts it as stuck).
     """
 
     def __init__(
@@ -84,9 +94,11 @@ class FunctionAgent:
             getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
         )
         self._style: CallStyle = call_style or _call_style(fn)
+        self._takes, self._requires = _keywords(fn)
         if capabilities is None:
             capabilities = [_derive_capability(fn, self._style)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property
     def agent_id(self) -> str:
@@ -104,10 +116,36 @@ class FunctionAgent:
         if self._is_async:
             value = await self._fn(*args, **kwargs)
         else:
-            value = await asyncio.to_thread(self._fn, *args, **kwargs)
+            value = await self._in_thread(partial(self._fn, *args, **kwargs))
             if inspect.isawaitable(value):
                 value = await _await(value)
         return ok_result(message, self._agent_id, ensure_json(value, where="output"))
+
+    async def aclose(self) -> None:
+        """Stop the thread pool; calls still queued are dropped, running ones finish on their own."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _in_thread(self, call: Callable[[], Any]) -> Any:
+        pool = self._pool
+        if pool is None:
+            workers = sum(cap.max_concurrency for cap in self._capabilities)
+            pool = self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix=f"reach {self._agent_id}"
+            )
+        loop = asyncio.get_running_loop()
+        work = pool.submit(contextvars.copy_context().run, call)
+        try:
+            return await asyncio.wrap_future(work, loop=loop)
+        except asyncio.CancelledError:
+            hop = current_hop()
+            # A thread cannot be stopped: its slot stays taken until it ends, so a hung function
+            # holds its own agent's capacity, not everyone's.
+            if not work.done() and hop is not None:
+                release = hop.linger()
+                work.add_done_callback(lambda _: _call_on(loop, release))
+            raise
 
     def _arguments(self, message: ReachMessage) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if self._style == "message":
@@ -116,14 +154,46 @@ class FunctionAgent:
             return (message.raw_payload,), {}
         payload = message.raw_payload
         if payload is None:
-            return (), {}
+            payload = {}
         if not isinstance(payload, dict):
             msg = (
                 f"agent {self._agent_id} takes keyword arguments, so the payload must be a JSON "
                 f"object, got {type(payload).__name__}"
             )
             raise InvalidMessageError(msg)
+        takes = self._takes
+        if takes is not None and not payload.keys() <= takes:
+            unknown = sorted(payload.keys() - takes)
+            msg = (
+                f"agent {self._agent_id} takes no argument {', '.join(map(repr, unknown))}; "
+                f"it takes {sorted(takes) or 'no arguments'}"
+            )
+            raise InvalidMessageError(msg)
+        if not self._requires <= payload.keys():
+            missing = sorted(self._requires - payload.keys())
+            msg = f"agent {self._agent_id} needs the argument(s) {', '.join(map(repr, missing))}"
+            raise InvalidMessageError(msg)
         return (), payload
+
+
+def _call_on(loop: asyncio.AbstractEventLoop, release: Callable[[], None]) -> None:
+    """Run `release` on `loop` from a worker thread; a loop already closed needs no release."""
+    if not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(release)
+        except RuntimeError:
+            logger.debug("the router's loop closed before a stuck call ended")
+
+
+def _keywords(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """The keyword arguments `fn` takes (None: any, it has ``**kwargs``) and those it requires."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None, frozenset()
+    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in named)
+    return takes, frozenset(p.name for p in named if p.default is p.empty)
 
 
 async def _await(value: Awaitable[Any]) -> Any:
@@ -174,6 +244,9 @@ def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        # Fields the function cannot take are the caller's mistake, found before delivery.
+        schema["additionalProperties"] = False
     return schema
 
 

@@ -78,6 +78,13 @@ class Breaker:
             return f"{CIRCUIT} half-open, a probe call is in flight"
         return None
 
+    def recovered(self) -> None:
+        """The agent says it is back (reconnected): let the next call probe it now, instead of
+        serving out a quarantine earned while it was down."""
+        if self.state is BreakerState.OPEN:
+            self.state = BreakerState.HALF_OPEN
+            self.probing = False
+
     def on_start(self) -> None:
         if self.state is BreakerState.HALF_OPEN:
             self.probing = True

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
-from middleware import MergePolicy, ReachMessage, ReachResult, ResultStatus
+from middleware import Fault, MergePolicy, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import build_trusted
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import deliver, error_result
@@ -15,7 +16,12 @@ __all__ = ["fan_out"]
 
 
 async def fan_out(
-    slots: list[Slot], message: ReachMessage, deadline: float, merge: MergePolicy, record: DecisionRecord
+    slots: list[Slot],
+    message: ReachMessage,
+    deadline: float,
+    merge: MergePolicy,
+    record: DecisionRecord,
+    transient: Sequence[type[BaseException]] = (),
 ) -> ReachResult:
     """Deliver to all `slots` concurrently; every target gets exactly one result in `results`.
 
@@ -23,7 +29,10 @@ async def fan_out(
     the first ok answer. Targets still running when the merge is decided are cancelled and reported
     as cancelled, never dropped.
     """
-    tasks = {asyncio.create_task(deliver(slot, message, deadline, recheck=True)): slot for slot in slots}
+    tasks = {
+        asyncio.create_task(deliver(slot, message, deadline, transient=transient, recheck=True)): slot
+        for slot in slots
+    }
     results: dict[str, ReachResult] = {}
     winner: ReachResult | None = None
     pending = set(tasks)
@@ -52,6 +61,7 @@ async def fan_out(
             ResultStatus.CANCELLED,
             "Cancelled",
             f"merge {merge!r} was decided first",
+            fault=Fault.ROUTER,
             agent_id=agent_id,
         )
     ordered = [results[slot.runtime.agent_id] for slot in slots]
@@ -69,6 +79,7 @@ def _merge(
             "agent_id": winner.agent_id,
             "error_type": winner.error_type,
             "error": winner.error,
+            "fault": winner.fault,
         }
     elif merge == "all" and (ok := [r for r in results if r.ok]):
         values = {
@@ -77,9 +88,12 @@ def _merge(
         }
     else:
         failures = "; ".join(f"{r.agent_id}: {r.status} {r.error_type}: {r.error}" for r in results)
+        faults = [r.fault for r in results if r.fault is not None]
         values = {
             "status": ResultStatus.ERROR,
             "error_type": "AgentCallError",
             "error": f"no target of the broadcast succeeded ({failures})",
+            # The agents' own failures first: they are what an operator has to look at.
+            "fault": Fault.AGENT if Fault.AGENT in faults else (faults[0] if faults else None),
         }
     return build_trusted(ReachResult, {**values, "task_id": task_id, "results": results})

@@ -22,6 +22,7 @@ class AgentInfo(BaseModel):
     breaker: BreakerState
     quarantined_for_s: float
     in_flight: int
+    stuck: int
     health: float
     success_rate: float
     calls: int
@@ -40,6 +41,7 @@ def agent_info(runtime: AgentRuntime) -> AgentInfo:
         breaker=breaker.state,
         quarantined_for_s=round(max(open_for, 0.0), 3),
         in_flight=runtime.in_flight,
+        stuck=runtime.stuck,
         health=round(runtime.health, 4),
         success_rate=round(runtime.success_rate, 4),
         calls=runtime.calls,

@@ -37,6 +37,8 @@ class Attempt:
     path: str = "candidate"
     error_type: str | None = None
     error: str | None = None
+    fault: str | None = None
+    delivered: bool = False
 
 
 @dataclass(slots=True)
@@ -51,6 +53,8 @@ class DecisionRecord:
     exclusions: list[Exclusion] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     matches: list[tuple[str, float]] = field(default_factory=list)
+    best_matches: list[tuple[str, float]] = field(default_factory=list)
+    target: str | None = None
     chosen: str | None = None
     path: str = "none"
     status: str = "pending"
@@ -60,8 +64,22 @@ class DecisionRecord:
         self, agent_id: str, result: ReachResult, elapsed_ms: float, path: str = "candidate"
     ) -> None:
         self.attempts.append(
-            Attempt(agent_id, result.status, elapsed_ms, path, result.error_type, result.error)
+            Attempt(
+                agent_id,
+                result.status,
+                elapsed_ms,
+                path,
+                result.error_type,
+                result.error,
+                result.fault,
+                result.delivered,
+            )
         )
+
+    @property
+    def delivered(self) -> bool:
+        """Whether any attempt reached an agent (a failed task may then have done its work)."""
+        return any(attempt.delivered for attempt in self.attempts)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,22 +88,48 @@ class DecisionRecord:
         """Answer "why did this task not go to agent X?" in one sentence."""
         if agent_id == self.chosen:
             return f"{agent_id} was chosen"
+        if self.mode == "directed" and agent_id != self.target:
+            return f"{agent_id} was not considered: the call was directed to {self.target}"
         for exclusion in self.exclusions:
             if exclusion.agent_id == agent_id:
                 return f"{agent_id} was excluded: {exclusion.reason}"
         for attempt in self.attempts:
             if attempt.agent_id == agent_id:
-                return (
-                    f"{agent_id} was tried and ended {attempt.status}: {attempt.error_type}: {attempt.error}"
-                )
-        for scored in self.candidates:
+                return _attempted(attempt, self.mode)
+        for rank, scored in enumerate(self.candidates):
             if scored.agent_id == agent_id:
-                best = self.candidates[0]
-                return (
-                    f"{agent_id} scored {scored.score:.3f} {scored.breakdown}, below "
-                    f"{best.agent_id} at {best.score:.3f} {best.breakdown}"
-                )
+                return self._ranked(rank, scored)
+        if self.capability is None:
+            best = ", ".join(f"{name} {score:.2f}" for name, score in self.best_matches)
+            return (
+                f"{agent_id} was not a candidate: the task named no capability and its text matched "
+                f"none well enough (best: {best or 'none'})"
+            )
         return f"{agent_id} was not a candidate: it does not declare {self.capability!r} in scope"
+
+    def _ranked(self, rank: int, scored: Scored) -> str:
+        first = self.candidates[0]
+        served = next((a.agent_id for a in self.attempts if a.status == "ok"), None)
+        who = f", and {served} served it" if served else ""
+        if scored.score == first.score:
+            return (
+                f"{scored.agent_id} tied with {first.agent_id} at {scored.score:.3f}; ties are broken "
+                f"at random and it was ranked {rank + 1}{who}"
+            )
+        return (
+            f"{scored.agent_id} scored {scored.score:.3f} {scored.breakdown}, below {first.agent_id} "
+            f"at {first.score:.3f} {first.breakdown}{who}"
+        )
+
+
+def _attempted(attempt: Attempt, mode: str) -> str:
+    tried = "received the broadcast" if mode == "broadcast" else "was tried"
+    if attempt.status == "ok":
+        return f"{attempt.agent_id} {tried} and answered ok"
+    fault = f" ({attempt.fault} fault)" if attempt.fault else ""
+    return (
+        f"{attempt.agent_id} {tried} and ended {attempt.status}{fault}: {attempt.error_type}: {attempt.error}"
+    )
 
 
 class DecisionLog:

@@ -5,29 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from contextvars import ContextVar, Token
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
+from middleware import Fault, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import ZERO_TIMINGS, amend, build_trusted
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router.deadlines import watchdog
+from reach_adapters.router.faults import counts_against_agent, fault_of_returned, is_transient
+from reach_adapters.router.hops import Hop, enter_hop, free_slot, leave_hop
 from reach_adapters.router.schemas import first_error
 from reach_adapters.router.state import Slot
 
-__all__ = [
-    "AgentBusyError",
-    "Hop",
-    "current_hop",
-    "current_reach",
-    "deliver",
-    "enter_hop",
-    "error_result",
-    "input_problem",
-    "leave_hop",
-    "reset_current_reach",
-    "set_current_reach",
-]
+__all__ = ["UNKNOWN_OUTCOME", "AgentBusyError", "deliver", "error_result", "input_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,61 +25,18 @@ class AgentBusyError(Exception):
     """Raise from an agent to say "not now": the router tries another candidate."""
 
 
-# Failures where another agent (or a later try) may well succeed.
-_TRANSIENT = (TimeoutError, ConnectionError, AgentBusyError)
-
-
-@dataclass(slots=True)
-class Hop:
-    """The routed call the current code runs inside, for nested calls to inherit from."""
-
-    meta: MetaInfo
-    agent_id: str
-
-
-_current: ContextVar[Hop | None] = ContextVar("agent_reach_hop", default=None)
-
-
-def current_hop() -> Hop | None:
-    """The routed call the running code is inside (set while an agent is invoked)."""
-    return _current.get()
-
-
-def enter_hop(hop: Hop) -> Token[Hop | None]:
-    """Mark the running code as inside `hop`; undo with `leave_hop` in the same context."""
-    return _current.set(hop)
-
-
-def leave_hop(token: Token[Hop | None]) -> None:
-    _current.reset(token)
-
-
-_reach: ContextVar[MetaInfo | None] = ContextVar("agent_reach_task", default=None)
-
-
-def current_reach() -> MetaInfo | None:
-    """The task being dispatched or served right now, for log records and hops."""
-    hop = _current.get()
-    return hop.meta if hop is not None else _reach.get()
-
-
-def set_current_reach(meta: MetaInfo) -> Token[MetaInfo | None]:
-    return _reach.set(meta)
-
-
-def reset_current_reach(token: Token[MetaInfo | None]) -> None:
-    _reach.reset(token)
-
-
 def error_result(
     message: ReachMessage,
     status: ResultStatus,
     error_type: str,
     error: str,
     *,
+    fault: Fault | None = None,
     agent_id: str | None = None,
     retryable: bool = False,
+    delivered: bool = False,
 ) -> ReachResult:
+    """A failed result for `message`. Say whose `fault` it is where you know (see `faults`)."""
     return build_trusted(
         ReachResult,
         {
@@ -99,26 +45,44 @@ def error_result(
             "agent_id": agent_id,
             "error_type": error_type,
             "error": error,
+            "fault": fault,
             "retryable": retryable,
+            "delivered": delivered,
             "timings": ZERO_TIMINGS,
         },
     )
 
 
-def _from_exception(message: ReachMessage, agent_id: str, exc: Exception) -> ReachResult:
+def _from_exception(
+    message: ReachMessage, agent_id: str, exc: Exception, transient: Sequence[type[BaseException]]
+) -> ReachResult:
+    error = str(exc) or repr(exc)
+    kind = type(exc).__name__
     if isinstance(exc, InvalidMessageError):
-        return error_result(message, ResultStatus.INVALID, type(exc).__name__, str(exc), agent_id=agent_id)
-    retryable = isinstance(exc, _TRANSIENT) or bool(getattr(exc, "retryable", False))
-    if isinstance(exc, NotJsonSafeError):
-        retryable = False
+        # The agent found the request malformed (a payload it cannot bind, a bad message).
+        return error_result(message, ResultStatus.INVALID, kind, error, fault=Fault.CALLER, agent_id=agent_id)
+    if isinstance(exc, AgentBusyError):
+        # "Not now": nothing was started, and another agent may have room.
+        return error_result(
+            message, ResultStatus.ERROR, kind, error, fault=Fault.ROUTER, agent_id=agent_id, retryable=True
+        )
+    retryable = not isinstance(exc, NotJsonSafeError) and is_transient(exc, transient)
+    if retryable and isinstance(exc, TimeoutError | ConnectionError):
+        error = f"{error}; {UNKNOWN_OUTCOME}"
     return error_result(
         message,
         ResultStatus.ERROR,
-        type(exc).__name__,
-        str(exc) or repr(exc),
+        kind,
+        error,
+        fault=Fault.AGENT,
         agent_id=agent_id,
         retryable=retryable,
+        delivered=True,
     )
+
+
+# Said of every failure after delivery whose effect the router cannot know.
+UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
 
 
 def input_problem(slot: Slot, message: ReachMessage) -> str | None:
@@ -128,24 +92,26 @@ def input_problem(slot: Slot, message: ReachMessage) -> str | None:
     """
     if message.raw_payload is None and slot.object_input:
         amend(message, {"raw_payload": {}})
-    validator = slot.input_validator
-    if validator is None or validator.is_valid(message.raw_payload):
-        return None
-    problem = first_error(validator, message.raw_payload)
-    return (
-        f"payload does not match the input schema of {slot.capability.name!r} at {slot.agent_id}: {problem}"
-    )
+    return slot.input_problem(message.raw_payload)
 
 
 async def deliver(
-    slot: Slot, message: ReachMessage, deadline: float, *, recheck: bool = False
+    slot: Slot,
+    message: ReachMessage,
+    deadline: float,
+    *,
+    transient: Sequence[type[BaseException]] = (),
+    recheck: bool = False,
 ) -> tuple[ReachResult, float]:
     """Invoke the slot's agent once; return its result and the time it took, in milliseconds.
 
     Never raises except on cancellation of the caller: an agent that raises, hangs past the
     deadline or returns garbage yields an error result, so one bad agent cannot break routing.
-    ``recheck`` is for deliveries started later than their selection (broadcast tasks): capacity
-    and the breaker are checked again, in the same step that takes the slot.
+    Every result says whose `Fault` a failure is, and whether the agent received the task;
+    only the agent's own failures count against its health. `transient` adds exception types
+    worth retrying elsewhere. ``recheck`` is for deliveries started later than their selection
+    (broadcast tasks): capacity and the breaker are checked again, in the same step that takes
+    the slot.
     """
     runtime = slot.runtime
     agent_id = runtime.agent_id
@@ -153,7 +119,7 @@ async def deliver(
         busy = runtime.breaker.blocks(time.monotonic()) or slot.saturation()
         if busy is not None:
             return error_result(
-                message, ResultStatus.REJECTED, "AgentBusyError", busy, agent_id=agent_id
+                message, ResultStatus.REJECTED, "AgentBusyError", busy, fault=Fault.ROUTER, agent_id=agent_id
             ), 0.0
     budget = min(slot.capability.timeout_ms / 1000.0, deadline - time.time())
     if budget <= 0:
@@ -161,7 +127,8 @@ async def deliver(
             message,
             ResultStatus.TIMEOUT,
             "ReachTimeoutError",
-            "deadline passed before delivery",
+            "the deadline passed before delivery; the task was never delivered",
+            fault=Fault.ROUTER,
             agent_id=agent_id,
         ), 0.0
     cap = slot.capability
@@ -173,7 +140,12 @@ async def deliver(
     )
     if problem is not None:
         return error_result(
-            message, ResultStatus.INVALID, "PayloadValidationError", problem, agent_id=agent_id
+            message,
+            ResultStatus.INVALID,
+            "PayloadValidationError",
+            problem,
+            fault=Fault.CALLER,
+            agent_id=agent_id,
         ), 0.0
     task = asyncio.current_task()
     assert task is not None
@@ -182,7 +154,8 @@ async def deliver(
     slot.in_flight += 1
     runtime.in_flight += 1
     runtime.breaker.on_start()
-    token = _current.set(Hop(message.meta_info, agent_id))
+    hop = Hop(message.meta_info, agent_id, slot)
+    token = enter_hop(hop)
     expiry = watch.watch(task, budget)
     start = time.perf_counter()
     try:
@@ -203,30 +176,34 @@ async def deliver(
                 ResultStatus.ERROR,
                 "AgentProtocolError",
                 f"agent {agent_id} returned {type(result).__name__} from invoke(), not ReachResult",
+                fault=Fault.AGENT,
                 agent_id=agent_id,
+                delivered=True,
             )
+        elif result.status is not ResultStatus.OK or not result.delivered:
+            amend(result, {"fault": fault_of_returned(result), "delivered": True})
     except TimeoutError:
         result = error_result(
             message,
             ResultStatus.TIMEOUT,
             "ReachTimeoutError",
-            f"agent {agent_id} did not answer within {budget * 1000:.0f} ms",
+            f"agent {agent_id} did not answer within {budget * 1000:.0f} ms; {UNKNOWN_OUTCOME}",
+            fault=Fault.AGENT,
             agent_id=agent_id,
             retryable=True,
+            delivered=True,
         )
     except asyncio.CancelledError:
         # The caller gave up: no outcome to count, but a half-open probe slot must not stay taken.
         runtime.breaker.probing = False
         raise
     except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
-        result = _from_exception(message, agent_id, exc)
+        result = _from_exception(message, agent_id, exc, transient)
     finally:
         elapsed_ms = (time.perf_counter() - start) * 1000.0
-        slot.in_flight -= 1
-        runtime.in_flight -= 1
-        _current.reset(token)
-        if slot.waitlist:
-            slot.waitlist.wake_one()
+        leave_hop(token)
+        if not hop.lingering:
+            free_slot(slot)
     status = result.status
     output_validator = slot.output_validator
     if (
@@ -236,18 +213,19 @@ async def deliver(
     ):
         problem = first_error(output_validator, result.payload)
         error = f"output of {cap.name!r} does not match its output schema: {problem}"
-        # Counted as the agent's failure and retryable: another replica may answer correctly.
+        # The agent's failure, and retryable: another replica may answer correctly.
         result = error_result(
-            message, ResultStatus.ERROR, "OutputValidationError", error, agent_id=agent_id, retryable=True
+            message,
+            ResultStatus.ERROR,
+            "OutputValidationError",
+            error,
+            fault=Fault.AGENT,
+            agent_id=agent_id,
+            retryable=True,
+            delivered=True,
         )
         status = ResultStatus.ERROR
-    if (
-        status is ResultStatus.OK
-        or status is ResultStatus.TIMEOUT
-        or (status is ResultStatus.ERROR and result.error_type != "AgentBusyError")
-    ):
-        # Invalid input and rejections are the caller's doing, and a busy agent is protecting
-        # itself: none of them count against health.
+    if status is ResultStatus.OK or counts_against_agent(result):
         if runtime.record(status is ResultStatus.OK, elapsed_ms):
             logger.warning(
                 "agent %s quarantined after %s (%s failures in a row)",
@@ -256,13 +234,15 @@ async def deliver(
                 runtime.breaker.consecutive,
             )
     else:
+        # Not the agent's doing (see `faults`): its health is untouched, a probe slot freed.
         runtime.breaker.probing = False
     if status is not ResultStatus.OK and logger.isEnabledFor(logging.DEBUG):
         logger.debug(
-            "task %s: agent %s ended %s: %s: %s",
+            "task %s: agent %s ended %s (%s fault): %s: %s",
             message.meta_info.task_id,
             agent_id,
             status,
+            result.fault,
             result.error_type,
             result.error,
         )

@@ -10,18 +10,21 @@ from typing import Any
 
 from opentelemetry.trace import StatusCode, Tracer
 
-from middleware import MetaInfo, ReachMessage, ReachResult, ResultStatus, Timings
+from middleware import Fault, MetaInfo, ReachMessage, ReachResult, ResultStatus, Timings
 from middleware.fast import amend, build_trusted
+from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord, Exclusion
-from reach_adapters.router.delivery import deliver, error_result, reset_current_reach, set_current_reach
-from reach_adapters.router.idempotency import IdempotencyStore
-from reach_adapters.router.matching import LexicalMatcher, Matcher, task_text
+from reach_adapters.router.delivery import deliver, error_result
+from reach_adapters.router.hops import reset_current_reach, set_current_reach
+from reach_adapters.router.idempotency import IdempotencyStore, fingerprint
+from reach_adapters.router.matching import LexicalMatcher, Matcher
 from reach_adapters.router.observe import DECISION_LOGGER, ReachObserver, log_decision
+from reach_adapters.router.planning import Plan, Planner, slot_for
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
-from reach_adapters.router.selection import Problem, exclusion_reason, screen, why_no_candidate
+from reach_adapters.router.selection import exclusion_reason
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy, make_strategies
 from reach_adapters.router.tracing import active_tracer
@@ -31,23 +34,8 @@ __all__ = ["Dispatcher", "Plan"]
 logger = logging.getLogger(__name__)
 
 _OK = ResultStatus.OK
-
-
-class Plan:
-    """The outcome of selection: ranked slots to try, or the problem that left none.
-
-    `forced` marks slots admitted past open breakers because they are the last candidates.
-    """
-
-    __slots__ = ("forced", "problem", "queued_ms", "slots")
-
-    def __init__(
-        self, slots: list[Slot], problem: Problem | None, queued_ms: float, forced: bool = False
-    ) -> None:
-        self.slots = slots
-        self.problem = problem
-        self.queued_ms = queued_ms
-        self.forced = forced
+# Failures another agent may not share: the agent's own, or the router's lack of room.
+_RETRIED = frozenset({Fault.AGENT, Fault.ROUTER})
 
 
 def apply_caller_timeout(meta: MetaInfo) -> bool:
@@ -61,6 +49,11 @@ def apply_caller_timeout(meta: MetaInfo) -> bool:
     return meta.deadline is not None
 
 
+def _came_back(lineage: list[str], running: list[str]) -> bool:
+    """Whether a task with `lineage` descends from the run of it already going on here."""
+    return len(lineage) > len(running) and lineage[: len(running)] == running
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -71,18 +64,25 @@ class Dispatcher:
         on_dispatch: Callable[[], None] | None = None,
     ) -> None:
         self._on_dispatch = on_dispatch
-        self.matcher: Matcher = matcher or LexicalMatcher()
         self.registry = registry
         self.policy = policy
+        self.planner = Planner(registry, policy, matcher or LexicalMatcher())
         self.decisions = DecisionLog(policy.decision_log_size)
         self.strategies = make_strategies(policy)
         self.dedupe = IdempotencyStore(policy.dedupe_window_s, policy.dedupe_max_entries)
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
+        self.transient = policy.transient_types
         self.observers: list[ReachObserver] = []
+        # Task id → the lineage it arrived with, while it is dispatched here. The same task coming
+        # back deeper in its own chain (gateway A → B → A) is a loop, refused at once rather than
+        # left waiting on itself.
+        self._running: dict[str, list[str]] = {}
 
     def reconfigure(self, policy: RoutingPolicy) -> None:
         self.policy = policy
+        self.planner.policy = policy
         self.strategies = make_strategies(policy)
+        self.transient = policy.transient_types
         self.decisions.resize(policy.decision_log_size)
         self.dedupe.reconfigure(policy.dedupe_window_s, policy.dedupe_max_entries)
         self.budget.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
@@ -92,13 +92,29 @@ class Dispatcher:
             self._on_dispatch()
         meta = message.meta_info
         token = set_current_reach(meta)
+        task_id = meta.task_id
+        running = self._running
+        outer = running.get(task_id)
+        if outer is None:
+            running[task_id] = meta.lineage
         try:
+            # Loops first: a task that came back must be refused, not wait on its own first run.
+            came_back = outer is not None and _came_back(meta.lineage, outer)
+            if came_back or meta.depth > self.policy.max_depth:
+                return self._loop(message, came_back)
             tracer = active_tracer()
             if tracer is not None:
                 return await self._traced(message, tracer)
             return await self._run(message, None)
         finally:
+            if outer is None:
+                running.pop(task_id, None)
             reset_current_reach(token)
+
+    def plan(
+        self, message: ReachMessage, record: DecisionRecord, strategy: Strategy
+    ) -> Coroutine[Any, Any, Plan]:
+        return self.planner.plan(message, record, strategy)
 
     def _run(self, message: ReachMessage, tracer: Tracer | None) -> Coroutine[Any, Any, ReachResult]:
         # Returns the coroutine rather than awaiting it: one frame less on every routed call.
@@ -106,6 +122,23 @@ class Dispatcher:
         if "task_id" in message.meta_info.__pydantic_fields_set__ and self.policy.dedupe_window_s:
             return self._deduplicated(message, tracer)
         return self._dispatch(message, tracer)
+
+    def _loop(self, message: ReachMessage, came_back: bool) -> ReachResult:
+        meta = message.meta_info
+        chain = " → ".join(meta.lineage) or "(top level)"
+        if came_back:
+            error = (
+                f"recursive reach refused: task {meta.task_id} came back to this router, which is "
+                f"still running it, through {chain}"
+            )
+        else:
+            limit = self.policy.max_depth
+            error = f"recursive reach refused: depth {meta.depth} exceeds max_depth {limit}: {chain}"
+        refused = error_result(message, ResultStatus.REJECTED, "LoopDetectedError", error, fault=Fault.CALLER)
+        # A task that came back stays out of the decision log: its id names the run still going on.
+        return self._finish(
+            message, self.record_for(message, None), refused, time.perf_counter(), "none", keep=not came_back
+        )
 
     async def _traced(self, message: ReachMessage, tracer: Tracer) -> ReachResult:
         meta = message.meta_info
@@ -123,6 +156,7 @@ class Dispatcher:
                     "reach.agent_id": result.agent_id or "",
                     "reach.attempts": result.attempts,
                     "reach.served_by": result.served_by,
+                    "reach.fault": str(result.fault or ""),
                 }
             )
             if not result.ok:
@@ -131,8 +165,17 @@ class Dispatcher:
 
     async def _deduplicated(self, message: ReachMessage, tracer: Tracer | None) -> ReachResult:
         meta = message.meta_info
+        request = fingerprint(message)
         while True:
-            future, first = self.dedupe.claim(meta.task_id)
+            try:
+                future, first = self.dedupe.claim(meta.task_id, request)
+            except IdempotencyConflictError as exc:
+                refused = error_result(
+                    message, ResultStatus.REJECTED, type(exc).__name__, str(exc), fault=Fault.CALLER
+                )
+                record = self.record_for(message, None)
+                # Kept out of the decision log: the task id's record belongs to the first request.
+                return self._finish(message, record, refused, time.perf_counter(), "none", keep=False)
             if first:
                 break
             try:
@@ -153,138 +196,21 @@ class Dispatcher:
 
     def record_for(self, message: ReachMessage, strategy: Strategy | None) -> DecisionRecord:
         meta = message.meta_info
-        return DecisionRecord(
+        hint = message.routing_hint
+        record = DecisionRecord(
             meta.task_id,
             meta.trace_id,
             meta.capability,
-            message.routing_hint.mode,
+            hint.mode,
             "" if strategy is None else strategy.name,
             time.time(),
         )
+        if hint.target is not None:
+            record.target = hint.target
+        return record
 
     def strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
-
-    async def plan(self, message: ReachMessage, record: DecisionRecord, strategy: Strategy) -> Plan:
-        """Find the slots that may serve, waiting for capacity while every candidate is saturated."""
-        meta = message.meta_info
-        if meta.depth > self.policy.max_depth:
-            chain = " → ".join(meta.lineage)
-            error = f"depth {meta.depth} exceeds max_depth {self.policy.max_depth}: {chain}"
-            return Plan([], Problem(ResultStatus.REJECTED, "LoopDetectedError", error), 0.0)
-        names: list[str] | None = None
-        if meta.capability is None and message.routing_hint.mode != "directed":
-            names, problem = await self._match(message, record)
-            if problem is not None:
-                return Plan([], problem, 0.0)
-        waited = 0.0
-        while True:
-            slots, problem, forced = self._select(message, record, names)
-            if problem is None or not problem.waitable:
-                break
-            waitlist = self.registry.waitlist(meta.capability or "")
-            remaining = (meta.deadline or 0.0) - time.time()
-            if waitlist is None or remaining <= 0 or len(waitlist) >= self.policy.max_waiting:
-                break
-            began = time.perf_counter()
-            try:
-                await waitlist.wait(remaining)
-            except TimeoutError:
-                error = f"{problem.error}; waited {remaining * 1000:.0f} ms for capacity"
-                problem = Problem(ResultStatus.TIMEOUT, "ReachTimeoutError", error)
-                waited += (time.perf_counter() - began) * 1000.0
-                break
-            waited += (time.perf_counter() - began) * 1000.0
-            record.exclusions.clear()
-        if problem is not None:
-            return Plan([], problem, waited)
-        if message.routing_hint.mode == "directed":
-            return Plan(slots, None, waited, forced)
-        ranked = strategy.rank(slots, meta)
-        if len(record.matches) > 1:
-            # Several capabilities matched: better matches first, the strategy's order within each.
-            fit = dict(record.matches)
-            ranked.sort(key=lambda pair: -fit.get(pair[0].capability.name, 0.0))
-        record.candidates = [scored for _, scored in ranked]
-        return Plan([slot for slot, _ in ranked], None, waited, forced)
-
-    async def _match(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[str], Problem | None]:
-        """Capabilities for a task that names none: the sure match, or the top few, or none."""
-        policy = self.policy
-        text = task_text(message)
-        if not text:
-            error = (
-                "meta_info.capability is empty and there is no task text to match; name the capability, "
-                "or give the task as meta_info.text or a string payload"
-            )
-            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error)
-        try:
-            scores = await self.matcher.match(text, self.registry.declarations())
-        except Exception as exc:
-            # An embedding service that is down must not break routing: the task is answered,
-            # by the fallback or default agent if there is one, else with this error.
-            logger.warning("matcher %s failed", type(self.matcher).__name__, exc_info=True)
-            error = f"matching the task text to a capability failed: {type(exc).__name__}: {exc}"
-            return [], Problem(ResultStatus.ERROR, type(exc).__name__, error)
-        record.matches = [(name, score) for name, score in scores[: policy.match_top] if score > 0]
-        if record.matches and record.matches[0][1] >= policy.match_direct:
-            record.matches = record.matches[:1]
-        else:
-            record.matches = [
-                (name, score) for name, score in record.matches if score >= policy.match_confirm
-            ]
-        if not record.matches:
-            best = (
-                ", ".join(f"{name} {score:.2f}" for name, score in scores[:3]) or "no capabilities registered"
-            )
-            error = f"no capability matches the task well enough (best: {best}; needs {policy.match_confirm})"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error)
-        amend(message.meta_info, {"capability": record.matches[0][0]})
-        record.capability = record.matches[0][0]
-        return [name for name, _ in record.matches], None
-
-    def _select(
-        self, message: ReachMessage, record: DecisionRecord, names: list[str] | None
-    ) -> tuple[list[Slot], Problem | None, bool]:
-        meta = message.meta_info
-        if message.routing_hint.mode == "directed":
-            return self._directed(message, record)
-        if names is not None and len(names) > 1:
-            slots: tuple[Slot, ...] = tuple(
-                slot
-                for name in names
-                for slot in self.registry.candidates(name, meta.version, meta.namespace)
-            )
-        else:
-            slots = self.registry.candidates(meta.capability or "", meta.version, meta.namespace)
-        if not slots:
-            missing = why_no_candidate(self.registry, meta)
-            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", missing), False
-        usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
-        if meta.deadline is None:
-            timeout_ms = (usable or slots)[0].capability.timeout_ms
-            amend(meta, {"deadline": time.time() + timeout_ms / 1000.0})
-        return usable, problem, forced
-
-    def _directed(
-        self, message: ReachMessage, record: DecisionRecord
-    ) -> tuple[list[Slot], Problem | None, bool]:
-        meta = message.meta_info
-        target = message.routing_hint.target or ""
-        runtime = self.registry.get(target)
-        if runtime is None:
-            error = f"agent {target} is not registered; see router.catalog()"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "UnknownAgentError", error), False
-        slot = slot_for(runtime.slots, meta.capability)
-        if slot is None:
-            names = [s.capability.name for s in runtime.slots]
-            error = f"agent {target} does not declare {meta.capability!r}; it declares {names}"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error), False
-        amend(meta, {"capability": slot.capability.name})
-        if meta.deadline is None:
-            amend(meta, {"deadline": time.time() + slot.capability.timeout_ms / 1000.0})
-        # Directed delivery bypasses scoring, but never the breaker's last-candidate rule.
-        return screen([slot], meta, self.policy, record.exclusions)
 
     async def _dispatch(self, message: ReachMessage, tracer: Tracer | None) -> ReachResult:
         start = time.perf_counter()
@@ -295,9 +221,10 @@ class Dispatcher:
             error = (
                 f"routing_hint.strategy {hint.strategy!r} is unknown; use one of {sorted(self.strategies)}"
             )
-            return self._finish(
-                message, self.record_for(message, None), _invalid(message, error), start, "none"
+            unknown = error_result(
+                message, ResultStatus.INVALID, "InvalidMessageError", error, fault=Fault.CALLER
             )
+            return self._finish(message, self.record_for(message, None), unknown, start, "none")
         caller_deadline = apply_caller_timeout(meta)
         record = self.record_for(message, strategy)
         if tracer is None:
@@ -310,18 +237,33 @@ class Dispatcher:
                 )
         if plan.problem is not None:
             problem = plan.problem
-            missing = error_result(message, problem.status, problem.error_type, problem.error)
-            if problem.status is ResultStatus.REJECTED or problem.status is ResultStatus.INVALID:
+            missing = error_result(
+                message, problem.status, problem.error_type, problem.error, fault=problem.fault
+            )
+            if problem.fault is Fault.CALLER:
                 return self._finish(message, record, missing, start, "none", plan.queued_ms)
+            invalid = self.planner.invalid_payload(message)
+            if invalid is not None:
+                # Fallback serves "no agent can take this", never "the caller sent garbage".
+                refused = error_result(
+                    message, ResultStatus.INVALID, "PayloadValidationError", invalid, fault=Fault.CALLER
+                )
+                return self._finish(message, record, refused, start, "none", plan.queued_ms)
             return await self._fall_back(message, record, missing, start, plan.queued_ms, caller_deadline)
         deadline = meta.deadline or 0.0
         if hint.mode == "broadcast":
-            merged = await fan_out(plan.slots, message, deadline, hint.merge, record)
+            merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.transient)
             return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
         routed = time.perf_counter()
         result, last = await self._attempts(message, record, plan, deadline, tracer)
         if result.status is _OK:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
+        fault = result.fault
+        if fault is Fault.TASK:
+            # The agent did the task and answered no; another agent would be asked the same.
+            return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
+        if fault is Fault.CALLER:
+            return self._finish(message, record, result, start, "none", plan.queued_ms)
         if not may_resend(result.status, result.error_type, last.capability.safe_to_repeat):
             # The work may have been done already; a fallback would do it a second time.
             record.note = record.note or "no fallback: the work may have started and is not safe to repeat"
@@ -338,6 +280,8 @@ class Dispatcher:
     ) -> tuple[ReachResult, Slot]:
         """Deliver to the best slot; on a transient failure retry on the next-best, with backoff.
 
+        A task safe to repeat gives each attempt only a share of the time left while another
+        candidate could take over, so one hung replica cannot use up the whole deadline.
         Returns the last result and the slot that gave it.
         """
         policy = self.policy
@@ -349,11 +293,20 @@ class Dispatcher:
         slot = plan.slots[0]
         while True:
             tried.add(id(slot))
+            ends = deadline
+            if (
+                policy.attempt_timeout_share < 1.0
+                and len(tried) < len(plan.slots)
+                and retries < policy.max_retries
+                and slot.capability.safe_to_repeat
+            ):
+                now = time.time()
+                ends = now + (deadline - now) * policy.attempt_timeout_share
             if tracer is None:
-                result, elapsed_ms = await deliver(slot, message, deadline)
+                result, elapsed_ms = await deliver(slot, message, ends, transient=self.transient)
             else:
                 with tracer.start_as_current_span("reach.attempt") as span:
-                    result, elapsed_ms = await deliver(slot, message, deadline)
+                    result, elapsed_ms = await deliver(slot, message, ends, transient=self.transient)
                     span.set_attributes(
                         {
                             "reach.agent_id": slot.runtime.agent_id,
@@ -367,7 +320,7 @@ class Dispatcher:
                     # A matched task served under another of its top matches.
                     amend(meta, {"capability": slot.capability.name})
                 return result, slot
-            if not result.retryable:
+            if not result.retryable or result.fault not in _RETRIED:
                 return result, slot
             cap = slot.capability
             if not may_resend(result.status, result.error_type, cap.safe_to_repeat):
@@ -443,7 +396,7 @@ class Dispatcher:
                     Exclusion(agent_id, f"{path} agent: the caller's deadline has passed")
                 )
                 break
-            outcome, elapsed_ms = await deliver(slot, message, meta.deadline or now)
+            outcome, elapsed_ms = await deliver(slot, message, meta.deadline or now, transient=self.transient)
             record.add_attempt(agent_id, outcome, elapsed_ms, path)
             if outcome.status is _OK:
                 return self._finish(message, record, outcome, start, path, queued_ms)
@@ -459,6 +412,8 @@ class Dispatcher:
         path: str,
         queued_ms: float = 0.0,
         routed: float | None = None,
+        *,
+        keep: bool = True,
     ) -> ReachResult:
         meta = message.meta_info
         end = time.perf_counter()
@@ -482,6 +437,7 @@ class Dispatcher:
                 "attempts": len(attempts),
                 "served_by": path,
                 "timings": timings,
+                "delivered": record.delivered,
             },
         )
         if result.agent_id is None and attempts and not broadcast:
@@ -490,12 +446,13 @@ class Dispatcher:
         record.path = path
         if result.status is _OK and not broadcast:
             record.chosen = result.agent_id
-        self.record_outcome(record, result)
+        self.record_outcome(record, result, keep=keep)
         return result
 
-    def record_outcome(self, record: DecisionRecord, result: ReachResult) -> None:
+    def record_outcome(self, record: DecisionRecord, result: ReachResult, *, keep: bool = True) -> None:
         """Keep the record for `explain`, write the decision log line, tell the observers."""
-        self.decisions.add(record)
+        if keep:
+            self.decisions.add(record)
         if DECISION_LOGGER.isEnabledFor(logging.INFO):
             log_decision(record, result)
         for observer in self.observers:
@@ -503,16 +460,3 @@ class Dispatcher:
                 observer.on_reach(record, result)
             except Exception:
                 logger.exception("observer %r failed", observer)
-
-
-def _invalid(message: ReachMessage, error: str) -> ReachResult:
-    return error_result(message, ResultStatus.INVALID, "InvalidMessageError", error)
-
-
-def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
-    if capability is None:
-        return slots[0] if slots else None
-    for slot in slots:
-        if slot.capability.name == capability:
-            return slot
-    return None

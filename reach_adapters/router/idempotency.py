@@ -1,19 +1,73 @@
-"""Deliver each task id at most once within a window; repeats get the first delivery's result."""
+"""Deliver each task id at most once within a window; repeats get the first delivery's result.
+
+A task id is bound to the request it was first used for, as payment APIs bind an idempotency
+key: a repeat of the same request shares the first result, a different request under the same
+id is refused, never served someone else's answer.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
-from middleware import ReachResult, ResultStatus
+from middleware import ReachMessage, ReachResult
+from reach_adapters.errors import IdempotencyConflictError
 
-__all__ = ["IdempotencyStore"]
+__all__ = ["Fingerprint", "IdempotencyStore", "fingerprint"]
 
-# Outcomes where nothing was delivered: a repeat may try again.
-_NOT_DELIVERED = frozenset(
-    {ResultStatus.NO_CANDIDATE, ResultStatus.INVALID, ResultStatus.REJECTED, ResultStatus.CANCELLED}
-)
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """What makes two requests the same: where they go, the payload, the options that route them."""
+
+    request: str
+    payload: str
+    options: str
+
+    def differences(self, other: Fingerprint) -> list[str]:
+        out = []
+        if self.request != other.request:
+            out.append(f"it was first used to {other.request}, this request would {self.request}")
+        if self.payload != other.payload:
+            out.append("the payload differs")
+        if self.options != other.options:
+            out.append(f"the routing options differ ({other.options} then, {self.options} now)")
+        return out
+
+
+def fingerprint(message: ReachMessage) -> Fingerprint:
+    """The request's fingerprint; ids, deadlines, priority and lineage do not change what it asks."""
+    meta = message.meta_info
+    hint = message.routing_hint
+    verb = "broadcast to" if hint.mode == "broadcast" else "route to"
+    if hint.mode == "directed":
+        request = f"send to agent {hint.target}" + (f" ({meta.capability!r})" if meta.capability else "")
+    elif meta.capability is not None:
+        request = f"{verb} {meta.capability!r}"
+    else:
+        request = f"{verb} whatever matches the task text {_digest(meta.text)}"
+    options = [f"version={meta.version}", f"namespace={meta.namespace}"]
+    if hint.mode == "broadcast":
+        options.append(f"merge={hint.merge}")
+    if meta.attributes:
+        options.append(f"attributes={_digest(meta.attributes)}")
+    return Fingerprint(request, _digest(message.raw_payload), ", ".join(options))
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class _Entry:
+    expires: float
+    future: asyncio.Future[ReachResult]
+    fingerprint: Fingerprint
 
 
 class IdempotencyStore:
@@ -28,7 +82,7 @@ class IdempotencyStore:
     def __init__(self, window_s: float, max_entries: int) -> None:
         self._window_s = window_s
         self._max_entries = max_entries
-        self._entries: OrderedDict[str, tuple[float, asyncio.Future[ReachResult]]] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -38,29 +92,37 @@ class IdempotencyStore:
         self._window_s = window_s
         self._max_entries = max_entries
 
-    def claim(self, task_id: str) -> tuple[asyncio.Future[ReachResult], bool]:
-        """The task's future, and True when the caller is the first and must deliver it."""
+    def claim(self, task_id: str, request: Fingerprint) -> tuple[asyncio.Future[ReachResult], bool]:
+        """The task's future, and True when the caller is the first and must deliver it.
+
+        Raises `IdempotencyConflictError` naming what differs when the id is held for another
+        request.
+        """
         entries = self._entries
         now = time.monotonic()
         entry = entries.get(task_id)
         if entry is not None:
-            expires, future = entry
-            if expires > now or not future.done():
-                return future, False
+            if entry.expires > now or not entry.future.done():
+                if entry.fingerprint != request:
+                    differences = "; ".join(request.differences(entry.fingerprint))
+                    msg = (
+                        f"task_id {task_id!r} was already used for another request in the last "
+                        f"{self._window_s:g} s: {differences}. A repeat must be the same request; "
+                        "give a new request a new task_id"
+                    )
+                    raise IdempotencyConflictError(msg)
+                return entry.future, False
             del entries[task_id]
         future = asyncio.get_running_loop().create_future()
-        entries[task_id] = (now + self._window_s, future)
+        entries[task_id] = _Entry(now + self._window_s, future, request)
         self._evict(now)
         return future, True
 
     def settle(self, task_id: str, future: asyncio.Future[ReachResult], result: ReachResult) -> None:
-        """Record the first delivery's result; outcomes where no agent was reached are forgotten."""
+        """Record the first delivery's result; outcomes that reached no agent are forgotten, so a
+        repeat may try again."""
         entry = self._entries.get(task_id)
-        if (
-            entry is not None
-            and entry[1] is future
-            and (result.status in _NOT_DELIVERED or not result.attempts)
-        ):
+        if entry is not None and entry.future is future and not result.delivered:
             del self._entries[task_id]
         if not future.done():
             future.set_result(result)
@@ -68,7 +130,7 @@ class IdempotencyStore:
     def abandon(self, task_id: str, future: asyncio.Future[ReachResult]) -> None:
         """The first caller was cancelled: forget the claim; waiters then deliver it themselves."""
         entry = self._entries.get(task_id)
-        if entry is not None and entry[1] is future:
+        if entry is not None and entry.future is future:
             del self._entries[task_id]
         if not future.done():
             future.cancel()
@@ -76,10 +138,10 @@ class IdempotencyStore:
     def _evict(self, now: float) -> None:
         entries = self._entries
         while entries:
-            task_id, (expires, future) = next(iter(entries.items()))
-            if expires > now and len(entries) <= self._max_entries:
+            task_id, entry = next(iter(entries.items()))
+            if entry.expires > now and len(entries) <= self._max_entries:
                 break
-            if not future.done():
+            if not entry.future.done():
                 # Over the bound but still in flight: keep it, its waiters need it.
                 entries.move_to_end(task_id)
                 break

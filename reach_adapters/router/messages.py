@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, RoutingHint, ensure_json
 from middleware.fast import build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
-from reach_adapters.router.delivery import current_hop
+from reach_adapters.router.hops import current_hop
 
 __all__ = ["build_message", "inherit_hop", "parse_message", "require_name"]
 

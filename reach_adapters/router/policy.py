@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from reach_adapters.errors import InvalidPolicyError, describe_validation_error
+from reach_adapters.router.imports import ImportPathError, import_object
 
 __all__ = ["MAX_RETRIES_CAP", "BreakerSettings", "RoutingPolicy", "ScoringWeights", "StrategyName"]
 
@@ -105,6 +106,26 @@ class RoutingPolicy(_Strict):
     probe_interval_s: float = Field(10.0, gt=0, strict=True, allow_inf_nan=False)
     probe_timeout_s: float = Field(2.0, gt=0, strict=True, allow_inf_nan=False)
     probe_failures: int = Field(2, ge=1, strict=True, description="Failed probes that take an agent out.")
+    attempt_timeout_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        strict=True,
+        allow_inf_nan=False,
+        description=(
+            "Share of the time left that one attempt of a task safe to repeat (idempotent or read-only) "
+            "may take while another candidate could take over, so a hung replica cannot use up the "
+            "whole deadline (Envoy's per-try timeout); 1 gives every attempt all the time left."
+        ),
+    )
+    transient_errors: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Import paths ('module:Class') of more exception types that mean 'try again elsewhere', "
+            "beside timeouts, connection errors, HTTP 429/502/503/504 and the transport and "
+            "rate-limit errors of HTTP clients and LLM SDKs, which are recognised already."
+        ),
+    )
     sync_start_timeout_s: float = Field(
         5.0,
         gt=0,
@@ -116,3 +137,34 @@ class RoutingPolicy(_Strict):
             "by code waiting for this very call."
         ),
     )
+
+    _transient: tuple[type[BaseException], ...] = PrivateAttr(())
+
+    @field_validator("transient_errors")
+    @classmethod
+    def _exception_types(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        for path in paths:
+            _exception_type(path)
+        return paths
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._transient = tuple(_exception_type(path) for path in self.transient_errors)
+
+    @property
+    def transient_types(self) -> tuple[type[BaseException], ...]:
+        """The exception types `transient_errors` names, imported once."""
+        return self._transient
+
+
+def _exception_type(path: str) -> type[BaseException]:
+    if ":" not in path:
+        msg = f"{path!r} is not an import path; write it as 'module:Class', e.g. 'openai:APIError'"
+        raise ValueError(msg)
+    try:
+        found = import_object(path)
+    except ImportPathError as exc:
+        raise ValueError(str(exc)) from None
+    if not (isinstance(found, type) and issubclass(found, BaseException)):
+        msg = f"{path!r} is {type(found).__name__}, not an exception class"
+        raise ValueError(msg)
+    return found

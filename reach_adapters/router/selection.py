@@ -6,12 +6,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from middleware import MetaInfo, ResultStatus
+from middleware import Fault, MetaInfo, ResultStatus
 from reach_adapters.router.breaker import CIRCUIT
 from reach_adapters.router.decisions import Exclusion
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.state import SATURATED, AgentState, Slot
+from reach_adapters.router.state import SATURATED, UNUSABLE_STATES, AgentState, Slot
 
 __all__ = ["Problem", "exclusion_reason", "loop_chain", "screen", "why_no_candidate"]
 
@@ -22,12 +22,17 @@ LOOP = "loop"
 
 @dataclass(slots=True, frozen=True)
 class Problem:
-    """Why nothing can serve; `waitable` when capacity freeing up would change that."""
+    """Why nothing can serve, and whose `Fault` that is.
+
+    `wait_for` names what would change that (capacity freeing up, an agent reconnecting) when
+    the task may wait for it within its deadline; None when waiting cannot help.
+    """
 
     status: ResultStatus
     error_type: str
     error: str
-    waitable: bool = False
+    fault: Fault
+    wait_for: str | None = None
 
 
 def loop_chain(meta: MetaInfo, slot: Slot) -> str | None:
@@ -49,7 +54,7 @@ def exclusion_reason(
     """
     runtime = slot.runtime
     state = runtime.state
-    if state is AgentState.OFFLINE or state is AgentState.DRAINING:
+    if state in UNUSABLE_STATES:
         return f"state {state}" + (f" ({runtime.state_reason})" if runtime.state_reason else "")
     if state is AgentState.BUSY and meta.priority < policy.high_priority:
         return f"state busy and priority {meta.priority} < {policy.high_priority}"
@@ -76,7 +81,7 @@ def screen(
     now = time.monotonic()
     usable: list[Slot] = []
     quarantined: list[Slot] = []
-    saturated = False
+    saturated = reconnecting = False
     for slot in slots:
         reason = exclusion_reason(slot, meta, policy, now)
         if reason is None:
@@ -87,6 +92,8 @@ def screen(
             quarantined.append(slot)
         elif reason.startswith(SATURATED):
             saturated = True
+        elif slot.runtime.state is AgentState.RECONNECTING:
+            reconnecting = True
     if usable:
         return usable, None, False
     if quarantined and not saturated:
@@ -95,10 +102,12 @@ def screen(
         return quarantined, None, True
     reasons = "; ".join(f"{e.agent_id}: {e.reason}" for e in exclusions)
     if exclusions and all(e.reason.startswith(LOOP) for e in exclusions):
-        problem = Problem(ResultStatus.REJECTED, "LoopDetectedError", f"recursive reach refused: {reasons}")
-        return [], problem, False
+        error = f"recursive reach refused: {reasons}"
+        return [], Problem(ResultStatus.REJECTED, "LoopDetectedError", error, Fault.CALLER), False
     error = f"every agent declaring {meta.capability!r} is excluded ({reasons})"
-    return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, waitable=saturated), False
+    wait_for = "capacity" if saturated else "a reconnecting agent" if reconnecting else None
+    problem = Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, Fault.ROUTER, wait_for)
+    return [], problem, False
 
 
 def why_no_candidate(registry: Registry, meta: MetaInfo) -> str:

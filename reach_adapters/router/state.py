@@ -14,7 +14,7 @@ from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
 from reach_adapters.router.portal import running_loop
-from reach_adapters.router.schemas import CompiledSchema
+from reach_adapters.router.schemas import CompiledSchema, first_error
 
 __all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "Waitlist"]
 
@@ -29,10 +29,12 @@ class AgentState(StrEnum):
     DRAINING = "draining"
     OFFLINE = "offline"
     SUSPICIOUS = "suspicious"
+    # Offline, but its adapter is bringing it back: calls may wait for it within their deadline.
+    RECONNECTING = "reconnecting"
 
 
 # States in which an agent takes no calls: never candidates, not counted as usable.
-UNUSABLE_STATES = frozenset({AgentState.OFFLINE, AgentState.DRAINING})
+UNUSABLE_STATES = frozenset({AgentState.OFFLINE, AgentState.DRAINING, AgentState.RECONNECTING})
 
 # What each state contributes to the health score; DRAINING and OFFLINE are never candidates.
 _STATE_HEALTH = {
@@ -41,6 +43,7 @@ _STATE_HEALTH = {
     AgentState.SUSPICIOUS: 0.3,
     AgentState.DRAINING: 0.0,
     AgentState.OFFLINE: 0.0,
+    AgentState.RECONNECTING: 0.0,
 }
 
 
@@ -55,6 +58,8 @@ class AgentRuntime:
     state: AgentState = AgentState.ONLINE
     state_reason: str = ""
     in_flight: int = 0
+    # Calls past their deadline whose work still runs (a sync function's thread): in `in_flight` too.
+    stuck: int = 0
     calls: int = 0
     failures: int = 0
     avg_ms: float = 0.0
@@ -106,6 +111,11 @@ class Waitlist:
                 with contextlib.suppress(ValueError):
                     self._waiters.remove(future)
 
+    def wake_all(self) -> None:
+        """Everyone looks again: an agent came back, which may change more than one slot's room."""
+        while self._waiters:
+            self.wake_one()
+
     def wake_one(self) -> None:
         while self._waiters:
             future = self._waiters.popleft()
@@ -156,6 +166,20 @@ class Slot:
     @property
     def agent_id(self) -> str:
         return self.runtime.agent_id
+
+    def input_problem(self, payload: object) -> str | None:
+        """What is wrong with `payload` for this slot's input schema, or None when it fits.
+
+        No payload means no arguments for a capability that takes an object.
+        """
+        validator = self.input_validator
+        if payload is None and self.object_input:
+            payload = {}
+        if validator is None or validator.is_valid(payload):
+            return None
+        problem = first_error(validator, payload)
+        name = self.capability.name
+        return f"payload does not match the input schema of {name!r} at {self.agent_id}: {problem}"
 
     def saturation(self) -> str | None:
         """Why the slot takes no more calls now (it is at max_concurrency), or None."""

@@ -20,8 +20,9 @@ from reach_adapters.errors import (
     raise_for_status,
 )
 from reach_adapters.router.decisions import Attempt, DecisionRecord
-from reach_adapters.router.delivery import AgentBusyError, Hop, deliver, enter_hop, input_problem, leave_hop
+from reach_adapters.router.delivery import AgentBusyError, deliver, input_problem
 from reach_adapters.router.dispatcher import Dispatcher, apply_caller_timeout
+from reach_adapters.router.hops import Hop, enter_hop, leave_hop
 from reach_adapters.router.retry import may_resend
 from reach_adapters.router.state import Slot
 

@@ -21,7 +21,7 @@ from reach_adapters import (
     RoutingPolicy,
 )
 from reach_adapters.router.agent import ok_result
-from reach_adapters.router.delivery import current_hop
+from reach_adapters.router.hops import current_hop
 from tests.core.conftest import FAST, Gate, echo_agent
 
 pytestmark = pytest.mark.timeout(20)

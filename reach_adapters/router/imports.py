@@ -1,4 +1,4 @@
-"""Resolve ``module:attribute`` import paths named in agent files."""
+"""Resolve ``module:attribute`` import paths named in agent files and routing policies."""
 
 from __future__ import annotations
 

@@ -1,0 +1,107 @@
+"""Where running code stands: the routed call it runs inside, for nested calls, logs and agents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from middleware import MetaInfo
+
+if TYPE_CHECKING:
+    from reach_adapters.router.state import Slot
+
+__all__ = [
+    "Hop",
+    "current_hop",
+    "current_reach",
+    "enter_hop",
+    "free_slot",
+    "leave_hop",
+    "reset_current_reach",
+    "set_current_reach",
+]
+
+
+@dataclass(slots=True)
+class Hop:
+    """The routed call the current code runs inside, for nested calls to inherit from.
+
+    `slot` is set for a unary delivery, whose agent may `linger` past it.
+    """
+
+    meta: MetaInfo
+    agent_id: str
+    slot: Slot | None = None
+    lingering: bool = False
+
+    def linger(self) -> Callable[[], None]:
+        """Keep this delivery's slot taken after the call returns, until the returned function runs.
+
+        For work the router cannot stop: a sync function still running in its thread after its
+        deadline. The slot counts it in flight (and the agent as stuck) until it really ends, so
+        `max_concurrency` holds. Call the release function on the router's loop, once.
+        """
+        slot = self.slot
+        if slot is None or self.lingering:
+            return _nothing
+        self.lingering = True
+        runtime = slot.runtime
+        runtime.stuck += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                runtime.stuck -= 1
+                free_slot(slot)
+
+        return release
+
+
+def _nothing() -> None:
+    return None
+
+
+def free_slot(slot: Slot) -> None:
+    """One call fewer in flight on `slot`; a caller waiting for room there may go."""
+    slot.in_flight -= 1
+    slot.runtime.in_flight -= 1
+    if slot.waitlist:
+        slot.waitlist.wake_one()
+
+
+_current: ContextVar[Hop | None] = ContextVar("agent_reach_hop", default=None)
+
+
+def current_hop() -> Hop | None:
+    """The routed call the running code is inside (set while an agent is invoked)."""
+    return _current.get()
+
+
+def enter_hop(hop: Hop) -> Token[Hop | None]:
+    """Mark the running code as inside `hop`; undo with `leave_hop` in the same context."""
+    return _current.set(hop)
+
+
+def leave_hop(token: Token[Hop | None]) -> None:
+    _current.reset(token)
+
+
+_reach: ContextVar[MetaInfo | None] = ContextVar("agent_reach_task", default=None)
+
+
+def current_reach() -> MetaInfo | None:
+    """The task being dispatched or served right now, for log records and hops."""
+    hop = _current.get()
+    return hop.meta if hop is not None else _reach.get()
+
+
+def set_current_reach(meta: MetaInfo) -> Token[MetaInfo | None]:
+    return _reach.set(meta)
+
+
+def reset_current_reach(token: Token[MetaInfo | None]) -> None:
+    _reach.reset(token)

@@ -1,0 +1,201 @@
+"""Selection for one task: match its text, find and screen candidates, wait for capacity, rank."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from middleware import Fault, ReachMessage, ResultStatus
+from middleware.fast import amend
+from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.matching import Matcher, task_text
+from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.registry import Registry
+from reach_adapters.router.selection import Problem, screen, why_no_candidate
+from reach_adapters.router.state import Slot
+from reach_adapters.router.strategies import Strategy
+
+__all__ = ["Plan", "Planner", "slot_for"]
+
+logger = logging.getLogger(__name__)
+
+
+class Plan:
+    """The outcome of selection: ranked slots to try, or the problem that left none.
+
+    `forced` marks slots admitted past open breakers because they are the last candidates.
+    """
+
+    __slots__ = ("forced", "problem", "queued_ms", "slots")
+
+    def __init__(
+        self, slots: list[Slot], problem: Problem | None, queued_ms: float, forced: bool = False
+    ) -> None:
+        self.slots = slots
+        self.problem = problem
+        self.queued_ms = queued_ms
+        self.forced = forced
+
+
+class Planner:
+    """Turns a message into a `Plan`; the dispatcher then delivers it."""
+
+    def __init__(self, registry: Registry, policy: RoutingPolicy, matcher: Matcher) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.matcher = matcher
+
+    async def plan(self, message: ReachMessage, record: DecisionRecord, strategy: Strategy) -> Plan:
+        """Find the slots that may serve, waiting while every candidate is saturated or reconnecting."""
+        meta = message.meta_info
+        names: list[str] | None = None
+        if meta.capability is None and message.routing_hint.mode != "directed":
+            names, problem = await self._match(message, record)
+            if problem is not None:
+                return Plan([], problem, 0.0)
+        waited = 0.0
+        while True:
+            slots, problem, forced = self._select(message, record, names)
+            if problem is None or problem.wait_for is None:
+                break
+            waitlist = self.registry.waitlist(meta.capability or "")
+            remaining = (meta.deadline or 0.0) - time.time()
+            if waitlist is None or remaining <= 0 or len(waitlist) >= self.policy.max_waiting:
+                break
+            began = time.perf_counter()
+            try:
+                await waitlist.wait(remaining)
+            except TimeoutError:
+                waited += (time.perf_counter() - began) * 1000.0
+                error = (
+                    f"{problem.error}; waited {waited / 1000.0:.1f} s for {problem.wait_for}, never delivered"
+                )
+                problem = Problem(ResultStatus.TIMEOUT, "ReachTimeoutError", error, Fault.ROUTER)
+                break
+            waited += (time.perf_counter() - began) * 1000.0
+            record.exclusions.clear()
+        if problem is not None:
+            return Plan([], problem, waited)
+        if message.routing_hint.mode == "directed":
+            return Plan(slots, None, waited, forced)
+        ranked = strategy.rank(slots, meta)
+        if len(record.matches) > 1:
+            # Several capabilities matched: better matches first, the strategy's order within each.
+            fit = dict(record.matches)
+            ranked.sort(key=lambda pair: -fit.get(pair[0].capability.name, 0.0))
+        record.candidates = [scored for _, scored in ranked]
+        return Plan([slot for slot, _ in ranked], None, waited, forced)
+
+    def invalid_payload(self, message: ReachMessage) -> str | None:
+        """Why the payload fits no declaration of the requested capability, or None.
+
+        For tasks no candidate took: a payload the capability would refuse is the caller's
+        mistake, which no fallback agent may hide.
+        """
+        meta = message.meta_info
+        if meta.capability is None:
+            return None
+        if message.routing_hint.mode == "directed":
+            runtime = self.registry.get(message.routing_hint.target or "")
+            found = slot_for(runtime.slots, meta.capability) if runtime is not None else None
+            slots: tuple[Slot, ...] = () if found is None else (found,)
+        else:
+            slots = self.registry.candidates(meta.capability, meta.version, meta.namespace)
+        problems = [slot.input_problem(message.raw_payload) for slot in slots]
+        if not problems or None in problems:
+            return None
+        return problems[0]
+
+    async def _match(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[str], Problem | None]:
+        """Capabilities for a task that names none: the sure match, or the top few, or none."""
+        policy = self.policy
+        text = task_text(message)
+        if not text:
+            error = (
+                "meta_info.capability is empty and there is no task text to match; name the capability, "
+                "or give the task as meta_info.text or a string payload"
+            )
+            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER)
+        try:
+            scores = await self.matcher.match(text, self.registry.declarations())
+        except Exception as exc:
+            # An embedding service that is down must not break routing: the task is answered,
+            # by the fallback or default agent if there is one, else with this error.
+            logger.warning("matcher %s failed", type(self.matcher).__name__, exc_info=True)
+            error = f"matching the task text to a capability failed: {type(exc).__name__}: {exc}"
+            return [], Problem(ResultStatus.ERROR, type(exc).__name__, error, Fault.ROUTER)
+        ranked = [(name, score) for name, score in scores[: policy.match_top] if score > 0]
+        if ranked and ranked[0][1] >= policy.match_direct:
+            record.matches = ranked[:1]
+        else:
+            record.matches = [(name, score) for name, score in ranked if score >= policy.match_confirm]
+        if not record.matches:
+            record.best_matches = scores[: policy.match_top]
+            best = ", ".join(f"{name} {score:.2f}" for name, score in scores[: policy.match_top])
+            record.note = (
+                f"no capability scored {policy.match_confirm:.2f} (match_confirm) or more; "
+                f"best: {best or 'no capabilities registered'}"
+            )
+            error = f"no capability matches the task well enough ({record.note})"
+            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, Fault.ROUTER)
+        amend(message.meta_info, {"capability": record.matches[0][0]})
+        record.capability = record.matches[0][0]
+        return [name for name, _ in record.matches], None
+
+    def _select(
+        self, message: ReachMessage, record: DecisionRecord, names: list[str] | None
+    ) -> tuple[list[Slot], Problem | None, bool]:
+        meta = message.meta_info
+        if message.routing_hint.mode == "directed":
+            return self._directed(message, record)
+        if names is not None and len(names) > 1:
+            slots: tuple[Slot, ...] = tuple(
+                slot
+                for name in names
+                for slot in self.registry.candidates(name, meta.version, meta.namespace)
+            )
+        else:
+            slots = self.registry.candidates(meta.capability or "", meta.version, meta.namespace)
+        if not slots:
+            missing = why_no_candidate(self.registry, meta)
+            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", missing, Fault.ROUTER), False
+        usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
+        if meta.deadline is None:
+            timeout_ms = (usable or slots)[0].capability.timeout_ms
+            amend(meta, {"deadline": time.time() + timeout_ms / 1000.0})
+        return usable, problem, forced
+
+    def _directed(
+        self, message: ReachMessage, record: DecisionRecord
+    ) -> tuple[list[Slot], Problem | None, bool]:
+        meta = message.meta_info
+        target = message.routing_hint.target or ""
+        runtime = self.registry.get(target)
+        if runtime is None:
+            error = f"agent {target} is not registered; see router.catalog()"
+            return [], Problem(ResultStatus.NO_CANDIDATE, "UnknownAgentError", error, Fault.ROUTER), False
+        names = [s.capability.name for s in runtime.slots]
+        if meta.capability is None and len(names) > 1:
+            error = (
+                f"agent {target} declares several capabilities {names}; name the one to call (capability=...)"
+            )
+            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER), False
+        slot = slot_for(runtime.slots, meta.capability)
+        if slot is None:
+            error = f"agent {target} does not declare {meta.capability!r}; it declares {names}"
+            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, Fault.ROUTER), False
+        amend(meta, {"capability": slot.capability.name})
+        record.capability = slot.capability.name
+        if meta.deadline is None:
+            amend(meta, {"deadline": time.time() + slot.capability.timeout_ms / 1000.0})
+        # Directed delivery bypasses scoring, but never the breaker's last-candidate rule.
+        return screen([slot], meta, self.policy, record.exclusions)
+
+
+def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
+    if capability is None:
+        return slots[0] if slots else None
+    for slot in slots:
+        if slot.capability.name == capability:
+            return slot
+    return None
