@@ -98,7 +98,7 @@ async def main() -> None:
         assert isinstance(pid, int)
         os.kill(pid, signal.SIGKILL)
         print(f"  killed {victim} (pid {pid})")
-        await _until(lambda: _state(router, victim) is AgentState.OFFLINE, 10)
+        await _until(lambda: _state(router, victim) is AgentState.RECONNECTING, 10)
         print(f"  {victim} is {_state(router, victim)}")
         for _ in range(3):
             _show("whoami", await router.route("whoami", {}))

@@ -190,7 +190,8 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         parents,
         "route one task and print the result",
         "Route PAYLOAD to the best agent declaring CAPABILITY, or, when the target has ':' in it, send "
-        "it to that agent id. Exits 1 when the result is not ok.",
+        "it to that agent id (--capability names which of its capabilities, if it has several). "
+        "Exits 1 when the result is not ok.",
     )
     sub.add_argument("target", metavar="CAPABILITY", help="a capability name, or an agent id")
     sub.add_argument(
@@ -210,6 +211,9 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="KEY=VALUE",
         help="call option (timeout_ms, priority, namespace, fallback...); VALUE is JSON or text",
     )
+    sub.add_argument(
+        "--capability", metavar="NAME", help="with an agent id: the capability to call, if it has several"
+    )
     sub.add_argument("--explain", action="store_true", help="print the decision record too")
     _target(sub)
     sub.set_defaults(run=_with_options)
@@ -219,6 +223,12 @@ def _with_options(args: argparse.Namespace) -> int:
     clash = sorted({key for key, _ in args.options} & RESERVED_OPTIONS)
     if clash:
         msg = f"--option cannot set {clash}: give the capability or agent id and the payload as arguments"
+        raise UsageError(msg)
+    if args.capability is not None and ":" not in args.target:
+        msg = (
+            f"--capability goes with an agent id; {args.target!r} is a capability name, "
+            "which reaches the best agent for it already"
+        )
         raise UsageError(msg)
     args.options = {key: _json_or_text(value) for key, value in args.options}
     return run_call(args)

@@ -36,15 +36,21 @@ def run_call(args: argparse.Namespace) -> int:
     directed = ":" in args.target
     if args.url:
         remote = _remote(args)
-        key, path = ("agent_id", "/send") if directed else ("capability", "/route")
-        result = remote.post(path, {key: args.target, "payload": args.payload, "options": args.options})
+        body = {"payload": args.payload, "options": args.options}
+        if directed:
+            body.update(agent_id=args.target, capability=args.capability)
+        else:
+            body["capability"] = args.target
+        result = remote.post("/send" if directed else "/route", body)
         decision = remote.get(f"/explain/{result['task_id']}") if args.explain else None
     else:
 
         async def call(gateway: Gateway) -> tuple[dict[str, Any], dict[str, Any]]:
             router = gateway.router
             if directed:
-                outcome = await router.send(args.target, args.payload, **args.options)
+                outcome = await router.send(
+                    args.target, args.payload, capability=args.capability, **args.options
+                )
             else:
                 outcome = await router.route(args.target, args.payload, **args.options)
             return outcome.model_dump(mode="json"), router.explain(outcome.task_id).to_dict()

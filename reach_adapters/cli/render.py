@@ -36,10 +36,11 @@ def render_catalog(agents: Sequence[Mapping[str, Any]]) -> str:
             info["in_flight"],
             info["calls"],
             ", ".join(cap["name"] for cap in info["capabilities"]),
+            info.get("problem") or "",
         )
         for info in agents
     ]
-    return table(["agent", "state", "breaker", "in flight", "calls", "capabilities"], rows)
+    return table(["agent", "state", "breaker", "in flight", "calls", "capabilities", "problem"], rows)
 
 
 def render_result(result: Mapping[str, Any]) -> str:
@@ -58,7 +59,10 @@ def render_result(result: Mapping[str, Any]) -> str:
             lines.append("payload:")
             lines.extend("  " + line for line in render_json(payload).splitlines())
     else:
-        lines.append(f"error: {result.get('error_type')}: {result.get('error')}")
+        fault = f" ({result['fault']} fault)" if result.get("fault") else ""
+        lines.append(f"error{fault}: {result.get('error_type')}: {result.get('error')}")
+        if result.get("delivered"):
+            lines.append("delivered: yes, the agent received the task (it may have done the work)")
     return "\n".join(lines)
 
 
@@ -78,7 +82,8 @@ def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
     for attempt in record.get("attempts", []):
         outcome = attempt["status"]
         if attempt.get("error_type"):
-            outcome += f" ({attempt['error_type']}: {attempt.get('error')})"
+            fault = f"{attempt['fault']} fault, " if attempt.get("fault") else ""
+            outcome += f" ({fault}{attempt['error_type']}: {attempt.get('error')})"
         elapsed = f"{attempt['elapsed_ms']:.1f} ms"
         lines.append(f"  attempt   {attempt['agent_id']} via {attempt['path']}: {outcome} in {elapsed}")
     if record.get("note"):

@@ -60,11 +60,13 @@ class RouteRequest(BaseModel):
 
 
 class SendRequest(BaseModel):
-    """``POST /api/send``: deliver to the agent `agent_id`, bypassing selection."""
+    """``POST /api/send``: deliver to the agent `agent_id`, bypassing selection; `capability`
+    says which one when the agent declares several."""
 
     model_config = ConfigDict(extra="forbid")
 
     agent_id: str = Field(min_length=1)
+    capability: str | None = Field(None, min_length=1)
     payload: JsonValue = None
     options: dict[str, JsonValue] = Field(default_factory=dict)
 
@@ -124,7 +126,9 @@ class GatewayAPI:
         if isinstance(body, Response):
             return body
         router = self.gateway.router
-        return await _routed(lambda: router.send(body.agent_id, body.payload, **body.options))
+        return await _routed(
+            lambda: router.send(body.agent_id, body.payload, capability=body.capability, **body.options)
+        )
 
     async def explain(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]

@@ -40,12 +40,14 @@ class GatewayStatus(BaseModel):
     """What ``GET /api/health`` answers: whether calls can be served, the config in force and how
     reloads went.
 
-    ``status`` is ``ok`` when every registered agent takes calls, ``degraded`` when some do not
-    (offline or draining), ``unavailable`` when none does or none is registered; the API answers
+    ``status`` is ``ok`` when every registered agent is fully in service, ``degraded`` when some
+    are not (offline, reconnecting, draining, suspicious, quarantined or stuck: `problems` says
+    which and why), ``unavailable`` when none takes calls or none is registered; the API answers
     the last with HTTP 503, so a load balancer's readiness check needs no parsing.
     """
 
     status: Literal["ok", "degraded", "unavailable"]
+    problems: dict[str, str]
     config_dir: str
     generation: int
     agents: int
@@ -107,8 +109,10 @@ class Gateway:
     def status(self) -> GatewayStatus:
         catalog = self.router.catalog()
         usable = sum(info.state not in UNUSABLE_STATES for info in catalog)
+        problems = {info.agent_id: problem for info in catalog if (problem := info.problem) is not None}
         return GatewayStatus(
-            status="unavailable" if usable == 0 else "ok" if usable == len(catalog) else "degraded",
+            status="unavailable" if usable == 0 else "degraded" if problems else "ok",
+            problems=problems,
             config_dir=str(self.config.directory),
             generation=self.generation,
             agents=len(catalog),

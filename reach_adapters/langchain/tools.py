@@ -38,13 +38,22 @@ _GENERIC_SCHEMA: dict[str, Any] = {
             ),
         },
         "payload": {"description": "The task for the agent, shaped as its capability's input schema."},
+        "capability": {
+            "type": "string",
+            "minLength": 1,
+            "description": (
+                "With an agent id as target: which of the agent's capabilities to call. Needed when "
+                "the agent declares several."
+            ),
+        },
     },
     "required": ["target"],
 }
 
 _GENERIC_KEY = schema_key(_GENERIC_SCHEMA)
 
-Request = tuple[Literal["route", "send"], str, JsonValue]
+# route or send, the capability or agent id, the payload, and for send the capability to call.
+Request = tuple[Literal["route", "send"], str, JsonValue, str | None]
 # How many capability names the generic tool lists in its description.
 _LISTED = 50
 
@@ -60,7 +69,8 @@ class ReachTool(BaseTool):
 
     @abstractmethod
     def _request(self, arguments: dict[str, Any]) -> Request:
-        """What to call: route or send, the capability or agent id, and the payload."""
+        """What to call: route or send, the capability or agent id, the payload, the capability
+        of a directed call."""
 
     def _check(self, arguments: Any) -> None:
         if self._schema_key is None:
@@ -78,10 +88,13 @@ class ReachTool(BaseTool):
     # declares `run_manager` or a `RunnableConfig`, which LangChain would pass in place of the
     # model's arguments of those names.
     def _run(self, /, **arguments: Any) -> tuple[str, ReachResult]:
-        mode, name, payload = self._request(arguments)
-        call = self.router.send_sync if mode == "send" else self.router.route_sync
+        mode, name, payload, capability = self._request(arguments)
+        router = self.router
         try:
-            result = call(name, payload)
+            if mode == "send":
+                result = router.send_sync(name, payload, capability=capability)
+            else:
+                result = router.route_sync(name, payload)
         except SyncCallError:
             raise
         except ReachError as exc:
@@ -89,10 +102,13 @@ class ReachTool(BaseTool):
         return self._answer(result)
 
     async def _arun(self, /, **arguments: Any) -> tuple[str, ReachResult]:
-        mode, name, payload = self._request(arguments)
-        call = self.router.send if mode == "send" else self.router.route
+        mode, name, payload, capability = self._request(arguments)
+        router = self.router
         try:
-            result = await call(name, payload)
+            if mode == "send":
+                result = await router.send(name, payload, capability=capability)
+            else:
+                result = await router.route(name, payload)
         except ReachError as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
         return self._answer(result)
@@ -144,7 +160,7 @@ class CapabilityTool(ReachTool):
     def _request(self, arguments: dict[str, Any]) -> Request:
         self._check(arguments)
         payload: JsonValue = arguments.get("input") if self.wrapped else arguments
-        return "route", self.capability.name, payload
+        return "route", self.capability.name, payload, None
 
 
 class ReachAnyTool(ReachTool):
@@ -158,7 +174,8 @@ class ReachAnyTool(ReachTool):
             name=GENERIC_TOOL_NAME,
             description=(
                 "Call any reachable agent: give a capability name to reach the best agent for it, or "
-                "an agent id to reach that agent, and the payload its input schema asks for. "
+                "an agent id to reach that agent (with the capability to call, if it has several), "
+                "and the payload its input schema asks for. "
                 f"Reachable capabilities: {shown or 'none yet'}."
             ),
             args_schema=_GENERIC_SCHEMA,
@@ -170,6 +187,14 @@ class ReachAnyTool(ReachTool):
     def _request(self, arguments: dict[str, Any]) -> Request:
         self._check(arguments)
         target: str = arguments["target"]
+        capability: str | None = arguments.get("capability")
         # Capability names cannot contain ':', agent ids always do.
-        mode: Literal["route", "send"] = "send" if ":" in target else "route"
-        return mode, target, arguments.get("payload")
+        if ":" not in target:
+            if capability is not None and capability != target:
+                msg = (
+                    f"invalid arguments for {self.name}: 'capability' goes with an agent id as target; "
+                    f"to reach the best agent for {capability!r}, give it as the target"
+                )
+                raise ToolException(msg)
+            return "route", target, arguments.get("payload"), None
+        return "send", target, arguments.get("payload"), capability

@@ -171,7 +171,11 @@ class MCPServerAgent:
     @classmethod
     def connect_sync(cls, name: str, **options: Any) -> MCPServerAgent:
         """`connect` for synchronous programs: the session lives on a background event loop."""
-        return _SYNC_LOOP.call(cls.connect(name, **options), what="connect")
+        return _SYNC_LOOP.call(
+            cls.connect(name, **options),
+            method="MCPServerAgent.connect_sync",
+            instead="await MCPServerAgent.connect(...)",
+        )
 
     # -- the agent protocol ------------------------------------------------------------------
 
@@ -210,7 +214,7 @@ class MCPServerAgent:
         await self._on_session_loop(self._close())
 
     def close_sync(self) -> None:
-        _SYNC_LOOP.call(self.aclose(), what="close")
+        _SYNC_LOOP.call(self.aclose(), method="close_sync", instead="await agent.aclose()")
 
     async def __aenter__(self) -> MCPServerAgent:
         return self
@@ -287,7 +291,9 @@ class MCPServerAgent:
 
     def connection_lost(self, reason: str) -> None:
         logger.warning("MCP server %s is offline: %s", self._agent_id, reason)
-        self._set_state(AgentState.OFFLINE, reason)
+        # Reconnecting, calls may wait for it within their deadline; otherwise it stays down.
+        back = self.config.reconnect.enabled and not self._connection.closing
+        self._set_state(AgentState.RECONNECTING if back else AgentState.OFFLINE, reason)
 
     def _set_state(self, state: AgentState, reason: str) -> None:
         self._offline = None if state is AgentState.ONLINE else reason

@@ -8,13 +8,14 @@ from typing import cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, RequestParamsMeta
+from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT, RequestParamsMeta
 from pydantic import ValidationError
 
-from middleware import ReachMessage, ReachResult, ResultStatus
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
-from reach_adapters.router.delivery import error_result
+from reach_adapters.router.delivery import UNKNOWN_OUTCOME, error_result
+from reach_adapters.router.messages import onward
 
 __all__ = ["ToolRoute", "call_tool"]
 
@@ -46,18 +47,31 @@ async def call_tool(
             route.tool,
             arguments,
             read_timeout_seconds=timeout_s,
-            meta=cast(RequestParamsMeta, request_meta(message.meta_info)),
+            meta=cast(RequestParamsMeta, request_meta(onward(message.meta_info, agent_id))),
         )
     except MCPError as exc:
         if exc.code == REQUEST_TIMEOUT:
             msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"
             raise TimeoutError(msg) from None
+        if exc.code == INVALID_PARAMS:
+            # The server refused the arguments before running anything: the caller's to fix.
+            error = f"MCP server {agent_id} refused the arguments for {route.tool!r}: {exc.message}"
+            return error_result(
+                message,
+                ResultStatus.INVALID,
+                "InvalidMessageError",
+                error,
+                fault=Fault.CALLER,
+                agent_id=agent_id,
+            )
         if exc.code != CONNECTION_CLOSED:
             error = (
                 f"MCP server {agent_id} rejected the call to {route.tool!r}: error {exc.code}: {exc.message}"
             )
             return _failed(message, agent_id, MCPProtocolError.__name__, error, retryable=True)
-        error = f"MCP server {agent_id} lost the connection during a call to {route.tool!r}"
+        error = (
+            f"MCP server {agent_id} lost the connection during a call to {route.tool!r}; {UNKNOWN_OUTCOME}"
+        )
         # The request may have run before the connection went: only a safe tool may run again.
         return _failed(message, agent_id, MCPConnectionError.__name__, error, retryable=route.safe)
     except ValidationError as exc:
@@ -73,6 +87,14 @@ async def call_tool(
 def _failed(
     message: ReachMessage, agent_id: str, error_type: str, error: str, *, retryable: bool
 ) -> ReachResult:
+    """The server or its connection failed the call: the agent's fault, whatever the tool does."""
     return error_result(
-        message, ResultStatus.ERROR, error_type, error, agent_id=agent_id, retryable=retryable
+        message,
+        ResultStatus.ERROR,
+        error_type,
+        error,
+        fault=Fault.AGENT,
+        agent_id=agent_id,
+        retryable=retryable,
+        delivered=True,
     )

@@ -10,6 +10,7 @@ from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from middleware import (
+    Fault,
     MetaInfo,
     NotJsonSafeError,
     ReachMessage,
@@ -99,9 +100,22 @@ class MCPConverter:
     def result_to_middleware(self, native: CallToolResult, message: ReachMessage) -> ReachResult:
         content = content_to_json(native.content)
         if native.is_error:
-            # The tool ran and said no: another replica would say the same, so not retryable.
+            routed = _routed_outcome(native.meta)
+            if routed is not None:
+                # Another reach router answered: its status and whose fault it was carry over, so
+                # a loop it refused stays the caller's and is not held against this agent.
+                return error_result(
+                    message, error=_text_of(content), agent_id=self.agent_id or None, **routed
+                )
+            # The tool ran and said no (the task's fault): another replica would say the same.
             return error_result(
-                message, ResultStatus.ERROR, "MCPToolError", _text_of(content), agent_id=self.agent_id or None
+                message,
+                ResultStatus.ERROR,
+                "MCPToolError",
+                _text_of(content),
+                fault=Fault.TASK,
+                agent_id=self.agent_id or None,
+                delivered=True,
             )
         structured = native.structured_content
         return ok_result(
@@ -110,9 +124,15 @@ class MCPConverter:
 
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
         # The ids let an MCP client ask the gateway why the call went where it went.
-        ids = {META_PREFIX + "task_id": result.task_id, META_PREFIX + "trace_id": result.trace_id}
+        ids: dict[str, Any] = {
+            META_PREFIX + "task_id": result.task_id,
+            META_PREFIX + "trace_id": result.trace_id,
+        }
         if not result.ok:
             text = f"{result.status}: {result.error_type}: {result.error}"
+            # Whose fault and how it ended, for a reach router on the calling side (`_routed_outcome`).
+            outcome = {key: getattr(result, key) for key in _OUTCOME}
+            ids.update({META_PREFIX + key: value for key, value in outcome.items() if value is not None})
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)
         payload = result.payload
         content = result.extra.get("content")
@@ -124,6 +144,28 @@ class MCPConverter:
         # Structured content is a JSON object in every protocol version a client may speak.
         structured = payload if isinstance(payload, dict) else None
         return CallToolResult(content=blocks, structured_content=structured, _meta=ids)
+
+
+# The fields of a failed result that travel in `_meta`, beside the ids.
+_OUTCOME = ("status", "error_type", "fault", "delivered", "retryable")
+
+
+def _routed_outcome(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The outcome fields a reach router put in a failed result's `_meta`, or None if there are none."""
+    if not meta or META_PREFIX + "status" not in meta:
+        return None
+    try:
+        status = ResultStatus(meta[META_PREFIX + "status"])
+        fault = meta.get(META_PREFIX + "fault")
+        return {
+            "status": status,
+            "error_type": str(meta.get(META_PREFIX + "error_type") or "MCPToolError"),
+            "fault": None if fault is None else Fault(fault),
+            "delivered": meta.get(META_PREFIX + "delivered") is True,
+            "retryable": meta.get(META_PREFIX + "retryable") is True,
+        }
+    except ValueError:
+        return None
 
 
 def _text_of(content: list[JsonValue]) -> str:

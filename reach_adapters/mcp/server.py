@@ -102,8 +102,13 @@ class RouterMCPServer:
     ) -> CallToolResult:
         served = self._catalog().get(params.name)
         if served is None:
-            msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
-            raise MCPError(INVALID_PARAMS, msg)
+            declared = self.router.declarations().get(params.name)
+            if declared is None:
+                msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
+                raise MCPError(INVALID_PARAMS, msg)
+            # Declared by agents that are down for now: the router says why, or waits for one
+            # that is reconnecting.
+            served = _serve(declared)
         try:
             meta = meta_from_request(cast("Mapping[str, Any] | None", ctx.meta), params.name)
             message = self._converter.to_middleware(params.arguments, meta)

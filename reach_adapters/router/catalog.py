@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.capability import Capability
@@ -29,6 +29,21 @@ class AgentInfo(BaseModel):
     failures: int
     avg_ms: float
     capabilities: list[Capability]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def problem(self) -> str | None:
+        """Why the agent is not fully in service (offline, reconnecting, quarantined...), or None."""
+        parts = []
+        if self.state not in (AgentState.ONLINE, AgentState.BUSY):
+            parts.append(f"{self.state}" + (f" ({self.state_reason})" if self.state_reason else ""))
+        if self.breaker is BreakerState.OPEN:
+            parts.append(f"quarantined for {self.quarantined_for_s:.1f} s more (circuit open)")
+        elif self.breaker is BreakerState.HALF_OPEN:
+            parts.append("on probation (circuit half-open: the next call decides)")
+        if self.stuck:
+            parts.append(f"{self.stuck} call(s) stuck past their deadline")
+        return "; ".join(parts) or None
 
 
 def agent_info(runtime: AgentRuntime) -> AgentInfo:

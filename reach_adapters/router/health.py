@@ -83,7 +83,8 @@ class HealthMonitor:
             return
         runtime.probe_failures += 1
         if runtime.probe_failures >= self._policy.probe_failures:
-            if runtime.state is not AgentState.OFFLINE:
+            # An agent its adapter is reconnecting says so itself, and says when it is back.
+            if runtime.state is not AgentState.OFFLINE and runtime.state is not AgentState.RECONNECTING:
                 self._set_state(runtime, AgentState.OFFLINE, PROBE_OFFLINE_REASON)
         elif runtime.state is AgentState.ONLINE:
             self._set_state(runtime, AgentState.SUSPICIOUS, "health probe failed once")

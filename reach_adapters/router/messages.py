@@ -13,7 +13,7 @@ from middleware.fast import build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.hops import current_hop
 
-__all__ = ["build_message", "inherit_hop", "parse_message", "require_name"]
+__all__ = ["build_message", "inherit_hop", "onward", "parse_message", "require_name"]
 
 _HINT_OPTIONS = ("fallback", "strategy")
 _CAPABILITY_ONLY = frozenset({"capability"})
@@ -70,8 +70,10 @@ def _plain_hint(mode: str, merge: str) -> RoutingHint:
 
 
 def parse_message(message: ReachMessage | Mapping[str, Any]) -> ReachMessage:
+    """A `ReachMessage` of the router's own, from a message (copied: the router writes into it,
+    and the caller's must stay as it was) or a dict."""
     if isinstance(message, ReachMessage):
-        return message
+        return message.model_copy(update={"meta_info": message.meta_info.model_copy()})
     if not isinstance(message, Mapping):
         msg = f"dispatch() takes a ReachMessage or a dict, got {type(message).__name__}"
         raise InvalidMessageError(msg)
@@ -103,3 +105,13 @@ def inherit_hop(message: ReachMessage) -> None:
     meta.lineage = [*parent.lineage, hop.agent_id]
     if parent.deadline is not None:
         meta.deadline = parent.deadline if meta.deadline is None else min(meta.deadline, parent.deadline)
+
+
+def onward(meta: MetaInfo, agent_id: str) -> MetaInfo:
+    """The task as the next router sees it when agent `agent_id` passes it on over the network
+    (an MCP or A2A hop): same ids and deadline, one level deeper, `agent_id` in the lineage.
+
+    `inherit_hop` is the same step for calls inside this process; carrying it across hops is
+    what lets the far side refuse a task that loops back instead of serving it again.
+    """
+    return meta.model_copy(update={"depth": meta.depth + 1, "lineage": [*meta.lineage, agent_id]})

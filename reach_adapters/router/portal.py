@@ -93,6 +93,10 @@ def _run_in(
                     raise (_LoopStuckError if running else _LoopGoneError) from None
 
 
+def _awaited(method: str) -> str:
+    return f"await router.{method.removesuffix('_sync')}(...)"
+
+
 class Portal:
     """Where sync calls run: the router's home loop when it runs elsewhere, else a private loop."""
 
@@ -119,7 +123,12 @@ class Portal:
         ):
             self._home = loop
 
-    def call(self, coro: Coroutine[Any, Any, T], *, what: str) -> T:
+    def call(self, coro: Coroutine[Any, Any, T], *, method: str, instead: str | None = None) -> T:
+        """Run `coro` for the sync `method` (e.g. ``route_sync``) and return its result.
+
+        `instead` is the call to suggest where blocking is refused, by default the awaited
+        router method of the same name without ``_sync``.
+        """
         running = running_loop()
         home = self._home
         if home is not None and (home.is_closed() or not home.is_running()):
@@ -127,8 +136,8 @@ class Portal:
         if running is not None and running in (self._own, home):
             coro.close()
             msg = (
-                f"{what}_sync was called from inside the event loop that serves the router, "
-                f"which would block it forever; use 'await router.{what}(...)' here"
+                f"{method} was called from inside the event loop that serves the router, "
+                f"which would block it forever; use '{instead or _awaited(method)}' here"
             )
             raise SyncCallError(msg)
         if home is not None:
@@ -139,7 +148,7 @@ class Portal:
             except _LoopStuckError:
                 coro.close()
                 msg = (
-                    f"{what}_sync waited {self.start_timeout:g} s for the router's event loop, which "
+                    f"{method} waited {self.start_timeout:g} s for the router's event loop, which "
                     "runs but does not take the call: its thread is blocked, most likely by "
                     "synchronous code that waits for this call (a sync agent.invoke() or "
                     "future.result() inside async code). Await the async API there instead "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -13,7 +13,12 @@ from typing import Any
 from pydantic import JsonValue
 
 from middleware import MergePolicy, ReachMessage, ReachResult
-from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError, UnknownAgentError
+from reach_adapters.errors import (
+    InvalidDeclarationError,
+    InvalidPolicyError,
+    RouterClosedError,
+    UnknownAgentError,
+)
 from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, agent_info
@@ -67,6 +72,7 @@ class Router:
         self._probing_wanted = False
         self._closing: set[asyncio.Task[None]] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
 
     # -- registration ------------------------------------------------------------------------
 
@@ -76,6 +82,7 @@ class Router:
         An agent with an ``attach(handle)`` method gets an `AgentHandle` to report its state and
         capability changes later; one with ``async probe() -> bool`` is health-probed.
         """
+        self._check_open()
         runtime = self._registry.add(agent)
         attach = getattr(agent, "attach", None)
         if callable(attach):
@@ -171,6 +178,11 @@ class Router:
                     break
         return out
 
+    def declarations(self) -> dict[str, Capability]:
+        """Each capability any registered agent declares, usable now or not, with one declaration
+        standing for it."""
+        return self._registry.declarations()
+
     def on_catalog_change(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call `listener` whenever agents, their capabilities or their usability change.
 
@@ -224,7 +236,14 @@ class Router:
         await self._health.probe_all()
 
     async def aclose(self) -> None:
-        """Stop background work and close every agent that has ``aclose()``."""
+        """Stop background work and close every agent that has ``aclose()``, once.
+
+        A closed router refuses calls and registrations with `RouterClosedError`; closing it
+        again does nothing.
+        """
+        if self._closed:
+            return
+        self._closed = True
         await self._health.aclose()
         if self._closing:
             await asyncio.gather(*self._closing)
@@ -233,7 +252,7 @@ class Router:
 
     def close(self) -> None:
         """Synchronous `aclose`; also stops the thread that served sync calls, if one started."""
-        self._portal.call(self.aclose(), what="close")
+        self._portal.call(self.aclose(), method="close", instead="await router.aclose()")
         self._portal.close()
 
     async def __aenter__(self) -> Router:
@@ -246,53 +265,60 @@ class Router:
 
     # -- calling -----------------------------------------------------------------------------
 
-    # The calling methods check their arguments and build the message at once, then hand back the
-    # dispatcher's coroutine: no coroutine frame of their own sits between the caller and the
-    # agent, and every frame there is crossed again each time an agent awaits I/O.
-
-    def route(
-        self, capability: str | None, payload: Any = None, **options: Any
-    ) -> Coroutine[Any, Any, ReachResult]:
+    async def route(self, capability: str | None, payload: Any = None, **options: Any) -> ReachResult:
         """Unicast: deliver to the best agent declaring `capability`, failing over to the next.
 
         With ``capability=None`` the capability is matched from the task text (``text=...`` or a
         string payload): a sure match is routed to, close ones are tried best first.
         """
+        self._check_open()
         if capability is not None:
             require_name(capability, "capability")
-        return self._dispatcher.dispatch(
-            build_message(payload, options, capability=capability, mode="unicast")
-        )
+        message = build_message(payload, options, capability=capability, mode="unicast")
+        return await self._dispatcher.dispatch(message)
 
-    def broadcast(
+    async def broadcast(
         self, capability: str, payload: Any = None, *, merge: MergePolicy = "all", **options: Any
-    ) -> Coroutine[Any, Any, ReachResult]:
+    ) -> ReachResult:
         """Deliver to every eligible agent declaring `capability` at once and merge the answers.
 
         ``merge``: ``all`` (every answer, in ``results``), ``first`` (the first answer),
         ``first_success`` (the first ok answer). Every target gets one entry in ``results``.
         """
+        self._check_open()
         require_name(capability, "capability")
         message = build_message(payload, options, capability=capability, mode="broadcast", merge=merge)
-        return self._dispatcher.dispatch(message)
+        return await self._dispatcher.dispatch(message)
 
-    def send(self, agent_id: str, payload: Any = None, **options: Any) -> Coroutine[Any, Any, ReachResult]:
-        """Directed: deliver to this agent, bypassing selection."""
+    async def send(
+        self, agent_id: str, payload: Any = None, *, capability: str | None = None, **options: Any
+    ) -> ReachResult:
+        """Directed: deliver to this agent, bypassing selection.
+
+        An agent with several capabilities needs `capability` to say which one is called.
+        """
+        self._check_open()
         require_name(agent_id, "agent_id")
-        return self._dispatcher.dispatch(build_message(payload, options, mode="directed", target=agent_id))
+        if capability is not None:
+            require_name(capability, "capability")
+        message = build_message(payload, options, capability=capability, mode="directed", target=agent_id)
+        return await self._dispatcher.dispatch(message)
 
-    def dispatch(self, message: ReachMessage | Mapping[str, Any]) -> Coroutine[Any, Any, ReachResult]:
+    async def dispatch(self, message: ReachMessage | Mapping[str, Any]) -> ReachResult:
         """The core: deliver a `ReachMessage` as its routing hint says.
 
-        Fills in ``meta_info.deadline`` (and, inside a routed call, the trace, depth and lineage
-        of the enclosing call) on the message it is given.
+        The message is left as it was given: the router fills in deadlines, the matched
+        capability and, inside a routed call, the trace, depth and lineage on its own copy, so one
+        message can be dispatched again.
         """
+        self._check_open()
         message = parse_message(message)
         inherit_hop(message)
-        return self._dispatcher.dispatch(message)
+        return await self._dispatcher.dispatch(message)
 
     async def stream(self, capability: str, payload: Any = None, **options: Any) -> AsyncIterator[JsonValue]:
         """Unicast, yielding the chosen agent's chunks as they come (see `streaming`)."""
+        self._check_open()
         require_name(capability, "capability")
         message = build_message(payload, options, capability=capability, mode="unicast")
         self._bind()
@@ -300,32 +326,41 @@ class Router:
             yield chunk
 
     def route_sync(self, capability: str | None, payload: Any = None, **options: Any) -> ReachResult:
-        return self._portal.call(self.route(capability, payload, **options), what="route")
+        return self._portal.call(self.route(capability, payload, **options), method="route_sync")
 
     def broadcast_sync(
         self, capability: str, payload: Any = None, *, merge: MergePolicy = "all", **options: Any
     ) -> ReachResult:
         return self._portal.call(
-            self.broadcast(capability, payload, merge=merge, **options), what="broadcast"
+            self.broadcast(capability, payload, merge=merge, **options), method="broadcast_sync"
         )
 
-    def send_sync(self, agent_id: str, payload: Any = None, **options: Any) -> ReachResult:
-        return self._portal.call(self.send(agent_id, payload, **options), what="send")
+    def send_sync(
+        self, agent_id: str, payload: Any = None, *, capability: str | None = None, **options: Any
+    ) -> ReachResult:
+        return self._portal.call(
+            self.send(agent_id, payload, capability=capability, **options), method="send_sync"
+        )
 
     def dispatch_sync(self, message: ReachMessage | Mapping[str, Any]) -> ReachResult:
-        return self._portal.call(self.dispatch(message), what="dispatch")
+        return self._portal.call(self.dispatch(message), method="dispatch_sync")
 
     def deregister_sync(self, agent_id: str, *, drain_timeout: float = 30.0) -> None:
-        self._portal.call(self.deregister(agent_id, drain_timeout=drain_timeout), what="deregister")
+        self._portal.call(self.deregister(agent_id, drain_timeout=drain_timeout), method="deregister_sync")
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = "the router is closed (aclose() was called); create a new Router to route again"
+            raise RouterClosedError(msg)
 
     def _bind(self) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self._bound_loop:
             self._bound_loop = loop
             self._portal.bind(loop)
-        if self._probing_wanted and not self._health.running:
+        if self._probing_wanted and not self._health.running and not self._closed:
             self._health.start()
 
     def _changed(self) -> None:
@@ -348,6 +383,12 @@ class Router:
         runtime.state = state
         runtime.state_reason = reason
         if was_usable is (state in UNUSABLE_STATES):
+            if not was_usable:
+                # Back from being down: probe it now rather than serve out a quarantine it earned
+                # while down, and let callers waiting for it look again.
+                runtime.breaker.recovered()
+                for slot in runtime.slots:
+                    slot.waitlist.wake_all()
             self._changed()
 
     def _set_capabilities(

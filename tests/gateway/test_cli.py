@@ -110,6 +110,7 @@ def test_catalog_call_and_explain_against_a_running_server(serve: Serve, config_
         "FLIGHT",
         "CALLS",
         "CAPABILITIES",
+        "PROBLEM",
     ]
     assert "util:shout:01" in catalog.stdout
     as_json = json.loads(run_reach("catalog", "--url", server.api_url, "--json").stdout)

@@ -9,7 +9,7 @@ import signal
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from middleware import ResultStatus
+from middleware import Fault, ResultStatus
 from reach_adapters import AgentState, Router
 from reach_adapters.mcp import MCPServerAgent, ReconnectPolicy
 from tests.mcp_adapter.conftest import CALC, PYTHON, HttpCalc, state_of
@@ -34,7 +34,7 @@ async def test_killed_stdio_server_goes_offline_then_comes_back(router: Router) 
     router.register(agent)
     first = await _pid(router)
     os.kill(first, signal.SIGKILL)
-    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.OFFLINE, what="OFFLINE")
+    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.RECONNECTING, what="RECONNECTING")
     reason = next(info.state_reason for info in router.catalog() if info.agent_id == agent.agent_id)
     assert "closed the connection" in reason
     await eventually(lambda: state_of(router, agent.agent_id) is AgentState.ONLINE, what="recovery")
@@ -102,11 +102,20 @@ async def test_killed_http_server_goes_offline_then_comes_back(http_calc: HttpCa
     assert (await router.route("add", {"a": 1, "b": 1})).ok
     http_calc.kill()
     # Without any call, its change stream drops and the re-listen is refused.
-    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.OFFLINE, what="OFFLINE")
-    assert (await router.route("add", {"a": 1, "b": 1})).status is ResultStatus.NO_CANDIDATE
+    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.RECONNECTING, what="RECONNECTING")
+    # A call may wait for it within its deadline; this one's is too short, and it says so.
+    waited = await router.route("add", {"a": 1, "b": 1}, timeout_ms=300)
+    assert waited.status is ResultStatus.TIMEOUT
+    assert (waited.fault, waited.delivered) == (Fault.ROUTER, False)
+    assert "for a reconnecting agent, never delivered" in (waited.error or "")
+    # This one waits until the server is back, and is served.
+    pending = asyncio.create_task(router.route("add", {"a": 2, "b": 2}, timeout_ms=20_000))
+    await asyncio.sleep(0.2)
+    assert not pending.done()
     http_calc.restart()
-    await eventually(lambda: state_of(router, agent.agent_id) is AgentState.ONLINE, what="recovery")
-    assert (await router.route("add", {"a": 2, "b": 2})).payload == {"result": 4}
+    served = await asyncio.wait_for(pending, 25)
+    assert served.payload == {"result": 4}
+    assert state_of(router, agent.agent_id) is AgentState.ONLINE
 
 
 async def test_health_probe_does_a_round_trip(http_calc: HttpCalc) -> None:
