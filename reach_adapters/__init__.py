@@ -1,8 +1,10 @@
 """Agent Reach: find agents, deliver tasks to the right one, survive when one fails."""
 
+from middleware import Fault
 from reach_adapters.errors import (
     AgentCallError,
     DuplicateAgentError,
+    IdempotencyConflictError,
     InvalidDeclarationError,
     InvalidMessageError,
     InvalidPolicyError,
@@ -11,6 +13,7 @@ from reach_adapters.errors import (
     PayloadValidationError,
     ReachError,
     ReachTimeoutError,
+    RouterClosedError,
     SyncCallError,
     UnknownAgentError,
     UnknownTaskError,
@@ -41,7 +44,9 @@ __all__ = [
     "Capability",
     "DecisionRecord",
     "DuplicateAgentError",
+    "Fault",
     "FunctionAgent",
+    "IdempotencyConflictError",
     "InvalidDeclarationError",
     "InvalidMessageError",
     "InvalidPolicyError",
@@ -51,6 +56,7 @@ __all__ = [
     "ReachError",
     "ReachTimeoutError",
     "Router",
+    "RouterClosedError",
     "RoutingPolicy",
     "ScoringWeights",
     "SyncCallError",

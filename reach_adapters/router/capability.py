@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
@@ -85,6 +85,12 @@ class Capability(BaseModel):
             name = data.get("name", "?")
             msg = f"capability {name!r}: {describe_validation_error(exc)}"
             raise InvalidDeclarationError(msg) from None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with `update`, a new declaration checked (and its schemas compiled) like any other."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return type(self)(**{**dict(self), **update})
 
     def model_post_init(self, context: Any, /) -> None:
         for field in ("input_schema", "output_schema"):

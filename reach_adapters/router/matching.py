@@ -51,9 +51,11 @@ class Matcher(Protocol):
 class LexicalMatcher:
     """Model-free scores from the words a capability declares.
 
-    A capability whose ``strict_keywords`` the text does not contain scores 0. Otherwise the score
-    is the best of: its name's words all present (1.0), keyword hits (0.75 for one, rising to 1.0
-    as more of its keywords appear), and the cosine similarity of the text's words to its
+    Keywords match whole words and phrases, never parts of words ("syntax" does not hit
+    ``tax``). A capability whose ``strict_keywords`` the text does not contain scores 0.
+    Otherwise the score is the best of: keyword hits (0.75 for one, rising to 1.0 as more of
+    its keywords appear), its name's words all present (0.8 alone: likely, not sure; with a
+    keyword hit too, 0.25 more), and the cosine similarity of the text's words to its
     description and examples.
     """
 
@@ -62,8 +64,7 @@ class LexicalMatcher:
         self._docs: OrderedDict[int, tuple[Capability, _Doc]] = OrderedDict()
 
     async def match(self, text: str, capabilities: Mapping[str, Capability]) -> list[tuple[str, float]]:
-        words = tokens(text)
-        query = _Query(text.lower(), set(words), Counter(words))
+        query = _Query(tokens(text))
         scores = [(name, self._doc(cap).score(query)) for name, cap in capabilities.items()]
         scores.sort(key=lambda pair: -pair[1])
         return scores
@@ -81,16 +82,31 @@ class LexicalMatcher:
         return doc
 
 
+# What the name's words alone are worth: enough to be tried among the top matches, not to be sure.
+_NAME_SCORE = 0.8
+_KEYWORD_SCORE = 0.75
+
+
 class _Query:
     """What every capability's score needs from the task text, worked out once per match."""
 
-    __slots__ = ("bag", "lowered", "norm", "present")
+    __slots__ = ("bag", "norm", "positions", "words")
 
-    def __init__(self, lowered: str, present: set[str], bag: Counter[str]) -> None:
-        self.lowered = lowered
-        self.present = present
-        self.bag = bag
-        self.norm = math.sqrt(sum(c * c for c in bag.values()))
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self.bag = Counter(words)
+        self.norm = math.sqrt(sum(c * c for c in self.bag.values()))
+        self.positions: dict[str, list[int]] = {}
+        for index, word in enumerate(words):
+            self.positions.setdefault(word, []).append(index)
+
+    def has(self, phrase: tuple[str, ...]) -> bool:
+        """Whether the text holds `phrase` as whole words, in order and next to each other."""
+        first = self.positions.get(phrase[0]) if phrase else None
+        if not first:
+            return False
+        n = len(phrase)
+        return n == 1 or any(tuple(self.words[start : start + n]) == phrase for start in first)
 
 
 class _Doc:
@@ -98,22 +114,25 @@ class _Doc:
 
     def __init__(self, cap: Capability) -> None:
         self.name_words = set(tokens(cap.name.replace("_", " ")))
-        self.keywords = [k.lower() for k in cap.keywords]
-        self.strict = [k.lower() for k in cap.strict_keywords]
+        self.keywords = _phrases(cap.keywords)
+        self.strict = _phrases(cap.strict_keywords)
         self.vector = Counter(tokens(" ".join([cap.description, *cap.examples, *cap.keywords])))
         self.norm = math.sqrt(sum(v * v for v in self.vector.values()))
 
     def score(self, query: _Query) -> float:
-        lowered = query.lowered
-        if self.strict and not any(k in lowered for k in self.strict):
+        if self.strict and not any(query.has(k) for k in self.strict):
             return 0.0
-        best = 1.0 if self.name_words and self.name_words <= query.present else 0.0
-        if self.keywords:
-            hits = sum(1 for k in self.keywords if k in lowered)
-            if hits:
-                best = max(best, 0.75 + 0.25 * (hits - 1) / max(len(self.keywords) - 1, 1))
+        best = 0.0
+        hits = sum(1 for k in self.keywords if query.has(k)) if self.keywords else 0
+        if hits:
+            best = _KEYWORD_SCORE + 0.25 * (hits - 1) / max(len(self.keywords) - 1, 1)
+        if self.name_words and self.name_words <= query.bag.keys():
+            best = max(best, _NAME_SCORE, best + 0.25 if hits else 0.0)
         if self.norm and query.bag:
             dot = sum(count * self.vector.get(word, 0) for word, count in query.bag.items())
-            cosine = dot / (self.norm * query.norm)
-            best = max(best, cosine)
+            best = max(best, dot / (self.norm * query.norm))
         return round(min(best, 1.0), 4)
+
+
+def _phrases(keywords: list[str]) -> list[tuple[str, ...]]:
+    return [phrase for phrase in (tuple(tokens(k)) for k in keywords) if phrase]

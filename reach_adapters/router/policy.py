@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -39,6 +39,12 @@ class _Strict(BaseModel):
         except ValidationError as exc:
             msg = f"invalid {type(self).__name__}: {describe_validation_error(exc)}"
             raise InvalidPolicyError(msg) from None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with `update`, new settings checked like any others."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return type(self)(**{**dict(self), **update})
 
 
 class BreakerSettings(_Strict):

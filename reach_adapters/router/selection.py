@@ -87,13 +87,19 @@ def screen(
         if reason is None:
             usable.append(slot)
             continue
-        exclusions.append(Exclusion(slot.runtime.agent_id, reason))
         if reason.startswith(CIRCUIT):
-            quarantined.append(slot)
+            # The last-candidate rule lifts the breaker, never max_concurrency.
+            busy = slot.saturation()
+            if busy is None:
+                quarantined.append(slot)
+            else:
+                saturated = True
+                reason = f"{reason}; {busy}"
         elif reason.startswith(SATURATED):
             saturated = True
         elif slot.runtime.state is AgentState.RECONNECTING:
             reconnecting = True
+        exclusions.append(Exclusion(slot.runtime.agent_id, reason))
     if usable:
         return usable, None, False
     if quarantined and not saturated:

@@ -6,7 +6,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from reach_adapters import Capability, FunctionAgent, RoutingPolicy
+from reach_adapters import AgentHandle, Capability, FunctionAgent, RoutingPolicy
 
 # Retries without waiting: the tests exercise the logic, not the clock.
 FAST = RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0)
@@ -49,3 +49,22 @@ class Gate:
         finally:
             self.running -= 1
         return payload
+
+
+class Handled(FunctionAgent):
+    """An echo agent that keeps the handle the router gives it, so a test can change its state."""
+
+    def __init__(self, agent_id: str, capability: str = "echo", **cap: Any) -> None:
+        async def echo(payload: Any) -> Any:
+            return {"agent": agent_id, "payload": payload}
+
+        super().__init__(echo, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])
+        self._handle: AgentHandle | None = None
+
+    def attach(self, handle: AgentHandle) -> None:
+        self._handle = handle
+
+    @property
+    def handle(self) -> AgentHandle:
+        assert self._handle is not None, "register the agent first"
+        return self._handle

@@ -145,3 +145,74 @@ async def test_a_failing_matcher_is_an_error_result_or_goes_to_the_default_agent
     served = await router.route(None, text="where is my parcel")
     assert served.ok
     assert (served.agent_id, served.served_by) == ("support:human:01", "default")
+
+
+# -- whole words, honest scores, explanations (issue 10, item 10) ---------------------------
+
+
+async def test_keywords_match_whole_words_not_parts_of_words() -> None:
+    tax = Capability(name="file_return", keywords=["tax"], strict_keywords=["tax"])
+    clock = Capability(name="clock", keywords=["time"])
+    matcher = LexicalMatcher()
+    scores = dict(
+        await matcher.match(
+            "fix the syntax of this sometimes broken query", {"file_return": tax, "clock": clock}
+        )
+    )
+    assert scores == {"file_return": 0.0, "clock": 0.0}
+    hit = dict(await matcher.match("my tax return, on time please", {"file_return": tax, "clock": clock}))
+    assert hit["file_return"] >= 0.75
+    assert hit["clock"] >= 0.75
+
+
+async def test_keyword_phrases_match_as_phrases() -> None:
+    refund = Capability(name="refund_order", keywords=["money back"])
+    matcher = LexicalMatcher()
+    assert dict(await matcher.match("I want my money back", {"r": refund}))["r"] >= 0.75
+    assert dict(await matcher.match("back then I had money", {"r": refund}))["r"] < 0.7
+
+
+async def test_chinese_keywords_still_match_inside_a_sentence() -> None:
+    track = Capability(name="track", keywords=["物流"])
+    assert dict(await LexicalMatcher().match("我的物流到哪了", {"t": track}))["t"] >= 0.75
+
+
+async def test_name_words_alone_are_not_a_sure_match() -> None:
+    router = Router()
+    router.register(agent("shop:orders:01", name="cancel_order"))
+    scores = dict(await LexicalMatcher().match("how do I order the cancel button", router.reachable()))
+    assert 0.7 <= scores["cancel_order"] < 0.85
+    with_keyword = Capability(name="cancel_order", keywords=["cancel"])
+    sure = dict(await LexicalMatcher().match("cancel my order", {"c": with_keyword}))
+    assert sure["c"] == 1.0
+
+
+async def test_explain_of_a_task_that_matched_nothing_lists_the_best_scores() -> None:
+    router = shop()
+    result = await router.route(None, text="sing me a song about contracts and parcels")
+    assert result.status is ResultStatus.NO_CANDIDATE
+    record = router.explain(result.task_id)
+    assert record.matches == []
+    assert record.best_matches
+    assert "match_confirm" in (record.note or "")
+    assert "0.70" in (record.note or "")
+    why = record.why_not("support:refund:01")
+    assert "matched none well enough" in why
+    assert "None" not in why
+
+
+async def test_why_not_for_broadcasts_and_ties_reads_correctly() -> None:
+    router = Router()
+    for n in (1, 2):
+        router.register(agent(f"svc:twin:0{n}", name="twin"))
+    many = await router.broadcast("twin", {})
+    record = router.explain(many.task_id)
+    for n in (1, 2):
+        assert record.why_not(f"svc:twin:0{n}") == f"svc:twin:0{n} received the broadcast and answered ok"
+    one = await router.route("twin", {})
+    record = router.explain(one.task_id)
+    loser = next(c.agent_id for c in record.candidates if c.agent_id != one.agent_id)
+    why = record.why_not(loser)
+    assert "tied with" in why
+    assert "ties are broken at random" in why
+    assert "below" not in why

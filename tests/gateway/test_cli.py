@@ -12,7 +12,7 @@ import yaml
 from reach_adapters.cli import main
 from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
-from tests.gateway.conftest import ECHO, PROBE_SERVER, SHOUT, ReachServer, run_reach, write
+from tests.gateway.conftest import ECHO, PROBE, PROBE_SERVER, SHOUT, ReachServer, run_reach, write
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -211,3 +211,18 @@ def test_schema_prints_the_shipped_schema() -> None:
 )
 def test_scan_names_the_server_not_its_interpreter(command: list[str], url: str | None, name: str) -> None:
     assert default_name(command, url) == name
+
+
+def test_call_names_the_capability_of_an_agent_with_several(config_dir: Path) -> None:
+    write(config_dir, "mcp:probe:0.yaml", PROBE)
+    called = run_reach(
+        "call", "mcp:probe:0", '{"text": "hi"}', "--capability", "say", "--config", str(config_dir), "--json"
+    )
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["payload"] == {"result": "hi"}
+    unnamed = run_reach("call", "mcp:probe:0", '{"text": "hi"}', "--config", str(config_dir), "--json")
+    assert unnamed.returncode == 1
+    assert "declares several capabilities" in json.loads(unnamed.stdout)["error"]
+    misplaced = run_reach("call", "say", "--capability", "say", "--config", str(config_dir))
+    assert misplaced.returncode == 2
+    assert "--capability goes with an agent id" in misplaced.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -13,8 +14,8 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool, ToolException
 
 from examples.langchain_demo.agents import scripted
-from middleware import ReachResult, ResultStatus
-from reach_adapters import Capability, InvalidDeclarationError, Router, SyncCallError
+from middleware import ReachMessage, ReachResult, ResultStatus
+from reach_adapters import Capability, FunctionAgent, InvalidDeclarationError, Router, SyncCallError
 from reach_adapters.langchain import CapabilityTool, LangChainAgent, ReachAnyTool, ReachToolkit
 from tests.langchain_adapter.conftest import RunRecorder
 
@@ -214,6 +215,33 @@ async def test_the_generic_tool_routes_by_capability_and_sends_by_agent_id(route
     assert second.calls[0] == {"order_id": "X"}
     assert routed.artifact.ok
     assert len(first.calls) + len(second.calls) == 2
+
+
+async def test_the_generic_tool_names_the_capability_of_an_agent_with_several(router: Router) -> None:
+    async def tell(message: ReachMessage) -> Any:
+        return message.meta_info.capability
+
+    router.register(
+        FunctionAgent(
+            tell, agent_id="text:tools:01", capabilities=[Capability(name="upper"), Capability(name="lower")]
+        )
+    )
+    generic = tools_by_name(router)["reach_agent"]
+    assert "capability" in generic.args
+    named = await generic.ainvoke(
+        call("reach_agent", {"target": "text:tools:01", "capability": "lower", "payload": {}})
+    )
+    assert named.content == "lower"
+    sync = await asyncio.to_thread(
+        generic.invoke, call("reach_agent", {"target": "text:tools:01", "capability": "upper"})
+    )
+    assert sync.content == "upper"
+    unnamed = await generic.ainvoke(call("reach_agent", {"target": "text:tools:01", "payload": {}}))
+    assert unnamed.status == "error"
+    assert "declares several capabilities ['upper', 'lower']" in unnamed.content
+    misplaced = await generic.ainvoke(call("reach_agent", {"target": "upper", "capability": "lower"}))
+    assert misplaced.status == "error"
+    assert "'capability' goes with an agent id" in misplaced.content
 
 
 @pytest.mark.parametrize(

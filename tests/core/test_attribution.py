@@ -1,0 +1,296 @@
+"""Fault attribution: only an agent's own failures count against it (issue 10, items 1, 4 and 6)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import build_trusted
+from reach_adapters import AgentState, BreakerState, Capability, FunctionAgent, Router, RoutingPolicy
+from reach_adapters.router.delivery import error_result
+from reach_adapters.router.faults import is_transient
+from tests.core.conftest import FAST, Gate, Handled, echo_agent, failing_agent
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def info(router: Router, agent_id: str) -> Any:
+    return next(i for i in router.catalog() if i.agent_id == agent_id)
+
+
+def untouched(router: Router, agent_id: str) -> None:
+    agent = info(router, agent_id)
+    assert (agent.breaker, agent.calls, agent.failures) == (BreakerState.CLOSED, 0, 0)
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+# -- caller mistakes -------------------------------------------------------------------------
+
+
+async def test_a_field_the_function_does_not_take_is_invalid_and_never_counted() -> None:
+    router = Router(FAST)
+    router.register(FunctionAgent(add, agent_id="math:add:01"))
+    for _ in range(5):
+        result = await router.route("add", {"a": 1, "b": 2, "c": 3})
+        assert result.status is ResultStatus.INVALID
+        assert (result.fault, result.delivered, result.error_type) == (
+            Fault.CALLER,
+            False,
+            "PayloadValidationError",
+        )
+        assert "'c'" in (result.error or "")
+    untouched(router, "math:add:01")
+    assert (await router.route("add", {"a": 1, "b": 2})).payload == 3
+
+
+async def test_derived_schemas_refuse_unknown_fields_unless_the_function_takes_kwargs() -> None:
+    def anything(name: str, **rest: Any) -> Any:
+        return rest
+
+    strict = FunctionAgent(add, agent_id="math:add:01").capabilities[0].input_schema
+    loose = FunctionAgent(anything, agent_id="any:thing:01").capabilities[0].input_schema
+    assert strict["additionalProperties"] is False
+    assert "additionalProperties" not in loose
+    router = Router(FAST)
+    router.register(FunctionAgent(anything, agent_id="any:thing:01"))
+    assert (await router.route("anything", {"name": "x", "more": 1})).payload == {"more": 1}
+
+
+async def test_binding_mistakes_under_an_open_schema_are_the_callers_too() -> None:
+    # A declared capability that accepts any object: the function's own signature decides.
+    open_cap = Capability(name="add")
+    router = Router(FAST)
+    router.register(FunctionAgent(add, agent_id="math:add:01", capabilities=[open_cap]))
+    unknown = await router.route("add", {"a": 1, "b": 2, "c": 3})
+    missing = await router.route("add", {"a": 1})
+    assert (unknown.status, unknown.fault, unknown.error_type) == (
+        ResultStatus.INVALID,
+        Fault.CALLER,
+        "InvalidMessageError",
+    )
+    assert "takes no argument 'c'" in (unknown.error or "")
+    assert missing.status is ResultStatus.INVALID
+    assert "needs the argument(s) 'b'" in (missing.error or "")
+    untouched(router, "math:add:01")
+
+
+async def test_wrong_types_are_invalid() -> None:
+    router = Router(FAST)
+    router.register(FunctionAgent(add, agent_id="math:add:01"))
+    result = await router.route("add", {"a": "one", "b": 2})
+    assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    untouched(router, "math:add:01")
+
+
+# -- application errors ----------------------------------------------------------------------
+
+
+class ByDesign:
+    """An agent that answers some tasks with an error payload by design ("no such order")."""
+
+    agent_id = "shop:orders:01"
+    capabilities = (Capability(name="order"),)
+
+    def __init__(self, *, retryable: bool = False) -> None:
+        self.retryable = retryable
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        return error_result(
+            message, ResultStatus.ERROR, "NoSuchOrder", "order 42 does not exist", retryable=self.retryable
+        )
+
+
+async def test_an_error_the_agent_answers_with_is_the_tasks_and_never_opens_the_breaker() -> None:
+    router = Router(FAST, default_agent="ops:human:01")
+    router.register(ByDesign())
+    router.register(echo_agent("ops:human:01", "anything"))
+    for _ in range(12):
+        result = await router.route("order", {"id": 42})
+        assert (result.status, result.fault, result.delivered) == (ResultStatus.ERROR, Fault.TASK, True)
+        assert result.error == "order 42 does not exist"
+        # The agent served it with an answer: no fallback does the task again.
+        assert (result.served_by, result.attempts) == ("candidate", 1)
+    untouched(router, "shop:orders:01")
+
+
+async def test_an_error_the_agent_marks_retryable_is_its_own() -> None:
+    router = Router(FAST)
+    router.register(ByDesign(retryable=True))
+    result = await router.route("order", {"id": 42})
+    assert result.fault is Fault.AGENT
+    assert info(router, "shop:orders:01").failures == result.attempts >= 1
+
+
+async def test_exceptions_still_count_against_the_agent() -> None:
+    router = Router(FAST)
+    router.register(failing_agent("svc:bad:01", ValueError("bug")))
+    first = await router.route("work", {})
+    second = await router.route("work", {})
+    assert (first.fault, first.delivered) == (Fault.AGENT, True)
+    assert second.fault is Fault.AGENT
+    assert info(router, "svc:bad:01").breaker is BreakerState.OPEN
+
+
+# -- the router's own queue ------------------------------------------------------------------
+
+
+async def test_a_call_that_timed_out_in_the_queue_says_so_and_is_no_agents_fault() -> None:
+    gate = Gate("svc:gate:01", max_concurrency=1)
+    router = Router(FAST)
+    router.register(gate.agent)
+    holder = asyncio.create_task(router.route("work", "first"))
+    while not gate.running:
+        await asyncio.sleep(0.01)
+    for _ in range(3):
+        queued = await router.route("work", "second", timeout_ms=200)
+        assert (queued.status, queued.fault, queued.delivered) == (ResultStatus.TIMEOUT, Fault.ROUTER, False)
+        assert "for capacity, never delivered" in (queued.error or "")
+        assert re.search(r"waited 0\.[23] s", queued.error or "")
+    gate.release.set()
+    assert (await holder).ok
+    agent = info(router, "svc:gate:01")
+    assert (agent.breaker, agent.calls, agent.failures) == (BreakerState.CLOSED, 1, 0)
+
+
+# -- transient failures ----------------------------------------------------------------------
+
+
+class Status503Error(Exception):
+    status_code = 503
+
+
+class RateLimitError(Exception):
+    """Shaped like the rate-limit errors of LLM provider SDKs (openai.RateLimitError, ...)."""
+
+
+class Flaky(Exception):
+    """Transient only because the policy says so."""
+
+
+class WithResponse(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.response = httpx.Response(status)
+
+
+def test_transient_failures_are_recognised_by_type_status_and_shape() -> None:
+    request = httpx.Request("GET", "http://127.0.0.1:1/")
+    assert is_transient(httpx.ConnectError("refused", request=request))
+    assert is_transient(httpx.ReadTimeout("slow", request=request))
+    assert is_transient(Status503Error())
+    assert is_transient(WithResponse(429))
+    assert is_transient(WithResponse(502))
+    assert not is_transient(WithResponse(500))
+    assert not is_transient(WithResponse(404))
+    assert is_transient(RateLimitError())
+    assert not is_transient(ValueError())
+    assert not is_transient(Flaky())
+    assert is_transient(Flaky(), [Flaky])
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        httpx.ConnectError("refused", request=httpx.Request("GET", "http://127.0.0.1:1/")),
+        Status503Error("unavailable"),
+        RateLimitError("slow down"),
+    ],
+    ids=["httpx", "status-503", "llm-sdk-shape"],
+)
+async def test_transient_failures_go_to_the_next_replica(exc: Exception) -> None:
+    router = Router(FAST)
+    router.register(failing_agent("svc:work:01", exc, weight=100))
+    router.register(echo_agent("svc:work:02", "work", weight=1))
+    result = await router.route("work", {"n": 1})
+    assert result.ok
+    assert result.agent_id == "svc:work:02"
+    assert result.attempts == 2
+
+
+async def test_the_policy_adds_transient_exception_types_by_import_path() -> None:
+    async def run(policy: RoutingPolicy) -> ReachResult:
+        router = Router(policy)
+        router.register(failing_agent("svc:work:01", Flaky("again"), weight=100))
+        router.register(echo_agent("svc:work:02", "work", weight=1))
+        return await router.route("work", {})
+
+    assert not (await run(FAST)).ok
+    assert (await run(FAST.model_copy(update={"transient_errors": (f"{__name__}:Flaky",)}))).ok
+    assert (await run(RoutingPolicy(backoff_ms=0.0, transient_errors=[f"{__name__}:Flaky"]))).ok
+
+
+# -- unknown outcomes ------------------------------------------------------------------------
+
+
+async def test_a_timeout_after_delivery_says_the_outcome_is_unknown() -> None:
+    async def hang(payload: Any) -> Any:
+        await asyncio.sleep(5)
+
+    router = Router(FAST)
+    router.register(FunctionAgent(hang, agent_id="svc:hang:01", capabilities=[Capability(name="h")]))
+    result = await router.route("h", {}, timeout_ms=100)
+    assert (result.status, result.fault, result.delivered) == (ResultStatus.TIMEOUT, Fault.AGENT, True)
+    assert "the outcome is unknown: the agent may have done the work" in (result.error or "")
+    attempt = router.explain(result.task_id).attempts[0]
+    assert (attempt.delivered, attempt.fault) == (True, Fault.AGENT)
+
+
+async def test_a_lost_connection_after_delivery_says_the_outcome_is_unknown() -> None:
+    router = Router(FAST)
+    router.register(failing_agent("svc:net:01", ConnectionResetError("peer went away")))
+    result = await router.route("work", {})
+    assert result.delivered
+    assert "outcome is unknown" in (result.error or "")
+
+
+# -- fallback never hides an invalid request -------------------------------------------------
+
+
+NEEDS_TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+async def test_an_invalid_payload_is_not_handed_to_the_default_agent() -> None:
+    router = Router(FAST, default_agent="ops:human:01")
+    router.register(echo_agent("text:upper:01", "upper", input_schema=NEEDS_TEXT))
+    router.register(echo_agent("ops:human:01", "anything"))
+    result = await router.route("upper", {"txt": "typo"})
+    assert (result.status, result.fault, result.served_by) == (ResultStatus.INVALID, Fault.CALLER, "none")
+    assert "field 'text'" in (result.error or "")
+    assert not any(a.agent_id == "ops:human:01" for a in router.explain(result.task_id).attempts)
+
+
+async def test_an_invalid_payload_is_invalid_even_when_no_candidate_could_serve() -> None:
+    upper = Handled("text:upper:01", "upper", input_schema=NEEDS_TEXT)
+    router = Router(FAST, default_agent="ops:human:01")
+    router.register(upper)
+    router.register(echo_agent("ops:human:01", "anything"))
+    upper.handle.set_state(AgentState.OFFLINE, "down for a test")
+    # Its only agent is offline: the default agent serves a good payload, never a bad one.
+    bad = await router.route("upper", {"txt": "typo"})
+    assert (bad.status, bad.fault, bad.served_by) == (ResultStatus.INVALID, Fault.CALLER, "none")
+    good = await router.route("upper", {"text": "fine"})
+    assert (good.ok, good.served_by) == (True, "default")
+
+
+async def test_no_agent_declares_is_said_only_when_true() -> None:
+    router = Router(FAST)
+    router.register(echo_agent("sales:quote:01", "quote"))
+    other_namespace = await router.route("quote", {}, namespace="legal")
+    assert "no agent in namespace 'legal' declares capability 'quote'" in (other_namespace.error or "")
+    assert "no agent declares" not in (other_namespace.error or "")
+    missing = await router.route("qoute", {})
+    assert "no agent declares capability 'qoute'" in (missing.error or "")
+
+
+def test_results_built_by_agents_default_to_no_fault() -> None:
+    built = build_trusted(ReachResult, {"status": ResultStatus.OK, "task_id": "t"})
+    assert (built.fault, built.delivered) == (None, False)
