@@ -47,8 +47,8 @@ class ReachMetrics(Collector):
         )
         self.reaches = Counter(
             "reach_reaches_total",
-            "Finished reaches.",
-            ["capability", "status", "served_by"],
+            "Finished reaches, with whose fault a failure was (caller, task, agent, router; '' when ok).",
+            ["capability", "status", "served_by", "fault"],
             registry=self.registry,
         )
         self.match_failures = Counter(
@@ -71,7 +71,7 @@ class ReachMetrics(Collector):
         timings = result.timings
         self.routing_latency.labels(record.mode).observe((timings.routing_ms + timings.queueing_ms) / 1000.0)
         self.dwell.observe(timings.queueing_ms / 1000.0)
-        self.reaches.labels(capability, str(result.status), result.served_by).inc()
+        self.reaches.labels(capability, str(result.status), result.served_by, str(result.fault or "")).inc()
         if result.status is ResultStatus.NO_CANDIDATE:
             self.match_failures.labels(capability).inc()
         extra = len(record.attempts) - 1

@@ -73,10 +73,10 @@ class Dispatcher:
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
         self.transient = policy.transient_types
         self.observers: list[ReachObserver] = []
-        # Task id → the lineage it arrived with, while it is dispatched here. The same task coming
-        # back deeper in its own chain (gateway A → B → A) is a loop, refused at once rather than
-        # left waiting on itself.
-        self._running: dict[str, list[str]] = {}
+        # Task id → its meta, while it is dispatched here. The same task coming back deeper in its
+        # own chain (gateway A → B → A) is a loop, refused at once rather than left waiting on
+        # itself.
+        self._running: dict[str, MetaInfo] = {}
 
     def reconfigure(self, policy: RoutingPolicy) -> None:
         self.policy = policy
@@ -92,14 +92,10 @@ class Dispatcher:
             self._on_dispatch()
         meta = message.meta_info
         token = set_current_reach(meta)
-        task_id = meta.task_id
-        running = self._running
-        outer = running.get(task_id)
-        if outer is None:
-            running[task_id] = meta.lineage
+        outer = self._running.setdefault(meta.task_id, meta)
         try:
             # Loops first: a task that came back must be refused, not wait on its own first run.
-            came_back = outer is not None and _came_back(meta.lineage, outer)
+            came_back = outer is not meta and _came_back(meta.lineage, outer.lineage)
             if came_back or meta.depth > self.policy.max_depth:
                 return self._loop(message, came_back)
             tracer = active_tracer()
@@ -107,8 +103,8 @@ class Dispatcher:
                 return await self._traced(message, tracer)
             return await self._run(message, None)
         finally:
-            if outer is None:
-                running.pop(task_id, None)
+            if outer is meta:
+                del self._running[meta.task_id]
             reset_current_reach(token)
 
     def plan(
@@ -295,8 +291,8 @@ class Dispatcher:
             tried.add(id(slot))
             ends = deadline
             if (
-                policy.attempt_timeout_share < 1.0
-                and len(tried) < len(plan.slots)
+                len(tried) < len(plan.slots)
+                and policy.attempt_timeout_share < 1.0
                 and retries < policy.max_retries
                 and slot.capability.safe_to_repeat
             ):
@@ -437,7 +433,8 @@ class Dispatcher:
                 "attempts": len(attempts),
                 "served_by": path,
                 "timings": timings,
-                "delivered": record.delivered,
+                # Any attempt that reached an agent may have done the work, not only the last.
+                "delivered": result.delivered or record.delivered,
             },
         )
         if result.agent_id is None and attempts and not broadcast:

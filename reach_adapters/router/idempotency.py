@@ -12,7 +12,9 @@ import hashlib
 import json
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from typing import NamedTuple
+
+import orjson
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import IdempotencyConflictError
@@ -20,22 +22,43 @@ from reach_adapters.errors import IdempotencyConflictError
 __all__ = ["Fingerprint", "IdempotencyStore", "fingerprint"]
 
 
-@dataclass(frozen=True, slots=True)
-class Fingerprint:
-    """What makes two requests the same: where they go, the payload, the options that route them."""
+# Canonical JSON: key order must not make two requests differ (a retry from a Go client need not
+# order a map's keys as the first try did). orjson, as `json` costs 10-20 times more per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
-    request: str
-    payload: str
-    options: str
 
-    def differences(self, other: Fingerprint) -> list[str]:
+class Fingerprint(NamedTuple):
+    """What makes two requests the same: where they go, the options that route them, the payload.
+
+    Only digests of the payload and attributes are kept, so a held task id costs a few bytes.
+    """
+
+    mode: str
+    capability: str | None
+    target: str | None
+    options: tuple[str | None, str | None, str | None, bytes | None]
+    payload: bytes
+
+    def request(self) -> str:
+        if self.mode == "directed":
+            named = f" ({self.capability!r})" if self.capability else ""
+            return f"send to agent {self.target}{named}"
+        verb = "broadcast to" if self.mode == "broadcast" else "route to"
+        if self.capability is None:
+            return f"{verb} whatever matches its task text"
+        return f"{verb} {self.capability!r}"
+
+    def differences(self, first: Fingerprint) -> list[str]:
+        """What this request changes from the `first` one under the same task id."""
         out = []
-        if self.request != other.request:
-            out.append(f"it was first used to {other.request}, this request would {self.request}")
-        if self.payload != other.payload:
+        if (self.mode, self.capability, self.target) != (first.mode, first.capability, first.target):
+            out.append(f"it was first used to {first.request()}, this request would {self.request()}")
+        if self.payload != first.payload:
             out.append("the payload differs")
-        if self.options != other.options:
-            out.append(f"the routing options differ ({other.options} then, {self.options} now)")
+        if self.options != first.options:
+            names = ("version", "namespace", "merge", "attributes")
+            changed = [n for n, a, b in zip(names, self.options, first.options, strict=True) if a != b]
+            out.append(f"the routing options differ ({', '.join(changed)})")
         return out
 
 
@@ -43,28 +66,27 @@ def fingerprint(message: ReachMessage) -> Fingerprint:
     """The request's fingerprint; ids, deadlines, priority and lineage do not change what it asks."""
     meta = message.meta_info
     hint = message.routing_hint
-    verb = "broadcast to" if hint.mode == "broadcast" else "route to"
-    if hint.mode == "directed":
-        request = f"send to agent {hint.target}" + (f" ({meta.capability!r})" if meta.capability else "")
-    elif meta.capability is not None:
-        request = f"{verb} {meta.capability!r}"
-    else:
-        request = f"{verb} whatever matches the task text {_digest(meta.text)}"
-    options = [f"version={meta.version}", f"namespace={meta.namespace}"]
-    if hint.mode == "broadcast":
-        options.append(f"merge={hint.merge}")
-    if meta.attributes:
-        options.append(f"attributes={_digest(meta.attributes)}")
-    return Fingerprint(request, _digest(message.raw_payload), ", ".join(options))
+    options = (
+        meta.version,
+        meta.namespace,
+        hint.merge if hint.mode == "broadcast" else None,
+        _digest(meta.attributes) if meta.attributes else None,
+    )
+    # A task matched from its text is defined by that text.
+    payload = message.raw_payload if meta.capability is not None else [meta.text, message.raw_payload]
+    return Fingerprint(hint.mode, meta.capability, hint.target, options, _digest(payload))
 
 
-def _digest(value: object) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _digest(value: object) -> bytes:
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        # Integers past 64 bits, which orjson refuses and JSON allows.
+        text = _CANONICAL.encode(value).encode()
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
-@dataclass(slots=True)
-class _Entry:
+class _Entry(NamedTuple):
     expires: float
     future: asyncio.Future[ReachResult]
     fingerprint: Fingerprint

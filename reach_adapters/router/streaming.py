@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from pydantic import JsonValue
 
-from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
 from reach_adapters.errors import (
     AgentCallError,
@@ -20,8 +20,9 @@ from reach_adapters.errors import (
     raise_for_status,
 )
 from reach_adapters.router.decisions import Attempt, DecisionRecord
-from reach_adapters.router.delivery import AgentBusyError, deliver, input_problem
+from reach_adapters.router.delivery import UNKNOWN_OUTCOME, AgentBusyError, deliver, input_problem
 from reach_adapters.router.dispatcher import Dispatcher, apply_caller_timeout
+from reach_adapters.router.faults import is_transient
 from reach_adapters.router.hops import Hop, enter_hop, leave_hop
 from reach_adapters.router.retry import may_resend
 from reach_adapters.router.state import Slot
@@ -58,7 +59,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
     last_error: ReachError | None = None
     for slot in plan.slots[: dispatcher.policy.max_retries + 1]:
         if getattr(slot.runtime.agent, "astream", None) is None:
-            result, elapsed_ms = await deliver(slot, message, deadline)
+            result, elapsed_ms = await deliver(slot, message, deadline, transient=dispatcher.transient)
             record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
             if result.ok:
                 _close(dispatcher, record, message, slot, ResultStatus.OK)
@@ -69,7 +70,8 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
             except ReachError as exc:
                 last_error = exc
             safe = slot.capability.safe_to_repeat
-            if not result.retryable or not may_resend(result.status, result.error_type, safe):
+            retried = result.fault is Fault.AGENT or result.fault is Fault.ROUTER
+            if not (result.retryable and retried) or not may_resend(result.status, result.error_type, safe):
                 break
             continue
         invalid = input_problem(slot, message)
@@ -79,7 +81,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
         started = False
         began = time.perf_counter()
         try:
-            async for chunk in _chunks(slot, message, deadline):
+            async for chunk in _chunks(slot, message, deadline, dispatcher.transient):
                 started = True
                 yield chunk
         except _StreamFailedError as failure:
@@ -87,7 +89,14 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
             error = failure.error
             record.attempts.append(
                 Attempt(
-                    slot.runtime.agent_id, "error", elapsed_ms, "candidate", failure.error_type, str(error)
+                    slot.runtime.agent_id,
+                    failure.status,
+                    elapsed_ms,
+                    "candidate",
+                    failure.error_type,
+                    str(error),
+                    failure.fault,
+                    failure.fault is not Fault.CALLER,
                 )
             )
             last_error = error
@@ -110,15 +119,20 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
 class _StreamFailedError(Exception):
     """A stream that failed, with what the retry rules need to know about it."""
 
-    def __init__(self, error: ReachError, status: ResultStatus, error_type: str, transient: bool) -> None:
+    def __init__(
+        self, error: ReachError, status: ResultStatus, error_type: str, transient: bool, fault: Fault
+    ) -> None:
         super().__init__(str(error))
         self.error = error
         self.status = status
         self.error_type = error_type
         self.transient = transient
+        self.fault = fault
 
 
-async def _chunks(slot: Slot, message: ReachMessage, deadline: float) -> AsyncIterator[JsonValue]:
+async def _chunks(
+    slot: Slot, message: ReachMessage, deadline: float, transient: Sequence[type[BaseException]]
+) -> AsyncIterator[JsonValue]:
     """The agent's chunks under the deadline, with in-flight counted and the outcome recorded.
 
     The routed-call context (`current_hop`) is set around each step of the agent's iterator only,
@@ -147,16 +161,29 @@ async def _chunks(slot: Slot, message: ReachMessage, deadline: float) -> AsyncIt
                 return
             except TimeoutError:
                 success = False
-                msg = f"agent {agent_id} stopped streaming at the deadline"
+                msg = f"agent {agent_id} stopped streaming at the deadline; {UNKNOWN_OUTCOME}"
                 raise _StreamFailedError(
-                    ReachTimeoutError(msg), ResultStatus.TIMEOUT, "ReachTimeoutError", transient=True
+                    ReachTimeoutError(msg), ResultStatus.TIMEOUT, "ReachTimeoutError", True, Fault.AGENT
                 ) from None
+            except InvalidMessageError as exc:
+                # The agent found the request malformed: the caller's to fix, not held against it.
+                raise _StreamFailedError(
+                    exc, ResultStatus.INVALID, type(exc).__name__, False, Fault.CALLER
+                ) from exc
+            except AgentBusyError as exc:
+                msg = f"agent {agent_id} is busy: {exc}"
+                raise _StreamFailedError(
+                    AgentCallError(msg), ResultStatus.ERROR, type(exc).__name__, True, Fault.ROUTER
+                ) from exc
             except Exception as exc:
                 success = False
                 msg = f"agent {agent_id} failed while streaming: {type(exc).__name__}: {exc}"
-                transient = isinstance(exc, ConnectionError | AgentBusyError)
                 failure = _StreamFailedError(
-                    AgentCallError(msg), ResultStatus.ERROR, type(exc).__name__, transient
+                    AgentCallError(msg),
+                    ResultStatus.ERROR,
+                    type(exc).__name__,
+                    is_transient(exc, transient),
+                    Fault.AGENT,
                 )
                 raise failure from exc
             finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -11,7 +12,15 @@ import pytest
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import build_trusted
-from reach_adapters import AgentState, BreakerState, Capability, FunctionAgent, Router, RoutingPolicy
+from reach_adapters import (
+    AgentState,
+    BreakerState,
+    Capability,
+    FunctionAgent,
+    InvalidMessageError,
+    Router,
+    RoutingPolicy,
+)
 from reach_adapters.router.delivery import error_result
 from reach_adapters.router.faults import is_transient
 from tests.core.conftest import FAST, Gate, Handled, echo_agent, failing_agent
@@ -294,3 +303,43 @@ async def test_no_agent_declares_is_said_only_when_true() -> None:
 def test_results_built_by_agents_default_to_no_fault() -> None:
     built = build_trusted(ReachResult, {"status": ResultStatus.OK, "task_id": "t"})
     assert (built.fault, built.delivered) == (None, False)
+
+
+# -- streaming reads the same faults ---------------------------------------------------------
+
+
+class Streamer:
+    """A streaming agent that fails before its first chunk with `exc`, or streams two chunks."""
+
+    def __init__(self, agent_id: str, exc: Exception | None = None, **cap: Any) -> None:
+        self.agent_id = agent_id
+        self.capabilities = (Capability(name="talk", **cap),)
+        self.exc = exc
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        raise AssertionError("streamed, not invoked")
+
+    async def astream(self, message: ReachMessage) -> AsyncIterator[Any]:
+        if self.exc is not None:
+            raise self.exc
+        yield "hello"
+        yield self.agent_id
+
+
+async def test_a_stream_the_agent_refuses_as_malformed_is_the_callers_mistake() -> None:
+    router = Router(FAST)
+    router.register(Streamer("chat:talk:01", InvalidMessageError("no such thread id")))
+    for _ in range(3):
+        with pytest.raises(InvalidMessageError, match="no such thread id"):
+            async for _chunk in router.stream("talk", {}):
+                pass
+    untouched(router, "chat:talk:01")
+
+
+async def test_a_transient_stream_failure_moves_to_the_next_replica() -> None:
+    router = Router(FAST)
+    router.register(Streamer("chat:talk:01", RateLimitError("slow down"), weight=100, read_only=True))
+    router.register(Streamer("chat:talk:02", weight=1, read_only=True))
+    chunks = [chunk async for chunk in router.stream("talk", {})]
+    assert chunks == ["hello", "chat:talk:02"]
+    assert info(router, "chat:talk:01").failures == 1

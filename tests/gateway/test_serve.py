@@ -131,7 +131,9 @@ async def test_the_api_routes_sends_and_explains(serve: Serve, mixed: Path) -> N
 
     metrics = httpx.get(f"{server.url}/metrics", timeout=30)
     assert metrics.status_code == 200
-    assert 'reach_reaches_total{capability="say",served_by="candidate",status="ok"} 1.0' in metrics.text
+    assert (
+        'reach_reaches_total{capability="say",fault="",served_by="candidate",status="ok"} 1.0' in metrics.text
+    )
     assert "reach_config_generation 1.0" in metrics.text
 
 
