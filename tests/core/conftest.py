@@ -6,10 +6,15 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from reach_adapters import AgentHandle, Capability, FunctionAgent, RoutingPolicy
+from reach_adapters import AgentHandle, AgentInfo, Capability, FunctionAgent, Router, RoutingPolicy
 
 # Retries without waiting: the tests exercise the logic, not the clock.
 FAST = RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0)
+
+
+def agent_info(router: Router, agent_id: str) -> AgentInfo:
+    """The catalog entry of one agent."""
+    return next(info for info in router.catalog() if info.agent_id == agent_id)
 
 
 def echo_agent(agent_id: str, capability: str = "echo", **cap: Any) -> FunctionAgent:

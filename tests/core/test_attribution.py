@@ -23,17 +23,13 @@ from reach_adapters import (
 )
 from reach_adapters.router.delivery import error_result
 from reach_adapters.router.faults import is_transient
-from tests.core.conftest import FAST, Gate, Handled, echo_agent, failing_agent
+from tests.core.conftest import FAST, Gate, Handled, agent_info, echo_agent, failing_agent
 
 pytestmark = pytest.mark.timeout(30)
 
 
-def info(router: Router, agent_id: str) -> Any:
-    return next(i for i in router.catalog() if i.agent_id == agent_id)
-
-
 def untouched(router: Router, agent_id: str) -> None:
-    agent = info(router, agent_id)
+    agent = agent_info(router, agent_id)
     assert (agent.breaker, agent.calls, agent.failures) == (BreakerState.CLOSED, 0, 0)
 
 
@@ -136,7 +132,7 @@ async def test_an_error_the_agent_marks_retryable_is_its_own() -> None:
     router.register(ByDesign(retryable=True))
     result = await router.route("order", {"id": 42})
     assert result.fault is Fault.AGENT
-    assert info(router, "shop:orders:01").failures == result.attempts >= 1
+    assert agent_info(router, "shop:orders:01").failures == result.attempts >= 1
 
 
 async def test_exceptions_still_count_against_the_agent() -> None:
@@ -146,7 +142,7 @@ async def test_exceptions_still_count_against_the_agent() -> None:
     second = await router.route("work", {})
     assert (first.fault, first.delivered) == (Fault.AGENT, True)
     assert second.fault is Fault.AGENT
-    assert info(router, "svc:bad:01").breaker is BreakerState.OPEN
+    assert agent_info(router, "svc:bad:01").breaker is BreakerState.OPEN
 
 
 # -- the router's own queue ------------------------------------------------------------------
@@ -166,7 +162,7 @@ async def test_a_call_that_timed_out_in_the_queue_says_so_and_is_no_agents_fault
         assert re.search(r"waited 0\.[23] s", queued.error or "")
     gate.release.set()
     assert (await holder).ok
-    agent = info(router, "svc:gate:01")
+    agent = agent_info(router, "svc:gate:01")
     assert (agent.breaker, agent.calls, agent.failures) == (BreakerState.CLOSED, 1, 0)
 
 
@@ -342,4 +338,4 @@ async def test_a_transient_stream_failure_moves_to_the_next_replica() -> None:
     router.register(Streamer("chat:talk:02", weight=1, read_only=True))
     chunks = [chunk async for chunk in router.stream("talk", {})]
     assert chunks == ["hello", "chat:talk:02"]
-    assert info(router, "chat:talk:01").failures == 1
+    assert agent_info(router, "chat:talk:01").failures == 1

@@ -11,7 +11,7 @@ import pytest
 
 from middleware import Fault, ResultStatus
 from reach_adapters import AgentState, BreakerState, Capability, FunctionAgent, Router
-from tests.core.conftest import FAST, Handled, echo_agent
+from tests.core.conftest import FAST, Handled, agent_info, echo_agent
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -72,16 +72,14 @@ async def test_a_reconnected_agent_leaves_quarantine_through_a_probe_at_once() -
     router.register(echo_agent("svc:other:01", "work", weight=1))
     for _ in range(2):
         await router.send("svc:flaky:01", {})
-    breaker = next(i.breaker for i in router.catalog() if i.agent_id == "svc:flaky:01")
-    assert breaker is BreakerState.OPEN
+    assert agent_info(router, "svc:flaky:01").breaker is BreakerState.OPEN
     agent.handle.set_state(AgentState.RECONNECTING, "session lost")
     agent.healthy = True
     agent.handle.set_state(AgentState.ONLINE, "reconnected")
-    info = next(i for i in router.catalog() if i.agent_id == "svc:flaky:01")
-    assert info.breaker is BreakerState.HALF_OPEN
+    assert agent_info(router, "svc:flaky:01").breaker is BreakerState.HALF_OPEN
     probe = await router.send("svc:flaky:01", {})
     assert probe.ok
-    assert next(i.breaker for i in router.catalog() if i.agent_id == "svc:flaky:01") is BreakerState.CLOSED
+    assert agent_info(router, "svc:flaky:01").breaker is BreakerState.CLOSED
 
 
 async def test_a_call_waits_for_a_reconnecting_agent_within_its_deadline() -> None:

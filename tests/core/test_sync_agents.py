@@ -10,17 +10,13 @@ import pytest
 
 from middleware import Fault, ResultStatus
 from reach_adapters import Capability, FunctionAgent, Router
-from tests.core.conftest import FAST
+from tests.core.conftest import FAST, agent_info
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(30)
 
 # More than any default thread pool holds (asyncio's is at most 32 threads).
 HUNG = 40
-
-
-def info(router: Router, agent_id: str) -> Any:
-    return next(i for i in router.catalog() if i.agent_id == agent_id)
 
 
 async def test_a_hung_sync_agent_never_makes_unrelated_sync_agents_time_out() -> None:
@@ -47,13 +43,13 @@ async def test_a_hung_sync_agent_never_makes_unrelated_sync_agents_time_out() ->
         # Every thread of the hung agent is still blocked; the other agent answers regardless.
         answered = await router.route("quick", {}, timeout_ms=3000)
         assert answered.payload == "quick", answered.error
-        agent = info(router, "svc:hang:01")
+        agent = agent_info(router, "svc:hang:01")
         assert (agent.stuck, agent.in_flight) == (HUNG, HUNG)
         assert f"{HUNG} call(s) stuck past their deadline" in (agent.problem or "")
     finally:
         stuck.set()
-    await eventually(lambda: info(router, "svc:hang:01").stuck == 0, timeout=10, what="threads ending")
-    assert info(router, "svc:hang:01").in_flight == 0
+    await eventually(lambda: agent_info(router, "svc:hang:01").stuck == 0, timeout=10, what="threads ending")
+    assert agent_info(router, "svc:hang:01").in_flight == 0
     await router.aclose()
 
 
@@ -89,7 +85,9 @@ async def test_max_concurrency_holds_for_sync_agents_while_their_threads_run() -
         assert peak == 2
     finally:
         stuck.set()
-    await eventually(lambda: info(router, "svc:hang:01").in_flight == 0, timeout=10, what="threads ending")
+    await eventually(
+        lambda: agent_info(router, "svc:hang:01").in_flight == 0, timeout=10, what="threads ending"
+    )
     assert (await router.route("hang", {}, timeout_ms=3000)).payload == "done"
     assert peak == 2
     await router.aclose()

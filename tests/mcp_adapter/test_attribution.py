@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -78,16 +77,7 @@ async def test_caller_mistakes_and_tool_errors_under_load_never_open_a_healthy_b
             assert (info.agent_id, info.breaker, info.failures) == (info.agent_id, BreakerState.CLOSED, 0)
 
 
-@pytest.fixture
-async def far_router() -> AsyncIterator[Router]:
-    router = Router()
-    try:
-        yield router
-    finally:
-        await router.aclose()
-
-
-async def test_an_mcp_hop_carries_the_task_one_level_deeper(router: Router, far_router: Router) -> None:
+async def test_an_mcp_hop_carries_the_task_one_level_deeper(router: Router) -> None:
     seen: list[Any] = []
 
     async def record(message: ReachMessage) -> Any:
@@ -95,38 +85,38 @@ async def test_an_mcp_hop_carries_the_task_one_level_deeper(router: Router, far_
         seen.append((meta.task_id, meta.trace_id, meta.depth, meta.lineage))
         return "seen"
 
-    far_router.register(
-        FunctionAgent(record, agent_id="far:record:01", capabilities=[Capability(name="record")])
-    )
-    served = RouterMCPServer(far_router)
-    router.register(await MCPServerAgent.connect("far", server=served.server))
-    result = await router.route("record", {}, task_id="hop-1")
+    async with Router() as far_router:
+        far_router.register(
+            FunctionAgent(record, agent_id="far:record:01", capabilities=[Capability(name="record")])
+        )
+        served = RouterMCPServer(far_router)
+        router.register(await MCPServerAgent.connect("far", server=served.server))
+        result = await router.route("record", {}, task_id="hop-1")
     assert result.ok, result.error
     assert seen == [("hop-1", result.trace_id, 1, ["mcp:far:0"])]
 
 
-async def test_a_task_looping_between_two_routers_is_refused_at_once(
-    router: Router, far_router: Router
-) -> None:
+async def test_a_task_looping_between_two_routers_is_refused_at_once(router: Router) -> None:
     async def ping(payload: Any) -> str:
         return "pong"
 
     router.register(FunctionAgent(ping, agent_id="near:ping:01", capabilities=[Capability(name="ping")]))
-    near_served = RouterMCPServer(router)
-    far_served = RouterMCPServer(far_router)
-    # far reaches near's tools, then near reaches far's: each is the other's agent.
-    far_router.register(await MCPServerAgent.connect("near", server=near_served.server))
-    router.register(await MCPServerAgent.connect("far", server=far_served.server))
-    for options in ({"task_id": "loop-7"}, {}):
-        began = time.monotonic()
-        result = await router.send("mcp:far:0", {}, capability="ping", timeout_ms=20_000, **options)
-        assert time.monotonic() - began < 5.0, "the task waited on itself"
-        assert (result.status, result.error_type, result.fault) == (
-            ResultStatus.REJECTED,
-            "LoopDetectedError",
-            Fault.CALLER,
-        )
-        assert "mcp:far:0 → mcp:near:0" in (result.error or "")
-    for info in [*router.catalog(), *far_router.catalog()]:
-        assert (info.breaker, info.failures) == (BreakerState.CLOSED, 0)
-    assert (await router.route("ping", {}, namespace="near")).payload == "pong"
+    async with Router() as far_router:
+        near_served = RouterMCPServer(router)
+        far_served = RouterMCPServer(far_router)
+        # far reaches near's tools, then near reaches far's: each is the other's agent.
+        far_router.register(await MCPServerAgent.connect("near", server=near_served.server))
+        router.register(await MCPServerAgent.connect("far", server=far_served.server))
+        for options in ({"task_id": "loop-7"}, {}):
+            began = time.monotonic()
+            result = await router.send("mcp:far:0", {}, capability="ping", timeout_ms=20_000, **options)
+            assert time.monotonic() - began < 5.0, "the task waited on itself"
+            assert (result.status, result.error_type, result.fault) == (
+                ResultStatus.REJECTED,
+                "LoopDetectedError",
+                Fault.CALLER,
+            )
+            assert "mcp:far:0 → mcp:near:0" in (result.error or "")
+        for info in [*router.catalog(), *far_router.catalog()]:
+            assert (info.breaker, info.failures) == (BreakerState.CLOSED, 0)
+        assert (await router.route("ping", {}, namespace="near")).payload == "pong"
