@@ -10,7 +10,7 @@ from reach_adapters.mcp.config import (
     StdioTarget,
 )
 from reach_adapters.mcp.converter import META_PREFIX, MCPConverter, content_to_json
-from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
+from reach_adapters.mcp.errors import MCPConnectionError, MCPOfflineError, MCPProtocolError, MCPTimeoutError
 from reach_adapters.mcp.serve import MCPEndpoint, serve_mcp, start_mcp_server
 from reach_adapters.mcp.server import RouterMCPServer
 
@@ -22,6 +22,7 @@ __all__ = [
     "MCPConnectionError",
     "MCPConverter",
     "MCPEndpoint",
+    "MCPOfflineError",
     "MCPProtocolError",
     "MCPServerAgent",
     "MCPServerConfig",

@@ -28,7 +28,7 @@ from reach_adapters.mcp.config import (
 )
 from reach_adapters.mcp.connection import Connection
 from reach_adapters.mcp.converter import MCPConverter
-from reach_adapters.mcp.errors import MCPConnectionError
+from reach_adapters.mcp.errors import MCPOfflineError
 from reach_adapters.mcp.tools import Declared
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.handle import AgentHandle
@@ -235,7 +235,7 @@ class MCPServerAgent:
                 f"MCP server {self._agent_id}: no running event loop holds its session; connect "
                 "inside the loop that serves the router, or use connect_sync()"
             )
-            raise MCPConnectionError(msg)
+            raise MCPOfflineError(msg)
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
     async def _close(self) -> None:
@@ -261,7 +261,7 @@ class MCPServerAgent:
         client = self._connection.client
         if client is None:
             msg = f"MCP server {self._agent_id} is offline ({self._offline}); it is being reconnected"
-            raise MCPConnectionError(msg)
+            raise MCPOfflineError(msg)
         capability = message.meta_info.capability
         route = self._routes.get(capability or "")
         if route is None:

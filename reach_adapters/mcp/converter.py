@@ -156,11 +156,15 @@ def _routed_outcome(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     try:
         status = ResultStatus(meta[META_PREFIX + "status"])
-        fault = meta.get(META_PREFIX + "fault")
+        fault = None if meta.get(META_PREFIX + "fault") is None else Fault(meta[META_PREFIX + "fault"])
+        if fault is Fault.AGENT:
+            # An agent behind that router failed, and that router already judged it: the router
+            # itself answered, so it is not held against it (the task may go elsewhere).
+            fault = Fault.ROUTER
         return {
             "status": status,
             "error_type": str(meta.get(META_PREFIX + "error_type") or "MCPToolError"),
-            "fault": None if fault is None else Fault(fault),
+            "fault": fault,
             "delivered": meta.get(META_PREFIX + "delivered") is True,
             "retryable": meta.get(META_PREFIX + "retryable") is True,
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reach_adapters.errors import AgentCallError, ReachError, ReachTimeoutError
 
-__all__ = ["MCPConnectionError", "MCPProtocolError", "MCPTimeoutError"]
+__all__ = ["MCPConnectionError", "MCPOfflineError", "MCPProtocolError", "MCPTimeoutError"]
 
 
 class MCPConnectionError(ReachError, ConnectionError):
@@ -13,6 +13,13 @@ class MCPConnectionError(ReachError, ConnectionError):
     Also a `ConnectionError`, so the router's delivery treats it as transient and fails over to
     another replica.
     """
+
+
+class MCPOfflineError(MCPConnectionError):
+    """No session to the server is open now, so the call was never sent: another replica may take
+    it, even work that is not safe to repeat."""
+
+    delivered = False
 
 
 class MCPTimeoutError(ReachTimeoutError):

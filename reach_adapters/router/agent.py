@@ -7,7 +7,7 @@ import concurrent.futures
 import contextvars
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -118,7 +118,7 @@ class FunctionAgent:
         else:
             value = await self._in_thread(partial(self._fn, *args, **kwargs))
             if inspect.isawaitable(value):
-                value = await _await(value)
+                value = await value
         return ok_result(message, self._agent_id, ensure_json(value, where="output"))
 
     async def aclose(self) -> None:
@@ -194,10 +194,6 @@ def _keywords(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[
     named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in named)
     return takes, frozenset(p.name for p in named if p.default is p.empty)
-
-
-async def _await(value: Awaitable[Any]) -> Any:
-    return await value
 
 
 def _call_style(fn: Callable[..., Any]) -> CallStyle:

@@ -64,6 +64,12 @@ class Breaker:
                 failures += f
         return calls, failures
 
+    def state_at(self, now: float) -> BreakerState:
+        """The state a call at `now` would find: a quarantine that is over is half-open already."""
+        if self.state is BreakerState.OPEN and now >= self.open_until:
+            return BreakerState.HALF_OPEN
+        return self.state
+
     def blocks(self, now: float) -> str | None:
         """Why a new call may not go to this agent now, or None. Moves OPEN to HALF_OPEN on time."""
         state = self.state

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError, field_validator
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.router.schemas import CompiledSchema, check_schema, compiled_validator, schema_key
@@ -27,6 +28,7 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "contains": lambda a, b: b in a,
 }
 _MISSING = object()
+_WORD = re.compile(r"[^\W_]")
 
 
 class Trigger(BaseModel):
@@ -85,6 +87,15 @@ class Capability(BaseModel):
             name = data.get("name", "?")
             msg = f"capability {name!r}: {describe_validation_error(exc)}"
             raise InvalidDeclarationError(msg) from None
+
+    @field_validator("keywords", "strict_keywords")
+    @classmethod
+    def _has_words(cls, keywords: list[str]) -> list[str]:
+        for keyword in keywords:
+            if not _WORD.search(keyword):
+                msg = f"keyword {keyword!r} has no letter or digit, so it could never match a word"
+                raise ValueError(msg)
+        return keywords
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; with `update`, a new declaration checked (and its schemas compiled) like any other."""

@@ -33,14 +33,15 @@ class AgentInfo(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def problem(self) -> str | None:
-        """Why the agent is not fully in service (offline, reconnecting, quarantined...), or None."""
+        """Why the agent is not fully in service (offline, reconnecting, quarantined...), or None.
+
+        A half-open circuit is no problem: the agent takes calls, and the next one decides.
+        """
         parts = []
         if self.state not in (AgentState.ONLINE, AgentState.BUSY):
             parts.append(f"{self.state}" + (f" ({self.state_reason})" if self.state_reason else ""))
         if self.breaker is BreakerState.OPEN:
             parts.append(f"quarantined for {self.quarantined_for_s:.1f} s more (circuit open)")
-        elif self.breaker is BreakerState.HALF_OPEN:
-            parts.append("on probation (circuit half-open: the next call decides)")
         if self.stuck:
             parts.append(f"{self.stuck} call(s) stuck past their deadline")
         return "; ".join(parts) or None
@@ -48,12 +49,14 @@ class AgentInfo(BaseModel):
 
 def agent_info(runtime: AgentRuntime) -> AgentInfo:
     breaker = runtime.breaker
-    open_for = breaker.open_until - time.monotonic() if breaker.state is BreakerState.OPEN else 0.0
+    now = time.monotonic()
+    state = breaker.state_at(now)
+    open_for = breaker.open_until - now if state is BreakerState.OPEN else 0.0
     return AgentInfo(
         agent_id=runtime.agent_id,
         state=runtime.state,
         state_reason=runtime.state_reason,
-        breaker=breaker.state,
+        breaker=state,
         quarantined_for_s=round(max(open_for, 0.0), 3),
         in_flight=runtime.in_flight,
         stuck=runtime.stuck,

@@ -111,10 +111,21 @@ class DecisionRecord:
         first = self.candidates[0]
         served = next((a.agent_id for a in self.attempts if a.status == "ok"), None)
         who = f", and {served} served it" if served else ""
+        if self.strategy == "rating":
+            # Smooth weighted round robin: turns, not a contest of scores.
+            return (
+                f"{scored.agent_id} was ranked {rank + 1}: the rating strategy gives agents turns in "
+                f"proportion to their recent success rate, and this one was {first.agent_id}'s{who}"
+            )
         if scored.score == first.score:
             return (
                 f"{scored.agent_id} tied with {first.agent_id} at {scored.score:.3f}; ties are broken "
                 f"at random and it was ranked {rank + 1}{who}"
+            )
+        if self.strategy == "least_wait":
+            return (
+                f"{scored.agent_id} had a longer expected wait ({-scored.score:.1f} ms) than "
+                f"{first.agent_id} ({-first.score:.1f} ms){who}"
             )
         return (
             f"{scored.agent_id} scored {scored.score:.3f} {scored.breakdown}, below {first.agent_id} "

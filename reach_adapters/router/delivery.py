@@ -11,7 +11,7 @@ from middleware import Fault, NotJsonSafeError, ReachMessage, ReachResult, Resul
 from middleware.fast import ZERO_TIMINGS, amend, build_trusted
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router.deadlines import watchdog
-from reach_adapters.router.faults import counts_against_agent, fault_of_returned, is_transient
+from reach_adapters.router.faults import counts_against_agent, fault_of_returned, is_transient, never_started
 from reach_adapters.router.hops import Hop, enter_hop, free_slot, leave_hop
 from reach_adapters.router.schemas import first_error
 from reach_adapters.router.state import Slot
@@ -34,23 +34,26 @@ def error_result(
     fault: Fault | None = None,
     agent_id: str | None = None,
     retryable: bool = False,
-    delivered: bool = False,
+    delivered: bool | None = None,
 ) -> ReachResult:
-    """A failed result for `message`. Say whose `fault` it is where you know (see `faults`)."""
-    return build_trusted(
-        ReachResult,
-        {
-            "status": status,
-            "task_id": message.meta_info.task_id,
-            "agent_id": agent_id,
-            "error_type": error_type,
-            "error": error,
-            "fault": fault,
-            "retryable": retryable,
-            "delivered": delivered,
-            "timings": ZERO_TIMINGS,
-        },
-    )
+    """A failed result for `message`. Say whose `fault` it is where you know (see `faults`).
+
+    An agent returning it need not say `delivered`: the router knows the agent had the task. Say
+    it only to pass on another router's word (a task that never left it).
+    """
+    values = {
+        "status": status,
+        "task_id": message.meta_info.task_id,
+        "agent_id": agent_id,
+        "error_type": error_type,
+        "error": error,
+        "fault": fault,
+        "retryable": retryable,
+        "timings": ZERO_TIMINGS,
+    }
+    if delivered is not None:
+        values["delivered"] = delivered
+    return build_trusted(ReachResult, values)
 
 
 def _from_exception(
@@ -67,7 +70,8 @@ def _from_exception(
             message, ResultStatus.ERROR, kind, error, fault=Fault.ROUTER, agent_id=agent_id, retryable=True
         )
     retryable = not isinstance(exc, NotJsonSafeError) and is_transient(exc, transient)
-    if retryable and isinstance(exc, TimeoutError | ConnectionError):
+    delivered = not never_started(exc)
+    if retryable and delivered:
         error = f"{error}; {UNKNOWN_OUTCOME}"
     return error_result(
         message,
@@ -77,6 +81,30 @@ def _from_exception(
         fault=Fault.AGENT,
         agent_id=agent_id,
         retryable=retryable,
+        delivered=delivered,
+    )
+
+
+def _timed_out(message: ReachMessage, slot: Slot, budget_s: float) -> ReachResult:
+    """A delivery that ran out of time: the agent's failure only if it had the time it usually
+    needs (twice its average latency); less time (left after queueing, a per-attempt share, a
+    tight caller deadline) is not held against it."""
+    runtime = slot.runtime
+    usual = runtime.usual_ms
+    budget_ms = budget_s * 1000.0
+    error = f"agent {runtime.agent_id} did not answer within {budget_ms:.0f} ms; {UNKNOWN_OUTCOME}"
+    fault = Fault.AGENT
+    if usual is not None and budget_ms < 2 * usual:
+        fault = Fault.ROUTER
+        error += f" (it usually answers in {usual:.0f} ms: too little time was left, not held against it)"
+    return error_result(
+        message,
+        ResultStatus.TIMEOUT,
+        "ReachTimeoutError",
+        error,
+        fault=fault,
+        agent_id=runtime.agent_id,
+        retryable=True,
         delivered=True,
     )
 
@@ -181,18 +209,17 @@ async def deliver(
                 delivered=True,
             )
         elif result.status is not ResultStatus.OK or not result.delivered:
-            amend(result, {"fault": fault_of_returned(result), "delivered": True})
+            # The agent's own word on fault and delivery stands (another router's, over MCP).
+            said = result.__pydantic_fields_set__
+            amend(
+                result,
+                {
+                    "fault": fault_of_returned(result),
+                    "delivered": result.delivered or "delivered" not in said,
+                },
+            )
     except TimeoutError:
-        result = error_result(
-            message,
-            ResultStatus.TIMEOUT,
-            "ReachTimeoutError",
-            f"agent {agent_id} did not answer within {budget * 1000:.0f} ms; {UNKNOWN_OUTCOME}",
-            fault=Fault.AGENT,
-            agent_id=agent_id,
-            retryable=True,
-            delivered=True,
-        )
+        result = _timed_out(message, slot, budget)
     except asyncio.CancelledError:
         # The caller gave up: no outcome to count, but a half-open probe slot must not stay taken.
         runtime.breaker.probing = False
@@ -204,6 +231,8 @@ async def deliver(
         leave_hop(token)
         if not hop.lingering:
             free_slot(slot)
+        # Over: a linger() from here on has no slot to keep.
+        hop.slot = None
     status = result.status
     output_validator = slot.output_validator
     if (

@@ -16,6 +16,7 @@ from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord, Exclusion
 from reach_adapters.router.delivery import deliver, error_result
+from reach_adapters.router.faults import RETRIED
 from reach_adapters.router.hops import reset_current_reach, set_current_reach
 from reach_adapters.router.idempotency import IdempotencyStore, fingerprint
 from reach_adapters.router.matching import LexicalMatcher, Matcher
@@ -34,8 +35,6 @@ __all__ = ["Dispatcher", "Plan"]
 logger = logging.getLogger(__name__)
 
 _OK = ResultStatus.OK
-# Failures another agent may not share: the agent's own, or the router's lack of room.
-_RETRIED = frozenset({Fault.AGENT, Fault.ROUTER})
 
 
 def apply_caller_timeout(meta: MetaInfo) -> bool:
@@ -49,9 +48,21 @@ def apply_caller_timeout(meta: MetaInfo) -> bool:
     return meta.deadline is not None
 
 
-def _came_back(lineage: list[str], running: list[str]) -> bool:
-    """Whether a task with `lineage` descends from the run of it already going on here."""
-    return len(lineage) > len(running) and lineage[: len(running)] == running
+class _Run:
+    """One dispatch of a task here: the lineage it came with, and the agents it has gone to."""
+
+    __slots__ = ("lineage", "targets")
+
+    def __init__(self, lineage: list[str]) -> None:
+        self.lineage = lineage
+        self.targets: set[str] = set()
+
+    def sent_back(self, lineage: list[str]) -> bool:
+        """Whether the same task arriving with `lineage` went out through one of this run's
+        agents: its chain continues this run's, through a target of it. A retry of the task
+        through another path does not."""
+        n = len(self.lineage)
+        return len(lineage) > n and lineage[n] in self.targets and lineage[:n] == self.lineage
 
 
 class Dispatcher:
@@ -73,10 +84,9 @@ class Dispatcher:
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
         self.transient = policy.transient_types
         self.observers: list[ReachObserver] = []
-        # Task id → its meta, while it is dispatched here. The same task coming back deeper in its
-        # own chain (gateway A → B → A) is a loop, refused at once rather than left waiting on
-        # itself.
-        self._running: dict[str, MetaInfo] = {}
+        # Task id → its runs going on here. The same task coming back through one of them (gateway
+        # A → B → A) is a loop, refused at once rather than left waiting on itself.
+        self._running: dict[str, list[_Run]] = {}
 
     def reconfigure(self, policy: RoutingPolicy) -> None:
         self.policy = policy
@@ -92,19 +102,28 @@ class Dispatcher:
             self._on_dispatch()
         meta = message.meta_info
         token = set_current_reach(meta)
-        outer = self._running.setdefault(meta.task_id, meta)
+        task_id = meta.task_id
+        run = _Run(meta.lineage)
+        runs = self._running.get(task_id)
+        if runs is None:
+            self._running[task_id] = [run]
+        else:
+            runs.append(run)
         try:
             # Loops first: a task that came back must be refused, not wait on its own first run.
-            came_back = outer is not meta and _came_back(meta.lineage, outer.lineage)
+            came_back = runs is not None and any(other.sent_back(meta.lineage) for other in runs[:-1])
             if came_back or meta.depth > self.policy.max_depth:
                 return self._loop(message, came_back)
             tracer = active_tracer()
             if tracer is not None:
-                return await self._traced(message, tracer)
-            return await self._run(message, None)
+                return await self._traced(message, tracer, run)
+            return await self._run(message, None, run)
         finally:
-            if outer is meta:
-                del self._running[meta.task_id]
+            runs = self._running[task_id]
+            if len(runs) == 1:
+                del self._running[task_id]
+            else:
+                runs.remove(run)
             reset_current_reach(token)
 
     def plan(
@@ -112,12 +131,14 @@ class Dispatcher:
     ) -> Coroutine[Any, Any, Plan]:
         return self.planner.plan(message, record, strategy)
 
-    def _run(self, message: ReachMessage, tracer: Tracer | None) -> Coroutine[Any, Any, ReachResult]:
+    def _run(
+        self, message: ReachMessage, tracer: Tracer | None, run: _Run
+    ) -> Coroutine[Any, Any, ReachResult]:
         # Returns the coroutine rather than awaiting it: one frame less on every routed call.
         # Generated task ids are unique by construction; only ids the caller chose can repeat.
         if "task_id" in message.meta_info.__pydantic_fields_set__ and self.policy.dedupe_window_s:
-            return self._deduplicated(message, tracer)
-        return self._dispatch(message, tracer)
+            return self._deduplicated(message, tracer, run)
+        return self._dispatch(message, tracer, run)
 
     def _loop(self, message: ReachMessage, came_back: bool) -> ReachResult:
         meta = message.meta_info
@@ -136,7 +157,7 @@ class Dispatcher:
             message, self.record_for(message, None), refused, time.perf_counter(), "none", keep=not came_back
         )
 
-    async def _traced(self, message: ReachMessage, tracer: Tracer) -> ReachResult:
+    async def _traced(self, message: ReachMessage, tracer: Tracer, run: _Run) -> ReachResult:
         meta = message.meta_info
         attributes = {
             "reach.task_id": meta.task_id,
@@ -145,7 +166,7 @@ class Dispatcher:
             "reach.mode": message.routing_hint.mode,
         }
         with tracer.start_as_current_span("reach.dispatch", attributes=attributes) as span:
-            result = await self._run(message, tracer)
+            result = await self._run(message, tracer, run)
             span.set_attributes(
                 {
                     "reach.status": str(result.status),
@@ -159,9 +180,9 @@ class Dispatcher:
                 span.set_status(StatusCode.ERROR, f"{result.error_type}: {result.error}")
             return result
 
-    async def _deduplicated(self, message: ReachMessage, tracer: Tracer | None) -> ReachResult:
+    async def _deduplicated(self, message: ReachMessage, tracer: Tracer | None, run: _Run) -> ReachResult:
         meta = message.meta_info
-        request = fingerprint(message)
+        request = fingerprint(message, self.planner.directed_capability(message))
         while True:
             try:
                 future, first = self.dedupe.claim(meta.task_id, request)
@@ -183,7 +204,7 @@ class Dispatcher:
                 continue  # the first caller gave up before an answer: claim it again
             return earlier.model_copy(update={"served_by": "deduplicated"})
         try:
-            result = await self._dispatch(message, tracer)
+            result = await self._dispatch(message, tracer, run)
         except BaseException:
             self.dedupe.abandon(meta.task_id, future)
             raise
@@ -208,7 +229,7 @@ class Dispatcher:
     def strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
 
-    async def _dispatch(self, message: ReachMessage, tracer: Tracer | None) -> ReachResult:
+    async def _dispatch(self, message: ReachMessage, tracer: Tracer | None, run: _Run) -> ReachResult:
         start = time.perf_counter()
         meta = message.meta_info
         hint = message.routing_hint
@@ -245,13 +266,16 @@ class Dispatcher:
                     message, ResultStatus.INVALID, "PayloadValidationError", invalid, fault=Fault.CALLER
                 )
                 return self._finish(message, record, refused, start, "none", plan.queued_ms)
-            return await self._fall_back(message, record, missing, start, plan.queued_ms, caller_deadline)
+            return await self._fall_back(
+                message, record, missing, start, plan.queued_ms, caller_deadline, run
+            )
         deadline = meta.deadline or 0.0
         if hint.mode == "broadcast":
+            run.targets.update(slot.runtime.agent_id for slot in plan.slots)
             merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.transient)
             return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
         routed = time.perf_counter()
-        result, last = await self._attempts(message, record, plan, deadline, tracer)
+        result, last = await self._attempts(message, record, plan, deadline, tracer, run)
         if result.status is _OK:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
         fault = result.fault
@@ -260,11 +284,11 @@ class Dispatcher:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
         if fault is Fault.CALLER:
             return self._finish(message, record, result, start, "none", plan.queued_ms)
-        if not may_resend(result.status, result.error_type, last.capability.safe_to_repeat):
+        if not may_resend(result, last.capability.safe_to_repeat):
             # The work may have been done already; a fallback would do it a second time.
             record.note = record.note or "no fallback: the work may have started and is not safe to repeat"
             return self._finish(message, record, result, start, "none", plan.queued_ms)
-        return await self._fall_back(message, record, result, start, plan.queued_ms, caller_deadline)
+        return await self._fall_back(message, record, result, start, plan.queued_ms, caller_deadline, run)
 
     async def _attempts(
         self,
@@ -273,11 +297,13 @@ class Dispatcher:
         plan: Plan,
         deadline: float,
         tracer: Tracer | None,
+        run: _Run,
     ) -> tuple[ReachResult, Slot]:
         """Deliver to the best slot; on a transient failure retry on the next-best, with backoff.
 
         A task safe to repeat gives each attempt only a share of the time left while another
-        candidate could take over, so one hung replica cannot use up the whole deadline.
+        candidate could take over, so one hung replica cannot use up the whole deadline; never
+        less than twice the agent's usual latency, and only once that is known.
         Returns the last result and the slot that gave it.
         """
         policy = self.policy
@@ -289,6 +315,7 @@ class Dispatcher:
         slot = plan.slots[0]
         while True:
             tried.add(id(slot))
+            run.targets.add(slot.runtime.agent_id)
             ends = deadline
             if (
                 len(tried) < len(plan.slots)
@@ -297,7 +324,12 @@ class Dispatcher:
                 and slot.capability.safe_to_repeat
             ):
                 now = time.time()
-                ends = now + (deadline - now) * policy.attempt_timeout_share
+                share = (deadline - now) * policy.attempt_timeout_share
+                usual = slot.runtime.usual_ms
+                # Never cut an attempt below what the agent needs (twice its usual latency), nor
+                # one of an agent whose needs are not known yet.
+                if usual is not None and share * 1000.0 >= 2 * usual:
+                    ends = now + share
             if tracer is None:
                 result, elapsed_ms = await deliver(slot, message, ends, transient=self.transient)
             else:
@@ -316,10 +348,10 @@ class Dispatcher:
                     # A matched task served under another of its top matches.
                     amend(meta, {"capability": slot.capability.name})
                 return result, slot
-            if not result.retryable or result.fault not in _RETRIED:
+            if not result.retryable or result.fault not in RETRIED:
                 return result, slot
             cap = slot.capability
-            if not may_resend(result.status, result.error_type, cap.safe_to_repeat):
+            if not may_resend(result, cap.safe_to_repeat):
                 record.note = f"not re-sent: {cap.name!r} is not idempotent and the work may have started"
                 return result, slot
             if retries >= policy.max_retries:
@@ -359,6 +391,7 @@ class Dispatcher:
         start: float,
         queued_ms: float,
         caller_deadline: bool,
+        run: _Run,
     ) -> ReachResult:
         """Try the hint's fallback agents, then the policy's default agent, in that order."""
         meta = message.meta_info
@@ -392,6 +425,7 @@ class Dispatcher:
                     Exclusion(agent_id, f"{path} agent: the caller's deadline has passed")
                 )
                 break
+            run.targets.add(agent_id)
             outcome, elapsed_ms = await deliver(slot, message, meta.deadline or now, transient=self.transient)
             record.add_attempt(agent_id, outcome, elapsed_ms, path)
             if outcome.status is _OK:

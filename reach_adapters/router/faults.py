@@ -16,31 +16,35 @@ from collections.abc import Sequence
 from middleware import Fault, ReachResult, ResultStatus
 
 __all__ = [
+    "RETRIED",
     "TRANSIENT_STATUS_CODES",
     "Fault",
     "counts_against_agent",
     "fault_of_returned",
     "is_transient",
+    "never_started",
 ]
+
+# Failures another agent may not share, so worth trying elsewhere: the agent's own, or a lack of room.
+RETRIED = frozenset({Fault.AGENT, Fault.ROUTER})
 
 # HTTP statuses that say "try again, maybe elsewhere": rate limited, or a gateway in the way failed.
 TRANSIENT_STATUS_CODES = frozenset({429, 502, 503, 504})
 
-# Class names, anywhere in an exception's MRO, of the transport, timeout and rate-limit errors
-# of common HTTP clients (httpx, httpcore) and LLM provider SDKs (OpenAI, Anthropic, Mistral,
-# LiteLLM, Cohere...). Matched by name so the core depends on none of them.
-_TRANSIENT_NAMES = frozenset(
-    {
-        "TransportError",
-        "NetworkError",
-        "TimeoutException",
-        "APIConnectionError",
-        "APITimeoutError",
-        "RateLimitError",
-        "ServiceUnavailableError",
-        "OverloadedError",
-    }
+# Transport errors of the HTTP clients agents are built on, by (package, class name) anywhere in
+# the exception's MRO, so the core depends on neither; a bare name such as "TransportError" is
+# too common (elasticsearch-py calls its 404 that).
+_HTTP_TRANSPORT = frozenset(
+    {("httpx", "TransportError"), ("httpcore", "NetworkError"), ("httpcore", "TimeoutException")}
 )
+# The connection, timeout and rate-limit errors of LLM provider SDKs (OpenAI, Anthropic, Mistral,
+# LiteLLM, Cohere...), by class name: distinctive enough to need no package.
+_PROVIDER_TRANSIENT = frozenset(
+    {"APIConnectionError", "APITimeoutError", "RateLimitError", "ServiceUnavailableError", "OverloadedError"}
+)
+# Refusals that come before any work: nothing ran, so even work unsafe to repeat may go elsewhere.
+_REFUSED_NAMES = frozenset({"ConnectError", "ConnectTimeout", "RateLimitError", "OverloadedError"})
+_REFUSED_STATUS_CODES = frozenset({429, 503})
 _STATUS_ATTRIBUTES = ("status_code", "status", "code", "http_status")
 
 # What an agent's own error result means when the agent did not say whose fault it is.
@@ -86,9 +90,30 @@ def is_transient(exc: BaseException, extra: Sequence[type[BaseException]] = ()) 
         return True
     if getattr(exc, "retryable", False) is True:
         return True
-    if any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__):
-        return True
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _PROVIDER_TRANSIENT:
+            return True
+        if (cls.__module__.partition(".")[0], cls.__name__) in _HTTP_TRANSPORT:
+            return True
     return _status_code(exc) in TRANSIENT_STATUS_CODES
+
+
+def never_started(exc: BaseException) -> bool:
+    """Whether `exc` says the agent refused or never received the task, so no work can have run:
+    a refused connection (`ConnectionRefusedError`, a plain `ConnectionError` as code raises when
+    it cannot reach its backend, httpx's ``ConnectError``/``ConnectTimeout``), a rate limit or
+    overload (HTTP 429, 503), or an exception with ``delivered = False``.
+
+    Anything else raised after delivery (a reset or aborted connection, a read timeout) may come
+    after the work was done.
+    """
+    if getattr(exc, "delivered", None) is False or isinstance(exc, ConnectionRefusedError):
+        return True
+    if type(exc) is ConnectionError:
+        return True
+    if any(cls.__name__ in _REFUSED_NAMES for cls in type(exc).__mro__):
+        return True
+    return _status_code(exc) in _REFUSED_STATUS_CODES
 
 
 def _status_code(exc: BaseException) -> int | None:

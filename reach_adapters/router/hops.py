@@ -28,7 +28,7 @@ __all__ = [
 class Hop:
     """The routed call the current code runs inside, for nested calls to inherit from.
 
-    `slot` is set for a unary delivery, whose agent may `linger` past it.
+    `slot` is set while a unary delivery runs; its agent may `linger` past it.
     """
 
     meta: MetaInfo

@@ -62,19 +62,26 @@ class Fingerprint(NamedTuple):
         return out
 
 
-def fingerprint(message: ReachMessage) -> Fingerprint:
-    """The request's fingerprint; ids, deadlines, priority and lineage do not change what it asks."""
+def fingerprint(message: ReachMessage, capability: str | None = None) -> Fingerprint:
+    """The request's fingerprint; ids, deadlines, priority and lineage do not change what it asks.
+
+    `capability` is the one a directed call reaches when it names none (the agent's only one), so
+    naming it or not is the same request. No payload is the same as ``{}``, as an MCP hop sends it.
+    """
     meta = message.meta_info
     hint = message.routing_hint
+    capability = meta.capability or capability
     options = (
         meta.version,
         meta.namespace,
         hint.merge if hint.mode == "broadcast" else None,
         _digest(meta.attributes) if meta.attributes else None,
     )
-    # A task matched from its text is defined by that text.
-    payload = message.raw_payload if meta.capability is not None else [meta.text, message.raw_payload]
-    return Fingerprint(hint.mode, meta.capability, hint.target, options, _digest(payload))
+    payload = {} if message.raw_payload is None else message.raw_payload
+    if capability is None:
+        # A task matched from its text is defined by that text.
+        payload = [meta.text, payload]
+    return Fingerprint(hint.mode, capability, hint.target, options, _digest(payload))
 
 
 def _digest(value: object) -> bytes:

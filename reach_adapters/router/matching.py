@@ -17,8 +17,10 @@ from reach_adapters.router.capability import Capability
 
 __all__ = ["LexicalMatcher", "Matcher", "task_text", "tokens"]
 
-# ASCII words, or single CJK characters so that Chinese text matches without a segmenter.
-_TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
+# Words of letters and digits in any script, except Chinese and Japanese characters, which are
+# taken one at a time so that text written without spaces matches without a segmenter.
+_CJK = "\u3040-\u30ff\u3400-\u9fff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _PAYLOAD_TEXT_KEYS = ("text", "query", "question", "task", "input", "content")
 
 

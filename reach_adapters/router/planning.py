@@ -86,6 +86,16 @@ class Planner:
         record.candidates = [scored for _, scored in ranked]
         return Plan([slot for slot, _ in ranked], None, waited, forced)
 
+    def directed_capability(self, message: ReachMessage) -> str | None:
+        """The capability a directed call reaches: the one it names, else its agent's only one."""
+        meta = message.meta_info
+        if meta.capability is not None or message.routing_hint.mode != "directed":
+            return meta.capability
+        runtime = self.registry.get(message.routing_hint.target or "")
+        if runtime is None or len(runtime.slots) != 1:
+            return None
+        return runtime.slots[0].capability.name
+
     def invalid_payload(self, message: ReachMessage) -> str | None:
         """Why the payload fits no declaration of the requested capability, or None.
 
@@ -182,8 +192,9 @@ class Planner:
             return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER), False
         slot = slot_for(runtime.slots, meta.capability)
         if slot is None:
+            # The caller named both: no fallback agent may stand in for that mistake.
             error = f"agent {target} does not declare {meta.capability!r}; it declares {names}"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, Fault.ROUTER), False
+            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER), False
         amend(meta, {"capability": slot.capability.name})
         record.capability = slot.capability.name
         if meta.deadline is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from middleware import ResultStatus
+from middleware import ReachResult
 
 __all__ = ["RetryBudget", "backoff_s", "may_resend"]
 
@@ -17,20 +17,14 @@ def backoff_s(retry: int, base_ms: float, multiplier: float, jitter_ms: float) -
     return (base_ms * multiplier ** (retry - 1) + random.uniform(0.0, jitter_ms)) / 1000.0
 
 
-def may_resend(status: ResultStatus, error_type: str | None, safe: bool) -> bool:
-    """Whether a failed, retryable delivery can be sent again without risking double work.
+def may_resend(result: ReachResult, safe: bool) -> bool:
+    """Whether a failed task can be sent again without risking double work.
 
-    A timeout or a rejected output comes after the agent may have done the work; only capabilities
-    that are `safe` to repeat (idempotent or read-only) may see that task twice. Busy agents and
-    refused connections never started it.
+    Once an agent received it (``result.delivered``: a timeout, a reset connection, a rejected
+    output) it may have done the work, and only capabilities `safe` to repeat (idempotent or
+    read-only) may see it twice. Busy agents and refused connections never started it.
     """
-    if safe:
-        return True
-    return status is not ResultStatus.TIMEOUT and error_type not in _MAYBE_STARTED
-
-
-# Failures raised after the request may have reached the agent.
-_MAYBE_STARTED = frozenset({"ReachTimeoutError", "OutputValidationError", "TimeoutError"})
+    return safe or not result.delivered
 
 
 class RetryBudget:

@@ -110,6 +110,7 @@ class Router:
         agent's ``aclose()`` is called too, but only once those calls are done (in the background,
         for at most its longest capability timeout), so closing never cuts a call off.
         """
+        self._check_open()
         runtime = self._registry.get(agent_id)
         if runtime is None:
             msg = f"agent {agent_id} is not registered; see router.catalog() for the registered ids"
@@ -136,6 +137,7 @@ class Router:
         and the old agent is closed (``close=True``) once they are done. If the new agent's
         declaration is invalid, the old one stays registered and the error is raised.
         """
+        self._check_open()
         agent_id = getattr(agent, "agent_id", None)
         old = self._registry.get(agent_id) if isinstance(agent_id, str) else None
         if old is None:

@@ -71,14 +71,23 @@ class AgentRuntime:
     def health(self) -> float:
         return _STATE_HEALTH[self.state] * self.success_rate
 
+    @property
+    def usual_ms(self) -> float | None:
+        """How long its successful calls take (a moving average), None before the first one."""
+        return self.avg_ms if self.calls > self.failures else None
+
     def record(self, success: bool, elapsed_ms: float) -> bool:
-        """Count one outcome; return True when it opened the agent's circuit."""
+        """Count one outcome; return True when it opened the agent's circuit.
+
+        Only successes move the average latency: a hung agent's timeouts must not make its
+        usual latency look like the timeout.
+        """
         self.calls += 1
-        if not success:
+        if success:
+            first = self.calls - self.failures == 1
+            self.avg_ms = elapsed_ms if first else self.avg_ms + _LATENCY_ALPHA * (elapsed_ms - self.avg_ms)
+        else:
             self.failures += 1
-        self.avg_ms = (
-            elapsed_ms if self.calls == 1 else self.avg_ms + _LATENCY_ALPHA * (elapsed_ms - self.avg_ms)
-        )
         self.success_rate += _SUCCESS_ALPHA * ((1.0 if success else 0.0) - self.success_rate)
         return self.breaker.record(success, time.monotonic())
 

@@ -98,12 +98,13 @@ class LeastWaitStrategy:
     name = "least_wait"
 
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
-        known = [slot.runtime.avg_ms for slot in slots if slot.runtime.calls]
+        known = [usual for slot in slots if (usual := slot.runtime.usual_ms) is not None]
         assumed = sum(known) / len(known) if known else 1.0
         out: Ranked = []
         for slot in slots:
             runtime = slot.runtime
-            avg_ms = runtime.avg_ms if runtime.calls else assumed
+            usual = runtime.usual_ms
+            avg_ms = assumed if usual is None else usual
             wait_ms = slot.in_flight * avg_ms
             breakdown = {"queue": float(slot.in_flight), "avg_ms": avg_ms, "wait_ms": wait_ms}
             out.append((slot, Scored(runtime.agent_id, -wait_ms, breakdown)))

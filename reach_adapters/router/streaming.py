@@ -22,7 +22,7 @@ from reach_adapters.errors import (
 from reach_adapters.router.decisions import Attempt, DecisionRecord
 from reach_adapters.router.delivery import UNKNOWN_OUTCOME, AgentBusyError, deliver, input_problem
 from reach_adapters.router.dispatcher import Dispatcher, apply_caller_timeout
-from reach_adapters.router.faults import is_transient
+from reach_adapters.router.faults import RETRIED, is_transient, never_started
 from reach_adapters.router.hops import Hop, enter_hop, leave_hop
 from reach_adapters.router.retry import may_resend
 from reach_adapters.router.state import Slot
@@ -69,9 +69,9 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
                 raise_for_status(result)
             except ReachError as exc:
                 last_error = exc
-            safe = slot.capability.safe_to_repeat
-            retried = result.fault is Fault.AGENT or result.fault is Fault.ROUTER
-            if not (result.retryable and retried) or not may_resend(result.status, result.error_type, safe):
+            if not (result.retryable and result.fault in RETRIED):
+                break
+            if not may_resend(result, slot.capability.safe_to_repeat):
                 break
             continue
         invalid = input_problem(slot, message)
@@ -96,12 +96,12 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
                     failure.error_type,
                     str(error),
                     failure.fault,
-                    failure.fault is not Fault.CALLER,
+                    failure.delivered,
                 )
             )
             last_error = error
-            safe = slot.capability.safe_to_repeat
-            if started or not (failure.transient and may_resend(failure.status, failure.error_type, safe)):
+            resend = failure.transient and (slot.capability.safe_to_repeat or not failure.delivered)
+            if started or not resend:
                 _close(dispatcher, record, message, slot, failure.status, str(error))
                 raise error from failure.__cause__
             continue
@@ -120,7 +120,13 @@ class _StreamFailedError(Exception):
     """A stream that failed, with what the retry rules need to know about it."""
 
     def __init__(
-        self, error: ReachError, status: ResultStatus, error_type: str, transient: bool, fault: Fault
+        self,
+        error: ReachError,
+        status: ResultStatus,
+        error_type: str,
+        transient: bool,
+        fault: Fault,
+        delivered: bool = True,
     ) -> None:
         super().__init__(str(error))
         self.error = error
@@ -128,6 +134,7 @@ class _StreamFailedError(Exception):
         self.error_type = error_type
         self.transient = transient
         self.fault = fault
+        self.delivered = delivered
 
 
 async def _chunks(
@@ -168,12 +175,17 @@ async def _chunks(
             except InvalidMessageError as exc:
                 # The agent found the request malformed: the caller's to fix, not held against it.
                 raise _StreamFailedError(
-                    exc, ResultStatus.INVALID, type(exc).__name__, False, Fault.CALLER
+                    exc, ResultStatus.INVALID, type(exc).__name__, False, Fault.CALLER, delivered=False
                 ) from exc
             except AgentBusyError as exc:
                 msg = f"agent {agent_id} is busy: {exc}"
                 raise _StreamFailedError(
-                    AgentCallError(msg), ResultStatus.ERROR, type(exc).__name__, True, Fault.ROUTER
+                    AgentCallError(msg),
+                    ResultStatus.ERROR,
+                    type(exc).__name__,
+                    True,
+                    Fault.ROUTER,
+                    delivered=False,
                 ) from exc
             except Exception as exc:
                 success = False
@@ -184,6 +196,7 @@ async def _chunks(
                     type(exc).__name__,
                     is_transient(exc, transient),
                     Fault.AGENT,
+                    delivered=not never_started(exc),
                 )
                 raise failure from exc
             finally:

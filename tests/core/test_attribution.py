@@ -224,13 +224,45 @@ async def test_transient_failures_go_to_the_next_replica(exc: Exception) -> None
 async def test_the_policy_adds_transient_exception_types_by_import_path() -> None:
     async def run(policy: RoutingPolicy) -> ReachResult:
         router = Router(policy)
-        router.register(failing_agent("svc:work:01", Flaky("again"), weight=100))
-        router.register(echo_agent("svc:work:02", "work", weight=1))
+        router.register(failing_agent("svc:work:01", Flaky("again"), weight=100, read_only=True))
+        router.register(echo_agent("svc:work:02", "work", weight=1, read_only=True))
         return await router.route("work", {})
 
     assert not (await run(FAST)).ok
     assert (await run(FAST.model_copy(update={"transient_errors": (f"{__name__}:Flaky",)}))).ok
     assert (await run(RoutingPolicy(backoff_ms=0.0, transient_errors=[f"{__name__}:Flaky"]))).ok
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ConnectionResetError("reset by peer"),
+        httpx.ReadTimeout("no answer", request=httpx.Request("POST", "http://127.0.0.1:1/")),
+        TimeoutError("upstream took too long"),
+    ],
+    ids=["reset", "httpx-read-timeout", "timeout"],
+)
+async def test_work_that_may_have_started_is_not_sent_again_unless_safe(exc: Exception) -> None:
+    charged: list[str] = []
+
+    async def charge(payload: Any) -> Any:
+        charged.append("02")
+        return "charged"
+
+    for safe in (False, True):
+        charged.clear()
+        router = Router(FAST)
+        router.register(failing_agent("pay:charge:01", exc, "charge", weight=100, idempotent=safe))
+        router.register(
+            FunctionAgent(
+                charge, agent_id="pay:charge:02", capabilities=[Capability(name="charge", idempotent=safe)]
+            )
+        )
+        result = await router.route("charge", {})
+        assert result.delivered
+        assert (result.ok, charged) == ((True, ["02"]) if safe else (False, []))
+        if not safe:
+            assert "outcome is unknown" in (result.error or "")
 
 
 # -- unknown outcomes ------------------------------------------------------------------------

@@ -116,6 +116,11 @@ async def test_a_closed_router_refuses_calls_stops_probing_and_closes_agents_onc
             await call
     with pytest.raises(RouterClosedError):
         router.register(echo_agent("util:echo:02"))
+    with pytest.raises(RouterClosedError):
+        await router.deregister("util:closable:01", close=True)
+    with pytest.raises(RouterClosedError):
+        await router.replace(Closable())
+    assert agent.closed == 1
 
 
 async def test_calling_methods_are_coroutine_functions() -> None:

@@ -58,8 +58,10 @@ async def test_an_agent_with_one_capability_is_called_as_before() -> None:
 async def test_naming_a_capability_the_agent_lacks_lists_what_it_has() -> None:
     router = Router(FAST)
     router.register(two_faced())
+    router.update_policy(FAST.model_copy(update={"default_agent": "util:echo:01"}))
+    router.register(echo_agent("util:echo:01"))
     result = await router.send("text:tools:01", {}, capability="title")
-    assert result.status is ResultStatus.NO_CANDIDATE
+    assert (result.status, result.fault, result.served_by) == (ResultStatus.INVALID, Fault.CALLER, "none")
     assert "does not declare 'title'; it declares ['upper', 'lower']" in (result.error or "")
 
 

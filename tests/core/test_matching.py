@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from middleware import ReachMessage, ResultStatus
-from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
+from reach_adapters import Capability, FunctionAgent, InvalidDeclarationError, Router, RoutingPolicy
 from reach_adapters.router.matching import LexicalMatcher
 
 pytestmark = pytest.mark.timeout(20)
@@ -216,3 +216,30 @@ async def test_why_not_for_broadcasts_and_ties_reads_correctly() -> None:
     assert "tied with" in why
     assert "ties are broken at random" in why
     assert "below" not in why
+
+
+async def test_keywords_in_any_script_are_words() -> None:
+    weather = Capability(name="ru_weather", keywords=["погода"], strict_keywords=["погода"])
+    money = Capability(name="money", keywords=["rich"])
+    matcher = LexicalMatcher()
+    caps = {"ru_weather": weather, "money": money}
+    assert dict(await matcher.match("погода в Москве", caps))["ru_weather"] >= 0.75
+    assert dict(await matcher.match("weather forecast please", caps))["ru_weather"] == 0.0
+    assert dict(await matcher.match("flights to Zürich", caps))["money"] == 0.0
+
+
+def test_a_keyword_without_a_word_in_it_is_refused_at_declaration() -> None:
+    with pytest.raises(InvalidDeclarationError, match="could never match a word"):
+        Capability(name="shout", strict_keywords=["!!!"])
+
+
+async def test_why_not_under_the_rating_strategy_speaks_of_turns() -> None:
+    router = Router(RoutingPolicy(strategy="rating"))
+    for n in (1, 2):
+        router.register(agent(f"svc:twin:0{n}", name="twin"))
+    result = await router.route("twin", {})
+    other = "svc:twin:02" if result.agent_id == "svc:twin:01" else "svc:twin:01"
+    why = router.explain(result.task_id).why_not(other)
+    assert "gives agents turns" in why
+    assert "below" not in why
+    assert "tied" not in why

@@ -259,7 +259,9 @@ async def test_fallback_then_default_agent() -> None:
         raise RuntimeError("primary down")
 
     router = Router(FAST, default_agent="ops:human:01")
-    router.register(FunctionAgent(fail, agent_id="svc:main:01", capabilities=[Capability(name="handle")]))
+    # Safe to repeat: an agent that raised may have started the work, and only then may another redo it.
+    main = Capability(name="handle", idempotent=True)
+    router.register(FunctionAgent(fail, agent_id="svc:main:01", capabilities=[main]))
     router.register(echo_agent("svc:backup:01", capability="handle"))
     router.register(echo_agent("ops:human:01", capability="anything"))
     via_fallback = await router.send("svc:main:01", {}, fallback=["svc:backup:01"])

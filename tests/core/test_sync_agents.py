@@ -10,6 +10,7 @@ import pytest
 
 from middleware import Fault, ResultStatus
 from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters.router.hops import current_hop
 from tests.core.conftest import FAST, agent_info
 from tests.waiting import eventually
 
@@ -97,8 +98,6 @@ async def test_sync_agents_keep_the_callers_context() -> None:
     seen: list[str | None] = []
 
     def which(payload: Any) -> str:
-        from reach_adapters.router.hops import current_hop
-
         hop = current_hop()
         seen.append(hop.agent_id if hop else None)
         return "ok"
@@ -107,4 +106,28 @@ async def test_sync_agents_keep_the_callers_context() -> None:
     router.register(FunctionAgent(which, agent_id="svc:which:01", capabilities=[Capability(name="which")]))
     assert (await router.route("which", {})).ok
     assert seen == ["svc:which:01"]
+    await router.aclose()
+
+
+async def test_linger_after_the_call_ended_frees_nothing_twice() -> None:
+    later: list[asyncio.Task[None]] = []
+
+    async def job(payload: Any) -> str:
+        async def finish_later() -> None:
+            await asyncio.sleep(0.05)
+            hop = current_hop()
+            assert hop is not None
+            hop.linger()()
+
+        later.append(asyncio.create_task(finish_later()))
+        return "accepted"
+
+    router = Router(FAST)
+    router.register(
+        FunctionAgent(job, agent_id="svc:job:01", capabilities=[Capability(name="job", max_concurrency=1)])
+    )
+    assert (await router.route("job", {})).ok
+    await asyncio.gather(*later)
+    agent = agent_info(router, "svc:job:01")
+    assert (agent.in_flight, agent.stuck) == (0, 0)
     await router.aclose()

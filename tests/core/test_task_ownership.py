@@ -136,12 +136,75 @@ async def test_an_agent_reaching_its_own_type_is_refused_naming_the_chain() -> N
 
 
 async def test_depth_is_checked_before_a_duplicate_waits() -> None:
+    gate = Gate("svc:gate:01")
     router = Router(FAST.model_copy(update={"max_depth": 2}))
-    router.register(echo_agent("util:echo:01"))
-    deep = await router.route("echo", {}, task_id="deep", depth=3, lineage=["a:b:1", "c:d:1", "e:f:1"])
+    router.register(gate.agent)
+    first = asyncio.create_task(router.route("work", "a", task_id="deep", timeout_ms=5000))
+    while not gate.running:
+        await asyncio.sleep(0.01)
+    began = time.monotonic()
+    # The same task again, now too deep: refused at once, not left waiting for the first run.
+    deep = await router.route(
+        "work", "a", task_id="deep", depth=3, lineage=["a:b:1", "c:d:1", "e:f:1"], timeout_ms=5000
+    )
+    assert time.monotonic() - began < 1.0
     assert (deep.status, deep.error_type, deep.fault) == (
         ResultStatus.REJECTED,
         "LoopDetectedError",
         Fault.CALLER,
     )
     assert "depth 3 exceeds max_depth 2" in (deep.error or "")
+    gate.release.set()
+    assert (await first).ok
+
+
+async def test_a_loop_is_found_after_a_waiting_duplicate_takes_the_task_over() -> None:
+    router = Router(FAST)
+
+    async def forward(message: ReachMessage) -> Any:
+        await asyncio.sleep(0.3)
+        result = await router.route("relay", message.raw_payload, task_id=message.meta_info.task_id)
+        return result.model_dump(mode="json")
+
+    relay = Capability(name="relay", timeout_ms=4000)
+    router.register(FunctionAgent(forward, agent_id="svc:relay:01", capabilities=[relay]))
+    first = asyncio.create_task(router.route("relay", {"x": 1}, task_id="L1"))
+    await asyncio.sleep(0.05)
+    retry = asyncio.create_task(router.route("relay", {"x": 1}, task_id="L1"))
+    await asyncio.sleep(0.05)
+    first.cancel()
+    began = time.monotonic()
+    result = await retry
+    assert time.monotonic() - began < 2.0, "the run that took over waited on itself"
+    inner = result.payload
+    assert isinstance(inner, dict)
+    assert inner["error_type"] == "LoopDetectedError"
+
+
+async def test_the_same_request_through_another_path_is_a_duplicate_not_a_loop() -> None:
+    gate = Gate("svc:gate:01")
+    router = Router(FAST)
+    router.register(gate.agent)
+    first = asyncio.create_task(router.route("work", "a", task_id="order-42", timeout_ms=5000))
+    while not gate.running:
+        await asyncio.sleep(0.01)
+    # A client retry through another gateway arrives with that gateway's agent in its lineage.
+    again = asyncio.create_task(
+        router.route("work", "a", task_id="order-42", depth=1, lineage=["mcp:here:0"], timeout_ms=5000)
+    )
+    await asyncio.sleep(0.1)
+    assert not again.done()
+    gate.release.set()
+    results = await asyncio.gather(first, again)
+    assert [r.status for r in results] == [ResultStatus.OK, ResultStatus.OK]
+    assert results[1].served_by == "deduplicated"
+    assert gate.calls == {"a": 1}
+
+
+async def test_naming_a_directed_calls_only_capability_is_the_same_request() -> None:
+    router = Router(FAST)
+    router.register(echo_agent("util:echo:01"))
+    first = await router.send("util:echo:01", None, task_id="d-1")
+    again = await router.send("util:echo:01", {}, task_id="d-1", capability="echo")
+    assert again.served_by == "deduplicated"
+    assert again.payload == first.payload

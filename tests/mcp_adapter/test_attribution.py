@@ -120,3 +120,77 @@ async def test_a_task_looping_between_two_routers_is_refused_at_once(router: Rou
         for info in [*router.catalog(), *far_router.catalog()]:
             assert (info.breaker, info.failures) == (BreakerState.CLOSED, 0)
         assert (await router.route("ping", {}, namespace="near")).payload == "pong"
+
+
+async def test_a_retry_through_another_gateway_shares_the_first_run(router: Router) -> None:
+    runs: list[Any] = []
+
+    async def work(payload: Any) -> Any:
+        runs.append(payload)
+        await asyncio.sleep(0.5)
+        return {"done": payload}
+
+    router.register(FunctionAgent(work, agent_id="near:work:01", capabilities=[Capability(name="work")]))
+    async with Router() as gateway:
+        gateway.register(await MCPServerAgent.connect("near", server=RouterMCPServer(router).server))
+        first = asyncio.create_task(router.route("work", {"n": 1}, task_id="order-42", timeout_ms=10_000))
+        await asyncio.sleep(0.1)
+        # The client gave up waiting and retries through the other gateway, payload and all.
+        again = await gateway.route("work", {"n": 1}, task_id="order-42", timeout_ms=10_000)
+        assert (await first).ok
+    assert again.ok, again.error
+    assert again.payload == {"done": {"n": 1}}
+    assert runs == [{"n": 1}]
+
+
+async def test_no_payload_and_an_empty_one_are_the_same_request_across_a_hop(router: Router) -> None:
+    async def hello() -> str:
+        return "hello"
+
+    router.register(FunctionAgent(hello, agent_id="near:hello:01"))
+    async with Router() as gateway:
+        gateway.register(await MCPServerAgent.connect("near", server=RouterMCPServer(router).server))
+        first = await router.route("hello", None, task_id="h-1")
+        again = await gateway.route("hello", None, task_id="h-1")
+    assert (first.ok, again.ok) == (True, True), again.error
+
+
+async def test_a_far_routers_word_on_delivery_and_fault_carries_over(router: Router) -> None:
+    gate = asyncio.Event()
+
+    async def work(payload: Any) -> str:
+        await gate.wait()
+        return "done"
+
+    async def broken(payload: Any) -> str:
+        raise RuntimeError("bug far away")
+
+    async with Router(RoutingPolicy(max_waiting=0)) as far:
+        far.register(
+            FunctionAgent(
+                work, agent_id="far:work:01", capabilities=[Capability(name="work", max_concurrency=1)]
+            )
+        )
+        far.register(
+            FunctionAgent(broken, agent_id="far:broken:01", capabilities=[Capability(name="broken")])
+        )
+        router.register(await MCPServerAgent.connect("far", server=RouterMCPServer(far).server))
+        busy = asyncio.create_task(far.route("work", {}))
+        await asyncio.sleep(0.1)
+        refused = await router.route("work", {}, task_id="w-1")
+        # Far never delivered it: near says so too, and a repeat may try again.
+        assert (refused.status, refused.fault, refused.delivered) == (
+            ResultStatus.NO_CANDIDATE,
+            Fault.ROUTER,
+            False,
+        )
+        gate.set()
+        await busy
+        assert (await router.route("work", {}, task_id="w-1")).ok
+        for _ in range(3):
+            failed = await router.route("broken", {})
+            assert failed.fault is Fault.ROUTER
+        # Far's agent is quarantined there; the far gateway itself stays healthy here.
+        assert [i.breaker for i in far.catalog() if i.agent_id == "far:broken:01"] == [BreakerState.OPEN]
+        assert router.catalog()[0].breaker is BreakerState.CLOSED
+        assert (await router.route("work", {})).ok
