@@ -25,6 +25,7 @@ __all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "ok_result"]
 logger = logging.getLogger(__name__)
 
 CallStyle = Literal["kwargs", "payload", "message"]
+_NONE: frozenset[str] = frozenset()
 
 
 @runtime_checkable
@@ -94,7 +95,7 @@ class FunctionAgent:
             getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
         )
         self._style: CallStyle = call_style or _call_style(fn)
-        self._takes, self._requires = _keywords(fn)
+        self._takes, self._requires = _keywords(fn) if self._style == "kwargs" else (None, _NONE)
         if capabilities is None:
             capabilities = [_derive_capability(fn, self._style)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
@@ -193,7 +194,7 @@ def _keywords(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[
         return None, frozenset()
     named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in named)
-    return takes, frozenset(p.name for p in named if p.default is p.empty)
+    return takes, frozenset(p.name for p in named if p.default is p.empty) or _NONE
 
 
 def _call_style(fn: Callable[..., Any]) -> CallStyle:
