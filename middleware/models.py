@@ -58,6 +58,24 @@ class MetaInfo(_Model):
     lineage: list[str] = Field(
         default_factory=list, description="Agent ids of the enclosing routed calls, outermost first."
     )
+    configurable: dict[str, JsonValue] | None = Field(
+        None,
+        description=(
+            "Per-call settings of the agent's run, e.g. {'thread_id': 'alice'} for a conversation "
+            "kept per thread; LangChain agents get them in RunnableConfig['configurable']."
+        ),
+    )
+    resume: JsonValue = Field(
+        None,
+        description=(
+            "The answer to an agent that stopped for input (status input_required); sent on the "
+            "same thread, it continues where the agent stopped. Set only to resume."
+        ),
+    )
+    stream_mode: str | list[str] | None = Field(
+        None,
+        description="For streamed calls: what to stream, e.g. LangGraph's 'messages', 'updates' or 'values'.",
+    )
 
 
 class RoutingHint(_Model):
@@ -98,6 +116,8 @@ class ResultStatus(StrEnum):
     INVALID = "invalid"
     CANCELLED = "cancelled"
     PARTIAL = "partial"
+    # The agent stopped to ask for something (a human's answer): resume on the same thread.
+    INPUT_REQUIRED = "input_required"
 
 
 class Fault(StrEnum):

@@ -10,6 +10,7 @@ __all__ = [
     "AgentCallError",
     "DuplicateAgentError",
     "IdempotencyConflictError",
+    "InputRequiredError",
     "InvalidDeclarationError",
     "InvalidMessageError",
     "InvalidPolicyError",
@@ -75,6 +76,10 @@ class LoopDetectedError(ReachError):
     """A recursive reach went too deep or came back to an agent type already in its chain."""
 
 
+class InputRequiredError(ReachError):
+    """The agent stopped to ask for input; call it again on the same thread with ``resume=``."""
+
+
 class IdempotencyConflictError(ReachError):
     """A task id was reused for a different request within the idempotency window."""
 
@@ -91,6 +96,7 @@ _BY_STATUS: dict[str, type[ReachError]] = {
     "timeout": ReachTimeoutError,
     "no_candidate": NoCandidateError,
     "invalid": InvalidMessageError,
+    "input_required": InputRequiredError,
 }
 _BY_NAME: dict[str, type[ReachError]] = {
     cls.__name__: cls

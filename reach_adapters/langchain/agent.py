@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -10,14 +11,17 @@ from pydantic import JsonValue
 
 from middleware import Converter, ReachMessage, ReachResult
 from middleware.fast import amend
-from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.config import check_config, run_config
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
-from reach_adapters.langchain.derive import derive_capability
+from reach_adapters.langchain.derive import derive_capability, text_to_chat
+from reach_adapters.langchain.graphs import checkpointed, find_graph, resume_command
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
 
 __all__ = ["LangChainAgent"]
+
+logger = logging.getLogger(__name__)
 
 
 class LangChainAgent:
@@ -59,12 +63,24 @@ class LangChainAgent:
         self._converter: Converter[Any, Any] = converter
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
+        self._graph = find_graph(runnable)
+        # A checkpointed graph keeps one conversation per thread: every call must name its thread.
+        self._threaded = self._graph is not None and checkpointed(self._graph)
+        if self._threaded and not _thread_of(self._config):
+            logger.warning(
+                "agent %s is a LangGraph graph with a checkpointer: each call must name its "
+                "conversation with configurable={'thread_id': ...}, or it is refused",
+                agent_id,
+            )
         if capabilities is None:
             # The runnable's schemas describe its native shapes; only the default converter is
             # known to keep them, so a custom one gets an open declaration.
             schemas = isinstance(converter, LangChainConverter)
             capabilities = [derive_capability(runnable, agent_id, schemas=schemas)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
+        self._from_text = {
+            cap.name: shape for cap in self._capabilities if (shape := text_to_chat(cap.input_schema))
+        }
 
     @property
     def agent_id(self) -> str:
@@ -85,20 +101,66 @@ class LangChainAgent:
     def __repr__(self) -> str:
         return f"LangChainAgent({self._runnable.get_name()!r}, agent_id={self._agent_id!r})"
 
+    def adapt_payload(self, capability: str, payload: JsonValue) -> JsonValue:
+        """A plain text task for a chat-shaped capability becomes one user message."""
+        if type(payload) is str:
+            shape = self._from_text.get(capability)
+            if shape is not None:
+                return shape(payload)
+        return payload
+
+    def _input(self, message: ReachMessage, config: RunnableConfig) -> Any:
+        """The runnable's input for `message`: its payload, or the answer to an interrupt.
+
+        The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
+        """
+        meta = message.meta_info
+        if self._threaded and not _thread_of(config):
+            msg = (
+                f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
+                "call it with configurable={'thread_id': ...}"
+            )
+            raise InvalidMessageError(msg)
+        if "resume" not in meta.__pydantic_fields_set__:
+            return self._converter.from_middleware(message)
+        if not self._threaded:
+            msg = (
+                f"resume= answers a LangGraph graph stopped at interrupt() on its thread; agent "
+                f"{self._agent_id} is not a graph with a checkpointer, so there is nothing to resume"
+            )
+            raise InvalidMessageError(msg)
+        return resume_command(meta.resume)
+
     async def invoke(self, message: ReachMessage) -> ReachResult:
-        native = self._converter.from_middleware(message)
-        output = await self._runnable.ainvoke(native, run_config(self._config, message, self._agent_id))
+        config = run_config(self._config, message, self._agent_id)
+        output = await self._runnable.ainvoke(self._input(message, config), config)
         result = self._converter.result_to_middleware(output, message)
         amend(result, {"agent_id": self._agent_id})
         return result
 
     async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
-        """The runnable's `astream` chunks as JSON (a runnable that cannot stream yields once)."""
-        native = self._converter.from_middleware(message)
+        """The runnable's `astream` chunks as JSON (a runnable that cannot stream yields once).
+
+        A graph streams in the call's ``stream_mode`` (LangGraph's ``messages``, ``updates``,
+        ``values``, ``custom``, or a list of them), when it gives one.
+        """
         config = run_config(self._config, message, self._agent_id)
+        native = self._input(message, config)
+        mode = message.meta_info.stream_mode
+        options: dict[str, Any] = {}
+        if mode is not None:
+            if self._graph is None:
+                msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
+                raise InvalidMessageError(msg)
+            options["stream_mode"] = mode
         chunks = self._chunks
-        async for chunk in self._runnable.astream(native, config):
+        async for chunk in self._runnable.astream(native, config, **options):
             if chunks is not None:
                 yield chunks.chunk_to_middleware(chunk, message)
             else:
                 yield self._converter.result_to_middleware(chunk, message).payload
+
+
+def _thread_of(config: Mapping[str, Any]) -> bool:
+    configurable = config.get("configurable")
+    return isinstance(configurable, Mapping) and configurable.get("thread_id") not in (None, "")

@@ -79,7 +79,7 @@ def check_config(config: Mapping[str, Any] | None, agent_id: str) -> RunnableCon
 
 
 def run_config(base: RunnableConfig, message: ReachMessage, agent_id: str) -> RunnableConfig:
-    """`base` plus the task's ids in metadata, tags and run name."""
+    """`base` plus the task's ids in metadata, tags and run name, and the call's `configurable`."""
     meta = message.meta_info
     capability = meta.capability or ""
     config = base.copy()
@@ -97,6 +97,9 @@ def run_config(base: RunnableConfig, message: ReachMessage, agent_id: str) -> Ru
         f"reach:agent:{agent_id}",
     ]
     config.setdefault("run_name", f"{capability}@{agent_id}")
+    if meta.configurable:
+        # The caller's per-call settings (a thread id, say) over the agent's own.
+        config["configurable"] = {**base.get("configurable", {}), **meta.configurable}
     if base.get("callbacks") is not None:
         parent = var_child_runnable_config.get()
         if parent is not None and parent.get("callbacks") is not None:

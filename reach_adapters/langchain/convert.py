@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ensure_json, is_json
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.langchain.graphs import INTERRUPT_KEY, interrupts
 from reach_adapters.langchain.messages import (
     final_text,
     is_message_dict,
@@ -27,7 +28,7 @@ from reach_adapters.langchain.messages import (
     message_to_dict,
     run_messages,
 )
-from reach_adapters.router.agent import ok_result
+from reach_adapters.router.agent import input_required_result, ok_result
 
 __all__ = ["ChunkConverter", "LangChainConverter", "to_json"]
 
@@ -50,21 +51,21 @@ def to_json(value: Any, *, where: str) -> JsonValue:
     return ensure_json(_with_message_dicts(value), where=where)
 
 
-def _with_message_dicts(value: Any) -> Any:
+def _with_message_dicts(value: Any, streamed: bool = False) -> Any:
     kind = type(value)
     # Exact types first: this runs on every output, and isinstance on pydantic classes is slow.
     if kind in _LEAVES:
         return value
     if kind is dict:
-        return {key: _with_message_dicts(item) for key, item in value.items()}
+        return {key: _with_message_dicts(item, streamed) for key, item in value.items()}
     if kind is list:
-        return [_with_message_dicts(item) for item in value]
+        return [_with_message_dicts(item, streamed) for item in value]
     if isinstance(value, BaseMessage):
-        return _with_message_dicts(message_to_dict(value))
+        return _with_message_dicts(message_to_dict(value, streamed=streamed))
     if isinstance(value, dict):
-        return {key: _with_message_dicts(item) for key, item in value.items()}
+        return {key: _with_message_dicts(item, streamed) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_with_message_dicts(item) for item in value]
+        return [_with_message_dicts(item, streamed) for item in value]
     if isinstance(value, BaseModel):
         return _model_with_message_dicts(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -165,8 +166,24 @@ class LangChainConverter:
         return _from_json(message.raw_payload, single=False, where="payload")
 
     def result_to_middleware(self, native: Any, message: ReachMessage) -> ReachResult:
-        """An ok result for the runnable's output; raises `NotJsonSafeError` naming what has no JSON."""
+        """An ok result for the runnable's output; raises `NotJsonSafeError` naming what has no JSON.
+
+        A graph that stopped at ``interrupt()`` gives an ``input_required`` result instead: the
+        payload is what it asks (the interrupt's value, or a list of them).
+        """
         extra: dict[str, JsonValue] = {}
+        asked = interrupts(native)
+        if asked is not None:
+            values = [to_json(getattr(item, "value", item), where="interrupt") for item in asked]
+            extra["interrupts"] = [
+                {"id": str(getattr(item, "id", "")), "value": value}
+                for item, value in zip(asked, values, strict=True)
+            ]
+            state = {key: value for key, value in native.items() if key != INTERRUPT_KEY}
+            extra["output"] = to_json(state, where="output")
+            return input_required_result(
+                message, None, values[0] if len(values) == 1 else values, extra=extra
+            )
         if isinstance(native, str):
             payload: JsonValue = str.__str__(native)
         else:
@@ -196,7 +213,13 @@ class LangChainConverter:
         return _from_json(result.payload, single=False, where="payload")
 
     def chunk_to_middleware(self, chunk: Any, message: ReachMessage) -> JsonValue:
-        """A message chunk as its text (tokens), anything else as JSON."""
+        """A message chunk as its text (tokens), unless it carries part of a tool call: then the
+        chunk as a message dict with its ``tool_call_chunks``. Anything else as JSON, messages
+        inside included (a LangGraph ``stream_mode`` gives tuples and states)."""
         if isinstance(chunk, BaseMessage):
+            if getattr(chunk, "tool_call_chunks", None):
+                return to_json(message_to_dict(chunk, streamed=True), where="chunk")
             return str(chunk.text)
-        return to_json(chunk, where="chunk")
+        if is_json(chunk):
+            return chunk
+        return ensure_json(_with_message_dicts(chunk, streamed=True), where="chunk")

@@ -14,13 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import Runnable
+from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.langchain.graphs import find_graph, graph_schemas, unwrap
 from reach_adapters.langchain.messages import ROLES
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import parse_agent_id
 
-__all__ = ["MESSAGE_SCHEMA", "derive_capability", "with_message_schema"]
+__all__ = ["MESSAGE_SCHEMA", "derive_capability", "native_schemas", "text_to_chat", "with_message_schema"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +32,15 @@ MESSAGE_SCHEMA: dict[str, Any] = {
     "properties": {
         "role": {"enum": list(ROLES)},
         # OpenAI's assistant message with tool calls has "content": null; LangChain reads it as "".
-        "content": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "null"}]},
+        # Content blocks are text or objects; every array declares its items, as strict
+        # function-calling checks (OpenAI, Gemini) demand.
+        "content": {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object"}]}},
+                {"type": "null"},
+            ]
+        },
     },
     "required": ["role", "content"],
 }
@@ -55,6 +65,9 @@ _MESSAGE_DEFS = frozenset(
     }
 )
 _DEFS = "#/$defs/"
+# What LangChain's schemas say of a value of any type, and of an untyped synthetic root field.
+_ROOT = {"title": "Root"}
+_LOOSE: tuple[dict[str, Any], ...] = ({}, {"type": "object"})
 # Names every instance of a kind shares; a capability named so would merge unrelated agents.
 _GENERIC_NAMES = frozenset({"LangGraph"})
 
@@ -68,8 +81,9 @@ def derive_capability(runnable: Runnable[Any, Any], agent_id: str, *, schemas: b
     input_schema: dict[str, Any] = {}
     output_schema: dict[str, Any] | None = None
     if schemas:
-        input_schema = with_message_schema(_schema(runnable.get_input_jsonschema, agent_id, "input") or {})
-        output_schema = _output_schema(_schema(runnable.get_output_jsonschema, agent_id, "output"))
+        inputs, outputs = native_schemas(runnable, agent_id)
+        input_schema = with_message_schema(inputs or {})
+        output_schema = _output_schema(outputs)
     try:
         return Capability(
             name=name,
@@ -82,6 +96,41 @@ def derive_capability(runnable: Runnable[Any, Any], agent_id: str, *, schemas: b
             f"agent {agent_id}: cannot derive a capability from the runnable ({exc}); pass capabilities=[...]"
         )
         raise InvalidDeclarationError(msg) from None
+
+
+def native_schemas(
+    runnable: Runnable[Any, Any], agent_id: str
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The runnable's input and output JSON Schemas as it really takes and gives them.
+
+    A LangGraph graph's state keys are optional; LangChain's synthetic ``root`` field (of a
+    `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself.
+    """
+    graph = find_graph(runnable)
+    if graph is not None:
+        inputs, outputs = graph_schemas(graph)
+    else:
+        inputs = _schema(runnable.get_input_jsonschema, agent_id, "input")
+        outputs = _schema(runnable.get_output_jsonschema, agent_id, "output")
+    return _without_root(inputs), _without_root(outputs)
+
+
+def _without_root(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`schema` without LangChain's untyped ``root`` field: the whole value, not a key of it."""
+    properties = schema.get("properties") if schema else None
+    if schema is None or not isinstance(properties, dict) or properties.get("root") != _ROOT:
+        return schema
+    rest = {key: value for key, value in properties.items() if key != "root"}
+    if not rest:
+        # The input is the root value itself, of any type.
+        return {}
+    out = {**schema, "properties": rest}
+    required = [key for key in schema.get("required", []) if key != "root"]
+    if required:
+        out["required"] = required
+    else:
+        out.pop("required", None)
+    return out
 
 
 def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +160,21 @@ def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
+    """How a plain text task becomes the input of a chat agent with this input schema (a message
+    list, or a state with ``messages``), as one user message; None when it takes no such input."""
+    if schema.get("items") == MESSAGE_SCHEMA:
+        return lambda text: [{"role": "user", "content": text}]
+    messages = schema.get("properties", {}).get("messages")
+    if (
+        schema.get("type") == "object"
+        and isinstance(messages, dict)
+        and messages.get("items") == MESSAGE_SCHEMA
+    ):
+        return lambda text: {"messages": [{"role": "user", "content": text}]}
+    return None
+
+
 def _is_chat_schema(schema: dict[str, Any]) -> bool:
     """A schema (after `with_message_schema`) of a message, a message list, or a state with messages."""
     if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
@@ -120,11 +184,15 @@ def _is_chat_schema(schema: dict[str, Any]) -> bool:
 
 
 def _output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The schema of the *payload* the converter makes of the output, when it is known."""
+    """The schema of the *payload* the converter makes of the output, when it is known.
+
+    A loosely typed output (``dict``, ``Any``) may come back chat-shaped, and then the payload is
+    the answer's text: only a schema that says more than "an object" can describe the payload.
+    """
     if not schema:
         return None
     schema = with_message_schema(schema)
-    if not schema:
+    if schema in _LOOSE:
         return None
     if not _is_chat_schema(schema):
         return schema
@@ -188,19 +256,9 @@ def _name(runnable: Runnable[Any, Any], agent_id: str) -> str:
     return parse_agent_id(agent_id).type
 
 
-def _wrapped(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
-    """`runnable` and the runnables it wraps (`.with_retry()`, `.bind()`, `.map()`...), outermost first."""
-    chain = [runnable]
-    inner = getattr(runnable, "bound", None)
-    while isinstance(inner, Runnable):
-        chain.append(inner)
-        inner = getattr(inner, "bound", None)
-    return chain
-
-
 def _run_name(runnable: Runnable[Any, Any]) -> str | None:
     """The name `.with_config(run_name=...)` gave (a binding, or a graph, keeps it): an explicit name."""
-    for wrapper in _wrapped(runnable):
+    for wrapper in unwrap(runnable):
         config = getattr(wrapper, "config", None)
         name = config.get("run_name") if isinstance(config, dict) else None
         if isinstance(name, str) and name:
@@ -210,7 +268,7 @@ def _run_name(runnable: Runnable[Any, Any]) -> str | None:
 
 def _class_names(runnable: Runnable[Any, Any]) -> set[str]:
     # A binding reports the name of what it wraps, so a wrapped chain says "RunnableSequence".
-    return {type(wrapper).__name__ for wrapper in _wrapped(runnable)}
+    return {type(wrapper).__name__ for wrapper in unwrap(runnable)}
 
 
 def _valid_name(name: str) -> bool:
@@ -223,7 +281,7 @@ def _valid_name(name: str) -> bool:
 
 def _description(runnable: Runnable[Any, Any]) -> str:
     # Bindings (`.with_retry()`, `.with_config()`...) describe nothing themselves: look inside.
-    for wrapped in _wrapped(runnable):
+    for wrapped in unwrap(runnable):
         description = getattr(wrapped, "description", None)
         if isinstance(description, str) and description:
             return description

@@ -57,11 +57,14 @@ ROLES: tuple[str, ...] = (*_CLASSES, "developer")
 _KNOWN = frozenset(ROLES)
 # Streaming-only fields that mean nothing once a message is whole.
 _CHUNK_FIELDS: set[str] = {"type", "tool_call_chunks", "chunk_position"}
+# A streamed chunk keeps its partial tool calls: they are how a tool call streams.
+_STREAMED_FIELDS: set[str] = {"type", "chunk_position"}
 
 
-def message_to_dict(message: BaseMessage) -> dict[str, Any]:
-    """The role/content form of `message`, keeping every field that is set."""
-    fields = message.model_dump(exclude=_CHUNK_FIELDS)
+def message_to_dict(message: BaseMessage, *, streamed: bool = False) -> dict[str, Any]:
+    """The role/content form of `message`, keeping every field that is set (and, for a `streamed`
+    chunk, its ``tool_call_chunks``)."""
+    fields = message.model_dump(exclude=_STREAMED_FIELDS if streamed else _CHUNK_FIELDS)
     role = next((name for cls, name in _ROLES if isinstance(message, cls)), None)
     # ChatMessage carries its own free-form role; other kinds keep LangChain's type name.
     out: dict[str, Any] = {"type": message.type} if role is None else {"role": role}

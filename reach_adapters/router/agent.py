@@ -20,7 +20,7 @@ from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
 
-__all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "ok_result"]
+__all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "input_required_result", "ok_result"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,10 @@ class Agent(Protocol):
     """Anything that takes a task and returns a result.
 
     `invoke` may raise: the router turns exceptions into error results, so an agent never has to
-    guard itself to keep the router alive.
+    guard itself to keep the router alive. Optional methods the router uses when present:
+    ``attach(handle)``, ``async probe() -> bool``, ``astream(message)``, ``aclose()``, and
+    ``adapt_payload(capability, payload) -> payload``, which reads a payload of another shape
+    (a plain text for a chat agent) before it is checked against the input schema.
     """
 
     @property
@@ -54,6 +57,27 @@ def ok_result(
         "task_id": message.meta_info.task_id,
         "payload": payload,
         "agent_id": agent_id,
+        "delivered": True,
+        "timings": ZERO_TIMINGS,
+    }
+    if extra is not None:
+        values["extra"] = extra
+    return build_trusted(ReachResult, values)
+
+
+def input_required_result(
+    message: ReachMessage, agent_id: str | None, payload: Any, *, extra: dict[str, JsonValue] | None = None
+) -> ReachResult:
+    """The agent stopped to ask for input: `payload` says what it needs (a LangGraph interrupt's
+    value, an A2A ``input-required`` message). The caller answers with ``resume=`` on the same
+    thread. Not a failure: the agent worked, and nothing is retried or counted against it."""
+    values = {
+        "status": ResultStatus.INPUT_REQUIRED,
+        "task_id": message.meta_info.task_id,
+        "payload": payload,
+        "agent_id": agent_id,
+        "error_type": "InputRequired",
+        "error": "the agent needs input to go on: answer with resume=... on the same thread",
         "delivered": True,
         "timings": ZERO_TIMINGS,
     }

@@ -11,12 +11,18 @@ from middleware import Fault, NotJsonSafeError, ReachMessage, ReachResult, Resul
 from middleware.fast import ZERO_TIMINGS, amend, build_trusted
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router.deadlines import watchdog
-from reach_adapters.router.faults import counts_against_agent, fault_of_returned, is_transient, never_started
+from reach_adapters.router.faults import (
+    ANSWERED,
+    counts_against_agent,
+    fault_of_returned,
+    is_transient,
+    never_started,
+)
 from reach_adapters.router.hops import Hop, enter_hop, free_slot, leave_hop
 from reach_adapters.router.schemas import first_error
 from reach_adapters.router.state import Slot
 
-__all__ = ["UNKNOWN_OUTCOME", "AgentBusyError", "deliver", "error_result", "input_problem"]
+__all__ = ["UNKNOWN_OUTCOME", "AgentBusyError", "adapted", "deliver", "error_result", "input_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +119,17 @@ def _timed_out(message: ReachMessage, slot: Slot, budget_s: float) -> ReachResul
 UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
 
 
+def adapted(slot: Slot, message: ReachMessage) -> ReachMessage:
+    """`message` with its payload as the slot's agent reads it (`Agent.adapt_payload`: a plain
+    text for a chat agent), a copy when that changes it: the next candidate may read it otherwise."""
+    if slot.adapt is None:
+        return message
+    payload = slot.adapt(slot.capability.name, message.raw_payload)
+    if payload is message.raw_payload:
+        return message
+    return message.model_copy(update={"raw_payload": payload})
+
+
 def input_problem(slot: Slot, message: ReachMessage) -> str | None:
     """What is wrong with the payload for this slot's input schema, or None.
 
@@ -160,6 +177,8 @@ async def deliver(
             agent_id=agent_id,
         ), 0.0
     cap = slot.capability
+    if slot.adapt is not None:
+        message = adapted(slot, message)
     # Most capabilities take any object and most calls carry one: skip the check call then.
     problem = (
         input_problem(slot, message)
@@ -254,8 +273,9 @@ async def deliver(
             delivered=True,
         )
         status = ResultStatus.ERROR
-    if status is ResultStatus.OK or counts_against_agent(result):
-        if runtime.record(status is ResultStatus.OK, elapsed_ms):
+    answered = status in ANSWERED
+    if answered or counts_against_agent(result):
+        if runtime.record(answered, elapsed_ms):
             logger.warning(
                 "agent %s quarantined after %s (%s failures in a row)",
                 agent_id,
@@ -265,7 +285,7 @@ async def deliver(
     else:
         # Not the agent's doing (see `faults`): its health is untouched, a probe slot freed.
         runtime.breaker.probing = False
-    if status is not ResultStatus.OK and logger.isEnabledFor(logging.DEBUG):
+    if not answered and logger.isEnabledFor(logging.DEBUG):
         logger.debug(
             "task %s: agent %s ended %s (%s fault): %s: %s",
             message.meta_info.task_id,

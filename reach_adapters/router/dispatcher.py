@@ -16,7 +16,7 @@ from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord, Exclusion
 from reach_adapters.router.delivery import deliver, error_result
-from reach_adapters.router.faults import RETRIED
+from reach_adapters.router.faults import ANSWERED, RETRIED
 from reach_adapters.router.hops import reset_current_reach, set_current_reach
 from reach_adapters.router.idempotency import IdempotencyStore, fingerprint
 from reach_adapters.router.matching import LexicalMatcher, Matcher
@@ -33,8 +33,6 @@ from reach_adapters.router.tracing import active_tracer
 __all__ = ["Dispatcher", "Plan"]
 
 logger = logging.getLogger(__name__)
-
-_OK = ResultStatus.OK
 
 
 def apply_caller_timeout(meta: MetaInfo) -> bool:
@@ -276,7 +274,7 @@ class Dispatcher:
             return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
         routed = time.perf_counter()
         result, last = await self._attempts(message, record, plan, deadline, tracer, run)
-        if result.status is _OK:
+        if result.status in ANSWERED:
             return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
         fault = result.fault
         if fault is Fault.TASK:
@@ -343,7 +341,7 @@ class Dispatcher:
                         }
                     )
             record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
-            if result.status is _OK:
+            if result.status in ANSWERED:
                 if slot.capability.name != meta.capability:
                     # A matched task served under another of its top matches.
                     amend(meta, {"capability": slot.capability.name})
@@ -428,7 +426,7 @@ class Dispatcher:
             run.targets.add(agent_id)
             outcome, elapsed_ms = await deliver(slot, message, meta.deadline or now, transient=self.transient)
             record.add_attempt(agent_id, outcome, elapsed_ms, path)
-            if outcome.status is _OK:
+            if outcome.status in ANSWERED:
                 return self._finish(message, record, outcome, start, path, queued_ms)
             result = outcome
         return self._finish(message, record, result, start, "none", queued_ms)
@@ -475,7 +473,7 @@ class Dispatcher:
             amend(result, {"agent_id": attempts[-1].agent_id})
         record.status = result.status
         record.path = path
-        if result.status is _OK and not broadcast:
+        if result.status in ANSWERED and not broadcast:
             record.chosen = result.agent_id
         self.record_outcome(record, result, keep=keep)
         return result

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from middleware import Fault, ReachResult, ResultStatus
 
 __all__ = [
+    "ANSWERED",
     "RETRIED",
     "TRANSIENT_STATUS_CODES",
     "Fault",
@@ -27,6 +28,8 @@ __all__ = [
 
 # Failures another agent may not share, so worth trying elsewhere: the agent's own, or a lack of room.
 RETRIED = frozenset({Fault.AGENT, Fault.ROUTER})
+# Outcomes in which the agent answered: done, or stopped to ask for input. Neither is a failure.
+ANSWERED = frozenset({ResultStatus.OK, ResultStatus.INPUT_REQUIRED})
 
 # HTTP statuses that say "try again, maybe elsewhere": rate limited, or a gateway in the way failed.
 TRANSIENT_STATUS_CODES = frozenset({429, 502, 503, 504})
@@ -71,7 +74,7 @@ def fault_of_returned(result: ReachResult) -> Fault | None:
     design, such as "file not found"): the agent worked, the task could not be done. One it marks
     ``retryable`` ("another agent might succeed") is its own failure.
     """
-    if result.fault is not None or result.status is ResultStatus.OK:
+    if result.fault is not None or result.status in ANSWERED:
         return result.fault
     if result.retryable and result.status is ResultStatus.ERROR:
         return Fault.AGENT

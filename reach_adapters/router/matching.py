@@ -10,7 +10,7 @@ import math
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from middleware import ReachMessage
 from reach_adapters.router.capability import Capability
@@ -29,7 +29,8 @@ def tokens(text: str) -> list[str]:
 
 
 def task_text(message: ReachMessage) -> str | None:
-    """The text to match: ``meta_info.text``, a string payload, or a text-like payload field."""
+    """The text to match: ``meta_info.text``, a string payload, a text-like payload field, or the
+    last user message of a chat payload (``{"messages": [...]}``)."""
     if message.meta_info.text:
         return message.meta_info.text
     payload = message.raw_payload
@@ -40,6 +41,25 @@ def task_text(message: ReachMessage) -> str | None:
             value = payload.get(key)
             if isinstance(value, str) and value:
                 return value
+        messages = payload.get("messages")
+        if isinstance(messages, list):
+            return _last_user_text(messages)
+    return None
+
+
+def _last_user_text(messages: list[Any]) -> str | None:
+    """The text of the last user message of a chat payload (role/content dicts)."""
+    for item in reversed(messages):
+        if isinstance(item, dict) and item.get("role", item.get("type")) in ("user", "human"):
+            content = item.get("content")
+            if isinstance(content, str):
+                return content or None
+            if isinstance(content, list):
+                parts = [
+                    p if isinstance(p, str) else p.get("text") for p in content if isinstance(p, str | dict)
+                ]
+                return " ".join(part for part in parts if isinstance(part, str)) or None
+            return None
     return None
 
 

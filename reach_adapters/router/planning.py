@@ -111,7 +111,11 @@ class Planner:
             slots: tuple[Slot, ...] = () if found is None else (found,)
         else:
             slots = self.registry.candidates(meta.capability, meta.version, meta.namespace)
-        problems = [slot.input_problem(message.raw_payload) for slot in slots]
+        payload = message.raw_payload
+        problems = [
+            slot.input_problem(payload if slot.adapt is None else slot.adapt(slot.capability.name, payload))
+            for slot in slots
+        ]
         if not problems or None in problems:
             return None
         return problems[0]

@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from reach_adapters.router.agent import Agent
 from reach_adapters.router.breaker import Breaker
@@ -154,7 +156,8 @@ SATURATED = "saturated"
 class Slot:
     """One capability of one agent: the unit that selection ranks and limits.
 
-    The validators are looked up once here so each delivery reads a plain attribute.
+    The validators, and the agent's `adapt_payload` if it has one, are looked up once here so
+    each delivery reads a plain attribute.
     """
 
     runtime: AgentRuntime
@@ -163,6 +166,7 @@ class Slot:
     input_validator: CompiledSchema | None = None
     output_validator: CompiledSchema | None = None
     object_input: bool = False
+    adapt: Callable[[str, Any], Any] | None = None
     in_flight: int = 0
     swrr_current: float = 0.0
 
@@ -171,6 +175,8 @@ class Slot:
         self.input_validator = cap.input_validator if cap.checks_input else None
         self.output_validator = cap.output_validator
         self.object_input = cap.input_schema.get("type") == "object"
+        adapt = getattr(self.runtime.agent, "adapt_payload", None)
+        self.adapt = adapt if callable(adapt) else None
 
     @property
     def agent_id(self) -> str:

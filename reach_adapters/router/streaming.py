@@ -20,7 +20,7 @@ from reach_adapters.errors import (
     raise_for_status,
 )
 from reach_adapters.router.decisions import Attempt, DecisionRecord
-from reach_adapters.router.delivery import UNKNOWN_OUTCOME, AgentBusyError, deliver, input_problem
+from reach_adapters.router.delivery import UNKNOWN_OUTCOME, AgentBusyError, adapted, deliver, input_problem
 from reach_adapters.router.dispatcher import Dispatcher, apply_caller_timeout
 from reach_adapters.router.faults import RETRIED, is_transient, never_started
 from reach_adapters.router.hops import Hop, enter_hop, leave_hop
@@ -74,14 +74,15 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
             if not may_resend(result, slot.capability.safe_to_repeat):
                 break
             continue
-        invalid = input_problem(slot, message)
+        sent = adapted(slot, message)
+        invalid = input_problem(slot, sent)
         if invalid is not None:
             _close(dispatcher, record, message, None, ResultStatus.INVALID, invalid)
             raise PayloadValidationError(invalid)
         started = False
         began = time.perf_counter()
         try:
-            async for chunk in _chunks(slot, message, deadline, dispatcher.transient):
+            async for chunk in _chunks(slot, sent, deadline, dispatcher.transient):
                 started = True
                 yield chunk
         except _StreamFailedError as failure:

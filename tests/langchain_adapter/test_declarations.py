@@ -91,10 +91,8 @@ def test_a_state_graph_declares_its_state() -> None:
     assert set(cap.output_schema["properties"]) == {"question", "answer"}
 
 
-def test_a_runnable_that_cannot_describe_itself_is_left_open_with_a_warning(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    class Legacy(typing.TypedDict):  # pydantic cannot build a schema from this one on Python 3.11
+def test_a_graph_over_a_typing_typed_dict_is_described_all_the_same() -> None:
+    class Legacy(typing.TypedDict):  # pydantic refuses this class itself on Python 3.11
         question: str
 
     builder = StateGraph(Legacy)
@@ -102,12 +100,34 @@ def test_a_runnable_that_cannot_describe_itself_is_left_open_with_a_warning(
     builder.add_edge(START, "echo")
     builder.add_edge("echo", END)
 
+    (cap,) = LangChainAgent(builder.compile(), agent_id="qa:legacy:01").capabilities
+
+    assert cap.input_schema == {
+        "type": "object",
+        "properties": {"question": {"title": "Question", "type": "string"}},
+    }
+    assert cap.output_schema == cap.input_schema
+
+
+class Mute(RunnableLambda[Any, Any]):
+    """A runnable whose schemas cannot be built."""
+
+    def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        raise RuntimeError("no schema here")
+
+    def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        raise RuntimeError("no schema here")
+
+
+def test_a_runnable_that_cannot_describe_itself_is_left_open_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with caplog.at_level(logging.WARNING, logger="reach_adapters.langchain"):
-        (cap,) = LangChainAgent(builder.compile(), agent_id="qa:legacy:01").capabilities
+        (cap,) = LangChainAgent(Mute(lambda x: x), agent_id="qa:mute:01").capabilities
 
     assert cap.input_schema == {}
     assert cap.output_schema is None
-    assert "qa:legacy:01" in caplog.text
+    assert "qa:mute:01" in caplog.text
     assert "cannot describe its input" in caplog.text
 
 

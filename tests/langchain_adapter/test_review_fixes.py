@@ -257,16 +257,15 @@ def _review_graph() -> Runnable[Any, Any]:
     return builder.compile(checkpointer=InMemorySaver())
 
 
-async def test_an_interrupted_graph_pays_out_none_not_an_earlier_answer(router: Router) -> None:
+async def test_an_interrupted_graph_asks_for_input_not_an_earlier_answer(router: Router) -> None:
     config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
     router.register(LangChainAgent(_review_graph(), agent_id="support:refund:01", config=config))
 
     result = await router.route("refund", {"messages": HISTORY})
 
-    assert result.status is ResultStatus.OK, result.error  # None matches the derived schema
-    assert result.payload is None
+    assert result.status is ResultStatus.INPUT_REQUIRED, result.error
+    assert result.payload == "approve the refund?"  # what it asks, not an earlier turn's answer
     output: Any = result.extra["output"]  # the state, JSON: the whole output is kept
-    assert output["__interrupt__"][0]["value"] == "approve the refund?"
     assert [(m["role"], m["content"]) for m in output["messages"]] == TURNS
 
 

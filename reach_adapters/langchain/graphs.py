@@ -1,0 +1,155 @@
+"""What LangGraph graphs need beyond any runnable: optional state keys, threads, interrupts, nodes.
+
+LangGraph is not a dependency of the adapter: a graph is recognised by what it carries (a
+``builder`` with a ``state_schema``, as compiled `StateGraph`s and `create_agent` agents have),
+whatever bindings (`.with_config()`, `.with_retry()`) wrap it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables import Runnable
+from pydantic import ConfigDict, create_model
+
+__all__ = [
+    "INTERRUPT_KEY",
+    "checkpointed",
+    "find_graph",
+    "graph_description",
+    "graph_schemas",
+    "interrupts",
+    "resume_command",
+    "unwrap",
+]
+
+# The key under which a graph stopped at ``interrupt()`` reports its interrupts in its output.
+INTERRUPT_KEY = "__interrupt__"
+
+logger = logging.getLogger(__name__)
+
+# Input schemas LangChain generates for the state of its own agents: not the author's declaration.
+_GENERATED = "langchain.agents"
+
+
+def unwrap(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
+    """`runnable` and the runnables it wraps (`.with_retry()`, `.bind()`, `.map()`...), outermost first."""
+    chain = [runnable]
+    inner = getattr(runnable, "bound", None)
+    while isinstance(inner, Runnable):
+        chain.append(inner)
+        inner = getattr(inner, "bound", None)
+    return chain
+
+
+def find_graph(runnable: Runnable[Any, Any]) -> Any | None:
+    """The LangGraph graph `runnable` is, or wraps; None for any other runnable."""
+    for inner in unwrap(runnable):
+        if hasattr(getattr(inner, "builder", None), "state_schema"):
+            return inner
+    return None
+
+
+def checkpointed(graph: Any) -> bool:
+    """Whether the graph keeps its state per thread: it has a checkpointer of its own."""
+    saver = getattr(graph, "checkpointer", None)
+    return saver is not None and not isinstance(saver, bool)
+
+
+def resume_command(value: Any) -> Any:
+    """LangGraph's ``Command(resume=value)``: the input that continues a graph stopped at
+    ``interrupt()`` with `value` as the interrupt's answer."""
+    from langgraph.types import Command
+
+    return Command(resume=value)
+
+
+def interrupts(output: Any) -> list[Any] | None:
+    """The interrupts a graph's output reports when the run stopped for input, else None."""
+    if isinstance(output, dict):
+        found = output.get(INTERRUPT_KEY)
+        if found:
+            return list(found)
+    return None
+
+
+def graph_description(graph: Any) -> str:
+    """What a graph does, from what it shows: its agent's system prompt, else its steps."""
+    prompt = _system_prompt(graph)
+    if prompt:
+        return prompt
+    nodes = [name for name in getattr(graph, "nodes", {}) if not name.startswith("__")]
+    return f"A LangGraph graph with the steps {', '.join(nodes)}." if nodes else ""
+
+
+def _system_prompt(graph: Any) -> str | None:
+    """The system prompt of a `create_agent` agent, kept by its model node (best effort)."""
+    node = getattr(graph, "builder", None) and graph.builder.nodes.get("model")
+    runnable = getattr(node, "runnable", None)
+    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+    try:
+        message = inspect.getclosurevars(func).nonlocals.get("system_message") if callable(func) else None
+    except (TypeError, ValueError):
+        return None
+    text = getattr(message, "text", None)
+    return str(text) if text else None
+
+
+def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The input and output JSON Schemas of a graph as LangGraph treats them.
+
+    LangGraph writes only the state keys a caller gives and returns only those that hold a
+    value, so neither schema requires a key; except the keys of an input schema the graph's
+    author declared (``StateGraph(State, input_schema=Input)``), which stay as declared.
+    """
+    builder = graph.builder
+    state = builder.state_schema
+    declared_input = builder.input_schema is not state and not _generated(builder.input_schema)
+    inputs = _schema(graph.get_input_jsonschema, builder.input_schema, required=declared_input)
+    outputs = _schema(graph.get_output_jsonschema, builder.output_schema, required=False)
+    if inputs is not None and not declared_input:
+        inputs.pop("required", None)
+    if outputs is not None:
+        outputs.pop("required", None)
+    return inputs, outputs
+
+
+def _generated(schema: Any) -> bool:
+    return str(getattr(schema, "__module__", "")).startswith(_GENERATED)
+
+
+def _schema(getter: Callable[[], dict[str, Any]], state: Any, *, required: bool) -> dict[str, Any] | None:
+    try:
+        return getter()
+    except Exception:  # noqa: BLE001 - LangGraph cannot describe some states; build it here then
+        # A `typing.TypedDict` state before Python 3.12: pydantic refuses the class, not its keys.
+        return _typed_dict_schema(state, required=required)
+
+
+def _typed_dict_schema(state: Any, *, required: bool) -> dict[str, Any] | None:
+    """The JSON Schema of a TypedDict's keys, each described by pydantic on its own."""
+    try:
+        hints = typing.get_type_hints(state)
+    except Exception:  # noqa: BLE001 - no readable annotations: leave the schema open
+        return None
+    needed = getattr(state, "__required_keys__", frozenset(hints)) if required else frozenset()
+    fields: dict[str, Any] = {name: (hint, ... if name in needed else None) for name, hint in hints.items()}
+    try:
+        model = create_model(
+            getattr(state, "__name__", "State"),
+            __config__=ConfigDict(arbitrary_types_allowed=True),
+            **fields,
+        )
+        schema = model.model_json_schema()
+    except Exception as exc:  # noqa: BLE001 - a key pydantic cannot describe leaves it open
+        logger.debug("no JSON Schema for the graph state %r: %s", state, exc)
+        return None
+    for prop in schema.get("properties", {}).values():
+        # The None that marks a key optional here is no value a caller may send.
+        if prop.get("default", ...) is None:
+            del prop["default"]
+    return schema
