@@ -14,7 +14,13 @@ from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.config import check_config, run_config
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
-from reach_adapters.langchain.derive import derive_capability, text_to_chat
+from reach_adapters.langchain.derive import (
+    derive_capability,
+    message_fields,
+    native_schemas,
+    text_to_chat,
+    with_message_schema,
+)
 from reach_adapters.langchain.graphs import checkpointed, find_graph, resume_command
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
@@ -50,8 +56,14 @@ class LangChainAgent:
                 f"{type(runnable).__name__}; wrap plain functions in RunnableLambda or FunctionAgent"
             )
             raise InvalidDeclarationError(msg)
+        # The runnable's schemas describe its native shapes; only the default converter is known
+        # to keep them, so a custom one gets an open declaration.
+        native = None
+        if converter is None or (capabilities is None and isinstance(converter, LangChainConverter)):
+            native = native_schemas(runnable, agent_id)
         if converter is None:
-            converter = LangChainConverter()
+            fields = message_fields(with_message_schema(native[0] or {})) if native else None
+            converter = LangChainConverter(message_fields=fields)
         elif not isinstance(converter, Converter):
             msg = (
                 f"agent {agent_id}: converter {type(converter).__name__} lacks the Converter methods "
@@ -73,10 +85,7 @@ class LangChainAgent:
                 agent_id,
             )
         if capabilities is None:
-            # The runnable's schemas describe its native shapes; only the default converter is
-            # known to keep them, so a custom one gets an open declaration.
-            schemas = isinstance(converter, LangChainConverter)
-            capabilities = [derive_capability(runnable, agent_id, schemas=schemas)]
+            capabilities = [derive_capability(runnable, agent_id, native=native)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
         self._from_text = {
             cap.name: shape for cap in self._capabilities if (shape := text_to_chat(cap.input_schema))

@@ -150,7 +150,17 @@ def _from_json(value: JsonValue, *, single: bool, where: str) -> Any:
 
 
 class LangChainConverter:
-    """The default converter of `LangChainAgent`; subclass it to change one direction only."""
+    """The default converter of `LangChainAgent`; subclass it to change one direction only.
+
+    `message_fields` says where the runnable's input takes chat messages: ``""`` for the input
+    itself, else the names of top-level fields. Only there do role/content dicts become
+    messages, so a field the runnable declares as plain dicts gets plain dicts. None (the default
+    for a runnable whose input is not described): wherever a list of role/content dicts appears.
+    `LangChainAgent` sets it from the runnable's input schema.
+    """
+
+    def __init__(self, *, message_fields: frozenset[str] | None = None) -> None:
+        self.message_fields = message_fields
 
     def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
         """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
@@ -163,7 +173,18 @@ class LangChainConverter:
 
     def from_middleware(self, message: ReachMessage) -> Any:
         """The runnable's input: the payload, with role/content message lists as `BaseMessage`."""
-        return _from_json(message.raw_payload, single=False, where="payload")
+        fields = self.message_fields
+        payload = message.raw_payload
+        if fields is None:
+            return _from_json(payload, single=False, where="payload")
+        if "" in fields and is_message_list(payload):
+            return _from_json(payload, single=False, where="payload")
+        if fields and isinstance(payload, dict) and not fields.isdisjoint(payload):
+            return {
+                key: _from_json(item, single=False, where=f"payload.{key}") if key in fields else item
+                for key, item in payload.items()
+            }
+        return payload
 
     def result_to_middleware(self, native: Any, message: ReachMessage) -> ReachResult:
         """An ok result for the runnable's output; raises `NotJsonSafeError` naming what has no JSON.

@@ -13,16 +13,26 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.runnables import Runnable
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnableSequence
 from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.langchain.graphs import find_graph, graph_schemas, unwrap
+from reach_adapters.langchain.graphs import find_graph, graph_description, graph_schemas, unwrap
 from reach_adapters.langchain.messages import ROLES
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import parse_agent_id
 
-__all__ = ["MESSAGE_SCHEMA", "derive_capability", "native_schemas", "text_to_chat", "with_message_schema"]
+__all__ = [
+    "MESSAGE_SCHEMA",
+    "derive_capability",
+    "message_fields",
+    "native_schemas",
+    "text_to_chat",
+    "with_message_schema",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,16 +82,20 @@ _LOOSE: tuple[dict[str, Any], ...] = ({}, {"type": "object"})
 _GENERIC_NAMES = frozenset({"LangGraph"})
 
 
-def derive_capability(runnable: Runnable[Any, Any], agent_id: str, *, schemas: bool = True) -> Capability:
-    """One capability named after the runnable (else the agent id's type), with its schemas.
-
-    Without `schemas` the capability is open: for converters that change the native shapes.
-    """
+def derive_capability(
+    runnable: Runnable[Any, Any],
+    agent_id: str,
+    *,
+    native: tuple[dict[str, Any] | None, dict[str, Any] | None] | None,
+) -> Capability:
+    """One capability named after the runnable (else the agent id's type), with its `native`
+    schemas (`native_schemas`) as the payload's. Without them the capability is open: for
+    converters that change the native shapes."""
     name = _name(runnable, agent_id)
     input_schema: dict[str, Any] = {}
     output_schema: dict[str, Any] | None = None
-    if schemas:
-        inputs, outputs = native_schemas(runnable, agent_id)
+    if native is not None:
+        inputs, outputs = native
         input_schema = with_message_schema(inputs or {})
         output_schema = _output_schema(outputs)
     try:
@@ -173,6 +187,25 @@ def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
     ):
         return lambda text: {"messages": [{"role": "user", "content": text}]}
     return None
+
+
+def message_fields(schema: dict[str, Any]) -> frozenset[str] | None:
+    """Where an input schema (after `with_message_schema`) takes chat messages: ``""`` for the
+    input itself, else top-level field names; None when the schema does not say (any input)."""
+    if schema in _LOOSE:
+        return None
+    found = {""} if _takes_messages(schema) else set()
+    for name, field in schema.get("properties", {}).items():
+        if isinstance(field, dict) and _takes_messages(field):
+            found.add(name)
+    return frozenset(found)
+
+
+def _takes_messages(schema: dict[str, Any]) -> bool:
+    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
+        return True
+    options = schema.get("anyOf") or schema.get("oneOf") or []
+    return any(isinstance(option, dict) and _takes_messages(option) for option in options)
 
 
 def _is_chat_schema(schema: dict[str, Any]) -> bool:
@@ -280,8 +313,10 @@ def _valid_name(name: str) -> bool:
 
 
 def _description(runnable: Runnable[Any, Any]) -> str:
+    """What the runnable does, for matchers and models: its own words, else what it is made of."""
+    layers = unwrap(runnable)
     # Bindings (`.with_retry()`, `.with_config()`...) describe nothing themselves: look inside.
-    for wrapped in unwrap(runnable):
+    for wrapped in layers:
         description = getattr(wrapped, "description", None)
         if isinstance(description, str) and description:
             return description
@@ -290,4 +325,38 @@ def _description(runnable: Runnable[Any, Any]) -> str:
         doc = inspect.getdoc(func) if callable(func) else None
         if doc:
             return doc
+    inner = layers[-1]
+    graph = find_graph(inner)
+    if graph is not None:
+        return graph_description(graph)
+    return _kind_description(inner)
+
+
+def _kind_description(runnable: Runnable[Any, Any]) -> str:
+    """A description from the kind of runnable: a chat model, a retriever, a prompt, a chain."""
+    if isinstance(runnable, BaseChatModel):
+        model = getattr(runnable, "model_name", None) or getattr(runnable, "model", None)
+        named = f" {model}" if isinstance(model, str) and model else ""
+        kind = runnable._llm_type
+        return f"A chat model ({kind}{named}): answers a conversation, given its messages or a text."
+    if isinstance(runnable, BaseRetriever):
+        return f"Finds the documents relevant to a query ({type(runnable).__name__})."
+    if isinstance(runnable, ChatPromptTemplate):
+        return _system_text(runnable) or ""
+    steps = getattr(runnable, "steps", None)
+    if isinstance(runnable, RunnableSequence) and isinstance(steps, list):
+        prompt = next((step for step in steps if isinstance(step, ChatPromptTemplate)), None)
+        said = _system_text(prompt) if prompt is not None else None
+        chain = " → ".join(step.get_name() for step in steps)
+        return f"{said} (a chain: {chain})" if said else f"A chain: {chain}."
     return ""
+
+
+def _system_text(prompt: ChatPromptTemplate) -> str | None:
+    """The system message of a chat prompt, as written (its variables left in braces)."""
+    for message in prompt.messages:
+        if isinstance(message, SystemMessagePromptTemplate):
+            template = getattr(message.prompt, "template", None)
+            if isinstance(template, str) and template:
+                return template
+    return None

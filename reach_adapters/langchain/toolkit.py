@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import fnmatch
+import logging
 import re
 from collections.abc import Collection
 from typing import Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.router import Router
 
 __all__ = ["ReachToolkit"]
+
+logger = logging.getLogger(__name__)
 
 # What every common model provider accepts as a tool name: OpenAI's characters and length, and a
 # first character Gemini accepts (it refuses a leading digit, which OpenAI allows).
@@ -26,9 +32,14 @@ class ReachToolkit(BaseToolkit):
     """One tool per reachable capability, plus ``reach_agent`` to call any capability or agent id.
 
     Tools are built from the router's catalog each time `get_tools` is called, so agents
-    registered later appear then. ``handle_tool_error`` (default True) makes routing failures
-    come back to the model as error tool messages it can act on; set it False to have the
-    `ToolException` raised instead.
+    registered later appear then; a tool keeps its name for the toolkit's life, so one registered
+    later never takes over an existing tool's name. ``handle_tool_error`` (default True) makes
+    routing failures come back to the model as error tool messages it can act on (with the
+    `ReachResult` as artifact); set it False to have the `ToolException` raised instead.
+
+    To give an agent only what concerns it: ``capabilities`` (name globs such as ``"orders_*"``),
+    ``namespace`` (only agents of that namespace are offered, and reached), ``max_tools`` (at
+    most that many capability tools, by name; the rest stay reachable through ``reach_agent``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -36,6 +47,11 @@ class ReachToolkit(BaseToolkit):
     router: Router
     handle_tool_error: bool = True
     include_generic: bool = True
+    capabilities: list[str] | None = None
+    namespace: str | None = Field(None, min_length=1)
+    max_tools: int | None = Field(None, ge=0)
+
+    _names: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def __init__(self, router: Router, /, **data: Any) -> None:
         if not isinstance(router, Router):
@@ -48,31 +64,90 @@ class ReachToolkit(BaseToolkit):
             raise InvalidDeclarationError(msg) from None
 
     def get_tools(self) -> list[BaseTool]:
-        reachable = self.router.reachable()
+        offered = self._offered()
         tools: list[BaseTool] = []
         if self.include_generic:
             tools.append(
-                ReachAnyTool.build(self.router, sorted(reachable), handle_tool_error=self.handle_tool_error)
+                ReachAnyTool.build(
+                    self.router,
+                    sorted(offered),
+                    handle_tool_error=self.handle_tool_error,
+                    allowed=self._refusal if self._filtered else None,
+                )
             )
-        names = _tool_names(reachable, reserved={GENERIC_TOOL_NAME} if self.include_generic else set())
-        for name, capability in sorted(reachable.items()):
+        shown = sorted(offered)
+        if self.max_tools is not None and len(shown) > self.max_tools:
+            logger.info(
+                "ReachToolkit offers %d of %d capability tools (max_tools); the rest via %s",
+                self.max_tools,
+                len(shown),
+                GENERIC_TOOL_NAME,
+            )
+            shown = shown[: self.max_tools]
+        names = self._tool_names(shown)
+        for name in shown:
             tools.append(
                 CapabilityTool.build(
-                    self.router, capability, name=names[name], handle_tool_error=self.handle_tool_error
+                    self.router,
+                    offered[name],
+                    name=names[name],
+                    handle_tool_error=self.handle_tool_error,
+                    namespace=self.namespace,
                 )
             )
         return tools
 
+    @property
+    def _filtered(self) -> bool:
+        return self.capabilities is not None or self.namespace is not None
 
-def _tool_names(capabilities: Collection[str], *, reserved: set[str]) -> dict[str, str]:
-    """A tool name for each capability, safe for model providers and unique among the toolkit's tools.
+    def _offered(self) -> dict[str, Capability]:
+        reachable = self.router.reachable()
+        if self.namespace is not None:
+            declared = {
+                cap.name
+                for info in self.router.catalog()
+                if parse_agent_id(info.agent_id).namespace == self.namespace
+                for cap in info.capabilities
+            }
+            reachable = {name: cap for name, cap in reachable.items() if name in declared}
+        return {name: cap for name, cap in reachable.items() if self._matches(name)}
 
-    A capability whose name is already safe keeps it, whatever else is registered; other names are
-    made safe and, where that makes them meet a name already taken, numbered among themselves. So
-    registering an agent never renames the tool of a capability with a safe name.
+    def _matches(self, capability: str) -> bool:
+        globs = self.capabilities
+        return globs is None or any(fnmatch.fnmatchcase(capability, glob) for glob in globs)
+
+    def _refusal(self, target: str, capability: str | None) -> str | None:
+        """Why ``reach_agent`` may not reach `target` under this toolkit's filters, or None."""
+        if ":" not in target:
+            return (
+                None if target in self._offered() else "it is not one of the capabilities this toolkit offers"
+            )
+        if self.namespace is not None and parse_agent_id(target).namespace != self.namespace:
+            return f"only agents of namespace {self.namespace!r} are offered"
+        if capability is not None and not self._matches(capability):
+            return f"capability {capability!r} is not one this toolkit offers"
+        return None
+
+    def _tool_names(self, capabilities: list[str]) -> dict[str, str]:
+        """Names for the tools of `capabilities`; a name once given stays, whatever registers later."""
+        names = self._names
+        reserved = {GENERIC_TOOL_NAME} if self.include_generic else set()
+        fresh = [name for name in capabilities if name not in names]
+        if fresh:
+            names.update(_safe_names(fresh, taken=reserved | set(names.values())))
+        return {name: names[name] for name in capabilities}
+
+
+def _safe_names(capabilities: Collection[str], *, taken: set[str]) -> dict[str, str]:
+    """A tool name for each capability, safe for model providers and unique among `taken` and
+    each other.
+
+    A capability whose name is already safe and free keeps it; other names are made safe and,
+    where that makes them meet a name already taken, numbered among themselves.
     """
-    owned = {name for name in capabilities if _SAFE.fullmatch(name) and name not in reserved}
-    taken = reserved | owned
+    owned = {name for name in capabilities if _SAFE.fullmatch(name) and name not in taken}
+    taken = taken | owned
     names = {name: name for name in owned}
     for capability in sorted(set(capabilities) - owned):
         names[capability] = tool_name = _unique(_safe(capability), taken)

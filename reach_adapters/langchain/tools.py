@@ -2,7 +2,8 @@
 
 Each tool checks its arguments against the schema before routing (LangChain does not check dict
 schemas), answers with text for the model and the whole `ReachResult` as artifact, and turns any
-routing failure into a `ToolException`, which an agent sees as an error it can recover from.
+routing failure into a `ToolException`, which an agent sees as an error it can recover from; the
+`ReachResult` of a failed call is kept as the error message's artifact too.
 """
 
 from __future__ import annotations
@@ -10,18 +11,24 @@ from __future__ import annotations
 import json
 import logging
 from abc import abstractmethod
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import Field, JsonValue, PrivateAttr
 
-from middleware import ReachResult
+from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import compiled_validator, first_error, schema_key, wrap_input
 
-__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool"]
+__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,16 +53,59 @@ _GENERIC_SCHEMA: dict[str, Any] = {
                 "the agent declares several."
             ),
         },
+        "resume": {
+            "description": (
+                "The answer to an agent that said it needs input: send it to the same agent id "
+                "(target), and it goes on where it stopped."
+            ),
+        },
     },
     "required": ["target"],
 }
 
 _GENERIC_KEY = schema_key(_GENERIC_SCHEMA)
 
-# route or send, the capability or agent id, the payload, and for send the capability to call.
-Request = tuple[Literal["route", "send"], str, JsonValue, str | None]
 # How many capability names the generic tool lists in its description.
 _LISTED = 50
+
+# The results of the failed calls of the tool call running now, for the error message's artifact.
+_FAILED: ContextVar[list[ReachResult] | None] = ContextVar("agent_reach_failed_calls", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedCall:
+    """What one tool call asks of the router."""
+
+    mode: Literal["route", "send"]
+    target: str
+    payload: JsonValue
+    capability: str | None = None
+    resume: JsonValue = None
+    resumes: bool = False
+    namespace: str | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The call options: the capability of a directed call, the answer it resumes with, and
+        the thread of the agent run that called the tool, so a checkpointed agent keeps one
+        conversation per calling thread."""
+        options: dict[str, Any] = {}
+        if self.capability is not None:
+            options["capability"] = self.capability
+        if self.resumes:
+            options["resume"] = self.resume
+        if self.namespace is not None:
+            options["namespace"] = self.namespace
+        thread = _calling_thread()
+        if thread is not None:
+            options["configurable"] = {"thread_id": thread}
+        return options
+
+
+def _calling_thread() -> str | None:
+    config = var_child_runnable_config.get()
+    configurable = config.get("configurable") if config else None
+    thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+    return thread if isinstance(thread, str) and thread else None
 
 
 class ReachTool(BaseTool):
@@ -68,9 +118,8 @@ class ReachTool(BaseTool):
     _schema_key: str | None = PrivateAttr(None)
 
     @abstractmethod
-    def _request(self, arguments: dict[str, Any]) -> Request:
-        """What to call: route or send, the capability or agent id, the payload, the capability
-        of a directed call."""
+    def _request(self, arguments: dict[str, Any]) -> RoutedCall:
+        """What to call, checked."""
 
     def _check(self, arguments: Any) -> None:
         if self._schema_key is None:
@@ -83,18 +132,46 @@ class ReachTool(BaseTool):
             )
             raise ToolException(msg)
 
+    def invoke(
+        self,
+        input: str | dict[str, Any] | ToolCall,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        failed: list[ReachResult] = []
+        token = _FAILED.set(failed)
+        try:
+            output = super().invoke(input, config, **kwargs)
+        finally:
+            _FAILED.reset(token)
+        return _with_artifact(output, failed)
+
+    async def ainvoke(
+        self,
+        input: str | dict[str, Any] | ToolCall,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        failed: list[ReachResult] = []
+        token = _FAILED.set(failed)
+        try:
+            output = await super().ainvoke(input, config, **kwargs)
+        finally:
+            _FAILED.reset(token)
+        return _with_artifact(output, failed)
+
     # LangChain refuses string input for dict schemas, so arguments always arrive by name. `self`
     # is positional-only so that any name, `self` included, can be an argument; and neither method
     # declares `run_manager` or a `RunnableConfig`, which LangChain would pass in place of the
     # model's arguments of those names.
     def _run(self, /, **arguments: Any) -> tuple[str, ReachResult]:
-        mode, name, payload, capability = self._request(arguments)
+        call = self._request(arguments)
         router = self.router
         try:
-            if mode == "send":
-                result = router.send_sync(name, payload, capability=capability)
+            if call.mode == "send":
+                result = router.send_sync(call.target, call.payload, **call.options())
             else:
-                result = router.route_sync(name, payload)
+                result = router.route_sync(call.target, call.payload, **call.options())
         except SyncCallError:
             raise
         except ReachError as exc:
@@ -102,19 +179,30 @@ class ReachTool(BaseTool):
         return self._answer(result)
 
     async def _arun(self, /, **arguments: Any) -> tuple[str, ReachResult]:
-        mode, name, payload, capability = self._request(arguments)
+        call = self._request(arguments)
         router = self.router
         try:
-            if mode == "send":
-                result = await router.send(name, payload, capability=capability)
+            if call.mode == "send":
+                result = await router.send(call.target, call.payload, **call.options())
             else:
-                result = await router.route(name, payload)
+                result = await router.route(call.target, call.payload, **call.options())
         except ReachError as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
         return self._answer(result)
 
     def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
+        if result.status is ResultStatus.INPUT_REQUIRED:
+            # Not a failure: tell the model what the agent asks, and how to answer it.
+            asked = result.payload if isinstance(result.payload, str) else json.dumps(result.payload)
+            text = (
+                f"{result.agent_id} needs input before it can go on: {asked}. Get the answer, then call "
+                f"{GENERIC_TOOL_NAME} with target {result.agent_id!r} and the answer as resume."
+            )
+            return text, result
         if not result.ok:
+            failed = _FAILED.get()
+            if failed is not None:
+                failed.append(result)
             raise self._failure(
                 f"{result.status}: {result.error_type}: {result.error} (task {result.task_id})"
             )
@@ -127,6 +215,13 @@ class ReachTool(BaseTool):
         return ToolException(f"{self.name} failed: {reason}")
 
 
+def _with_artifact(output: Any, failed: list[ReachResult]) -> Any:
+    """The error message of a failed call, with the call's `ReachResult` as its artifact."""
+    if failed and isinstance(output, ToolMessage) and output.status == "error" and output.artifact is None:
+        output.artifact = failed[-1]
+    return output
+
+
 class CapabilityTool(ReachTool):
     """Reaches the best agent for one capability; its arguments are the capability's input.
 
@@ -136,10 +231,17 @@ class CapabilityTool(ReachTool):
 
     capability: Capability = Field(exclude=True)
     wrapped: bool = False
+    namespace: str | None = None
 
     @classmethod
     def build(
-        cls, router: Router, capability: Capability, *, name: str, handle_tool_error: bool
+        cls,
+        router: Router,
+        capability: Capability,
+        *,
+        name: str,
+        handle_tool_error: bool,
+        namespace: str | None = None,
     ) -> CapabilityTool:
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
@@ -152,22 +254,35 @@ class CapabilityTool(ReachTool):
             description=capability.description or f"Reach an agent that can do '{capability.name}'.",
             args_schema=args_schema,
             handle_tool_error=handle_tool_error,
+            namespace=namespace,
         )
         if wrapped or capability.checks_input:
             tool._schema_key = schema_key(args_schema)
         return tool
 
-    def _request(self, arguments: dict[str, Any]) -> Request:
+    def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         self._check(arguments)
         payload: JsonValue = arguments.get("input") if self.wrapped else arguments
-        return "route", self.capability.name, payload, None
+        return RoutedCall("route", self.capability.name, payload, namespace=self.namespace)
 
 
 class ReachAnyTool(ReachTool):
-    """Reaches any agent: by capability name (best agent) or by agent id (that agent)."""
+    """Reaches any agent: by capability name (best agent) or by agent id (that agent).
+
+    `allowed` narrows what it may reach to what the toolkit offers (its filters).
+    """
+
+    allowed: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
 
     @classmethod
-    def build(cls, router: Router, capability_names: list[str], *, handle_tool_error: bool) -> ReachAnyTool:
+    def build(
+        cls,
+        router: Router,
+        capability_names: list[str],
+        *,
+        handle_tool_error: bool,
+        allowed: Callable[[str, str | None], str | None] | None = None,
+    ) -> ReachAnyTool:
         shown = ", ".join(capability_names[:_LISTED]) + (" ..." if len(capability_names) > _LISTED else "")
         tool = cls(
             router=router,
@@ -180,14 +295,16 @@ class ReachAnyTool(ReachTool):
             ),
             args_schema=_GENERIC_SCHEMA,
             handle_tool_error=handle_tool_error,
+            allowed=allowed,
         )
         tool._schema_key = _GENERIC_KEY
         return tool
 
-    def _request(self, arguments: dict[str, Any]) -> Request:
+    def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         self._check(arguments)
         target: str = arguments["target"]
         capability: str | None = arguments.get("capability")
+        resumes = "resume" in arguments
         # Capability names cannot contain ':', agent ids always do.
         if ":" not in target:
             if capability is not None and capability != target:
@@ -196,5 +313,15 @@ class ReachAnyTool(ReachTool):
                     f"to reach the best agent for {capability!r}, give it as the target"
                 )
                 raise ToolException(msg)
-            return "route", target, arguments.get("payload"), None
-        return "send", target, arguments.get("payload"), capability
+            mode: Literal["route", "send"] = "route"
+            capability = None
+        else:
+            mode = "send"
+        call = RoutedCall(
+            mode, target, arguments.get("payload"), capability, arguments.get("resume"), resumes
+        )
+        refused = self.allowed(call.target, call.capability) if self.allowed is not None else None
+        if refused is not None:
+            msg = f"{self.name} may not reach {call.target!r}: {refused}"
+            raise ToolException(msg)
+        return call

@@ -21,14 +21,15 @@ from middleware import (
 )
 from middleware.fast import build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
-from reach_adapters.router.agent import ok_result
+from reach_adapters.router.agent import input_required_result, ok_result
 from reach_adapters.router.delivery import error_result
 
 __all__ = ["META_PREFIX", "MCPConverter", "content_to_json", "meta_from_request", "request_meta"]
 
-# Request `_meta` keys carrying the task across MCP hops (MCP reserves prefixes like this one).
+# Request `_meta` keys carrying the task across MCP hops (MCP reserves prefixes like this one),
+# and the call options a client may set there: `configurable` (a thread id) and `resume`.
 META_PREFIX = "agent-reach/"
-_CARRIED = ("task_id", "trace_id", "source", "deadline", "depth", "lineage")
+_CARRIED = ("task_id", "trace_id", "source", "deadline", "depth", "lineage", "configurable", "resume")
 
 _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 
@@ -39,9 +40,13 @@ def content_to_json(blocks: Sequence[ContentBlock]) -> list[JsonValue]:
 
 
 def request_meta(meta: MetaInfo) -> dict[str, Any]:
-    """The task's ids, deadline and lineage as `_meta` of an outgoing MCP request."""
+    """The task's ids, deadline, lineage and call options as `_meta` of an outgoing MCP request."""
     values = {key: getattr(meta, key) for key in _CARRIED}
-    return {META_PREFIX + key: value for key, value in values.items() if value not in (None, [])}
+    carried = {META_PREFIX + key: value for key, value in values.items() if value not in (None, [])}
+    if "resume" in meta.__pydantic_fields_set__:
+        # Any answer resumes, null and [] included.
+        carried[META_PREFIX + "resume"] = meta.resume
+    return carried
 
 
 def meta_from_request(meta: Mapping[str, Any] | None, capability: str) -> MetaInfo:
@@ -118,9 +123,12 @@ class MCPConverter:
                 delivered=True,
             )
         structured = native.structured_content
-        return ok_result(
-            message, self.agent_id, content if structured is None else structured, extra={"content": content}
-        )
+        payload = content if structured is None else structured
+        if native.meta and native.meta.get(META_PREFIX + "status") == ResultStatus.INPUT_REQUIRED:
+            # Another reach router's agent asks for input: what it asks is the answer's payload.
+            asked = structured.get("asked") if isinstance(structured, dict) else payload
+            return input_required_result(message, self.agent_id, asked, extra={"content": content})
+        return ok_result(message, self.agent_id, payload, extra={"content": content})
 
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
         # The ids let an MCP client ask the gateway why the call went where it went.
@@ -128,6 +136,14 @@ class MCPConverter:
             META_PREFIX + "task_id": result.task_id,
             META_PREFIX + "trace_id": result.trace_id,
         }
+        if result.status is ResultStatus.INPUT_REQUIRED:
+            # Not an error: the client (a person, a model) reads what the agent asks, and answers
+            # on the same thread with `agent-reach/resume` in the request's `_meta`.
+            ids[META_PREFIX + "status"] = result.status
+            asked = result.payload
+            text = asked if isinstance(asked, str) else json.dumps(asked, ensure_ascii=False)
+            asking = [TextContent(type="text", text=f"input required: {text}")]
+            return CallToolResult(content=asking, structured_content={"asked": asked}, _meta=ids)
         if not result.ok:
             text = f"{result.status}: {result.error_type}: {result.error}"
             # Whose fault and how it ended, for a reach router on the calling side (`_routed_outcome`).
