@@ -16,7 +16,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableSequence
+from langchain_core.runnables import Runnable, RunnableParallel, RunnableSequence
+from langchain_core.runnables.passthrough import RunnableAssign
 from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidDeclarationError
@@ -125,8 +126,33 @@ def native_schemas(
         inputs, outputs = graph_schemas(graph)
     else:
         inputs = _schema(runnable.get_input_jsonschema, agent_id, "input")
-        outputs = _schema(runnable.get_output_jsonschema, agent_id, "output")
-    return _without_root(inputs), _without_root(outputs)
+        outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
+    return _resolved(_without_root(inputs)), _without_root(outputs)
+
+
+def _mapped(runnable: Runnable[Any, Any]) -> bool:
+    """Whether the output is a `RunnableParallel` or `.assign()` mapping, whose output schema
+    LangChain builds from each branch's declared type, not what the branch returns (a retriever's
+    documents come out described as a string): declaring it would fail good runs."""
+    inner = unwrap(runnable)[-1]
+    steps = getattr(inner, "steps", None)
+    last = steps[-1] if isinstance(inner, RunnableSequence) and steps else inner
+    return isinstance(last, RunnableParallel | RunnableAssign)
+
+
+def _resolved(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`schema` with a top-level ``$ref`` into its own ``$defs`` (a TypedDict input) replaced by
+    what it points to, so its fields can be read."""
+    ref = schema.get("$ref") if schema else None
+    if schema is None or not isinstance(ref, str) or not ref.startswith(_DEFS):
+        return schema
+    defs = schema.get("$defs", {})
+    target = defs.get(ref.removeprefix(_DEFS))
+    if not isinstance(target, dict):
+        return schema
+    out = {key: value for key, value in schema.items() if key != "$ref"}
+    out.update(target)
+    return out
 
 
 def _without_root(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -6,7 +6,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from middleware import ReachMessage
 
@@ -59,3 +62,17 @@ def not_a_runnable() -> str:
 
 
 NOT_CALLABLE = 42
+
+
+def memo_graph() -> Runnable[Any, Any]:
+    """A checkpointed chat graph that answers with everything its thread was told."""
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        said = [str(m.content) for m in state["messages"] if m.type == "human"]
+        return {"messages": [AIMessage(" / ".join(said))]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=InMemorySaver())

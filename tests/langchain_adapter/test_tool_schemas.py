@@ -1,0 +1,196 @@
+"""Reach tools valid for every model provider, stable, filtered, and honest about threads (issue 11)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import MessagesState
+
+from examples.langchain_demo.agents import scripted
+from middleware import ReachResult, ResultStatus
+from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters.langchain import LangChainAgent, ReachToolkit
+from tests.langchain_adapter.test_patterns import USER, approval_graph, chain_graph
+
+pytestmark = pytest.mark.timeout(30)
+
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def strict_problems(tool: BaseTool) -> list[str]:
+    """What a strict function-calling check (OpenAI strict mode, Gemini) finds wrong with a tool."""
+    schema = tool.tool_call_schema if isinstance(tool.tool_call_schema, dict) else tool.get_input_jsonschema()
+    defs = schema.get("$defs", {})
+    problems: list[str] = []
+
+    def walk(node: Any, path: str, seen: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            kinds = node.get("type")
+            is_array = kinds == "array" or (isinstance(kinds, list) and "array" in kinds)
+            if is_array and "items" not in node:
+                problems.append(f"{path}: an array without items")
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name in seen:
+                    problems.append(f"{path}: a $ref cycle through {name}")
+                else:
+                    walk(defs.get(name, {}), f"{path}->{name}", (*seen, name))
+            for key, value in node.items():
+                if key != "$defs":
+                    walk(value, f"{path}/{key}", seen)
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{path}[{i}]", seen)
+
+    walk(schema, tool.name, ())
+    if not NAME.fullmatch(tool.name):
+        problems.append(f"{tool.name}: a name model providers refuse")
+    try:
+        convert_to_openai_tool(tool, strict=True)
+    except Exception as exc:
+        problems.append(f"{tool.name}: strict conversion failed: {exc}")
+    return problems
+
+
+def test_every_derived_tool_passes_a_strict_function_calling_check(router: Router) -> None:
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "be brief"), MessagesPlaceholder("history"), ("user", "{q}")]
+    )
+    agent = create_agent(scripted(AIMessage("x")), tools=[], name="assist")
+    runnables = {
+        "llm:chat:01": scripted(AIMessage("x")),
+        "p:prompt:01": prompt,
+        "c:chain:01": prompt | scripted(AIMessage("x")),
+        "a:assist:01": agent,
+        "g:graph:01": chain_graph(MessagesState, lambda s: s).compile(),
+    }
+    for agent_id, runnable in runnables.items():
+        router.register(LangChainAgent(runnable, agent_id=agent_id))
+    tools = ReachToolkit(router).get_tools()
+    assert len(tools) == 1 + len(runnables)
+    assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
+
+
+def test_a_capability_registered_later_never_takes_an_existing_tools_name(router: Router) -> None:
+    def tool_agent(agent_id: str, capability: str) -> FunctionAgent:
+        return FunctionAgent(
+            lambda payload: payload, agent_id=agent_id, capabilities=[Capability(name=capability)]
+        )
+
+    router.register(tool_agent("shop:a:01", "orders.v2"))
+    toolkit = ReachToolkit(router)
+    before = {tool.name for tool in toolkit.get_tools()}
+    assert "orders_v2" in before
+    router.register(tool_agent("shop:b:01", "orders_v2"))
+    tools = {tool.name: tool for tool in toolkit.get_tools()}
+    assert tools["orders_v2"].capability.name == "orders.v2"  # type: ignore[attr-defined]
+    assert tools["orders_v2_2"].capability.name == "orders_v2"  # type: ignore[attr-defined]
+
+
+def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": "call-1", "type": "tool_call"}
+
+
+async def test_the_reach_tools_tell_the_model_input_is_needed_and_resume_on_its_thread(
+    router: Router,
+) -> None:
+    router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    tools = {tool.name: tool for tool in ReachToolkit(router).get_tools()}
+    thread: RunnableConfig = {"configurable": {"thread_id": "supervisor-1"}}
+    asked = await tools["refund"].ainvoke(call("refund", {"messages": USER}), thread)
+    assert asked.status == "success"
+    assert "support:refund:01 needs input before it can go on" in asked.content
+    assert "approve the refund of order 42?" in asked.content
+    assert asked.artifact.status is ResultStatus.INPUT_REQUIRED
+    args = {"target": "support:refund:01", "resume": "approved"}
+    done = await tools["reach_agent"].ainvoke(call("reach_agent", args), thread)
+    assert (done.status, done.content) == ("success", "refund approved")
+
+
+async def test_the_calling_thread_travels_with_a_tool_call(router: Router) -> None:
+    def reply(state: MessagesState) -> dict[str, Any]:
+        said = [str(m.content) for m in state["messages"] if m.type == "human"]
+        return {"messages": [AIMessage(" / ".join(said))]}
+
+    graph = chain_graph(MessagesState, reply).compile(checkpointer=InMemorySaver())
+    router.register(LangChainAgent(graph, agent_id="chat:memo:01"))
+    (tool,) = ReachToolkit(router, include_generic=False).get_tools()
+    for thread, said in (("alice", "a1"), ("bob", "b1"), ("alice", "a2")):
+        args = {"messages": [{"role": "user", "content": said}]}
+        config: RunnableConfig = {"configurable": {"thread_id": thread}}
+        answer = await tool.ainvoke(call(tool.name, args), config)
+    assert answer.content == "a1 / a2"
+    no_thread = await tool.ainvoke(call(tool.name, {"messages": USER}))
+    assert no_thread.status == "error"
+    assert "thread_id" in no_thread.content
+
+
+async def test_a_failed_tool_call_keeps_its_reach_result(router: Router) -> None:
+    async def broken(payload: Any) -> Any:
+        raise RuntimeError("the order store is down")
+
+    router.register(
+        FunctionAgent(broken, agent_id="shop:orders:01", capabilities=[Capability(name="orders")])
+    )
+    tools = {tool.name: tool for tool in ReachToolkit(router).get_tools()}
+    for message in (
+        await tools["orders"].ainvoke(call("orders", {})),
+        await asyncio.to_thread(tools["reach_agent"].invoke, call("reach_agent", {"target": "orders"})),
+    ):
+        assert isinstance(message, ToolMessage)
+        assert message.status == "error"
+        assert isinstance(message.artifact, ReachResult)
+        assert message.artifact.error == "the order store is down"
+
+
+async def test_the_toolkit_offers_the_subset_it_is_asked_for(router: Router) -> None:
+    for agent_id, capability in (
+        ("shop:orders:01", "orders_lookup"),
+        ("shop:refunds:01", "orders_refund"),
+        ("hr:payroll:01", "payroll"),
+        ("hr:orders:01", "orders_audit"),
+    ):
+        router.register(
+            FunctionAgent(
+                lambda payload: "done", agent_id=agent_id, capabilities=[Capability(name=capability)]
+            )
+        )
+    globbed = [t.name for t in ReachToolkit(router, capabilities=["orders_*"]).get_tools()]
+    assert globbed == ["reach_agent", "orders_audit", "orders_lookup", "orders_refund"]
+    shop = ReachToolkit(router, namespace="shop").get_tools()
+    assert [t.name for t in shop] == ["reach_agent", "orders_lookup", "orders_refund"]
+    capped = ReachToolkit(router, max_tools=2).get_tools()
+    assert [t.name for t in capped] == ["reach_agent", "orders_audit", "orders_lookup"]
+    generic = shop[0]
+    refused = await generic.ainvoke(call("reach_agent", {"target": "payroll"}))
+    assert refused.status == "error"
+    assert "not one of the capabilities this toolkit offers" in refused.content
+    outside = await generic.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
+    assert "only agents of namespace 'shop'" in outside.content
+    inside = await generic.ainvoke(call("reach_agent", {"target": "orders_lookup"}))
+    assert inside.content == "done"
+
+
+def test_bad_toolkit_filters_say_what_is_wrong(router: Router) -> None:
+    from reach_adapters import InvalidDeclarationError
+
+    with pytest.raises(InvalidDeclarationError, match="max_tools"):
+        ReachToolkit(router, max_tools=-1)
+    with pytest.raises(InvalidDeclarationError, match="namespace"):
+        ReachToolkit(router, namespace="")
+
+
+async def test_sync_lambdas_keep_working(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(str.upper, name="upper"), agent_id="text:upper:01"))
+    assert (await router.route("upper", "x")).payload == "X"
