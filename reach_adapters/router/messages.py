@@ -47,10 +47,10 @@ def build_message(
             options["capability"] = capability
         # The common call names only a capability, already checked: nothing left to validate.
         meta = build_trusted(MetaInfo, options) if options.keys() <= _CAPABILITY_ONLY else MetaInfo(**options)
-        if hint_fields or target is not None:
+        if hint_fields:
             hint = RoutingHint.model_validate({"mode": mode, "target": target, "merge": merge, **hint_fields})
         else:
-            hint = _plain_hint(mode, merge)
+            hint = _plain_hint(mode, merge, target)
     except ValidationError as exc:
         msg = f"invalid call options: {describe_validation_error(exc)}"
         raise InvalidMessageError(msg) from None
@@ -63,10 +63,11 @@ def build_message(
     return message
 
 
-@lru_cache(maxsize=16)
-def _plain_hint(mode: str, merge: str) -> RoutingHint:
-    """Hints are frozen, so calls without fallbacks or overrides share one per (mode, merge)."""
-    return RoutingHint.model_validate({"mode": mode, "merge": merge})
+@lru_cache(maxsize=1024)
+def _plain_hint(mode: str, merge: str, target: str | None) -> RoutingHint:
+    """Hints are frozen, so calls without fallbacks or overrides share one per (mode, merge,
+    target): a directed call to an agent called often builds its hint once."""
+    return RoutingHint.model_validate({"mode": mode, "merge": merge, "target": target})
 
 
 def parse_message(message: ReachMessage | Mapping[str, Any]) -> ReachMessage:

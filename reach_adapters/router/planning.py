@@ -188,16 +188,15 @@ class Planner:
         if runtime is None:
             error = f"agent {target} is not registered; see router.catalog()"
             return [], Problem(ResultStatus.NO_CANDIDATE, "UnknownAgentError", error, Fault.ROUTER), False
-        names = [s.capability.name for s in runtime.slots]
-        if meta.capability is None and len(names) > 1:
-            error = (
-                f"agent {target} declares several capabilities {names}; name the one to call (capability=...)"
-            )
+        slots = runtime.slots
+        if meta.capability is None and len(slots) > 1:
+            error = f"agent {target} declares several capabilities {_names(slots)}; name the one to call "
+            error += "(capability=...)"
             return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER), False
-        slot = slot_for(runtime.slots, meta.capability)
+        slot = slot_for(slots, meta.capability)
         if slot is None:
             # The caller named both: no fallback agent may stand in for that mistake.
-            error = f"agent {target} does not declare {meta.capability!r}; it declares {names}"
+            error = f"agent {target} does not declare {meta.capability!r}; it declares {_names(slots)}"
             return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER), False
         amend(meta, {"capability": slot.capability.name})
         record.capability = slot.capability.name
@@ -205,6 +204,10 @@ class Planner:
             amend(meta, {"deadline": time.time() + slot.capability.timeout_ms / 1000.0})
         # Directed delivery bypasses scoring, but never the breaker's last-candidate rule.
         return screen([slot], meta, self.policy, record.exclusions)
+
+
+def _names(slots: list[Slot]) -> list[str]:
+    return [slot.capability.name for slot in slots]
 
 
 def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
