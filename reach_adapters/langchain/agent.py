@@ -12,16 +12,23 @@ from pydantic import JsonValue
 from middleware import Converter, ReachMessage, ReachResult
 from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
-from reach_adapters.langchain.config import check_config, run_config
+from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
 from reach_adapters.langchain.derive import (
     derive_capability,
-    message_fields,
     native_schemas,
+    plain_fields,
     text_to_chat,
     with_message_schema,
 )
-from reach_adapters.langchain.graphs import checkpointed, find_graph, resume_command
+from reach_adapters.langchain.graphs import (
+    STREAM_MODES,
+    checkpointed,
+    find_graph,
+    pending_interrupts,
+    resume_command,
+    unwrap,
+)
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
 
@@ -62,8 +69,8 @@ class LangChainAgent:
         if converter is None or (capabilities is None and isinstance(converter, LangChainConverter)):
             native = native_schemas(runnable, agent_id)
         if converter is None:
-            fields = message_fields(with_message_schema(native[0] or {})) if native else None
-            converter = LangChainConverter(message_fields=fields)
+            plain = plain_fields(with_message_schema(native[0] or {})) if native else frozenset()
+            converter = LangChainConverter(plain_fields=plain)
         elif not isinstance(converter, Converter):
             msg = (
                 f"agent {agent_id}: converter {type(converter).__name__} lacks the Converter methods "
@@ -78,7 +85,9 @@ class LangChainAgent:
         self._graph = find_graph(runnable)
         # A checkpointed graph keeps one conversation per thread: every call must name its thread.
         self._threaded = self._graph is not None and checkpointed(self._graph)
-        if self._threaded and not _thread_of(self._config):
+        # A binding (`.with_config(configurable=...)`) may name the thread itself.
+        self._bound_thread = any(thread_of(getattr(layer, "config", None)) for layer in unwrap(runnable))
+        if self._threaded and not (thread_of(self._config) or self._bound_thread):
             logger.warning(
                 "agent %s is a LangGraph graph with a checkpointer: each call must name its "
                 "conversation with configurable={'thread_id': ...}, or it is refused",
@@ -118,13 +127,56 @@ class LangChainAgent:
                 return shape(payload)
         return payload
 
-    def _input(self, message: ReachMessage, config: RunnableConfig) -> Any:
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        config = run_config(self._config, message, self._agent_id)
+        native = await self._input(message, config)
+        with detached():
+            output = await self._runnable.ainvoke(native, config)
+        result = self._converter.result_to_middleware(output, message)
+        amend(result, {"agent_id": self._agent_id})
+        return result
+
+    async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
+        """The runnable's `astream` chunks as JSON (a runnable that cannot stream yields once).
+
+        A graph streams in the call's ``stream_mode`` (LangGraph's ``messages``, ``updates``,
+        ``values``, ``custom``, or a list of them), when it gives one.
+        """
+        config = run_config(self._config, message, self._agent_id)
+        native = await self._input(message, config)
+        mode = message.meta_info.stream_mode
+        options: dict[str, Any] = {}
+        if mode is not None:
+            if self._graph is None:
+                msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
+                raise InvalidMessageError(msg)
+            unknown = sorted({mode} if isinstance(mode, str) else set(mode)) if mode else []
+            unknown = [m for m in unknown if m not in STREAM_MODES]
+            if unknown:
+                msg = f"stream_mode {unknown} is not one of LangGraph's: {sorted(STREAM_MODES)}"
+                raise InvalidMessageError(msg)
+            options["stream_mode"] = mode
+        chunks = self._chunks
+        stream = aiter(self._runnable.astream(native, config, **options))
+        while True:
+            # Detached for each step only: the caller's code between chunks keeps its context.
+            with detached():
+                try:
+                    chunk = await anext(stream)
+                except StopAsyncIteration:
+                    return
+            if chunks is not None:
+                yield chunks.chunk_to_middleware(chunk, message)
+            else:
+                yield self._converter.result_to_middleware(chunk, message).payload
+
+    async def _input(self, message: ReachMessage, config: RunnableConfig) -> Any:
         """The runnable's input for `message`: its payload, or the answer to an interrupt.
 
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
         meta = message.meta_info
-        if self._threaded and not _thread_of(config):
+        if self._threaded and not (self._bound_thread or thread_of(config)):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
                 "call it with configurable={'thread_id': ...}"
@@ -138,38 +190,24 @@ class LangChainAgent:
                 f"{self._agent_id} is not a graph with a checkpointer, so there is nothing to resume"
             )
             raise InvalidMessageError(msg)
-        return resume_command(meta.resume)
+        return resume_command(await self._answer(meta.resume, config))
 
-    async def invoke(self, message: ReachMessage) -> ReachResult:
-        config = run_config(self._config, message, self._agent_id)
-        output = await self._runnable.ainvoke(self._input(message, config), config)
-        result = self._converter.result_to_middleware(output, message)
-        amend(result, {"agent_id": self._agent_id})
-        return result
-
-    async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
-        """The runnable's `astream` chunks as JSON (a runnable that cannot stream yields once).
-
-        A graph streams in the call's ``stream_mode`` (LangGraph's ``messages``, ``updates``,
-        ``values``, ``custom``, or a list of them), when it gives one.
-        """
-        config = run_config(self._config, message, self._agent_id)
-        native = self._input(message, config)
-        mode = message.meta_info.stream_mode
-        options: dict[str, Any] = {}
-        if mode is not None:
-            if self._graph is None:
-                msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
-                raise InvalidMessageError(msg)
-            options["stream_mode"] = mode
-        chunks = self._chunks
-        async for chunk in self._runnable.astream(native, config, **options):
-            if chunks is not None:
-                yield chunks.chunk_to_middleware(chunk, message)
-            else:
-                yield self._converter.result_to_middleware(chunk, message).payload
-
-
-def _thread_of(config: Mapping[str, Any]) -> bool:
-    configurable = config.get("configurable")
-    return isinstance(configurable, Mapping) and configurable.get("thread_id") not in (None, "")
+    async def _answer(self, resume: Any, config: RunnableConfig) -> Any:
+        """`resume`, checked against the interrupts the thread waits on."""
+        pending = await pending_interrupts(self._graph, config)
+        thread = thread_of(config)
+        if not pending:
+            msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
+            raise InvalidMessageError(msg)
+        if resume is None:
+            msg = "resume= needs the answer to the interrupt, got None"
+            raise InvalidMessageError(msg)
+        ids = [str(getattr(item, "id", "")) for item in pending]
+        if len(ids) > 1 and not (isinstance(resume, dict) and set(resume) <= set(ids) and resume):
+            msg = (
+                f"thread {thread!r} of agent {self._agent_id} waits on {len(ids)} interrupts: answer "
+                f"them with resume={{interrupt id: answer}}, ids {ids} (the input_required result's "
+                "extra['interrupts'])"
+            )
+            raise InvalidMessageError(msg)
+        return resume

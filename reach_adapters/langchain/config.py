@@ -9,7 +9,8 @@ they would replace them and cut the run off from its parent.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
@@ -19,7 +20,7 @@ from langchain_core.runnables.config import merge_configs, var_child_runnable_co
 from middleware import ReachMessage
 from reach_adapters.errors import InvalidDeclarationError
 
-__all__ = ["TAG", "check_config", "run_config"]
+__all__ = ["TAG", "check_config", "detached", "run_config", "thread_of"]
 
 TAG = "agent-reach"
 
@@ -97,12 +98,38 @@ def run_config(base: RunnableConfig, message: ReachMessage, agent_id: str) -> Ru
         f"reach:agent:{agent_id}",
     ]
     config.setdefault("run_name", f"{capability}@{agent_id}")
-    if meta.configurable:
+    configurable = meta.configurable
+    if configurable:
         # The caller's per-call settings (a thread id, say) over the agent's own.
-        config["configurable"] = {**base.get("configurable", {}), **meta.configurable}
+        config["configurable"] = {**base.get("configurable", {}), **configurable}
     if base.get("callbacks") is not None:
         parent = var_child_runnable_config.get()
         if parent is not None and parent.get("callbacks") is not None:
             merged = merge_configs({"callbacks": parent["callbacks"]}, {"callbacks": base["callbacks"]})
             config["callbacks"] = merged.get("callbacks")
     return config
+
+
+def thread_of(config: Mapping[str, Any] | None) -> str | None:
+    """The ``thread_id`` a run config names (LangGraph takes str, int or UUID ids), else None."""
+    configurable = config.get("configurable") if config else None
+    thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    if thread is None or thread == "" or isinstance(thread, bool):
+        return None
+    return str(thread)
+
+
+@contextmanager
+def detached() -> Iterator[None]:
+    """Run the agent as a run of its own, not a subgraph of the LangGraph graph whose node called
+    the router: the enclosing run's callbacks stay (traces nest as before), its ``configurable``
+    (the graph's thread, checkpoint namespace and internals) does not reach the agent."""
+    parent = var_child_runnable_config.get()
+    if not parent or not parent.get("configurable"):
+        yield
+        return
+    token = var_child_runnable_config.set(cast(RunnableConfig, {**parent, "configurable": {}}))
+    try:
+        yield
+    finally:
+        var_child_runnable_config.reset(token)

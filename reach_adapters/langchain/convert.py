@@ -152,15 +152,15 @@ def _from_json(value: JsonValue, *, single: bool, where: str) -> Any:
 class LangChainConverter:
     """The default converter of `LangChainAgent`; subclass it to change one direction only.
 
-    `message_fields` says where the runnable's input takes chat messages: ``""`` for the input
-    itself, else the names of top-level fields. Only there do role/content dicts become
-    messages, so a field the runnable declares as plain dicts gets plain dicts. None (the default
-    for a runnable whose input is not described): wherever a list of role/content dicts appears.
-    `LangChainAgent` sets it from the runnable's input schema.
+    `plain_fields` says where the runnable's input declares something other than chat messages:
+    the names of such top-level fields, and ``""`` for the input itself. Lists of role/content
+    dicts stay as they are there, and become `BaseMessage` objects anywhere else (where the
+    schema wants messages, or says nothing). `LangChainAgent` sets it from the runnable's input
+    schema.
     """
 
-    def __init__(self, *, message_fields: frozenset[str] | None = None) -> None:
-        self.message_fields = message_fields
+    def __init__(self, *, plain_fields: frozenset[str] = frozenset()) -> None:
+        self.plain_fields = plain_fields
 
     def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
         """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
@@ -173,18 +173,18 @@ class LangChainConverter:
 
     def from_middleware(self, message: ReachMessage) -> Any:
         """The runnable's input: the payload, with role/content message lists as `BaseMessage`."""
-        fields = self.message_fields
+        plain = self.plain_fields
         payload = message.raw_payload
-        if fields is None:
+        if not plain:
             return _from_json(payload, single=False, where="payload")
-        if "" in fields and is_message_list(payload):
-            return _from_json(payload, single=False, where="payload")
-        if fields and isinstance(payload, dict) and not fields.isdisjoint(payload):
+        if isinstance(payload, dict):
             return {
-                key: _from_json(item, single=False, where=f"payload.{key}") if key in fields else item
+                key: item
+                if key in plain or type(item) is not list
+                else _from_json(item, single=False, where=f"payload.{key}")
                 for key, item in payload.items()
             }
-        return payload
+        return payload if "" in plain else _from_json(payload, single=False, where="payload")
 
     def result_to_middleware(self, native: Any, message: ReachMessage) -> ReachResult:
         """An ok result for the runnable's output; raises `NotJsonSafeError` naming what has no JSON.

@@ -29,8 +29,8 @@ from reach_adapters.router.identity import parse_agent_id
 __all__ = [
     "MESSAGE_SCHEMA",
     "derive_capability",
-    "message_fields",
     "native_schemas",
+    "plain_fields",
     "text_to_chat",
     "with_message_schema",
 ]
@@ -215,14 +215,17 @@ def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
     return None
 
 
-def message_fields(schema: dict[str, Any]) -> frozenset[str] | None:
-    """Where an input schema (after `with_message_schema`) takes chat messages: ``""`` for the
-    input itself, else top-level field names; None when the schema does not say (any input)."""
+def plain_fields(schema: dict[str, Any]) -> frozenset[str]:
+    """Where an input schema (after `with_message_schema`) declares something other than chat
+    messages: the names of such top-level fields, and ``""`` when it so declares the input itself.
+    Role/content dicts stay as they are there; anywhere else they become messages."""
     if schema in _LOOSE:
-        return None
-    found = {""} if _takes_messages(schema) else set()
+        return frozenset()
+    found = set()
+    if schema.get("type") != "object" and not _takes_messages(schema):
+        found.add("")
     for name, field in schema.get("properties", {}).items():
-        if isinstance(field, dict) and _takes_messages(field):
+        if isinstance(field, dict) and field not in _LOOSE and not _takes_messages(field):
             found.add(name)
     return frozenset(found)
 

@@ -13,22 +13,28 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+import typing_extensions
 from langchain_core.runnables import Runnable
+from langchain_core.runnables.base import RunnableBindingBase
 from pydantic import ConfigDict, create_model
 
 __all__ = [
     "INTERRUPT_KEY",
+    "STREAM_MODES",
     "checkpointed",
     "find_graph",
     "graph_description",
     "graph_schemas",
     "interrupts",
+    "pending_interrupts",
     "resume_command",
     "unwrap",
 ]
 
 # The key under which a graph stopped at ``interrupt()`` reports its interrupts in its output.
 INTERRUPT_KEY = "__interrupt__"
+# What `Pregel.astream(stream_mode=...)` takes.
+STREAM_MODES = frozenset({"values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"})
 
 logger = logging.getLogger(__name__)
 
@@ -37,12 +43,12 @@ _GENERATED = "langchain.agents"
 
 
 def unwrap(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
-    """`runnable` and the runnables it wraps (`.with_retry()`, `.bind()`, `.map()`...), outermost first."""
+    """`runnable` and the runnables its bindings wrap (`.with_retry()`, `.bind()`,
+    `.with_config()`, `.with_types()`), outermost first. A `.map()` is no binding: it takes a
+    list of what it wraps, so it stops here."""
     chain = [runnable]
-    inner = getattr(runnable, "bound", None)
-    while isinstance(inner, Runnable):
-        chain.append(inner)
-        inner = getattr(inner, "bound", None)
+    while isinstance(chain[-1], RunnableBindingBase):
+        chain.append(chain[-1].bound)
     return chain
 
 
@@ -77,6 +83,12 @@ def interrupts(output: Any) -> list[Any] | None:
     return None
 
 
+async def pending_interrupts(graph: Any, config: Any) -> list[Any]:
+    """The interrupts the graph's thread (in `config`) waits on an answer for."""
+    snapshot = await graph.aget_state(config)
+    return list(getattr(snapshot, "interrupts", ()) or ())
+
+
 def graph_description(graph: Any) -> str:
     """What a graph does, from what it shows: its agent's system prompt, else its steps."""
     prompt = _system_prompt(graph)
@@ -103,19 +115,26 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     """The input and output JSON Schemas of a graph as LangGraph treats them.
 
     LangGraph writes only the state keys a caller gives and returns only those that hold a
-    value, so neither schema requires a key; except the keys of an input schema the graph's
-    author declared (``StateGraph(State, input_schema=Input)``), which stay as declared.
+    value, so neither schema of a TypedDict state requires a key; except the keys of an input
+    schema the graph's author declared (``StateGraph(State, input_schema=Input)``), which stay
+    as declared.
     """
     builder = graph.builder
     state = builder.state_schema
     declared_input = builder.input_schema is not state and not _generated(builder.input_schema)
     inputs = _schema(graph.get_input_jsonschema, builder.input_schema, required=declared_input)
     outputs = _schema(graph.get_output_jsonschema, builder.output_schema, required=False)
-    if inputs is not None and not declared_input:
+    # Only a TypedDict state takes partial input and gives partial output: a pydantic model or a
+    # dataclass state refuses a missing key as LangGraph builds it.
+    if inputs is not None and not declared_input and _is_typed_dict(builder.input_schema):
         inputs.pop("required", None)
-    if outputs is not None:
+    if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)
     return inputs, outputs
+
+
+def _is_typed_dict(schema: Any) -> bool:
+    return typing.is_typeddict(schema) or typing_extensions.is_typeddict(schema)
 
 
 def _generated(schema: Any) -> bool:

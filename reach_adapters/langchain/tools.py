@@ -24,6 +24,7 @@ from pydantic import Field, JsonValue, PrivateAttr
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import ReachError, SyncCallError
+from reach_adapters.langchain.config import thread_of
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import compiled_validator, first_error, schema_key, wrap_input
@@ -95,17 +96,10 @@ class RoutedCall:
             options["resume"] = self.resume
         if self.namespace is not None:
             options["namespace"] = self.namespace
-        thread = _calling_thread()
+        thread = thread_of(var_child_runnable_config.get())
         if thread is not None:
             options["configurable"] = {"thread_id": thread}
         return options
-
-
-def _calling_thread() -> str | None:
-    config = var_child_runnable_config.get()
-    configurable = config.get("configurable") if config else None
-    thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
-    return thread if isinstance(thread, str) and thread else None
 
 
 class ReachTool(BaseTool):

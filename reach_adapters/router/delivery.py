@@ -22,7 +22,15 @@ from reach_adapters.router.hops import Hop, enter_hop, free_slot, leave_hop
 from reach_adapters.router.schemas import first_error
 from reach_adapters.router.state import Slot
 
-__all__ = ["UNKNOWN_OUTCOME", "AgentBusyError", "adapted", "deliver", "error_result", "input_problem"]
+__all__ = [
+    "UNKNOWN_OUTCOME",
+    "AgentBusyError",
+    "adapted",
+    "deliver",
+    "error_result",
+    "input_problem",
+    "resumes",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +138,12 @@ def adapted(slot: Slot, message: ReachMessage) -> ReachMessage:
     return message.model_copy(update={"raw_payload": payload})
 
 
+def resumes(message: ReachMessage) -> bool:
+    """Whether the message answers an agent that asked for input (``resume=``): its payload is
+    not the task's input then, and is not checked against the input schema."""
+    return "resume" in message.meta_info.__pydantic_fields_set__
+
+
 def input_problem(slot: Slot, message: ReachMessage) -> str | None:
     """What is wrong with the payload for this slot's input schema, or None.
 
@@ -182,7 +196,8 @@ async def deliver(
     # Most capabilities take any object and most calls carry one: skip the check call then.
     problem = (
         input_problem(slot, message)
-        if slot.input_validator is not None or (message.raw_payload is None and slot.object_input)
+        if (slot.input_validator is not None or (message.raw_payload is None and slot.object_input))
+        and not resumes(message)
         else None
     )
     if problem is not None:

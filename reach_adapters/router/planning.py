@@ -8,6 +8,7 @@ import time
 from middleware import Fault, ReachMessage, ResultStatus
 from middleware.fast import amend
 from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.delivery import resumes
 from reach_adapters.router.matching import Matcher, task_text
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
@@ -103,7 +104,7 @@ class Planner:
         mistake, which no fallback agent may hide.
         """
         meta = message.meta_info
-        if meta.capability is None:
+        if meta.capability is None or resumes(message):
             return None
         if message.routing_hint.mode == "directed":
             runtime = self.registry.get(message.routing_hint.target or "")

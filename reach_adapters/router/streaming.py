@@ -20,7 +20,14 @@ from reach_adapters.errors import (
     raise_for_status,
 )
 from reach_adapters.router.decisions import Attempt, DecisionRecord
-from reach_adapters.router.delivery import UNKNOWN_OUTCOME, AgentBusyError, adapted, deliver, input_problem
+from reach_adapters.router.delivery import (
+    UNKNOWN_OUTCOME,
+    AgentBusyError,
+    adapted,
+    deliver,
+    input_problem,
+    resumes,
+)
 from reach_adapters.router.dispatcher import Dispatcher, apply_caller_timeout
 from reach_adapters.router.faults import RETRIED, is_transient, never_started
 from reach_adapters.router.hops import Hop, enter_hop, leave_hop
@@ -75,7 +82,7 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
                 break
             continue
         sent = adapted(slot, message)
-        invalid = input_problem(slot, sent)
+        invalid = None if resumes(sent) else input_problem(slot, sent)
         if invalid is not None:
             _close(dispatcher, record, message, None, ResultStatus.INVALID, invalid)
             raise PayloadValidationError(invalid)
