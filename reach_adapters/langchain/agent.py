@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -119,8 +119,14 @@ class LangChainAgent:
     def __repr__(self) -> str:
         return f"LangChainAgent({self._runnable.get_name()!r}, agent_id={self._agent_id!r})"
 
-    def adapt_payload(self, capability: str, payload: JsonValue) -> JsonValue:
-        """A plain text task for a chat-shaped capability becomes one user message."""
+    @property
+    def adapt_payload(self) -> Callable[[str, JsonValue], JsonValue] | None:
+        """The router's hook for payloads of another shape (see `Agent`): a plain text task for a
+        chat-shaped capability becomes one user message. None when no capability is chat-shaped,
+        so the router has nothing to call."""
+        return self._adapt if self._from_text else None
+
+    def _adapt(self, capability: str, payload: JsonValue) -> JsonValue:
         if type(payload) is str:
             shape = self._from_text.get(capability)
             if shape is not None:

@@ -17,7 +17,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableParallel, RunnableSequence
-from langchain_core.runnables.passthrough import RunnableAssign
+from langchain_core.runnables.base import RunnableEach
+from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidDeclarationError
@@ -122,12 +123,28 @@ def native_schemas(
     `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself.
     """
     graph = find_graph(runnable)
+    inner = unwrap(runnable)[-1]
+    mapped = find_graph(inner.bound) if isinstance(inner, RunnableEach) else None
     if graph is not None:
         inputs, outputs = graph_schemas(graph)
+    elif mapped is not None:
+        # A graph's `.map()`: a list of its states in, a list out.
+        inputs, outputs = (_list_of(schema) for schema in graph_schemas(mapped))
     else:
         inputs = _schema(runnable.get_input_jsonschema, agent_id, "input")
         outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
     return _resolved(_without_root(inputs)), _without_root(outputs)
+
+
+def _list_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A list of what `schema` describes, its $defs kept at the root where its refs point."""
+    if schema is None:
+        return None
+    items = {key: value for key, value in schema.items() if key != "$defs"}
+    out: dict[str, Any] = {"type": "array", "items": items}
+    if "$defs" in schema:
+        out["$defs"] = schema["$defs"]
+    return out
 
 
 def _mapped(runnable: Runnable[Any, Any]) -> bool:
@@ -137,7 +154,8 @@ def _mapped(runnable: Runnable[Any, Any]) -> bool:
     inner = unwrap(runnable)[-1]
     steps = getattr(inner, "steps", None)
     last = steps[-1] if isinstance(inner, RunnableSequence) and steps else inner
-    return isinstance(last, RunnableParallel | RunnableAssign)
+    # `.pick()` after a mapping gives part of it, typed the same way.
+    return isinstance(last, RunnableParallel | RunnableAssign | RunnablePick)
 
 
 def _resolved(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -72,7 +72,8 @@ class ReachToolkit(BaseToolkit):
                     self.router,
                     sorted(offered),
                     handle_tool_error=self.handle_tool_error,
-                    allowed=self._refusal if self._filtered else None,
+                    refuse=self._refusal if self._filtered else None,
+                    namespace=self.namespace,
                 )
             )
         shown = sorted(offered)
@@ -118,15 +119,27 @@ class ReachToolkit(BaseToolkit):
         return globs is None or any(fnmatch.fnmatchcase(capability, glob) for glob in globs)
 
     def _refusal(self, target: str, capability: str | None) -> str | None:
-        """Why ``reach_agent`` may not reach `target` under this toolkit's filters, or None."""
+        """Why ``reach_agent`` may not reach `target` under this toolkit's filters, or None.
+
+        A call by capability name goes to the toolkit's namespace only (see `ReachAnyTool`).
+        """
         if ":" not in target:
-            return (
-                None if target in self._offered() else "it is not one of the capabilities this toolkit offers"
-            )
+            return None if self._matches(target) else "it is not one of the capabilities this toolkit offers"
         if self.namespace is not None and parse_agent_id(target).namespace != self.namespace:
             return f"only agents of namespace {self.namespace!r} are offered"
-        if capability is not None and not self._matches(capability):
-            return f"capability {capability!r} is not one this toolkit offers"
+        if self.capabilities is None:
+            return None
+        if capability is not None:
+            return (
+                None
+                if self._matches(capability)
+                else f"capability {capability!r} is not one this toolkit offers"
+            )
+        declared = [
+            cap.name for info in self.router.catalog() if info.agent_id == target for cap in info.capabilities
+        ]
+        if declared and not any(self._matches(name) for name in declared):
+            return "the agent offers none of the capabilities this toolkit offers"
         return None
 
     def _tool_names(self, capabilities: list[str]) -> dict[str, str]:

@@ -46,9 +46,9 @@ _GENERIC_SCHEMA: dict[str, Any] = {
             ),
         },
         "payload": {"description": "The task for the agent, shaped as its capability's input schema."},
+        # Optional arguments take null too: strict function calling makes a model send them all.
         "capability": {
-            "type": "string",
-            "minLength": 1,
+            "anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}],
             "description": (
                 "With an agent id as target: which of the agent's capabilities to call. Needed when "
                 "the agent declares several."
@@ -57,7 +57,7 @@ _GENERIC_SCHEMA: dict[str, Any] = {
         "resume": {
             "description": (
                 "The answer to an agent that said it needs input: send it to the same agent id "
-                "(target), and it goes on where it stopped."
+                "(target), and it goes on where it stopped. Leave it null otherwise."
             ),
         },
     },
@@ -66,6 +66,7 @@ _GENERIC_SCHEMA: dict[str, Any] = {
 
 _GENERIC_KEY = schema_key(_GENERIC_SCHEMA)
 
+_DEFS = "#/$defs/"
 # How many capability names the generic tool lists in its description.
 _LISTED = 50
 
@@ -189,8 +190,8 @@ class ReachTool(BaseTool):
             # Not a failure: tell the model what the agent asks, and how to answer it.
             asked = result.payload if isinstance(result.payload, str) else json.dumps(result.payload)
             text = (
-                f"{result.agent_id} needs input before it can go on: {asked}. Get the answer, then call "
-                f"{GENERIC_TOOL_NAME} with target {result.agent_id!r} and the answer as resume."
+                f"{result.agent_id} needs input before it can go on: {asked}. Get the answer, then send "
+                f"it to {result.agent_id!r} as resume (with {GENERIC_TOOL_NAME}, target {result.agent_id!r})."
             )
             return text, result
         if not result.ok:
@@ -246,7 +247,7 @@ class CapabilityTool(ReachTool):
             wrapped=wrapped,
             name=name,
             description=capability.description or f"Reach an agent that can do '{capability.name}'.",
-            args_schema=args_schema,
+            args_schema=for_models(args_schema),
             handle_tool_error=handle_tool_error,
             namespace=namespace,
         )
@@ -260,13 +261,66 @@ class CapabilityTool(ReachTool):
         return RoutedCall("route", self.capability.name, payload, namespace=self.namespace)
 
 
+def for_models(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as strict function calling (OpenAI strict mode, Gemini) takes it: every array
+    declares its items (a tuple's as any of its members), and a `$ref` that would close a cycle
+    of definitions is a plain object instead. The arguments are still checked against the
+    capability's own schema."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+    edges = {name: _refs(body) for name, body in defs.items()}
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        pending = [start]
+        while pending:
+            for name in edges.get(pending.pop(), ()):
+                if name not in seen:
+                    seen.add(name)
+                    pending.append(name)
+        return seen
+
+    def fix(node: Any, owner: str | None) -> Any:
+        if isinstance(node, list):
+            return [fix(item, owner) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if owner is not None and isinstance(ref, str):
+            target = ref.removeprefix(_DEFS)
+            if target == owner or owner in reaches(target):
+                return {"type": "object"}
+        out = {key: fix(value, owner) for key, value in node.items() if key != "$defs"}
+        kinds = node.get("type")
+        if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and "items" not in node:
+            members = out.get("prefixItems")
+            out["items"] = {"anyOf": members} if isinstance(members, list) and members else {}
+        return out
+
+    out: dict[str, Any] = fix(schema, None)
+    if defs:
+        out["$defs"] = {name: fix(body, name) for name, body in defs.items()}
+    return out
+
+
+def _refs(node: Any) -> set[str]:
+    """The definitions `node` refers to."""
+    if isinstance(node, list):
+        return set().union(*(_refs(item) for item in node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    found = {node["$ref"].removeprefix(_DEFS)} if isinstance(node.get("$ref"), str) else set()
+    return found.union(*(_refs(value) for value in node.values()))
+
+
 class ReachAnyTool(ReachTool):
     """Reaches any agent: by capability name (best agent) or by agent id (that agent).
 
-    `allowed` narrows what it may reach to what the toolkit offers (its filters).
+    `refuse` says why a target is outside what the toolkit offers (its filters), else None;
+    `namespace` keeps calls by capability name to that namespace.
     """
 
-    allowed: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
+    refuse: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
+    namespace: str | None = None
 
     @classmethod
     def build(
@@ -275,7 +329,8 @@ class ReachAnyTool(ReachTool):
         capability_names: list[str],
         *,
         handle_tool_error: bool,
-        allowed: Callable[[str, str | None], str | None] | None = None,
+        refuse: Callable[[str, str | None], str | None] | None = None,
+        namespace: str | None = None,
     ) -> ReachAnyTool:
         shown = ", ".join(capability_names[:_LISTED]) + (" ..." if len(capability_names) > _LISTED else "")
         tool = cls(
@@ -289,7 +344,8 @@ class ReachAnyTool(ReachTool):
             ),
             args_schema=_GENERIC_SCHEMA,
             handle_tool_error=handle_tool_error,
-            allowed=allowed,
+            refuse=refuse,
+            namespace=namespace,
         )
         tool._schema_key = _GENERIC_KEY
         return tool
@@ -298,7 +354,8 @@ class ReachAnyTool(ReachTool):
         self._check(arguments)
         target: str = arguments["target"]
         capability: str | None = arguments.get("capability")
-        resumes = "resume" in arguments
+        # null is "no answer": a strict-mode model sends every argument.
+        resumes = arguments.get("resume") is not None
         # Capability names cannot contain ':', agent ids always do.
         if ":" not in target:
             if capability is not None and capability != target:
@@ -309,12 +366,13 @@ class ReachAnyTool(ReachTool):
                 raise ToolException(msg)
             mode: Literal["route", "send"] = "route"
             capability = None
+            namespace = self.namespace
         else:
             mode = "send"
-        call = RoutedCall(
-            mode, target, arguments.get("payload"), capability, arguments.get("resume"), resumes
-        )
-        refused = self.allowed(call.target, call.capability) if self.allowed is not None else None
+            namespace = None
+        resume = arguments.get("resume")
+        call = RoutedCall(mode, target, arguments.get("payload"), capability, resume, resumes, namespace)
+        refused = self.refuse(call.target, call.capability) if self.refuse is not None else None
         if refused is not None:
             msg = f"{self.name} may not reach {call.target!r}: {refused}"
             raise ToolException(msg)

@@ -10,6 +10,7 @@ from middleware import Fault, MergePolicy, ReachMessage, ReachResult, ResultStat
 from middleware.fast import build_trusted
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import deliver, error_result
+from reach_adapters.router.faults import ANSWERED
 from reach_adapters.router.state import Slot
 
 __all__ = ["fan_out"]
@@ -45,7 +46,9 @@ async def fan_out(
                 result.agent_id = slot.runtime.agent_id
                 results[slot.runtime.agent_id] = result
                 record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
-                if winner is None and (merge == "first" or (merge == "first_success" and result.ok)):
+                if winner is None and (
+                    merge == "first" or (merge == "first_success" and result.status in ANSWERED)
+                ):
                     winner = result
             if winner is not None:
                 break
@@ -81,7 +84,8 @@ def _merge(
             "error": winner.error,
             "fault": winner.fault,
         }
-    elif merge == "all" and (ok := [r for r in results if r.ok]):
+    elif merge == "all" and (ok := [r for r in results if r.status in ANSWERED]):
+        # A target that asked for input answered too: its question is its payload.
         values = {
             "status": ResultStatus.OK if len(ok) == len(results) else ResultStatus.PARTIAL,
             "payload": {r.agent_id or "": r.payload for r in ok},

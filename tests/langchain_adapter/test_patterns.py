@@ -377,3 +377,112 @@ async def test_plain_dict_fields_stay_plain_dicts(router: Router) -> None:
     result = await router.route("audit", {"log": USER, "messages": USER})
     assert result.ok, result.error
     assert seen == {"log": "dict", "messages": "HumanMessage"}
+
+
+# -- review: what the first version of these got wrong -----------------------------------------
+
+
+async def test_resume_is_checked_against_the_interrupts_the_thread_waits_on(router: Router) -> None:
+    class Asked(typing_extensions.TypedDict):
+        question: str
+
+    def two(state: ExtState) -> dict[str, Any]:
+        first = interrupt("first?")
+        second = interrupt("second?")
+        return {"answer": f"{first}/{second}"}
+
+    builder = StateGraph(ExtState, input_schema=Asked)
+    builder.add_node("ask", two)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    router.register(LangChainAgent(builder.compile(checkpointer=InMemorySaver()), agent_id="qa:two:01"))
+    thread = {"thread_id": "t-1"}
+    nothing = await router.route("two", None, configurable={"thread_id": "fresh"}, resume="x")
+    assert (nothing.status, nothing.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert "waits on no interrupt" in (nothing.error or "")
+    assert (await router.route("two", {"question": "q"}, configurable=thread)).payload == "first?"
+    empty = await router.route("two", None, configurable=thread, resume=None)
+    assert empty.status is ResultStatus.INVALID
+    # The input schema requires a question: an answer to an interrupt is not held to it.
+    assert (await router.route("two", None, configurable=thread, resume="a")).payload == "second?"
+    done = await router.route("two", None, configurable=thread, resume="b")
+    assert done.payload == {"question": "q", "answer": "a/b"}
+    again = await router.route("two", None, configurable=thread, resume="c")
+    assert again.status is ResultStatus.INVALID
+    assert router.catalog()[0].failures == 0
+
+
+async def test_a_thread_named_by_a_binding_serves_every_call(router: Router) -> None:
+    bound = checkpointed_chat().with_config(configurable={"thread_id": "fixed"})
+    router.register(LangChainAgent(bound, agent_id="chat:fixed:01"))
+    assert (await router.route("fixed", {"messages": USER})).ok
+
+
+async def test_a_graph_routed_from_a_graph_node_runs_as_its_own_graph(router: Router) -> None:
+    seen: list[Any] = []
+
+    def child(state: ExtState) -> dict[str, Any]:
+        from langchain_core.runnables.config import var_child_runnable_config
+
+        configurable = (var_child_runnable_config.get() or {}).get("configurable", {})
+        seen.append((configurable.get("thread_id"), str(configurable.get("checkpoint_ns", ""))))
+        return {"answer": "child"}
+
+    async def parent(state: ExtState) -> dict[str, Any]:
+        return {"answer": str((await router.route("kid", {"question": "x"})).payload)}
+
+    router.register(LangChainAgent(chain_graph(ExtState, child).compile(), agent_id="qa:kid:01"))
+    outer = chain_graph(ExtState, parent).compile(checkpointer=InMemorySaver())
+    await outer.ainvoke({"question": "q"}, {"configurable": {"thread_id": "parent-1"}})
+    ((thread, namespace),) = seen
+    assert thread is None
+    assert "|" not in namespace  # not nested under the parent's checkpoint namespace
+
+
+async def test_pydantic_and_dataclass_states_keep_their_required_keys(router: Router) -> None:
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    class Model(BaseModel):
+        question: str
+        answer: str = ""
+
+    @dataclasses.dataclass
+    class Data:
+        question: str
+        answer: str = ""
+
+    for n, state in enumerate((Model, Data)):
+        graph = chain_graph(state, lambda s: {"answer": "yes"}).compile()
+        router.register(LangChainAgent(graph, agent_id=f"qa:state{n}:01"))
+        missing = await router.route(f"state{n}", {"answer": "x"})
+        assert (missing.status, missing.fault) == (ResultStatus.INVALID, Fault.CALLER)
+        assert (await router.route(f"state{n}", {"question": "q"})).ok
+    assert all(info.failures == 0 for info in router.catalog())
+
+
+async def test_a_mapped_graph_takes_a_list(router: Router) -> None:
+    graph = chain_graph(ExtState, lambda s: {"answer": s["question"] * 2}).compile()
+    router.register(LangChainAgent(graph.map(), agent_id="qa:each:01"))
+    result = await router.route("each", [{"question": "x"}, {"question": "y"}])
+    assert result.ok, result.error
+    assert result.payload == [{"question": "x", "answer": "xx"}, {"question": "y", "answer": "yy"}]
+
+
+async def test_picking_from_a_rag_mapping_is_not_held_to_its_declared_types(router: Router) -> None:
+    prompt = ChatPromptTemplate.from_messages([("system", "Context: {context}"), ("user", "{question}")])
+    answer = prompt | scripted(*[AIMessage("5 days")] * 3) | RunnableLambda(lambda m: m.content)
+    rag = RunnableParallel(context=retriever(), question=RunnablePassthrough()).assign(answer=answer)
+    router.register(LangChainAgent(rag.pick(["answer", "context"]), agent_id="kb:picked:01"))
+    for _ in range(3):
+        result = await router.route("picked", "how long?")
+        assert result.ok, result.error
+    assert router.catalog()[0].failures == 0
+
+
+async def test_a_broadcast_counts_a_question_as_an_answer(router: Router) -> None:
+    router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    many = await router.broadcast("refund", {"messages": USER}, configurable={"thread_id": "b-1"})
+    assert many.status is ResultStatus.OK
+    assert many.payload == {"support:refund:01": {"question": "approve the refund of order 42?"}}

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+import typing_extensions
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
@@ -175,11 +176,27 @@ async def test_the_toolkit_offers_the_subset_it_is_asked_for(router: Router) -> 
     generic = shop[0]
     refused = await generic.ainvoke(call("reach_agent", {"target": "payroll"}))
     assert refused.status == "error"
-    assert "not one of the capabilities this toolkit offers" in refused.content
+    assert "no agent in namespace 'shop' declares capability 'payroll'" in refused.content
     outside = await generic.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
     assert "only agents of namespace 'shop'" in outside.content
     inside = await generic.ainvoke(call("reach_agent", {"target": "orders_lookup"}))
     assert inside.content == "done"
+    # A name the other namespace shares is reached in the toolkit's namespace only.
+    router.register(
+        FunctionAgent(
+            lambda payload: "hr", agent_id="hr:lookup:01", capabilities=[Capability(name="orders_lookup")]
+        )
+    )
+    answers = {
+        (await generic.ainvoke(call("reach_agent", {"target": "orders_lookup"}))).content for _ in range(6)
+    }
+    assert answers == {"done"}
+    orders_only = ReachToolkit(router, capabilities=["orders_*"]).get_tools()[0]
+    by_name = await orders_only.ainvoke(call("reach_agent", {"target": "payroll"}))
+    by_id = await orders_only.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
+    for message in (by_name, by_id):
+        assert message.status == "error"
+        assert "toolkit offers" in message.content
 
 
 def test_bad_toolkit_filters_say_what_is_wrong(router: Router) -> None:
@@ -194,3 +211,34 @@ def test_bad_toolkit_filters_say_what_is_wrong(router: Router) -> None:
 async def test_sync_lambdas_keep_working(router: Router) -> None:
     router.register(LangChainAgent(RunnableLambda(str.upper, name="upper"), agent_id="text:upper:01"))
     assert (await router.route("upper", "x")).payload == "X"
+
+
+def test_tuples_and_recursive_inputs_pass_the_strict_check_too(router: Router) -> None:
+    from pydantic import BaseModel
+
+    class Node(BaseModel):
+        name: str
+        children: list[Node] = []
+
+    class Chat(typing_extensions.TypedDict):
+        chat_history: list[tuple[str, str]]
+
+    def tree(node: Node) -> str:
+        return node.name
+
+    def pairs(state: Chat) -> int:
+        return len(state["chat_history"])
+
+    router.register(LangChainAgent(RunnableLambda(tree).with_types(input_type=Node), agent_id="t:tree:01"))
+    router.register(LangChainAgent(RunnableLambda(pairs).with_types(input_type=Chat), agent_id="t:pairs:01"))
+    tools = ReachToolkit(router).get_tools()
+    assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
+
+
+async def test_reach_agent_takes_nulls_for_what_it_does_not_need(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(str.upper, name="upper"), agent_id="text:upper:01"))
+    generic = ReachToolkit(router).get_tools()[0]
+    # What a strict-mode model sends: every argument, the unused ones null.
+    args = {"target": "upper", "payload": "hi", "capability": None, "resume": None}
+    answer = await generic.ainvoke(call("reach_agent", args))
+    assert (answer.status, answer.content) == ("success", "HI")
