@@ -46,11 +46,14 @@ def build_trusted(cls: type[M], values: dict[str, Any]) -> M:
         if name not in values:
             data[name] = factory()
     obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", data)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
+    _set(obj, "__dict__", data)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
     return obj
+
+
+_set = object.__setattr__
 
 
 def amend(obj: BaseModel, values: dict[str, Any]) -> None:
