@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -133,12 +134,8 @@ class ReachTool(BaseTool):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> Any:
-        failed: list[ReachResult] = []
-        token = _FAILED.set(failed)
-        try:
+        with _failures() as failed:
             output = super().invoke(input, config, **kwargs)
-        finally:
-            _FAILED.reset(token)
         return _with_artifact(output, failed)
 
     async def ainvoke(
@@ -147,12 +144,8 @@ class ReachTool(BaseTool):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> Any:
-        failed: list[ReachResult] = []
-        token = _FAILED.set(failed)
-        try:
+        with _failures() as failed:
             output = await super().ainvoke(input, config, **kwargs)
-        finally:
-            _FAILED.reset(token)
         return _with_artifact(output, failed)
 
     # LangChain refuses string input for dict schemas, so arguments always arrive by name. `self`
@@ -208,6 +201,17 @@ class ReachTool(BaseTool):
     def _failure(self, reason: str) -> ToolException:
         logger.info("tool %s failed: %s", self.name, reason)
         return ToolException(f"{self.name} failed: {reason}")
+
+
+@contextmanager
+def _failures() -> Iterator[list[ReachResult]]:
+    """Collect the results of the failed calls of one tool call (see `ReachTool._answer`)."""
+    failed: list[ReachResult] = []
+    token = _FAILED.set(failed)
+    try:
+        yield failed
+    finally:
+        _FAILED.reset(token)
 
 
 def _with_artifact(output: Any, failed: list[ReachResult]) -> Any:

@@ -52,17 +52,7 @@ def ok_result(
     message: ReachMessage, agent_id: str | None, payload: Any, *, extra: dict[str, JsonValue] | None = None
 ) -> ReachResult:
     """A successful result for `message`; built without re-validation because the router made it."""
-    values = {
-        "status": ResultStatus.OK,
-        "task_id": message.meta_info.task_id,
-        "payload": payload,
-        "agent_id": agent_id,
-        "delivered": True,
-        "timings": ZERO_TIMINGS,
-    }
-    if extra is not None:
-        values["extra"] = extra
-    return build_trusted(ReachResult, values)
+    return _answered(message, agent_id, payload, extra, {"status": ResultStatus.OK})
 
 
 def input_required_result(
@@ -71,16 +61,33 @@ def input_required_result(
     """The agent stopped to ask for input: `payload` says what it needs (a LangGraph interrupt's
     value, an A2A ``input-required`` message). The caller answers with ``resume=`` on the same
     thread. Not a failure: the agent worked, and nothing is retried or counted against it."""
-    values = {
-        "status": ResultStatus.INPUT_REQUIRED,
-        "task_id": message.meta_info.task_id,
-        "payload": payload,
-        "agent_id": agent_id,
-        "error_type": "InputRequired",
-        "error": "the agent needs input to go on: answer with resume=... on the same thread",
-        "delivered": True,
-        "timings": ZERO_TIMINGS,
-    }
+    return _answered(
+        message,
+        agent_id,
+        payload,
+        extra,
+        {
+            "status": ResultStatus.INPUT_REQUIRED,
+            "error_type": "InputRequired",
+            "error": "the agent needs input to go on: answer with resume=... on the same thread",
+        },
+    )
+
+
+def _answered(
+    message: ReachMessage,
+    agent_id: str | None,
+    payload: Any,
+    extra: dict[str, JsonValue] | None,
+    values: dict[str, Any],
+) -> ReachResult:
+    values.update(
+        task_id=message.meta_info.task_id,
+        payload=payload,
+        agent_id=agent_id,
+        delivered=True,
+        timings=ZERO_TIMINGS,
+    )
     if extra is not None:
         values["extra"] = extra
     return build_trusted(ReachResult, values)
