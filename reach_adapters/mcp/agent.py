@@ -273,11 +273,8 @@ class MCPServerAgent:
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------
 
     def tools_listed(self, declared: Declared) -> None:
-        """Take a (re-)scanned tool list; an empty one leaves the agent unroutable, not broken."""
-        if not declared.capabilities:
-            skipped = f" (skipped as invalid: {declared.skipped})" if declared.skipped else ""
-            self._set_state(AgentState.OFFLINE, f"the server lists no usable tools{skipped}")
-            return
+        """Take a (re-)scanned tool list. An empty one leaves the agent connected and online
+        with no capabilities: a later ``tools/list_changed`` may bring some."""
         capabilities = tuple(declared.capabilities)
         changed = capabilities != self._capabilities
         self._routes = declared.routes

@@ -21,7 +21,7 @@ from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from reach_adapters.errors import InvalidDeclarationError, ReachError
+from reach_adapters.errors import ReachError
 from reach_adapters.mcp.config import MCPServerConfig
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
 from reach_adapters.mcp.tools import Declared, declare, list_all_tools
@@ -126,8 +126,12 @@ class Connection:
                 await opened.wait()
             declared = declare(await list_all_tools(client, self.config.name), self.config)
             if not declared.capabilities:
-                msg = f"MCP server {self.config.name!r} lists no usable tools (skipped: {declared.skipped})"
-                raise InvalidDeclarationError(msg)
+                # Connected all the same: a tools/list_changed may bring tools later.
+                logger.info(
+                    "MCP server %s lists no usable tools for now%s",
+                    self.config.agent_id,
+                    f" (skipped: {declared.skipped})" if declared.skipped else "",
+                )
             tasks.start_soon(self._rescans, client)
             self.client = client
             link.ready.set_result(declared)

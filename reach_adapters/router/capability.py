@@ -143,7 +143,7 @@ def validate_capabilities(
 ) -> tuple[Capability, ...]:
     """Build and check an agent's declarations; errors name the agent, capability and field.
 
-    ``allow_empty`` is for re-declarations: a server that lists no tools for now stays registered.
+    ``allow_empty`` is for agents that declare later (an MCP server that lists no tools for now).
     """
     if isinstance(capabilities, str | bytes | Mapping) or not isinstance(capabilities, Sequence):
         msg = (

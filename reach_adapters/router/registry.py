@@ -53,7 +53,13 @@ class Registry:
         if agent_id in self._agents:
             msg = f"agent {agent_id} is already registered; deregister it first or pick another instance id"
             raise DuplicateAgentError(msg)
-        capabilities = validate_capabilities(agent_id, getattr(agent, "capabilities", None) or [])
+        # An agent that can declare capabilities later (through its handle: an MCP server with no
+        # tools yet) may start with none; any other would never serve.
+        capabilities = validate_capabilities(
+            agent_id,
+            getattr(agent, "capabilities", None) or [],
+            allow_empty=callable(getattr(agent, "attach", None)),
+        )
         runtime = AgentRuntime(agent=agent, agent_id=agent_id, ident=ident, breaker=Breaker(self._breaker))
         self._agents[agent_id] = runtime
         self._index(runtime, capabilities)

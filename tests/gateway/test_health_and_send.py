@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -13,7 +14,7 @@ from reach_adapters.gateway import Gateway
 from reach_adapters.gateway.api import GatewayAPI
 from tests.core.conftest import Handled, failing_agent
 from tests.core.test_directed import two_faced
-from tests.gateway.conftest import ECHO, write
+from tests.gateway.conftest import ECHO, ReachServer, write
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -72,3 +73,14 @@ async def test_send_names_the_capability_of_an_agent_with_several(config_dir: Pa
                 "/api/send", json={"agent_id": "text:tools:01", "options": {"capability": "lower"}}
             )
             assert clash.status_code == 400
+
+
+def test_a_server_with_no_tools_never_stops_reach_serve(
+    serve: Callable[..., ReachServer], config_dir: Path
+) -> None:
+    empty = Path(__file__).resolve().parents[1] / "mcp_adapter" / "servers" / "empty.py"
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    write(config_dir, "mcp:empty:0.yaml", f"kind: mcp\nname: empty\ncommand: python\nargs: [{empty}]\n")
+    server = serve(config_dir)
+    health = server.health()
+    assert (health["status"], health["agents"], health["usable_agents"]) == ("ok", 2, 2)

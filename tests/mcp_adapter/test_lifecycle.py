@@ -8,11 +8,12 @@ import signal
 
 import pytest
 from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
 from middleware import Fault, ResultStatus
 from reach_adapters import AgentState, Router
 from reach_adapters.mcp import MCPServerAgent, ReconnectPolicy
-from tests.mcp_adapter.conftest import CALC, PYTHON, HttpCalc, state_of
+from tests.mcp_adapter.conftest import CALC, PYTHON, SERVERS, HttpCalc, state_of
 from tests.waiting import alive, eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -177,3 +178,27 @@ async def test_in_process_server_state_is_shared_not_copied() -> None:
         for n in range(3):
             assert (await router.route("bump", {"n": n})).payload == {"result": n + 1}
     assert seen == [0, 1, 2]
+
+
+async def test_a_server_with_no_tools_connects_and_takes_tools_added_later(router: Router) -> None:
+    bus = InMemorySubscriptionBus()
+    server = MCPServer("later", subscriptions=bus)
+    agent = await MCPServerAgent.connect("later", server=server)
+    router.register(agent)
+    assert state_of(router, agent.agent_id) is AgentState.ONLINE
+    assert agent.capabilities == ()
+    assert router.reachable() == {}
+
+    def hello() -> str:
+        return "hello"
+
+    server.add_tool(hello, name="hello")
+    await bus.publish(ToolsListChanged())
+    await eventually(lambda: "hello" in router.reachable(), what="the tool added later")
+    assert (await router.route("hello", {})).payload == {"result": "hello"}
+
+
+async def test_a_stdio_server_with_no_tools_connects(router: Router) -> None:
+    agent = await MCPServerAgent.connect("empty", command=PYTHON, args=[str(SERVERS / "empty.py")])
+    router.register(agent)
+    assert (state_of(router, agent.agent_id), agent.capabilities) == (AgentState.ONLINE, ())
