@@ -8,7 +8,6 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -30,6 +29,7 @@ from reach_adapters.gateway import GatewayError
 from reach_adapters.gateway.api import RESERVED_OPTIONS
 from reach_adapters.mcp import MCPConnectionError, MCPTimeoutError
 from reach_adapters.observability import configure_logging
+from reach_adapters.version import package_version
 
 __all__ = ["build_parser", "main"]
 
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="reach",
         description="Agent Reach: one router for LangChain agents and MCP servers, run from config files.",
     )
-    parser.add_argument("--version", action="version", version=f"reach {_version()}")
+    parser.add_argument("--version", action="version", version=f"reach {package_version()}")
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
     logs = _Parser(add_help=False)
     logs.add_argument(
@@ -368,10 +368,3 @@ def _json_or_text(value: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError:
         return value
-
-
-def _version() -> str:
-    try:
-        return version("agent-reach")
-    except PackageNotFoundError:
-        return "unknown"

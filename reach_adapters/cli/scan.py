@@ -25,7 +25,7 @@ __all__ = ["default_name", "run_scan"]
 # Per-tool fields written out: what the server told about each tool, as knobs to edit.
 _PER_TOOL = ("description", "read_only", "idempotent")
 _SCHEMAS = ("input_schema", "output_schema")
-_NAME_PREFIXES = ("mcp-server-", "mcp_server_", "server-", "server_")
+_NAME_PREFIXES = ("mcp-server-", "mcp_server_", "server-", "server_", "mcp-", "mcp_")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -48,6 +48,9 @@ async def _scan(args: argparse.Namespace) -> dict[str, Any]:
     if problem is not None:
         raise UsageError(problem)
     name = args.name or default_name(command, args.url)
+    # A script's file name ("index" of node path/to/index.js) says little: the server's own name
+    # is better, once connected.
+    named_by_server = not args.name and bool(command) and _script(command) is not None
     agent = await MCPServerAgent.connect(
         name,
         command=resolve_command(command[0]) if command else None,
@@ -61,9 +64,12 @@ async def _scan(args: argparse.Namespace) -> dict[str, Any]:
         connect_timeout_s=args.timeout,
     )
     try:
-        return _agent_file(agent, command, args)
+        data = _agent_file(agent, command, args)
+        if named_by_server and agent.server_name:
+            data["name"] = clean_name(agent.server_name)
     finally:
         await agent.aclose()
+    return data
 
 
 def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
@@ -113,14 +119,32 @@ def default_name(command: Sequence[str], url: str | None) -> str:
         if "-m" in command[:-1]:
             source = command[command.index("-m") + 1]
         else:
-            program = Path(command[0]).stem
-            script = next((arg for arg in command[1:] if not arg.startswith("-")), None)
-            launcher = _LAUNCHERS.match(program) is not None
-            source = Path(script).stem if launcher and script else program
+            launched = _launched(command)
+            source = Path(launched).stem if launched else Path(command[0]).stem
         source = source.rsplit(".", 1)[-1]
     else:
         source = re.sub(r"^https?://", "", url or "").split("/")[0].split(":")[0]
+    return clean_name(source)
+
+
+def clean_name(source: str) -> str:
+    """`source` without an ``mcp-server-`` (or ``mcp-``) prefix, in the characters an agent id allows."""
     for prefix in _NAME_PREFIXES:
-        source = source.removeprefix(prefix)
+        if source.startswith(prefix):
+            source = source.removeprefix(prefix)
+            break
     cleaned = _UNSAFE.sub("-", source).strip("-._")
     return cleaned or "server"
+
+
+def _launched(command: Sequence[str]) -> str | None:
+    """What a launcher in `command` runs (a script, a package), else None."""
+    if _LAUNCHERS.match(Path(command[0]).stem) is None:
+        return None
+    return next((arg for arg in command[1:] if not arg.startswith("-")), None)
+
+
+def _script(command: Sequence[str]) -> str | None:
+    """The script file an interpreter in `command` runs (``node path/to/index.js``), else None."""
+    launched = _launched(command)
+    return launched if launched and Path(launched).suffix else None

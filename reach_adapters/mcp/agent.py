@@ -191,6 +191,13 @@ class MCPServerAgent:
     def connected(self) -> bool:
         return self._offline is None
 
+    @property
+    def server_name(self) -> str | None:
+        """The name the server gives itself (its ``serverInfo.name``) while connected."""
+        client = self._connection.client
+        info = client.server_info if client is not None else None
+        return info.name if info is not None else None
+
     def __repr__(self) -> str:
         state = "online" if self._offline is None else f"offline: {self._offline}"
         return f"MCPServerAgent({self._agent_id!r}, {self.config.target.describe()!r}, {state})"

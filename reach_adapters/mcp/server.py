@@ -34,6 +34,7 @@ from reach_adapters.router.capability import Capability
 from reach_adapters.router.portal import running_loop
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import wrap_input
+from reach_adapters.version import package_version
 
 __all__ = ["RouterMCPServer"]
 
@@ -68,6 +69,7 @@ class RouterMCPServer:
         self._listen = ListenHandler(self._bus)
         self.server: Server[Any] = _Server(
             name,
+            version=package_version(),
             instructions=instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,

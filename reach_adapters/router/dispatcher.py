@@ -242,51 +242,65 @@ class Dispatcher:
             return self._finish(message, self.record_for(message, None), unknown, start, "none")
         caller_deadline = apply_caller_timeout(meta)
         record = self.record_for(message, strategy)
-        if tracer is None:
-            plan = await self.plan(message, record, strategy)
-        else:
-            with tracer.start_as_current_span("reach.select") as span:
+        try:
+            if tracer is None:
                 plan = await self.plan(message, record, strategy)
-                span.set_attributes(
-                    {"reach.candidates": len(plan.slots), "reach.exclusions": len(record.exclusions)}
+            else:
+                with tracer.start_as_current_span("reach.select") as span:
+                    plan = await self.plan(message, record, strategy)
+                    span.set_attributes(
+                        {"reach.candidates": len(plan.slots), "reach.exclusions": len(record.exclusions)}
+                    )
+            if plan.problem is not None:
+                problem = plan.problem
+                missing = error_result(
+                    message, problem.status, problem.error_type, problem.error, fault=problem.fault
                 )
-        if plan.problem is not None:
-            problem = plan.problem
-            missing = error_result(
-                message, problem.status, problem.error_type, problem.error, fault=problem.fault
-            )
-            if problem.fault is Fault.CALLER:
-                return self._finish(message, record, missing, start, "none", plan.queued_ms)
-            invalid = self.planner.invalid_payload(message)
-            if invalid is not None:
-                # Fallback serves "no agent can take this", never "the caller sent garbage".
-                refused = error_result(
-                    message, ResultStatus.INVALID, "PayloadValidationError", invalid, fault=Fault.CALLER
+                if problem.fault is Fault.CALLER:
+                    return self._finish(message, record, missing, start, "none", plan.queued_ms)
+                invalid = self.planner.invalid_payload(message)
+                if invalid is not None:
+                    # Fallback serves "no agent can take this", never "the caller sent garbage".
+                    refused = error_result(
+                        message, ResultStatus.INVALID, "PayloadValidationError", invalid, fault=Fault.CALLER
+                    )
+                    return self._finish(message, record, refused, start, "none", plan.queued_ms)
+                return await self._fall_back(
+                    message, record, missing, start, plan.queued_ms, caller_deadline, run
                 )
-                return self._finish(message, record, refused, start, "none", plan.queued_ms)
-            return await self._fall_back(
-                message, record, missing, start, plan.queued_ms, caller_deadline, run
+            deadline = meta.deadline or 0.0
+            if hint.mode == "broadcast":
+                run.targets.update(slot.runtime.agent_id for slot in plan.slots)
+                merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.transient)
+                return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
+            routed = time.perf_counter()
+            result, last = await self._attempts(message, record, plan, deadline, tracer, run)
+            if result.status in ANSWERED:
+                return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
+            fault = result.fault
+            if fault is Fault.TASK:
+                # The agent did the task and answered no; another agent would be asked the same.
+                return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
+            if fault is Fault.CALLER:
+                return self._finish(message, record, result, start, "none", plan.queued_ms)
+            if not may_resend(result, last.capability.safe_to_repeat):
+                # The work may have been done already; a fallback would do it a second time.
+                record.note = (
+                    record.note or "no fallback: the work may have started and is not safe to repeat"
+                )
+                return self._finish(message, record, result, start, "none", plan.queued_ms)
+            return await self._fall_back(message, record, result, start, plan.queued_ms, caller_deadline, run)
+        except asyncio.CancelledError:
+            # The caller gave up: the task still leaves a record of how far it got.
+            gone = error_result(
+                message,
+                ResultStatus.CANCELLED,
+                "Cancelled",
+                "the caller cancelled the call",
+                fault=Fault.CALLER,
             )
-        deadline = meta.deadline or 0.0
-        if hint.mode == "broadcast":
-            run.targets.update(slot.runtime.agent_id for slot in plan.slots)
-            merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.transient)
-            return self._finish(message, record, merged, start, "candidate", plan.queued_ms)
-        routed = time.perf_counter()
-        result, last = await self._attempts(message, record, plan, deadline, tracer, run)
-        if result.status in ANSWERED:
-            return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
-        fault = result.fault
-        if fault is Fault.TASK:
-            # The agent did the task and answered no; another agent would be asked the same.
-            return self._finish(message, record, result, start, "candidate", plan.queued_ms, routed)
-        if fault is Fault.CALLER:
-            return self._finish(message, record, result, start, "none", plan.queued_ms)
-        if not may_resend(result, last.capability.safe_to_repeat):
-            # The work may have been done already; a fallback would do it a second time.
-            record.note = record.note or "no fallback: the work may have started and is not safe to repeat"
-            return self._finish(message, record, result, start, "none", plan.queued_ms)
-        return await self._fall_back(message, record, result, start, plan.queued_ms, caller_deadline, run)
+            self._finish(message, record, gone, start, "none")
+            raise
 
     async def _attempts(
         self,

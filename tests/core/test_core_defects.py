@@ -21,7 +21,7 @@ from reach_adapters import (
     RoutingPolicy,
     SyncCallError,
 )
-from tests.core.conftest import FAST, echo_agent
+from tests.core.conftest import FAST, Gate, echo_agent
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -146,3 +146,17 @@ async def test_sync_call_errors_name_the_method_that_was_called() -> None:
     with pytest.raises(SyncCallError, match=r"close was called .*'await router\.aclose\(\)'"):
         router.close()
     assert (await router.route("echo", {})).status is ResultStatus.OK
+
+
+async def test_a_cancelled_call_leaves_a_decision_record() -> None:
+    gate = Gate("svc:gate:01")
+    router = Router(FAST)
+    router.register(gate.agent)
+    call = asyncio.create_task(router.route("work", "x", task_id="gone-1"))
+    while not gate.running:
+        await asyncio.sleep(0.01)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    record = router.explain("gone-1")
+    assert record.status == ResultStatus.CANCELLED

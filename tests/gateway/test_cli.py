@@ -226,3 +226,10 @@ def test_call_names_the_capability_of_an_agent_with_several(config_dir: Path) ->
     misplaced = run_reach("call", "say", "--capability", "say", "--config", str(config_dir))
     assert misplaced.returncode == 2
     assert "--capability goes with an agent id" in misplaced.stderr
+
+
+def test_scan_of_a_script_takes_the_servers_own_name() -> None:
+    # The file is server.py; the server calls itself "probe".
+    done = run_reach("scan", "--json", "--", "python", PROBE_SERVER)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["name"] == "probe"

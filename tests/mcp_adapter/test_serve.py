@@ -274,3 +274,13 @@ async def test_a_wrapped_input_keeps_its_definitions_where_its_references_point(
         Draft202012Validator(tool.input_schema).validate({"input": ["kettle"]})
         counted = await client.call_tool("count", {"input": ["kettle", "mug"]})
         assert _text(counted.content) == "2"
+
+
+async def test_the_served_router_gives_the_package_version(router: Router) -> None:
+    from reach_adapters.version import package_version
+
+    router.register(FunctionAgent(shout, agent_id="util:shout:0"))
+    async with Client(RouterMCPServer(router).server) as client:
+        assert client.server_info is not None
+        assert (client.server_info.name, client.server_info.version) == ("agent-reach", package_version())
+    assert package_version() != "0+unknown"
