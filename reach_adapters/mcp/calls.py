@@ -12,6 +12,7 @@ from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT, Reques
 from pydantic import ValidationError
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import amend
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.router.delivery import UNKNOWN_OUTCOME, error_result
@@ -22,10 +23,12 @@ __all__ = ["ToolRoute", "call_tool"]
 
 @dataclass(frozen=True, slots=True)
 class ToolRoute:
-    """The server's name for a capability's tool, and whether the tool is safe to run twice."""
+    """The server's name for a capability's tool, whether the tool is safe to run twice, and
+    whether its structured result wraps a non-object value as ``{"result": value}``."""
 
     tool: str
     safe: bool
+    unwrap: bool = False
 
 
 async def call_tool(
@@ -81,7 +84,11 @@ async def call_tool(
         # The SDK checks structured content against the tool's output schema and raises this;
         # the core does not re-send "OutputValidationError" for tools that are not safe to repeat.
         return _failed(message, agent_id, "OutputValidationError", str(exc), retryable=True)
-    return converter.result_to_middleware(native, message)
+    result = converter.result_to_middleware(native, message)
+    if route.unwrap and result.ok and isinstance(result.payload, dict) and "result" in result.payload:
+        # The same payload a local function returning the bare value gives.
+        amend(result, {"payload": result.payload["result"]})
+    return result
 
 
 def _failed(

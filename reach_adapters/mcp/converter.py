@@ -19,7 +19,7 @@ from middleware import (
     RoutingHint,
     ensure_json,
 )
-from middleware.fast import build_trusted
+from middleware.fast import amend, build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.agent import input_required_result, ok_result
 from reach_adapters.router.delivery import error_result
@@ -113,7 +113,7 @@ class MCPConverter:
                     message, error=_text_of(content), agent_id=self.agent_id or None, **routed
                 )
             # The tool ran and said no (the task's fault): another replica would say the same.
-            return error_result(
+            failed = error_result(
                 message,
                 ResultStatus.ERROR,
                 "MCPToolError",
@@ -122,13 +122,16 @@ class MCPConverter:
                 agent_id=self.agent_id or None,
                 delivered=True,
             )
+            # Every block of the error, and its `_meta`, for serving it again unchanged.
+            amend(failed, {"extra": _kept(content, native.meta)})
+            return failed
         structured = native.structured_content
         payload = content if structured is None else structured
         if native.meta and native.meta.get(META_PREFIX + "status") == ResultStatus.INPUT_REQUIRED:
             # Another reach router's agent asks for input: what it asks is the answer's payload.
             asked = structured.get("asked") if isinstance(structured, dict) else payload
             return input_required_result(message, self.agent_id, asked, extra={"content": content})
-        return ok_result(message, self.agent_id, payload, extra={"content": content})
+        return ok_result(message, self.agent_id, payload, extra=_kept(content, native.meta))
 
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
         # The ids let an MCP client ask the gateway why the call went where it went.
@@ -144,14 +147,21 @@ class MCPConverter:
             text = asked if isinstance(asked, str) else json.dumps(asked, ensure_ascii=False)
             asking = [TextContent(type="text", text=f"input required: {text}")]
             return CallToolResult(content=asking, structured_content={"asked": asked}, _meta=ids)
+        kept = result.extra.get("meta")
+        if isinstance(kept, dict):
+            # The upstream result's own `_meta`, under the ids.
+            ids = {**kept, **ids}
+        content = result.extra.get("content")
         if not result.ok:
-            text = f"{result.status}: {result.error_type}: {result.error}"
             # Whose fault and how it ended, for a reach router on the calling side (`_routed_outcome`).
             outcome = {key: getattr(result, key) for key in _OUTCOME}
             ids.update({META_PREFIX + key: value for key, value in outcome.items() if value is not None})
+            if isinstance(content, list) and content:
+                # An upstream tool's own error: its blocks as it sent them.
+                return CallToolResult(content=_BLOCKS.validate_python(content), is_error=True, _meta=ids)
+            text = f"{result.status}: {result.error_type}: {result.error}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)
         payload = result.payload
-        content = result.extra.get("content")
         if isinstance(content, list):
             blocks = _BLOCKS.validate_python(content)
         else:
@@ -186,6 +196,19 @@ def _routed_outcome(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
         }
     except ValueError:
         return None
+
+
+def _kept(content: list[JsonValue], meta: Mapping[str, Any] | None) -> dict[str, JsonValue]:
+    """What a result keeps of the MCP reply beside its payload: the content blocks and `_meta`."""
+    kept: dict[str, JsonValue] = {"content": content}
+    # The protocol's own keys (the upstream's serverInfo stamp) describe that hop, not this one.
+    own = {key: value for key, value in (meta or {}).items() if not key.startswith(_PROTOCOL_META)}
+    if own:
+        kept["meta"] = ensure_json(own, where="_meta")
+    return kept
+
+
+_PROTOCOL_META = "io.modelcontextprotocol/"
 
 
 def _text_of(content: list[JsonValue]) -> str:

@@ -20,6 +20,7 @@ from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    Icon,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
@@ -49,6 +50,8 @@ class _Served:
     tool: Tool
     # MCP arguments are always an object: a non-object input travels as the "input" argument.
     wrapped: bool
+    # A non-object structured result travels as {"result": value}.
+    boxed: bool = False
 
 
 class RouterMCPServer:
@@ -120,7 +123,10 @@ class RouterMCPServer:
         except ReachError as exc:
             text = f"{type(exc).__name__}: {exc}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        return self._converter.result_from_middleware(result)
+        answer = self._converter.result_from_middleware(result)
+        if served.boxed and result.ok:
+            answer.structured_content = {"result": result.payload}
+        return answer
 
     # -- the tool list and its changes -------------------------------------------------------
 
@@ -188,16 +194,39 @@ def _serve(capability: Capability) -> _Served:
     elif not schema:
         schema = {"type": "object"}
     output = capability.output_schema
-    # Every protocol version accepts an object output schema; others are left undeclared.
-    if output is not None and output.get("type") != "object":
-        output = None
+    # MCP structured results are objects: a non-object one travels as {"result": value}, as the
+    # SDK's own servers do, so its schema is kept.
+    boxed = output is not None and output.get("type") != "object"
+    if boxed:
+        output = wrap_result(capability.name, output or {})
     tool = Tool(
         name=capability.name,
+        title=capability.title,
         description=capability.description or None,
         input_schema=schema,
         output_schema=output,
         annotations=ToolAnnotations(
-            read_only_hint=capability.read_only, idempotent_hint=capability.idempotent
+            title=capability.title,
+            read_only_hint=capability.read_only,
+            destructive_hint=capability.destructive,
+            idempotent_hint=capability.idempotent,
+            open_world_hint=capability.open_world,
         ),
+        icons=[Icon.model_validate(icon) for icon in capability.icons] or None,
+        _meta=capability.meta or None,
     )
-    return _Served(tool, wrapped)
+    return _Served(tool, wrapped, boxed)
+
+
+def wrap_result(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The output schema of a non-object result, boxed as the SDK boxes one: ``{"result": ...}``."""
+    inner = {key: value for key, value in schema.items() if key != "$defs"}
+    boxed: dict[str, Any] = {
+        "type": "object",
+        "title": f"{tool}Output",
+        "properties": {"result": inner},
+        "required": ["result"],
+    }
+    if "$defs" in schema:
+        boxed["$defs"] = schema["$defs"]
+    return boxed

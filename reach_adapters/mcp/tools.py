@@ -60,6 +60,17 @@ def declare(tools: Sequence[Tool], config: MCPServerConfig) -> Declared:
             logger.warning("MCP server %r: skipped tool %r: its name is listed twice", config.name, tool.name)
             out.skipped.append(tool.name)
             continue
+        if tool.execution is not None and tool.execution.task_support == "required":
+            # The MCP SDK this project builds on has no client side of task-augmented calls, so
+            # such a tool would be offered and fail on every call.
+            logger.warning(
+                "MCP server %r: skipped tool %r: it runs only as an MCP task (taskSupport: required), "
+                "which the MCP SDK in use cannot call",
+                config.name,
+                tool.name,
+            )
+            out.skipped.append(tool.name)
+            continue
         try:
             capability = _capability(name, tool, config)
         except InvalidDeclarationError as exc:
@@ -67,7 +78,7 @@ def declare(tools: Sequence[Tool], config: MCPServerConfig) -> Declared:
             out.skipped.append(tool.name)
             continue
         out.capabilities.append(capability)
-        out.routes[name] = ToolRoute(tool.name, safe=capability.safe_to_repeat)
+        out.routes[name] = ToolRoute(tool.name, safe=capability.safe_to_repeat, unwrap=wraps_result(tool))
     return out
 
 
@@ -80,15 +91,36 @@ def _capability(name: str, tool: Tool, config: MCPServerConfig) -> Capability:
     # The MCP default for a tool that is not read-only is destructive.
     destructive = not read_only and (hints is None or hints.destructive_hint is not False)
     title = tool.title or (hints.title if hints else None)
+    output = tool.output_schema
+    if output is not None and wraps_result(tool):
+        # The SDK's wrapping of a non-object result: the payload is the value inside.
+        output = output["properties"]["result"]
     return Capability(
         name=name,
         description=tool.description or title or "",
         input_schema=tool.input_schema,
-        output_schema=tool.output_schema,
+        output_schema=output,
         timeout_ms=config.timeout_ms,
         max_concurrency=config.max_concurrency,
         weight=config.weight,
         read_only=read_only,
         idempotent=idempotent,
         destructive=destructive,
+        # The MCP default is open world: only an explicit false says otherwise.
+        open_world=not (hints is not None and hints.open_world_hint is False),
+        title=title,
+        icons=[icon.model_dump(mode="json", by_alias=True, exclude_none=True) for icon in tool.icons or ()],
+        meta=dict(tool.meta or {}),
+    )
+
+
+def wraps_result(tool: Tool) -> bool:
+    """Whether the tool's output schema is the SDK's wrapping of a non-object result: one
+    required ``result`` field, titled after the function (``addOutput`` for ``def add``)."""
+    output = tool.output_schema
+    return (
+        output is not None
+        and str(output.get("title", "")).endswith("Output")
+        and list(output.get("properties", {})) == ["result"]
+        and output.get("required") == ["result"]
     )

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, Valid
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.router.schemas import CompiledSchema, check_schema, compiled_validator, schema_key
 
-__all__ = ["Capability", "Trigger", "validate_capabilities"]
+__all__ = ["Capability", "Trigger", "cautious", "validate_capabilities"]
 
 TriggerOp = Literal["eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "contains", "exists"]
 
@@ -73,8 +73,17 @@ class Capability(BaseModel):
     idempotent: bool = False
     read_only: bool = False
     destructive: bool = False
+    open_world: bool = Field(
+        True, description="It may reach systems outside its own (the web, other services), as MCP assumes."
+    )
     compensable: bool = False
     preferred_source: list[str] = Field(default_factory=list)
+    title: str | None = Field(None, description="A human-readable name, for tool lists.")
+    icons: list[dict[str, JsonValue]] = Field(default_factory=list, description="Icons, in MCP's form.")
+    meta: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="Metadata an adapter passes on untouched, such as an MCP tool's `_meta`.",
+    )
 
     _input_key: str = PrivateAttr("")
     _input_open: bool = PrivateAttr(True)
@@ -174,3 +183,18 @@ def _from_mapping(item: object) -> Capability:
         msg = f"a capability must be a Capability or a dict, got {type(item).__name__}"
         raise InvalidDeclarationError(msg)
     return Capability(**item)
+
+
+def cautious(declarations: Sequence[Capability]) -> Capability:
+    """One declaration standing for several replicas of a capability, with the most cautious of
+    their flags: read-only and idempotent only if all are, destructive and open world if any is."""
+    first = declarations[0]
+    flags = {
+        "read_only": all(cap.read_only for cap in declarations),
+        "idempotent": all(cap.idempotent for cap in declarations),
+        "destructive": any(cap.destructive for cap in declarations),
+        "open_world": any(cap.open_world for cap in declarations),
+    }
+    if all(getattr(first, key) == value for key, value in flags.items()):
+        return first
+    return first.model_copy(update=flags)

@@ -20,7 +20,7 @@ from reach_adapters.errors import (
     UnknownAgentError,
 )
 from reach_adapters.router.agent import Agent, close_agent
-from reach_adapters.router.capability import Capability
+from reach_adapters.router.capability import Capability, cautious
 from reach_adapters.router.catalog import AgentInfo, agent_info
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
@@ -168,16 +168,20 @@ class Router:
         return [agent_info(runtime) for runtime in self._registry]
 
     def reachable(self) -> dict[str, Capability]:
-        """Each capability some usable agent declares, with one declaration standing for it.
+        """Each capability some usable agent declares, with one declaration standing for it: the
+        first registered, with the most cautious flags of all usable replicas (`cautious`).
 
         What the LangChain toolkit and the MCP server offer as tools.
         """
         out: dict[str, Capability] = {}
         for name in self._registry.capability_names():
-            for slot in self._registry.slots_named(name):
-                if slot.runtime.state not in UNUSABLE_STATES:
-                    out[name] = slot.capability
-                    break
+            usable = [
+                s.capability
+                for s in self._registry.slots_named(name)
+                if s.runtime.state not in UNUSABLE_STATES
+            ]
+            if usable:
+                out[name] = cautious(usable)
         return out
 
     def declarations(self) -> dict[str, Capability]:

@@ -157,7 +157,7 @@ def test_commands_run_straight_from_a_config_dir(config_dir: Path) -> None:
     called = run_reach("call", "say", '{"text": "local"}', "--config", str(config_dir), "--explain", "--json")
     assert called.returncode == 0, called.stderr
     out = json.loads(called.stdout)
-    assert out["result"]["payload"] == {"result": "local"}
+    assert out["result"]["payload"] == "local"
     assert out["decision"]["chosen"] == "mcp:probe:0"
 
 
@@ -219,7 +219,7 @@ def test_call_names_the_capability_of_an_agent_with_several(config_dir: Path) ->
         "call", "mcp:probe:0", '{"text": "hi"}', "--capability", "say", "--config", str(config_dir), "--json"
     )
     assert called.returncode == 0, called.stderr
-    assert json.loads(called.stdout)["payload"] == {"result": "hi"}
+    assert json.loads(called.stdout)["payload"] == "hi"
     unnamed = run_reach("call", "mcp:probe:0", '{"text": "hi"}', "--config", str(config_dir), "--json")
     assert unnamed.returncode == 1
     assert "declares several capabilities" in json.loads(unnamed.stdout)["error"]

@@ -38,7 +38,7 @@ async def test_overrides_survive_a_servers_new_tool_list(config_dir: Path) -> No
         again = capabilities(router, "mcp:probe:0")
         assert (again["p_say"].weight, again["p_say"].idempotent) == (99.0, True)
         answer = await router.route("p_say", {"text": "still routed"})
-        assert answer.payload == {"result": "still routed"}
+        assert answer.payload == "still routed"
 
 
 async def test_an_override_for_a_tool_the_server_lacks_is_an_error(config_dir: Path) -> None:

@@ -119,14 +119,10 @@ async def test_a_changed_mcp_server_is_restarted_and_the_old_process_stopped(
 ) -> None:
     write(config_dir, "mcp:probe:0.yaml", PROBE)
     server = serve(config_dir)
-    first = server.api("POST", "/route", json={"capability": "pid", "payload": {}}).json()["payload"][
-        "result"
-    ]
+    first = server.api("POST", "/route", json={"capability": "pid", "payload": {}}).json()["payload"]
     write(config_dir, "mcp:probe:0.yaml", PROBE + "env:\n  GENERATION: '2'\n")
     wait_until(lambda: generation(server) == 2, what="the MCP server change to be applied")
-    second = server.api("POST", "/route", json={"capability": "pid", "payload": {}}).json()["payload"][
-        "result"
-    ]
+    second = server.api("POST", "/route", json={"capability": "pid", "payload": {}}).json()["payload"]
     assert second != first
     wait_until(lambda: not alive(first), what="the old server process to stop")
     assert alive(second)

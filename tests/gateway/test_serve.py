@@ -112,7 +112,7 @@ async def test_the_api_routes_sends_and_explains(serve: Serve, mixed: Path) -> N
     server = serve(mixed)
     routed = server.api("POST", "/route", json={"capability": "say", "payload": {"text": "hi"}}).json()
     assert routed["status"] == "ok"
-    assert routed["payload"] == {"result": "hi"}
+    assert routed["payload"] == "hi"
     assert routed["agent_id"] == "mcp:probe:0"
     sent = server.api("POST", "/send", json={"agent_id": "util:echo:01", "payload": [1, 2]}).json()
     assert (sent["status"], sent["payload"]) == ("ok", [1, 2])

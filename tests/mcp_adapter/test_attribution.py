@@ -29,7 +29,7 @@ async def test_a_tool_error_is_the_tasks_and_leaves_the_server_healthy(
         assert result.attempts == 1
     info = router.catalog()[0]
     assert (info.breaker, info.failures) == (BreakerState.CLOSED, 0)
-    assert (await router.route("add", {"a": 1, "b": 2})).payload == {"result": 3}
+    assert (await router.route("add", {"a": 1, "b": 2})).payload == 3
 
 
 async def test_caller_mistakes_and_tool_errors_under_load_never_open_a_healthy_breaker() -> None:

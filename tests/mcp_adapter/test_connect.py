@@ -38,7 +38,7 @@ async def test_stdio_server_tools_become_capabilities(calc: MCPServerAgent) -> N
     assert add.input_schema["required"] == ["a", "b"]
     assert add.input_schema["properties"]["a"]["type"] == "integer"
     assert add.output_schema is not None
-    assert add.output_schema["properties"]["result"]["type"] == "integer"
+    assert add.output_schema["type"] == "integer"
     assert _cap(calc, "describe").output_schema is None
 
 
@@ -66,11 +66,11 @@ async def test_http_server_connects_with_headers_and_auth(http_calc: HttpCalc, r
     router.register(agent)
     result = await router.route("add", {"a": 20, "b": 22})
     assert result.ok, result.error
-    assert result.payload == {"result": 42}
+    assert result.payload == 42
     assert result.agent_id == "mcp:calc:0"
-    assert (await router.route("header", {"name": "x-team"})).payload == {"result": "reach"}
+    assert (await router.route("header", {"name": "x-team"})).payload == "reach"
     authorization = (await router.route("header", {"name": "authorization"})).payload
-    assert authorization == {"result": "Basic " + base64.b64encode(b"ada:secret").decode()}
+    assert authorization == "Basic " + base64.b64encode(b"ada:secret").decode()
 
 
 async def test_in_process_server_connects(router: Router) -> None:
@@ -82,7 +82,7 @@ async def test_in_process_server_connects(router: Router) -> None:
 
     router.register(await MCPServerAgent.connect("inline", server=server))
     result = await router.route("double", {"x": 21})
-    assert result.payload == {"result": 42}
+    assert result.payload == 42
 
 
 async def test_real_mcp_server_time(router: Router) -> None:
@@ -211,4 +211,4 @@ async def test_connect_all_reports_each_failure_and_keeps_the_rest(router: Route
     assert isinstance(report.failures["mcp:mute:0"], MCPTimeoutError)
     for agent in report.agents:
         router.register(agent)
-    assert (await router.route("add", {"a": 1, "b": 2})).payload == {"result": 3}
+    assert (await router.route("add", {"a": 1, "b": 2})).payload == 3

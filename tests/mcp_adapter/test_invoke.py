@@ -21,7 +21,7 @@ async def test_structured_content_is_the_payload(calc: MCPServerAgent, router: R
     router.register(calc)
     result = await router.route("add", {"a": 2, "b": 40})
     assert result.status is ResultStatus.OK
-    assert result.payload == {"result": 42}
+    assert result.payload == 42
     assert result.extra["content"] == [{"type": "text", "text": "42"}]
 
 
@@ -97,7 +97,7 @@ async def test_invoke_rejects_arguments_that_are_not_an_object(calc: MCPServerAg
 async def test_calls_share_one_session_concurrently(calc: MCPServerAgent, router: Router) -> None:
     router.register(calc)
     results = await asyncio.gather(*(router.route("add", {"a": i, "b": i}) for i in range(20)))
-    assert [r.payload for r in results] == [{"result": 2 * i} for i in range(20)]
+    assert [r.payload for r in results] == [2 * i for i in range(20)]
     pids = {json.dumps((await router.route("pid", {})).payload) for _ in range(3)}
     assert len(pids) == 1
 
@@ -109,7 +109,7 @@ def test_sync_program_connects_and_routes() -> None:
         router.register(agent)
         # The router's sync portal runs on its own loop; the session lives on the agent's.
         result = router.route_sync("add", {"a": 5, "b": 6})
-        assert result.payload == {"result": 11}
+        assert result.payload == 11
     finally:
         agent.close_sync()
         router.close()
@@ -131,4 +131,4 @@ async def test_sync_call_from_a_worker_thread_while_the_loop_runs(
     thread = threading.Thread(target=worker)
     thread.start()
     await asyncio.to_thread(thread.join, 30)
-    assert seen == [{"result": 7}]
+    assert seen == [7]

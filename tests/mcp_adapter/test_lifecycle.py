@@ -24,8 +24,7 @@ QUICK = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.5)
 async def _pid(router: Router, capability: str = "pid") -> int:
     result = await router.route(capability, {})
     assert result.ok, result.error
-    assert isinstance(result.payload, dict)
-    pid = result.payload["result"]
+    pid = result.payload
     assert isinstance(pid, int)
     return pid
 
@@ -42,7 +41,7 @@ async def test_killed_stdio_server_goes_offline_then_comes_back(router: Router) 
     assert "add" in router.reachable()
     second = await _pid(router)
     assert second != first
-    assert (await router.route("add", {"a": 1, "b": 2})).payload == {"result": 3}
+    assert (await router.route("add", {"a": 1, "b": 2})).payload == 3
 
 
 async def test_call_in_flight_when_the_server_dies_fails_at_once(router: Router) -> None:
@@ -65,8 +64,7 @@ async def test_replica_takes_over_when_one_is_killed(router: Router) -> None:
     router.register(first)
     router.register(second)
     victim = await router.route("pid", {})
-    assert isinstance(victim.payload, dict)
-    pid = victim.payload["result"]
+    pid = victim.payload
     assert isinstance(pid, int)
     os.kill(pid, signal.SIGKILL)
     survivor = "mcp:calc:b" if victim.agent_id == "mcp:calc:a" else "mcp:calc:a"
@@ -115,7 +113,7 @@ async def test_killed_http_server_goes_offline_then_comes_back(http_calc: HttpCa
     assert not pending.done()
     http_calc.restart()
     served = await asyncio.wait_for(pending, 25)
-    assert served.payload == {"result": 4}
+    assert served.payload == 4
     assert state_of(router, agent.agent_id) is AgentState.ONLINE
 
 
@@ -149,7 +147,7 @@ async def test_tools_list_changed_updates_the_catalog(
     assert changes
     result = await router.route(name, {})
     assert result.ok, result.error
-    assert result.payload == {"result": name}
+    assert result.payload == name
 
 
 async def test_aclose_leaves_no_child_process() -> None:
@@ -176,7 +174,7 @@ async def test_in_process_server_state_is_shared_not_copied() -> None:
     async with await MCPServerAgent.connect("counter", server=server) as agent, Router() as router:
         router.register(agent)
         for n in range(3):
-            assert (await router.route("bump", {"n": n})).payload == {"result": n + 1}
+            assert (await router.route("bump", {"n": n})).payload == n + 1
     assert seen == [0, 1, 2]
 
 
@@ -195,7 +193,7 @@ async def test_a_server_with_no_tools_connects_and_takes_tools_added_later(route
     server.add_tool(hello, name="hello")
     await bus.publish(ToolsListChanged())
     await eventually(lambda: "hello" in router.reachable(), what="the tool added later")
-    assert (await router.route("hello", {})).payload == {"result": "hello"}
+    assert (await router.route("hello", {})).payload == "hello"
 
 
 async def test_a_stdio_server_with_no_tools_connects(router: Router) -> None:

@@ -1,0 +1,149 @@
+"""What an MCP client sees through the router is what the upstream servers gave: tool metadata,
+result `_meta`, error blocks and structured results survive the hop (issue 12, items 1, 2, 4)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from mcp import Client
+from mcp.types import ImageContent, TextContent, Tool
+
+from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters.mcp import META_PREFIX, MCPServerAgent, RouterMCPServer
+from reach_adapters.mcp.config import InProcessTarget, MCPServerConfig
+from reach_adapters.mcp.tools import declare
+from tests.mcp_adapter.conftest import CALC, PYTHON
+from tests.mcp_adapter.servers.fidelity import ICON, PIXEL, fidelity_server
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def reach(router: Router) -> AsyncIterator[RouterMCPServer]:
+    router.register(await MCPServerAgent.connect("fidelity", server=fidelity_server()))
+    served = RouterMCPServer(router, name="reach")
+    yield served
+    served.close()
+
+
+async def _tools(reach: RouterMCPServer) -> dict[str, Tool]:
+    async with Client(reach.server) as client:
+        return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+
+async def test_tool_metadata_survives_re_serving(reach: RouterMCPServer) -> None:
+    lookup = (await _tools(reach))["lookup"]
+    assert lookup.title == "Look up a key"
+    assert lookup.description == "Find the value stored under a key."
+    hints = lookup.annotations
+    assert hints is not None
+    assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint) == (
+        True,
+        False,
+        True,
+        False,
+    )
+    assert hints.title == "Look up a key"
+    assert lookup.icons == [ICON]
+    assert lookup.meta == {"example.com/owner": "team-a"}
+    assert lookup.output_schema == {"type": "object", "properties": {"value": {"type": "string"}}}
+
+
+async def test_replicas_that_disagree_declare_the_most_cautious_hints(router: Router) -> None:
+    careful = await MCPServerAgent.connect("fidelity", server=fidelity_server(), instance="a")
+    bold = await MCPServerAgent.connect(
+        "fidelity", server=fidelity_server(read_only=False, open_world=True), instance="b"
+    )
+    router.register(careful)
+    router.register(bold)
+    reach = RouterMCPServer(router, name="reach")
+    try:
+        hints = (await _tools(reach))["lookup"].annotations
+    finally:
+        reach.close()
+    assert hints is not None
+    # Read-only only if every replica is; open world if any is.
+    assert (hints.read_only_hint, hints.open_world_hint, hints.idempotent_hint) == (False, True, True)
+    # The first replica alone keeps its own declaration.
+    assert router.declarations()["lookup"].read_only
+
+
+async def test_result_meta_survives_without_the_upstreams_protocol_keys(reach: RouterMCPServer) -> None:
+    async with Client(reach.server) as client:
+        answer = await client.call_tool("lookup", {"key": "k"})
+    assert answer.structured_content == {"value": "value of k"}
+    assert answer.meta is not None
+    assert answer.meta["example.com/cost"] == 3
+    # The upstream's protocol keys described its hop; the gateway's ids describe this one.
+    assert "io.modelcontextprotocol/related-task" not in answer.meta
+    assert META_PREFIX + "task_id" in answer.meta
+
+
+async def test_every_block_of_a_tool_error_survives(reach: RouterMCPServer) -> None:
+    async with Client(reach.server) as client:
+        failed = await client.call_tool("broken", {})
+    assert failed.is_error
+    assert failed.content == [
+        TextContent(type="text", text="the disk is full"),
+        ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+    ]
+    assert failed.meta is not None
+    assert failed.meta["example.com/incident"] == "INC-7"
+    assert failed.meta[META_PREFIX + "fault"] == "task"
+
+
+def count(n: int) -> int:
+    """Count to n."""
+    return n
+
+
+async def test_a_bare_result_has_one_payload_whichever_hop_serves_it(router: Router) -> None:
+    declared = Capability(
+        name="count",
+        input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
+        output_schema={"type": "integer"},
+    )
+    local = FunctionAgent(count, agent_id="util:count:0", capabilities=[declared])
+    remote = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
+    router.register(local)
+    router.register(remote)
+    assert (await router.route("count", {"n": 3})).payload == 3
+    assert (await router.route("add", {"a": 1, "b": 2})).payload == 3
+    add = next(cap for cap in remote.capabilities if cap.name == "add")
+    assert add.output_schema is not None
+    assert add.output_schema["type"] == "integer"
+    reach = RouterMCPServer(router, name="reach")
+    try:
+        tools = await _tools(reach)
+        async with Client(reach.server) as client:
+            counted = await client.call_tool("count", {"n": 4})
+            added = await client.call_tool("add", {"a": 2, "b": 2})
+    finally:
+        reach.close()
+    # Re-served, a bare result is boxed the way the SDK boxes it, and its schema says so.
+    for name in ("count", "add"):
+        schema = tools[name].output_schema
+        assert schema is not None
+        assert schema["properties"]["result"]["type"] == "integer"
+        assert schema["required"] == ["result"]
+    assert counted.structured_content == {"result": 4}
+    assert added.structured_content == {"result": 4}
+
+
+async def test_a_tool_that_only_runs_as_a_task_is_not_offered(caplog: pytest.LogCaptureFixture) -> None:
+    # Task support is declared only in the handshake-era protocol (2025-11-25), which servers
+    # built on other SDKs still speak: list the tools as such a server sends them.
+    server = fidelity_server()
+    async with Client(server, mode="legacy") as client:
+        tools = (await client.list_tools()).tools
+    assert {tool.name: tool.execution is not None for tool in tools}["long_job"]
+    config = MCPServerConfig(name="fidelity", target=InProcessTarget(server=server))
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.mcp"):
+        declared = declare(tools, config)
+    names = {cap.name for cap in declared.capabilities}
+    assert "long_job" not in names
+    # Optional task support: called the ordinary way.
+    assert "lookup" in names
+    assert "skipped tool 'long_job': it runs only as an MCP task" in caplog.text
