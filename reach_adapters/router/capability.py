@@ -143,6 +143,10 @@ class Capability(BaseModel):
     def output_validator(self) -> CompiledSchema | None:
         return None if self._output_key is None else compiled_validator(self._output_key)
 
+    def same_schemas(self, other: Capability) -> bool:
+        """Whether both take and give the same shapes: replicas, not namesakes."""
+        return self._input_key == other._input_key and self._output_key == other._output_key
+
     def triggers_match(self, attributes: Mapping[str, Any]) -> bool:
         return all(trigger.test(attributes) for trigger in self.triggers)
 

@@ -128,11 +128,16 @@ UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
 
 
 def adapted(slot: Slot, message: ReachMessage) -> ReachMessage:
-    """`message` with its payload as the slot's agent reads it (`Agent.adapt_payload`: a plain
-    text for a chat agent), a copy when that changes it: the next candidate may read it otherwise."""
+    """`message` as the slot's agent reads it, a copy when that changes it (the next candidate
+    may read it otherwise): its payload through `Agent.adapt_payload` (a plain text for a chat
+    agent), its capability under the agent's own name when the router renamed it."""
+    own = slot.own_name
+    if own is not None:
+        meta = message.meta_info.model_copy(update={"capability": own})
+        message = message.model_copy(update={"meta_info": meta})
     if slot.adapt is None:
         return message
-    payload = slot.adapt(slot.capability.name, message.raw_payload)
+    payload = slot.adapt(own or slot.capability.name, message.raw_payload)
     if payload is message.raw_payload:
         return message
     return message.model_copy(update={"raw_payload": payload})
@@ -191,7 +196,7 @@ async def deliver(
             agent_id=agent_id,
         ), 0.0
     cap = slot.capability
-    if slot.adapt is not None:
+    if slot.adapt is not None or slot.own_name is not None:
         message = adapted(slot, message)
     # Most capabilities take any object and most calls carry one: skip the check call then.
     problem = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,8 @@ from reach_adapters.router.state import AgentRuntime, Slot, Waitlist
 __all__ = ["Registry"]
 
 _CacheKey = tuple[str, str | None, str | None]
+
+logger = logging.getLogger(__name__)
 
 
 class Registry:
@@ -81,14 +84,47 @@ class Registry:
         self._index(runtime, built)
 
     def _index(self, runtime: AgentRuntime, capabilities: Sequence[Capability]) -> None:
-        for cap in capabilities:
+        for declared in capabilities:
+            cap = self._distinct(runtime, declared)
             waitlist = self._waitlists.get(cap.name)
             if waitlist is None:
                 waitlist = self._waitlists[cap.name] = Waitlist()
             slot = Slot(runtime=runtime, capability=cap, waitlist=waitlist)
+            if cap is not declared:
+                slot.own_name = declared.name
             runtime.slots.append(slot)
             self._add(slot)
         self._cache.clear()
+
+    def _distinct(self, runtime: AgentRuntime, cap: Capability) -> Capability:
+        """`cap`, or a renamed copy when another agent already declares its name and version
+        with other schemas: namesakes are not replicas, and a payload one accepts the other may
+        refuse. The first keeps the name; the newcomer gets ``<name>_<type>`` (or, when agents of
+        one type disagree, ``<name>_<type>_<instance>``), which is the same on every start."""
+        if self._fits(cap.name, cap):
+            return cap
+        ident = runtime.ident
+        kind = ident.type.replace(".", "_")
+        for name in (f"{cap.name}_{kind}", f"{cap.name}_{kind}_{ident.instance.replace('.', '_')}"):
+            if self._fits(name, cap):
+                logger.warning(
+                    "agent %s declares %r with other schemas than the agents already serving it; "
+                    "it serves it as %r (a different version, or a prefix, keeps namesakes apart)",
+                    runtime.agent_id,
+                    cap.name,
+                    name,
+                )
+                return cap.model_copy(update={"name": name[:128]})
+        return cap
+
+    def _fits(self, name: str, cap: Capability) -> bool:
+        """Whether `cap` can serve under `name`: nobody else declares it in that version, or
+        those who do take and give the same shapes."""
+        return all(
+            slot.capability.same_schemas(cap)
+            for slot in self._slots.get(name, ())
+            if slot.capability.version == cap.version
+        )
 
     def _add(self, slot: Slot) -> None:
         name = slot.capability.name

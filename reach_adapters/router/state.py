@@ -167,6 +167,8 @@ class Slot:
     output_validator: CompiledSchema | None = None
     object_input: bool = False
     adapt: Callable[[str, Any], Any] | None = None
+    # The agent's own name for the capability, when the router serves it under another one.
+    own_name: str | None = None
     in_flight: int = 0
     swrr_current: float = 0.0
 

@@ -12,6 +12,7 @@ from reach_adapters import (
     FunctionAgent,
     InvalidDeclarationError,
     InvalidPolicyError,
+    Router,
     RoutingPolicy,
     Trigger,
     parse_agent_id,
@@ -146,3 +147,55 @@ def test_message_style_function_agent() -> None:
 
     agent = FunctionAgent(handler, agent_id="a:b:c", capabilities=[Capability(name="x")])
     assert agent.capabilities[0].name == "x"
+
+
+def _lookup_by_id(order_id: str) -> str:
+    return f"order {order_id}"
+
+
+def _lookup_by_number(number: int) -> str:
+    return f"invoice {number}"
+
+
+async def test_namesakes_with_other_schemas_are_kept_apart(caplog: pytest.LogCaptureFixture) -> None:
+    router = Router()
+    orders = FunctionAgent(
+        _lookup_by_id, agent_id="shop:orders:0", capabilities=[_named("lookup", "order_id", "string")]
+    )
+    invoices = FunctionAgent(
+        _lookup_by_number, agent_id="shop:invoices:0", capabilities=[_named("lookup", "number", "integer")]
+    )
+    twin = FunctionAgent(
+        _lookup_by_number, agent_id="shop:invoices:1", capabilities=[_named("lookup", "number", "integer")]
+    )
+    router.register(orders)
+    router.register(invoices)
+    router.register(twin)
+    # The first keeps the name; the namesake gets one that is the same on every start, and its
+    # replica joins it there.
+    assert sorted(router.reachable()) == ["lookup", "lookup_invoices"]
+    assert "serves it as 'lookup_invoices'" in caplog.text
+    assert (await router.route("lookup", {"order_id": "7"})).payload == "order 7"
+    served = {(await router.route("lookup_invoices", {"number": 7})).agent_id for _ in range(4)}
+    assert served == {"shop:invoices:0", "shop:invoices:1"}
+    # A payload for one is never sent to the other.
+    assert (await router.route("lookup", {"number": 7})).status == "invalid"
+    # The renamed agents keep their name when the first leaves and comes back.
+    await router.deregister("shop:orders:0")
+    router.register(orders)
+    assert (await router.route("lookup", {"order_id": "8"})).agent_id == "shop:orders:0"
+    assert sorted(router.reachable()) == ["lookup", "lookup_invoices"]
+    # An explicit version is the intended way to keep namesakes apart: no renaming then.
+    versioned = FunctionAgent(
+        _lookup_by_number,
+        agent_id="shop:ledger:0",
+        capabilities=[Capability(**{**_named("lookup", "number", "integer").model_dump(), "version": "2"})],
+    )
+    router.register(versioned)
+    assert (await router.route("lookup", {"number": 1}, version="2")).agent_id == "shop:ledger:0"
+    await router.aclose()
+
+
+def _named(name: str, field: str, kind: str) -> Capability:
+    schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+    return Capability(name=name, input_schema=schema)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 from mcp.types import ImageContent, TextContent, Tool
 
 from reach_adapters import Capability, FunctionAgent, Router
@@ -147,3 +148,43 @@ async def test_a_tool_that_only_runs_as_a_task_is_not_offered(caplog: pytest.Log
     # Optional task support: called the ordinary way.
     assert "lookup" in names
     assert "skipped tool 'long_job': it runs only as an MCP task" in caplog.text
+
+
+def _search_server(name: str, *, with_limit: bool) -> MCPServer:
+    server = MCPServer(name)
+    if with_limit:
+
+        @server.tool()
+        def search(query: str, limit: int) -> str:
+            """Search the code."""
+            return f"{name}: {query} (first {limit})"
+
+    else:
+
+        @server.tool()
+        def search(query: str) -> str:  # type: ignore[misc]
+            """Search the docs."""
+            return f"{name}: {query}"
+
+    return server
+
+
+async def test_namesake_tools_with_other_schemas_get_their_own_names(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    router.register(await MCPServerAgent.connect("docs", server=_search_server("docs", with_limit=False)))
+    router.register(await MCPServerAgent.connect("code", server=_search_server("code", with_limit=True)))
+    assert "serves it as 'search_code'" in caplog.text
+    reach = RouterMCPServer(router, name="reach")
+    try:
+        tools = await _tools(reach)
+        async with Client(reach.server) as client:
+            docs = await client.call_tool("search", {"query": "retry"})
+            code = await client.call_tool("search_code", {"query": "retry", "limit": 3})
+    finally:
+        reach.close()
+    assert tools["search"].input_schema["required"] == ["query"]
+    assert tools["search_code"].input_schema["required"] == ["query", "limit"]
+    assert docs.structured_content == {"result": "docs: retry"}
+    # The upstream is called by its own tool name.
+    assert code.structured_content == {"result": "code: retry (first 3)"}
