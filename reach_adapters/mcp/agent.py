@@ -29,6 +29,7 @@ from reach_adapters.mcp.config import (
 from reach_adapters.mcp.connection import Connection
 from reach_adapters.mcp.converter import MCPConverter
 from reach_adapters.mcp.errors import MCPOfflineError
+from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.tools import Declared
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.handle import AgentHandle
@@ -67,7 +68,8 @@ class MCPServerAgent:
             raise InvalidDeclarationError(msg)
         self.config = config
         self._agent_id = config.agent_id
-        self._connection = Connection(config, self)
+        self._relays = Relays(self._agent_id)
+        self._connection = Connection(config, self, self._relays)
         self._converter = MCPConverter(self._agent_id)
         self._capabilities: tuple[Capability, ...] = ()
         self._routes: dict[str, ToolRoute] = {}
@@ -275,7 +277,8 @@ class MCPServerAgent:
             tools = sorted(self._routes)
             msg = f"agent {self._agent_id} has no tool for capability {capability!r}; it has {tools}"
             raise InvalidMessageError(msg)
-        return await call_tool(client, route, message, self._converter, self.config.timeout_ms / 1000.0)
+        timeout_s = self.config.timeout_ms / 1000.0
+        return await call_tool(client, route, message, self._converter, timeout_s, self._relays)
 
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------
 

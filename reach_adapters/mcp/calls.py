@@ -8,13 +8,20 @@ from typing import cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT, RequestParamsMeta
+from mcp.types import (
+    CONNECTION_CLOSED,
+    INVALID_PARAMS,
+    LOG_LEVEL_META_KEY,
+    REQUEST_TIMEOUT,
+    RequestParamsMeta,
+)
 from pydantic import ValidationError
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
+from reach_adapters.mcp.relay import Relays
 from reach_adapters.router.delivery import UNKNOWN_OUTCOME, error_result
 from reach_adapters.router.messages import onward
 
@@ -32,7 +39,12 @@ class ToolRoute:
 
 
 async def call_tool(
-    client: Client, route: ToolRoute, message: ReachMessage, converter: MCPConverter, timeout_s: float
+    client: Client,
+    route: ToolRoute,
+    message: ReachMessage,
+    converter: MCPConverter,
+    timeout_s: float,
+    relays: Relays,
 ) -> ReachResult:
     """Call `route.tool` with the message's arguments within its deadline.
 
@@ -45,14 +57,27 @@ async def call_tool(
     deadline = message.meta_info.deadline
     if deadline is not None:
         timeout_s = max(min(timeout_s, deadline - time.time()), 0.001)
+    meta = request_meta(onward(message.meta_info, agent_id))
     try:
-        native = await client.call_tool(
-            route.tool,
-            arguments,
-            read_timeout_seconds=timeout_s,
-            meta=cast(RequestParamsMeta, request_meta(onward(message.meta_info, agent_id))),
-        )
+        with relays.calling() as relay:
+            if relay is not None and relay.log_level is not None:
+                # The calling client's opt-in to log messages, passed on to the server.
+                meta[LOG_LEVEL_META_KEY] = relay.log_level
+            native = await client.call_tool(
+                route.tool,
+                arguments,
+                read_timeout_seconds=timeout_s,
+                progress_callback=None if relay is None else relay.progress,
+                meta=cast(RequestParamsMeta, meta),
+            )
     except MCPError as exc:
+        if relay is not None and relay.refusal is not None:
+            # The server asked the caller for something the caller cannot give: the caller's
+            # to change, and any replica would ask the same.
+            error = f"MCP server {agent_id} needs {route.tool!r}'s caller to answer: {relay.refusal}"
+            return error_result(
+                message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
+            )
         if exc.code == REQUEST_TIMEOUT:
             msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"
             raise TimeoutError(msg) from None

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from reach_adapters.errors import ReachError
 from reach_adapters.mcp.config import MCPServerConfig
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
+from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.tools import Declared, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
 
@@ -61,8 +62,9 @@ class _Link:
 class Connection:
     """One server's session; its owner opens it again after each loss."""
 
-    def __init__(self, config: MCPServerConfig, events: ConnectionEvents) -> None:
+    def __init__(self, config: MCPServerConfig, events: ConnectionEvents, relays: Relays) -> None:
         self.config = config
+        self.relays = relays
         self.client: Client | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closing = False
@@ -116,7 +118,10 @@ class Connection:
 
     async def _run(self, link: _Link) -> None:
         client = open_client(
-            self.config.target, on_eof=partial(self._lose, link, _EOF), on_message=self._on_message
+            self.config.target,
+            on_eof=partial(self._lose, link, _EOF),
+            on_message=self._on_message,
+            relays=self.relays,
         )
         async with client, anyio.create_task_group() as tasks:
             if _announces_changes(client):

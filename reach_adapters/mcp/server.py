@@ -7,6 +7,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from mcp.server import Server
@@ -21,6 +22,7 @@ from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
     Icon,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
@@ -29,8 +31,11 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from middleware import ReachResult
 from reach_adapters.errors import InvalidDeclarationError, ReachError
 from reach_adapters.mcp.converter import MCPConverter, meta_from_request
+from reach_adapters.mcp.relay import Relay, relaying
+from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.portal import running_loop
 from reach_adapters.router.router import Router
@@ -79,6 +84,7 @@ class RouterMCPServer:
             on_subscriptions_listen=self._listen,
         )
         self._served: dict[str, _Served] | None = None
+        self._exchanges = Exchanges()
         self._legacy: OrderedDict[int, tuple[object, ServerSession]] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = running_loop()
         self._announcing = False
@@ -89,6 +95,7 @@ class RouterMCPServer:
         """Stop following the catalog and end open change streams."""
         self._unsubscribe()
         self._listen.close()
+        self._exchanges.close()
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -104,7 +111,7 @@ class RouterMCPServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         served = self._catalog().get(params.name)
         if served is None:
             declared = self.router.declarations().get(params.name)
@@ -114,12 +121,16 @@ class RouterMCPServer:
             # Declared by agents that are down for now: the router says why, or waits for one
             # that is reconnecting.
             served = _serve(declared)
+        dispatch = partial(self._dispatch, ctx, params, served)
         try:
-            meta = meta_from_request(cast("Mapping[str, Any] | None", ctx.meta), params.name)
-            message = self._converter.to_middleware(params.arguments, meta)
-            if served.wrapped and isinstance(message.raw_payload, dict):
-                message.raw_payload = message.raw_payload.get("input")
-            result = await self.router.dispatch(message)
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                outcome = await self._exchanges.serve(ctx, params, dispatch)
+                if isinstance(outcome, InputRequiredResult):
+                    return outcome
+                result = outcome
+            else:
+                with relaying(Relay(ctx)):
+                    result = await dispatch()
         except ReachError as exc:
             text = f"{type(exc).__name__}: {exc}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
@@ -127,6 +138,15 @@ class RouterMCPServer:
         if served.boxed and result.ok:
             answer.structured_content = {"result": result.payload}
         return answer
+
+    async def _dispatch(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams, served: _Served
+    ) -> ReachResult:
+        meta = meta_from_request(cast("Mapping[str, Any] | None", ctx.meta), params.name)
+        message = self._converter.to_middleware(params.arguments, meta)
+        if served.wrapped and isinstance(message.raw_payload, dict):
+            message.raw_payload = message.raw_payload.get("input")
+        return await self.router.dispatch(message)
 
     # -- the tool list and its changes -------------------------------------------------------
 

@@ -6,6 +6,7 @@ import contextvars
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
+from typing import Any
 
 import anyio
 import httpx2
@@ -16,26 +17,37 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from reach_adapters.mcp.config import HttpTarget, ServerTarget, StdioTarget
+from reach_adapters.mcp.relay import Relays
 
 __all__ = ["open_client"]
 
 _Item = SessionMessage | Exception
 
 
-def open_client(target: ServerTarget, *, on_eof: Callable[[], None], on_message: MessageHandlerFnT) -> Client:
+def open_client(
+    target: ServerTarget, *, on_eof: Callable[[], None], on_message: MessageHandlerFnT, relays: Relays
+) -> Client:
     """An un-entered client for `target`; `on_eof` runs when the server's side of the stream ends.
 
-    Response caching is off: a re-scan after ``tools/list_changed`` must see the new listing.
+    Response caching is off: a re-scan after ``tools/list_changed`` must see the new listing. The
+    server's log messages, sampling and elicitation requests go to the caller `relays` finds.
     """
+    options: dict[str, Any] = {
+        "message_handler": on_message,
+        "cache": None,
+        "sampling_callback": relays.on_sampling,
+        "elicitation_callback": relays.on_elicitation,
+        "logging_callback": relays.on_log,
+    }
     if isinstance(target, StdioTarget):
         params = StdioServerParameters(
             command=target.command, args=target.args, env=target.env, cwd=target.cwd
         )
-        return Client(_Watched(stdio_client(params), on_eof), message_handler=on_message, cache=None)
+        return Client(_Watched(stdio_client(params), on_eof), **options)
     if isinstance(target, HttpTarget):
-        return Client(_Watched(_http(target), on_eof), message_handler=on_message, cache=None)
+        return Client(_Watched(_http(target), on_eof), **options)
     # In process there is no stream that could end: the server lives as long as this process.
-    return Client(target.server, message_handler=on_message, cache=None)
+    return Client(target.server, **options)
 
 
 @asynccontextmanager

@@ -1,0 +1,238 @@
+"""What the MCP client of a routed call hears from the upstream server serving it: progress, log
+messages, and the upstream's sampling and elicitation requests, carried across the router's hop.
+
+The router's MCP server opens a `Relay` for each ``tools/call`` (`relaying`); the upstream's
+session finds it through a context variable while the call runs in the caller's task, and
+otherwise (a request read from the upstream's stream by its own reader task) when it is the only
+relayed call in flight on that session: a message is never handed to a caller it might not
+belong to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar, cast
+
+from mcp.client.context import ClientRequestContext
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp.types import (
+    INVALID_REQUEST,
+    LOG_LEVEL_META_KEY,
+    ClientCapabilities,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitationCapability,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    InputRequest,
+    InputRequests,
+    InputResponse,
+    InputResponses,
+    LoggingLevel,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    SamplingCapability,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+__all__ = ["Relay", "Relays", "relaying"]
+
+logger = logging.getLogger(__name__)
+
+_current: ContextVar[Relay | None] = ContextVar("reach_mcp_relay", default=None)
+
+_LEVELS: list[LoggingLevel] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+]
+_Sampled = CreateMessageResult | CreateMessageResultWithTools
+_R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult)
+
+
+class Relay:
+    """The calling client's end of one ``tools/call`` served by the router."""
+
+    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+        self._ctx = ctx
+        level = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
+        # A 2026-07-28 client opts in to log messages per request; earlier ones hear every level.
+        # It cannot be sent requests during a call: what the upstream asks goes back to it as an
+        # input-required result (`rounds`), and the call resumes when it calls again.
+        self.rounds = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+        self.log_level: LoggingLevel | None = cast("LoggingLevel | None", level if self.rounds else "debug")
+        # Why the caller could not be asked what the upstream asked, once it could not.
+        self.refusal: str | None = None
+        self._keys = itertools.count(1)
+        self._unsent: dict[str, tuple[InputRequest, asyncio.Future[InputResponse | ErrorData]]] = {}
+        self._sent: dict[str, asyncio.Future[InputResponse | ErrorData]] = {}
+        self._woken: asyncio.Future[None] | None = None
+
+    def wake_on_question(self) -> asyncio.Future[None]:
+        """A future that is done when the upstream asks the caller something not yet handed over."""
+        self._woken = woken = asyncio.get_running_loop().create_future()
+        if self._unsent:
+            woken.set_result(None)
+        return woken
+
+    def take_questions(self) -> InputRequests:
+        """What the upstream asked since the last round, to hand the caller."""
+        questions = {key: request for key, (request, _) in self._unsent.items()}
+        self._sent.update({key: future for key, (_, future) in self._unsent.items()})
+        self._unsent.clear()
+        return questions
+
+    def resume(self, ctx: ServerRequestContext[Any], answers: InputResponses | None) -> None:
+        """The caller called again with its answers: notices now go on this request's stream."""
+        self._ctx = ctx
+        for key, future in self._sent.items():
+            given = (answers or {}).get(key)
+            missing = ErrorData(code=INVALID_REQUEST, message=f"the caller sent no answer for {key!r}")
+            if not future.done():
+                future.set_result(missing if given is None else given)
+        self._sent.clear()
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Against the caller's own progress token; nothing when it asked for none."""
+        await self._ctx.session.report_progress(progress, total, message)
+
+    async def log(self, params: LoggingMessageNotificationParams) -> None:
+        wanted = self.log_level
+        # A 2025 upstream sends whatever it likes: only what the caller opted in to goes on.
+        if wanted is None or _LEVELS.index(params.level) < _LEVELS.index(wanted):
+            return
+        notice = LoggingMessageNotification(params=params)
+        await self._ctx.session.send_notification(notice, related_request_id=self._ctx.request_id)
+
+    async def sample(self, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
+        refused = self._refusal("sampling", ClientCapabilities(sampling=SamplingCapability()))
+        if refused is not None:
+            return refused
+        request = CreateMessageRequest(params=params)
+        if params.tools:
+            return await self._ask(request, CreateMessageResultWithTools)
+        return await self._ask(request, CreateMessageResult)
+
+    async def elicit(self, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        refused = self._refusal("elicitation", ClientCapabilities(elicitation=ElicitationCapability()))
+        if refused is not None:
+            return refused
+        return await self._ask(ElicitRequest(params=params), ElicitResult)
+
+    def _refusal(self, feature: str, needed: ClientCapabilities) -> ErrorData | None:
+        session = self._ctx.session
+        if not session.check_client_capability(needed):
+            msg = f"the MCP client calling through agent-reach did not declare {feature}"
+            self.refusal = msg
+            return ErrorData(code=INVALID_REQUEST, message=msg)
+        if not session.can_send_request and not self.rounds:
+            msg = (
+                f"the MCP client calling through agent-reach speaks {session.protocol_version}, "
+                f"where a server cannot send it {feature} requests during a call"
+            )
+            self.refusal = msg
+            return ErrorData(code=INVALID_REQUEST, message=msg)
+        return None
+
+    async def _ask(self, request: CreateMessageRequest | ElicitRequest, kind: type[_R]) -> _R | ErrorData:
+        if self.rounds:
+            future: asyncio.Future[InputResponse | ErrorData] = asyncio.get_running_loop().create_future()
+            self._unsent[f"{request.method}-{next(self._keys)}"] = (request, future)
+            if self._woken is not None and not self._woken.done():
+                self._woken.set_result(None)
+            answer = await future
+            if isinstance(answer, ErrorData):
+                return answer
+            return kind.model_validate(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
+        related = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        try:
+            return await self._ctx.session.send_request(request, kind, metadata=related)
+        except MCPError as exc:
+            # The caller's own refusal goes back upstream as it was given.
+            return exc.error
+
+
+@contextmanager
+def relaying(relay: Relay) -> Iterator[Relay]:
+    """Make `relay` the caller's end for the call being served in this task."""
+    token = _current.set(relay)
+    try:
+        yield relay
+    finally:
+        _current.reset(token)
+
+
+class Relays:
+    """One upstream session's side: which relayed calls are in flight on it, and the callbacks
+    its client answers the upstream's requests and notifications with."""
+
+    def __init__(self, agent_id: str) -> None:
+        self._agent_id = agent_id
+        self._in_flight: dict[int, Relay] = {}
+
+    @contextmanager
+    def calling(self) -> Iterator[Relay | None]:
+        """The relay of the call about to be sent on this session, counted in flight meanwhile."""
+        relay = _current.get()
+        if relay is None:
+            yield None
+            return
+        key = id(relay)
+        self._in_flight[key] = relay
+        try:
+            yield relay
+        finally:
+            self._in_flight.pop(key, None)
+
+    def _relay(self) -> Relay | None:
+        relay = _current.get()
+        if relay is not None:
+            return relay
+        if len(self._in_flight) == 1:
+            return next(iter(self._in_flight.values()))
+        return None
+
+    def _no_caller(self, feature: str) -> ErrorData:
+        many = len(self._in_flight) > 1
+        why = (
+            f"{len(self._in_flight)} relayed calls are in flight on this session and the request names none"
+            if many
+            else "no MCP client is waiting on a call to this server"
+        )
+        msg = f"agent-reach cannot forward {feature} from {self._agent_id}: {why}"
+        return ErrorData(code=INVALID_REQUEST, message=msg)
+
+    async def on_sampling(
+        self, ctx: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> _Sampled | ErrorData:
+        relay = self._relay()
+        return self._no_caller("sampling") if relay is None else await relay.sample(params)
+
+    async def on_elicitation(
+        self, ctx: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
+        relay = self._relay()
+        return self._no_caller("elicitation") if relay is None else await relay.elicit(params)
+
+    async def on_log(self, params: LoggingMessageNotificationParams) -> None:
+        relay = self._relay()
+        if relay is None:
+            logger.debug("MCP server %s logged with no caller to hear it: %s", self._agent_id, params.data)
+            return
+        await relay.log(params)

@@ -1,0 +1,65 @@
+"""A server that talks back during a call: progress, log messages, elicitation and sampling
+(through the SDK's resolvers, which ask mid-call on 2025 sessions and with an input-required
+result on 2026 ones), and a call that waits until it is cancelled. Runs in process or over stdio."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
+from mcp.types import CreateMessageResult, SamplingMessage, TextContent
+from pydantic import BaseModel
+
+server = MCPServer("chatty")
+cancelled: list[str] = []
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def steps(n: int, ctx: Context) -> str:
+    """Report progress n times, logging each step."""
+    for step in range(1, n + 1):
+        await ctx.info(f"step {step} of {n}")
+        await ctx.report_progress(step, n, f"step {step}")
+    return "done"
+
+
+def _ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+async def greet(name: Annotated[Name, Resolve(_ask_name)]) -> str:
+    """Greet whoever answers."""
+    return f"hello {name.name}"
+
+
+def _ask_model(text: str) -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))
+    return Sample([message], max_tokens=50)
+
+
+@server.tool()
+async def summarize(text: str, summary: Annotated[CreateMessageResult, Resolve(_ask_model)]) -> str:
+    """Summarize the text with the client's model."""
+    content = summary.content
+    return content.text if isinstance(content, TextContent) else "?"
+
+
+@server.tool()
+async def wait(tag: str) -> str:
+    """Wait until cancelled."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        cancelled.append(tag)
+    return tag
+
+
+if __name__ == "__main__":
+    server.run()

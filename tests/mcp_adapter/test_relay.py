@@ -1,0 +1,138 @@
+"""An MCP client calling through `reach serve` hears what the upstream serving its call says:
+progress, log messages, elicitation and sampling requests, and its cancellation reaches the
+upstream (issue 12, item 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.context import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    LoggingMessageNotificationParams,
+    TextContent,
+)
+
+from reach_adapters import Router
+from reach_adapters.mcp import MCPEndpoint, MCPServerAgent, start_mcp_server
+from tests.mcp_adapter.servers import chatty
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Caller:
+    """What a calling client heard, and how it answers the upstream's questions."""
+
+    def __init__(self) -> None:
+        self.logs: list[Any] = []
+        self.progress: list[tuple[float, float | None, str | None]] = []
+        self.asked: list[str] = []
+
+    async def on_log(self, params: LoggingMessageNotificationParams) -> None:
+        self.logs.append(params.data)
+
+    async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.progress.append((progress, total, message))
+
+    async def on_elicit(self, ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        self.asked.append(params.message)
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def on_sample(
+        self, ctx: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult:
+        content = params.messages[0].content
+        self.asked.append(content.text if isinstance(content, TextContent) else "?")
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="short"), model="m"
+        )
+
+    def client(self, url: str, mode: str, *, answers: bool = True) -> Client:
+        options: dict[str, Any] = {"logging_callback": self.on_log, "log_level": "debug"}
+        if answers:
+            options |= {"elicitation_callback": self.on_elicit, "sampling_callback": self.on_sample}
+        return Client(url, mode=mode, **options)
+
+
+@pytest.fixture(params=["in-process", "stdio"])
+async def gateway(request: pytest.FixtureRequest, router: Router) -> AsyncIterator[MCPEndpoint]:
+    if request.param == "stdio":
+        agent = await MCPServerAgent.connect(
+            "chatty", command=sys.executable, args=["-m", "tests.mcp_adapter.servers.chatty"]
+        )
+    else:
+        agent = await MCPServerAgent.connect("chatty", server=chatty.server)
+    router.register(agent)
+    async with await start_mcp_server(router, port=0) as endpoint:
+        yield endpoint
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_progress_and_log_messages_reach_the_caller(gateway: MCPEndpoint, mode: str) -> None:
+    caller = Caller()
+    async with caller.client(gateway.url, mode) as client:
+        done = await client.call_tool("steps", {"n": 3}, progress_callback=caller.on_progress)
+    assert done.structured_content == {"result": "done"}
+    # Against the caller's own progress token, whatever token the upstream hop used.
+    assert caller.progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert caller.logs == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+
+
+async def test_a_caller_that_asks_for_no_logs_hears_none(gateway: MCPEndpoint) -> None:
+    caller = Caller()
+    async with Client(gateway.url, logging_callback=caller.on_log) as client:
+        assert not (await client.call_tool("steps", {"n": 2})).is_error
+    assert caller.logs == []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_elicitation_and_sampling_are_asked_of_the_caller(gateway: MCPEndpoint, mode: str) -> None:
+    # 2025 callers are sent the requests during the call; 2026 ones get an input-required
+    # result, and the routed call resumes when they call again with the answers.
+    caller = Caller()
+    async with caller.client(gateway.url, mode) as client:
+        greeted = await client.call_tool("greet", {})
+        summary = await client.call_tool("summarize", {"text": "a long story"})
+    assert greeted.structured_content == {"result": "hello Ada"}
+    assert summary.structured_content == {"result": "short"}
+    assert caller.asked == ["What is your name?", "Summarize: a long story"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_caller_that_cannot_answer_gets_a_clear_refusal(
+    gateway: MCPEndpoint, router: Router, mode: str
+) -> None:
+    caller = Caller()
+    async with caller.client(gateway.url, mode, answers=False) as client:
+        refused = await client.call_tool("greet", {})
+    assert refused.is_error
+    text = "".join(block.text for block in refused.content if isinstance(block, TextContent))
+    assert "did not declare elicitation" in text
+    # Nobody was asked, and the server is not to blame.
+    assert caller.asked == []
+    assert all(info.breaker == "closed" for info in router.catalog())
+
+
+async def test_cancelling_a_call_cancels_it_upstream(router: Router) -> None:
+    router.register(await MCPServerAgent.connect("chatty", server=chatty.server))
+    async with await start_mcp_server(router, port=0) as endpoint, Client(endpoint.url) as client:
+        call = asyncio.create_task(client.call_tool("wait", {"tag": "cancel-me"}))
+        await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
+        call.cancel()
+        await eventually(lambda: "cancel-me" in chatty.cancelled, what="the upstream call to be cancelled")
+
+
+async def test_a_request_state_the_router_never_handed_out_is_refused(gateway: MCPEndpoint) -> None:
+    async with Client(gateway.url) as client:
+        with pytest.raises(MCPError, match="names no waiting call"):
+            await client.call_tool("steps", {"n": 1}, request_state="guessed")
