@@ -1,8 +1,12 @@
 """MCP adapter benchmarks; every figure and its baseline are measured in the same run.
 
 1. stdio: a routed call (``router.route`` -> `MCPServerAgent` -> stdio server) against a direct
-   ``call_tool`` on a persistent SDK session to another copy of the same server.
-   Target: routed / direct <= 1.10x at p50.
+   ``ClientSession.call_tool`` on a persistent session to another copy of the same server, opened
+   with ``stdio_client`` + ``initialize()`` and having listed the tools once, as any real client
+   does. Target: routed / ClientSession <= 1.10x at p50. Also shown against a persistent
+   ``mcp.Client`` (which negotiates 2026-07-28 by ``server/discover``, as the router's own client
+   does) and a bare ``ClientSession`` that adopted 2026-07-28 by ``discover()``, each with its tools
+   listed, each on its own server process.
 2. Gateway hop: an MCP client calling the router served as an MCP server, which calls the
    upstream server, against the client calling the upstream directly; the upstream in process.
    Target: the hop adds <= 1 ms at p50. Shown with the client in process and over streamable HTTP.
@@ -24,12 +28,13 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import uvicorn
-from mcp import Client, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from benchmarks.mcp_bench_server import server as upstream
 from benchmarks.stats import measure, summary
@@ -49,16 +54,19 @@ Cases = dict[str, Callable[[], Awaitable[Any]]]
 
 async def alternating(cases: Cases, calls: int) -> dict[str, list[float]]:
     """Per-call latencies in µs, the cases called in turn one call each: whatever else the machine
-    does at any moment slows them all alike."""
+    does at any moment slows them all alike. Which goes first rotates, so each case also runs right
+    after each other one equally often."""
     for call in cases.values():
         await measure(call, 0)  # its warm-up only
     samples: dict[str, list[float]] = {name: [] for name in cases}
+    items = list(cases.items())
     clock = time.perf_counter
     gc.collect()
     gc.disable()
     try:
-        for _ in range(calls):
-            for name, call in cases.items():
+        for i in range(calls):
+            shift = i % len(items)
+            for name, call in items[shift:] + items[:shift]:
                 start = clock()
                 await call()
                 samples[name].append((clock() - start) * 1e6)
@@ -81,23 +89,61 @@ def verdict(met: bool) -> str:
     return "met" if met else "NOT MET"
 
 
+@asynccontextmanager
+async def bare_session(
+    params: StdioServerParameters, *, modern: bool = False
+) -> AsyncIterator[ClientSession]:
+    """A bare SDK session over stdio, opened as the SDK documents it: ``stdio_client`` +
+    ``ClientSession(read, write)`` + ``initialize()`` (or ``discover()`` with `modern`, the
+    2026-07-28 way in); the tools listed once, as any real client does before calling them."""
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        if modern:
+            await session.discover()
+        else:
+            await session.initialize()
+        await session.list_tools()
+        yield session
+
+
 async def bench_stdio(calls: int) -> None:
-    print("\n1. stdio: routed call vs direct call_tool on a persistent SDK session")
+    print("\n1. stdio: routed call vs direct call_tool on a persistent SDK session (tools listed first)")
     params = StdioServerParameters(command=sys.executable, args=[SERVER])
-    async with Client(params) as direct, Router() as router:
-        router.register(await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER]))
+    session_case = "direct: ClientSession.call_tool (initialize)"
+    modern_case = "direct: ClientSession.call_tool (discover)"
+    client_case = "direct: mcp.Client.call_tool"
+    routed_case = "routed: router.route -> MCPServerAgent"
+    async with AsyncExitStack() as stack:
+        session = await stack.enter_async_context(bare_session(params))
+        modern = await stack.enter_async_context(bare_session(params, modern=True))
+        client = await stack.enter_async_context(Client(params))
+        await client.list_tools()
+        router = await stack.enter_async_context(Router())
+        agent = await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER])
+        router.register(agent)
+        routed_client = agent._connection.client  # only to show its protocol version
+        versions = {
+            session_case: session.protocol_version,
+            modern_case: modern.protocol_version,
+            client_case: client.protocol_version,
+            routed_case: routed_client.protocol_version if routed_client is not None else "?",
+        }
+        print("  protocol versions: " + "; ".join(f"{case}: {v}" for case, v in versions.items()))
         p50 = report(
             await alternating(
                 {
-                    "direct: session.call_tool": lambda: direct.call_tool("add", ARGS),
-                    "routed: router.route -> MCPServerAgent": lambda: router.route("add", ARGS),
+                    session_case: lambda: session.call_tool("add", ARGS),
+                    modern_case: lambda: modern.call_tool("add", ARGS),
+                    client_case: lambda: client.call_tool("add", ARGS),
+                    routed_case: lambda: router.route("add", ARGS),
                 },
                 calls,
             )
         )
-    ratio = p50["routed: router.route -> MCPServerAgent"] / p50["direct: session.call_tool"]
+    ratio = p50[routed_case] / p50[session_case]
     met = verdict(ratio <= STDIO_TARGET)
-    print(f"  routed / direct at p50: {ratio:.3f}x   (target <= {STDIO_TARGET}x: {met})")
+    print(f"  routed / ClientSession (initialize) at p50: {ratio:.3f}x   (target <= {STDIO_TARGET}x: {met})")
+    print(f"  routed / ClientSession (discover) at p50:   {p50[routed_case] / p50[modern_case]:.3f}x")
+    print(f"  routed / mcp.Client at p50:                 {p50[routed_case] / p50[client_case]:.3f}x")
 
 
 @asynccontextmanager

@@ -59,7 +59,8 @@ async def call_tool(
         timeout_s = max(min(timeout_s, deadline - time.time()), 0.001)
     meta = request_meta(onward(message.meta_info, agent_id))
     try:
-        with relays.calling() as relay:
+        with relays.calling() as call:
+            relay = call.relay
             if relay is not None and relay.log_level is not None:
                 # The calling client's opt-in to log messages, passed on to the server.
                 meta[LOG_LEVEL_META_KEY] = relay.log_level
@@ -71,10 +72,10 @@ async def call_tool(
                 meta=cast(RequestParamsMeta, meta),
             )
     except MCPError as exc:
-        if relay is not None and relay.refusal is not None:
+        if call.refusal is not None and exc.message == call.refusal:
             # The server asked the caller for something the caller cannot give: the caller's
             # to change, and any replica would ask the same.
-            error = f"MCP server {agent_id} needs {route.tool!r}'s caller to answer: {relay.refusal}"
+            error = f"MCP server {agent_id} needs {route.tool!r}'s caller to answer: {call.refusal}"
             return error_result(
                 message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
             )

@@ -113,6 +113,13 @@ class MCPServerConfig(_Config):
     weight: float = Field(50.0, ge=0, le=1_000_000)
     connect_timeout_s: float = Field(10.0, gt=0, le=3600, description="Handshake plus tool listing.")
     reconnect: ReconnectPolicy = Field(default_factory=ReconnectPolicy)
+    relay_requests: bool = Field(
+        True,
+        description=(
+            "Declare sampling and elicitation to the server and pass its requests to the MCP client "
+            "calling through the router; off, the server sees a client without them."
+        ),
+    )
 
     def model_post_init(self, context: Any, /) -> None:
         try:

@@ -122,6 +122,7 @@ class Connection:
             on_eof=partial(self._lose, link, _EOF),
             on_message=self._on_message,
             relays=self.relays,
+            asks=self.config.relay_requests,
         )
         async with client, anyio.create_task_group() as tasks:
             if _announces_changes(client):

@@ -109,9 +109,11 @@ class MCPConverter:
             if routed is not None:
                 # Another reach router answered: its status and whose fault it was carry over, so
                 # a loop it refused stays the caller's and is not held against this agent.
-                return error_result(
+                failed = error_result(
                     message, error=_text_of(content), agent_id=self.agent_id or None, **routed
                 )
+                amend(failed, {"extra": _kept(content, native.meta)})
+                return failed
             # The tool ran and said no (the task's fault): another replica would say the same.
             failed = error_result(
                 message,
@@ -201,14 +203,15 @@ def _routed_outcome(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def _kept(content: list[JsonValue], meta: Mapping[str, Any] | None) -> dict[str, JsonValue]:
     """What a result keeps of the MCP reply beside its payload: the content blocks and `_meta`."""
     kept: dict[str, JsonValue] = {"content": content}
-    # The protocol's own keys (the upstream's serverInfo stamp) describe that hop, not this one.
-    own = {key: value for key, value in (meta or {}).items() if not key.startswith(_PROTOCOL_META)}
+    # The protocol's keys (the upstream's serverInfo stamp) and a reach router's ids and outcome
+    # describe that hop, not this one.
+    own = {key: value for key, value in (meta or {}).items() if not key.startswith(_HOP_META)}
     if own:
         kept["meta"] = ensure_json(own, where="_meta")
     return kept
 
 
-_PROTOCOL_META = "io.modelcontextprotocol/"
+_HOP_META = ("io.modelcontextprotocol/", META_PREFIX)
 
 
 def _text_of(content: list[JsonValue]) -> str:

@@ -46,7 +46,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-__all__ = ["Relay", "Relays", "relaying"]
+__all__ = ["Call", "Relay", "Relays", "relaying"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class Relay:
         # input-required result (`rounds`), and the call resumes when it calls again.
         self.rounds = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
         self.log_level: LoggingLevel | None = cast("LoggingLevel | None", level if self.rounds else "debug")
-        # Why the caller could not be asked what the upstream asked, once it could not.
-        self.refusal: str | None = None
+        # Progress only goes up: nested calls made for this one restart their own count.
+        self._progress = float("-inf")
         self._keys = itertools.count(1)
         self._unsent: dict[str, tuple[InputRequest, asyncio.Future[InputResponse | ErrorData]]] = {}
         self._sent: dict[str, asyncio.Future[InputResponse | ErrorData]] = {}
@@ -110,6 +110,9 @@ class Relay:
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Against the caller's own progress token; nothing when it asked for none."""
+        if progress <= self._progress:
+            return
+        self._progress = progress
         await self._ctx.session.report_progress(progress, total, message)
 
     async def log(self, params: LoggingMessageNotificationParams) -> None:
@@ -120,8 +123,8 @@ class Relay:
         notice = LoggingMessageNotification(params=params)
         await self._ctx.session.send_notification(notice, related_request_id=self._ctx.request_id)
 
-    async def sample(self, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
-        refused = self._refusal("sampling", ClientCapabilities(sampling=SamplingCapability()))
+    async def sample(self, call: Call, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
+        refused = self._refusal(call, "sampling", ClientCapabilities(sampling=SamplingCapability()))
         if refused is not None:
             return refused
         request = CreateMessageRequest(params=params)
@@ -129,25 +132,23 @@ class Relay:
             return await self._ask(request, CreateMessageResultWithTools)
         return await self._ask(request, CreateMessageResult)
 
-    async def elicit(self, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        refused = self._refusal("elicitation", ClientCapabilities(elicitation=ElicitationCapability()))
+    async def elicit(self, call: Call, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        refused = self._refusal(call, "elicitation", ClientCapabilities(elicitation=ElicitationCapability()))
         if refused is not None:
             return refused
         return await self._ask(ElicitRequest(params=params), ElicitResult)
 
-    def _refusal(self, feature: str, needed: ClientCapabilities) -> ErrorData | None:
+    def _refusal(self, call: Call, feature: str, needed: ClientCapabilities) -> ErrorData | None:
         session = self._ctx.session
         if not session.check_client_capability(needed):
             msg = f"the MCP client calling through agent-reach did not declare {feature}"
-            self.refusal = msg
-            return ErrorData(code=INVALID_REQUEST, message=msg)
+            return call.refuse(msg)
         if not session.can_send_request and not self.rounds:
             msg = (
                 f"the MCP client calling through agent-reach speaks {session.protocol_version}, "
                 f"where a server cannot send it {feature} requests during a call"
             )
-            self.refusal = msg
-            return ErrorData(code=INVALID_REQUEST, message=msg)
+            return call.refuse(msg)
         return None
 
     async def _ask(self, request: CreateMessageRequest | ElicitRequest, kind: type[_R]) -> _R | ErrorData:
@@ -178,61 +179,87 @@ def relaying(relay: Relay) -> Iterator[Relay]:
         _current.reset(token)
 
 
+class Call:
+    """One call on an upstream session: the caller's relay, if any, and whether the caller was
+    refused something the upstream asked during it."""
+
+    __slots__ = ("owner", "refusal", "relay")
+
+    def __init__(self, owner: Relays, relay: Relay | None) -> None:
+        self.owner = owner
+        self.relay = relay
+        self.refusal: str | None = None
+
+    def refuse(self, msg: str) -> ErrorData:
+        self.refusal = msg
+        return ErrorData(code=INVALID_REQUEST, message=msg)
+
+
+_call: ContextVar[Call | None] = ContextVar("reach_mcp_call", default=None)
+
+
 class Relays:
-    """One upstream session's side: which relayed calls are in flight on it, and the callbacks
-    its client answers the upstream's requests and notifications with."""
+    """One upstream session's side: the calls in flight on it, and the callbacks its client
+    answers the upstream's requests and notifications with."""
 
     def __init__(self, agent_id: str) -> None:
         self._agent_id = agent_id
-        self._in_flight: dict[int, Relay] = {}
+        self._in_flight: set[Call] = set()
 
     @contextmanager
-    def calling(self) -> Iterator[Relay | None]:
-        """The relay of the call about to be sent on this session, counted in flight meanwhile."""
-        relay = _current.get()
-        if relay is None:
-            yield None
-            return
-        key = id(relay)
-        self._in_flight[key] = relay
+    def calling(self) -> Iterator[Call]:
+        """The call about to be sent on this session, counted in flight meanwhile (every call,
+        relayed or not, so a request read off the stream is never guessed onto a caller)."""
+        call = Call(self, _current.get())
+        token = _call.set(call)
+        self._in_flight.add(call)
         try:
-            yield relay
+            yield call
         finally:
-            self._in_flight.pop(key, None)
+            self._in_flight.discard(call)
+            _call.reset(token)
 
-    def _relay(self) -> Relay | None:
-        relay = _current.get()
-        if relay is not None:
-            return relay
+    def _find(self) -> Call | None:
+        call = _call.get()
+        if call is not None and call.owner is self:
+            # Handled in the calling task itself: in process, or an input-required round.
+            return call
         if len(self._in_flight) == 1:
-            return next(iter(self._in_flight.values()))
+            return next(iter(self._in_flight))
         return None
 
-    def _no_caller(self, feature: str) -> ErrorData:
-        many = len(self._in_flight) > 1
-        why = (
-            f"{len(self._in_flight)} relayed calls are in flight on this session and the request names none"
-            if many
-            else "no MCP client is waiting on a call to this server"
+    def _no_caller(self, call: Call | None, feature: str) -> ErrorData:
+        if call is not None:
+            msg = (
+                f"agent-reach cannot forward {feature} from {self._agent_id}: the call was not made "
+                "by an MCP client (a Python or HTTP caller has nobody to ask)"
+            )
+            return call.refuse(msg)
+        msg = (
+            f"agent-reach cannot forward {feature} from {self._agent_id}: {len(self._in_flight)} calls "
+            "are in flight on this session and the request names none"
         )
-        msg = f"agent-reach cannot forward {feature} from {self._agent_id}: {why}"
         return ErrorData(code=INVALID_REQUEST, message=msg)
 
     async def on_sampling(
         self, ctx: ClientRequestContext, params: CreateMessageRequestParams
     ) -> _Sampled | ErrorData:
-        relay = self._relay()
-        return self._no_caller("sampling") if relay is None else await relay.sample(params)
+        call = self._find()
+        if call is None or call.relay is None:
+            return self._no_caller(call, "sampling")
+        return await call.relay.sample(call, params)
 
     async def on_elicitation(
         self, ctx: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult | ErrorData:
-        relay = self._relay()
-        return self._no_caller("elicitation") if relay is None else await relay.elicit(params)
+        call = self._find()
+        if call is None or call.relay is None:
+            return self._no_caller(call, "elicitation")
+        return await call.relay.elicit(call, params)
 
     async def on_log(self, params: LoggingMessageNotificationParams) -> None:
-        relay = self._relay()
-        if relay is None:
+        call = self._find()
+        if call is None or call.relay is None:
             logger.debug("MCP server %s logged with no caller to hear it: %s", self._agent_id, params.data)
             return
-        await relay.log(params)
+        await call.relay.log(params)

@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 # Calls waiting for a caller that never came back are cancelled beyond this many.
 _MAX_OPEN = 1024
+# How long the result of a call that ended between rounds waits for its caller.
+_KEEP_S = 60.0
 
 
 class Exchanges:
@@ -70,7 +72,11 @@ class Exchanges:
             return task.result()
         token = secrets.token_urlsafe(24)
         self._open[token] = (relay, task)
-        task.add_done_callback(lambda _: self._open.pop(token, None))
+        # A call that ends before its caller comes back keeps its result for the caller a while:
+        # "call again" could run work that is not safe to repeat.
+        task.add_done_callback(
+            lambda _: asyncio.get_running_loop().call_later(_KEEP_S, self._open.pop, token, None)
+        )
         while len(self._open) > _MAX_OPEN:
             _, (_, oldest) = self._open.popitem(last=False)
             logger.warning("cancelled a routed call whose caller never answered its upstream's questions")

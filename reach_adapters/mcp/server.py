@@ -79,6 +79,7 @@ class RouterMCPServer:
             name,
             version=package_version(),
             instructions=instructions,
+            get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
@@ -98,6 +99,15 @@ class RouterMCPServer:
         self._exchanges.close()
 
     # -- handlers ----------------------------------------------------------------------------
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """One tool's input schema, for the SDK's header checks of 2026 calls: without it the SDK
+        runs the whole ``tools/list`` handler on every call to find it."""
+        served = self._catalog().get(name)
+        if served is None:
+            declared = self.router.declarations().get(name)
+            return None if declared is None else _serve(declared).tool.input_schema
+        return served.tool.input_schema
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None

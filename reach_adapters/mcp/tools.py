@@ -116,11 +116,19 @@ def _capability(name: str, tool: Tool, config: MCPServerConfig) -> Capability:
 
 def wraps_result(tool: Tool) -> bool:
     """Whether the tool's output schema is the SDK's wrapping of a non-object result: one
-    required ``result`` field, titled after the function (``addOutput`` for ``def add``)."""
+    required ``result`` field, titled after the function (``addOutput`` for ``def add``). A model
+    of the user's own (``SearchOutput``, or one whose ``result`` is an object or a model) is not:
+    the SDK never wraps those."""
     output = tool.output_schema
-    return (
-        output is not None
-        and str(output.get("title", "")).endswith("Output")
-        and list(output.get("properties", {})) == ["result"]
-        and output.get("required") == ["result"]
-    )
+    if (
+        output is None
+        or list(output.get("properties", {})) != ["result"]
+        or output.get("required") != ["result"]
+    ):
+        return False
+    title = str(output.get("title", ""))
+    function = title.removesuffix("Output")
+    if function == title or not function or function[0].isupper():
+        return False
+    inner = output["properties"]["result"]
+    return isinstance(inner, dict) and inner.get("type") != "object" and "$ref" not in inner

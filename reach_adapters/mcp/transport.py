@@ -25,20 +25,26 @@ _Item = SessionMessage | Exception
 
 
 def open_client(
-    target: ServerTarget, *, on_eof: Callable[[], None], on_message: MessageHandlerFnT, relays: Relays
+    target: ServerTarget,
+    *,
+    on_eof: Callable[[], None],
+    on_message: MessageHandlerFnT,
+    relays: Relays,
+    asks: bool = True,
 ) -> Client:
     """An un-entered client for `target`; `on_eof` runs when the server's side of the stream ends.
 
     Response caching is off: a re-scan after ``tools/list_changed`` must see the new listing. The
-    server's log messages, sampling and elicitation requests go to the caller `relays` finds.
+    server's log messages, and with `asks` its sampling and elicitation requests, go to the
+    caller `relays` finds.
     """
     options: dict[str, Any] = {
         "message_handler": on_message,
         "cache": None,
-        "sampling_callback": relays.on_sampling,
-        "elicitation_callback": relays.on_elicitation,
         "logging_callback": relays.on_log,
     }
+    if asks:
+        options |= {"sampling_callback": relays.on_sampling, "elicitation_callback": relays.on_elicitation}
     if isinstance(target, StdioTarget):
         params = StdioServerParameters(
             command=target.command, args=target.args, env=target.env, cwd=target.cwd

@@ -144,8 +144,12 @@ class Capability(BaseModel):
         return None if self._output_key is None else compiled_validator(self._output_key)
 
     def same_schemas(self, other: Capability) -> bool:
-        """Whether both take and give the same shapes: replicas, not namesakes."""
-        return self._input_key == other._input_key and self._output_key == other._output_key
+        """Whether both take and give the same shapes: replicas, not namesakes. Titles,
+        descriptions and examples may differ (one replica a version ahead in its docs)."""
+        if self._input_key == other._input_key and self._output_key == other._output_key:
+            return True
+        same_input = _shape(self.input_schema) == _shape(other.input_schema)
+        return bool(same_input and _shape(self.output_schema) == _shape(other.output_schema))
 
     def triggers_match(self, attributes: Mapping[str, Any]) -> bool:
         return all(trigger.test(attributes) for trigger in self.triggers)
@@ -187,6 +191,29 @@ def _from_mapping(item: object) -> Capability:
         msg = f"a capability must be a Capability or a dict, got {type(item).__name__}"
         raise InvalidDeclarationError(msg)
     return Capability(**item)
+
+
+# Keywords that annotate a schema without changing what it accepts.
+_ANNOTATIONS = frozenset({"title", "description", "examples", "example", "$comment", "default", "deprecated"})
+# Keywords whose value maps names (of properties, definitions) to schemas: the names are kept.
+_NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _shape(schema: Any) -> Any:
+    """`schema` without its annotations: what it accepts, for comparing declarations."""
+    if isinstance(schema, list):
+        return [_shape(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    shaped: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key in _NAMED and isinstance(value, dict):
+            shaped[key] = {name: _shape(sub) for name, sub in value.items()}
+        else:
+            shaped[key] = _shape(value)
+    return shaped
 
 
 def cautious(declarations: Sequence[Capability]) -> Capability:

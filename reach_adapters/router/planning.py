@@ -215,6 +215,7 @@ def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
     if capability is None:
         return slots[0] if slots else None
     for slot in slots:
-        if slot.capability.name == capability:
+        # An agent whose capability the router renamed is still reached by its own name.
+        if capability in (slot.capability.name, slot.own_name):
             return slot
     return None

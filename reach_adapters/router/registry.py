@@ -97,16 +97,18 @@ class Registry:
         self._cache.clear()
 
     def _distinct(self, runtime: AgentRuntime, cap: Capability) -> Capability:
-        """`cap`, or a renamed copy when another agent already declares its name and version
-        with other schemas: namesakes are not replicas, and a payload one accepts the other may
-        refuse. The first keeps the name; the newcomer gets ``<name>_<type>`` (or, when agents of
-        one type disagree, ``<name>_<type>_<instance>``), which is the same on every start."""
-        if self._fits(cap.name, cap):
-            return cap
+        """`cap`, or a renamed copy when another agent of its namespace already declares its name
+        and version with other schemas: namesakes are not replicas, and a payload one accepts the
+        other may refuse. The first keeps the name; the newcomer gets ``<name>_<type>`` (or, when
+        agents of one type disagree, ``<name>_<type>_<instance>``), which is the same on every
+        start. Schemas that differ only in titles, descriptions or examples are the same."""
         ident = runtime.ident
+        if self._fits(cap.name, cap, ident.namespace):
+            return cap
         kind = ident.type.replace(".", "_")
-        for name in (f"{cap.name}_{kind}", f"{cap.name}_{kind}_{ident.instance.replace('.', '_')}"):
-            if self._fits(name, cap):
+        for suffix in (f"_{kind}", f"_{kind}_{ident.instance.replace('.', '_')}"):
+            name = cap.name[: 128 - len(suffix)] + suffix
+            if name not in self._slots or self._fits(name, cap, ident.namespace, renamed=True):
                 logger.warning(
                     "agent %s declares %r with other schemas than the agents already serving it; "
                     "it serves it as %r (a different version, or a prefix, keeps namesakes apart)",
@@ -114,16 +116,17 @@ class Registry:
                     cap.name,
                     name,
                 )
-                return cap.model_copy(update={"name": name[:128]})
+                return cap.model_copy(update={"name": name})
         return cap
 
-    def _fits(self, name: str, cap: Capability) -> bool:
-        """Whether `cap` can serve under `name`: nobody else declares it in that version, or
-        those who do take and give the same shapes."""
+    def _fits(self, name: str, cap: Capability, namespace: str, *, renamed: bool = False) -> bool:
+        """Whether `cap` can serve under `name`: no agent of its namespace declares it in that
+        version, or those who do take and give the same shapes (and, for a generated name, were
+        renamed to it from the same name)."""
         return all(
-            slot.capability.same_schemas(cap)
+            slot.capability.same_schemas(cap) and (not renamed or slot.own_name == cap.name)
             for slot in self._slots.get(name, ())
-            if slot.capability.version == cap.version
+            if slot.capability.version == cap.version and slot.runtime.ident.namespace == namespace
         )
 
     def _add(self, slot: Slot) -> None:

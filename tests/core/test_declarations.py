@@ -199,3 +199,52 @@ async def test_namesakes_with_other_schemas_are_kept_apart(caplog: pytest.LogCap
 def _named(name: str, field: str, kind: str) -> Capability:
     schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
     return Capability(name=name, input_schema=schema)
+
+
+async def test_namesakes_in_other_namespaces_keep_their_names() -> None:
+    router = Router()
+    router.register(
+        FunctionAgent(
+            _lookup_by_id, agent_id="shop:lookup:0", capabilities=[_named("lookup", "order_id", "string")]
+        )
+    )
+    billing = _named("lookup", "number", "integer")
+    router.register(FunctionAgent(_lookup_by_number, agent_id="billing:lookup:0", capabilities=[billing]))
+    # Namespaces already keep them apart: nothing is renamed.
+    assert (await router.route("lookup", {"number": 2}, namespace="billing")).payload == "invoice 2"
+    await router.aclose()
+
+
+async def test_a_renamed_agent_is_still_reached_by_its_own_name() -> None:
+    router = Router()
+    router.register(
+        FunctionAgent(
+            _lookup_by_id, agent_id="shop:orders:0", capabilities=[_named("lookup", "order_id", "string")]
+        )
+    )
+    router.register(
+        FunctionAgent(
+            _lookup_by_number,
+            agent_id="shop:invoices:0",
+            capabilities=[_named("lookup", "number", "integer")],
+        )
+    )
+    sent = await router.send("shop:invoices:0", {"number": 5}, capability="lookup")
+    assert sent.payload == "invoice 5"
+    await router.aclose()
+
+
+async def test_replicas_whose_schemas_differ_only_in_wording_stay_replicas() -> None:
+    router = Router()
+    for instance, words in (("a", "What to look for."), ("b", "The text to search for.")):
+        schema = {"type": "object", "properties": {"order_id": {"type": "string", "description": words}}}
+        capability = Capability(name="lookup", input_schema=schema)
+        router.register(
+            FunctionAgent(_lookup_by_id, agent_id=f"shop:orders:{instance}", capabilities=[capability])
+        )
+    assert sorted(router.reachable()) == ["lookup"]
+    assert {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()} == {
+        "shop:orders:a": ["lookup"],
+        "shop:orders:b": ["lookup"],
+    }
+    await router.aclose()

@@ -136,3 +136,31 @@ async def test_a_request_state_the_router_never_handed_out_is_refused(gateway: M
     async with Client(gateway.url) as client:
         with pytest.raises(MCPError, match="names no waiting call"):
             await client.call_tool("steps", {"n": 1}, request_state="guessed")
+
+
+async def test_a_python_callers_question_never_reaches_an_mcp_client(
+    gateway: MCPEndpoint, router: Router
+) -> None:
+    caller = Caller()
+    async with caller.client(gateway.url, "legacy") as client:
+        waiting = asyncio.create_task(client.call_tool("wait", {"tag": "bystander"}))
+        await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
+        asked = await router.route("greet", {})
+        waiting.cancel()
+    # Nobody to ask: the Python caller is refused, and the MCP client in flight was never asked.
+    assert asked.status == "rejected", asked.error
+    assert asked.fault == "caller"
+    assert "not made by an MCP client" in (asked.error or "")
+    assert caller.asked == []
+    assert all(info.breaker == "closed" for info in router.catalog())
+
+
+async def test_relaying_requests_can_be_turned_off(router: Router) -> None:
+    asking = await MCPServerAgent.connect("chatty", server=chatty.server, instance="a")
+    config = asking.config.model_copy(update={"instance": "b", "relay_requests": False})
+    quiet = await MCPServerAgent.start(config)
+    router.register(asking)
+    router.register(quiet)
+    assert (await router.send("mcp:chatty:a", {}, capability="can_ask")).payload is True
+    # The server sees a client without elicitation and takes its own way.
+    assert (await router.send("mcp:chatty:b", {}, capability="can_ask")).payload is False

@@ -52,6 +52,13 @@ async def summarize(text: str, summary: Annotated[CreateMessageResult, Resolve(_
 
 
 @server.tool()
+async def can_ask(ctx: Context) -> bool:
+    """Whether the client declared elicitation."""
+    capabilities = ctx.client_capabilities
+    return capabilities is not None and capabilities.elicitation is not None
+
+
+@server.tool()
 async def wait(tag: str) -> str:
     """Wait until cancelled."""
     try:
