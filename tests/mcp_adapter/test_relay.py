@@ -22,7 +22,7 @@ from mcp.types import (
     TextContent,
 )
 
-from reach_adapters import Router
+from reach_adapters import FunctionAgent, Router
 from reach_adapters.mcp import MCPEndpoint, MCPServerAgent, start_mcp_server
 from tests.mcp_adapter.servers import chatty
 from tests.waiting import eventually
@@ -164,3 +164,23 @@ async def test_relaying_requests_can_be_turned_off(router: Router) -> None:
     assert (await router.send("mcp:chatty:a", {}, capability="can_ask")).payload is True
     # The server sees a client without elicitation and takes its own way.
     assert (await router.send("mcp:chatty:b", {}, capability="can_ask")).payload is False
+
+
+async def test_progress_only_goes_up_when_a_call_fans_out(router: Router) -> None:
+    router.register(await MCPServerAgent.connect("chatty", server=chatty.server))
+
+    async def twice(n: int) -> str:
+        """Run the steps twice over."""
+        for _ in range(2):
+            assert (await router.route("steps", {"n": n})).ok
+        return "twice"
+
+    router.register(FunctionAgent(twice, agent_id="util:twice:0"))
+    caller = Caller()
+    async with (
+        await start_mcp_server(router, port=0) as endpoint,
+        caller.client(endpoint.url, "auto") as client,
+    ):
+        assert not (await client.call_tool("twice", {"n": 2}, progress_callback=caller.on_progress)).is_error
+    # The nested calls restart their count; the caller hears it rise once.
+    assert [step for step, _, _ in caller.progress] == [1, 2]
