@@ -28,7 +28,7 @@ from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.config import thread_of
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.router import Router
-from reach_adapters.router.schemas import compiled_validator, first_error, schema_key, wrap_input
+from reach_adapters.router.schemas import compiled_validator, first_error, schema_key, wrap_field
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall"]
 
@@ -244,7 +244,7 @@ class CapabilityTool(ReachTool):
     ) -> CapabilityTool:
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
-        args_schema = wrap_input(schema) if wrapped else schema
+        args_schema = wrap_field("input", schema) if wrapped else schema
         tool = cls(
             router=router,
             capability=capability,

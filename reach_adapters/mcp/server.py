@@ -39,7 +39,7 @@ from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.portal import running_loop
 from reach_adapters.router.router import Router
-from reach_adapters.router.schemas import wrap_input
+from reach_adapters.router.schemas import wrap_field
 from reach_adapters.version import package_version
 
 __all__ = ["RouterMCPServer"]
@@ -103,11 +103,17 @@ class RouterMCPServer:
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         """One tool's input schema, for the SDK's header checks of 2026 calls: without it the SDK
         runs the whole ``tools/list`` handler on every call to find it."""
+        served = self._served_as(name)
+        return None if served is None else served.tool.input_schema
+
+    def _served_as(self, name: str) -> _Served | None:
+        """The tool `name` stands for: a reachable capability, or one declared by agents that are
+        down for now (the router says why, or waits for one that is reconnecting)."""
         served = self._catalog().get(name)
         if served is None:
             declared = self.router.declarations().get(name)
-            return None if declared is None else _serve(declared).tool.input_schema
-        return served.tool.input_schema
+            return None if declared is None else _serve(declared)
+        return served
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
@@ -122,15 +128,10 @@ class RouterMCPServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
-        served = self._catalog().get(params.name)
+        served = self._served_as(params.name)
         if served is None:
-            declared = self.router.declarations().get(params.name)
-            if declared is None:
-                msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
-                raise MCPError(INVALID_PARAMS, msg)
-            # Declared by agents that are down for now: the router says why, or waits for one
-            # that is reconnecting.
-            served = _serve(declared)
+            msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
+            raise MCPError(INVALID_PARAMS, msg)
         dispatch = partial(self._dispatch, ctx, params, served)
         try:
             if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -220,7 +221,7 @@ def _serve(capability: Capability) -> _Served:
     schema = capability.input_schema
     wrapped = bool(schema) and schema.get("type") != "object"
     if wrapped:
-        schema = wrap_input(schema)
+        schema = wrap_field("input", schema)
     elif not schema:
         schema = {"type": "object"}
     output = capability.output_schema
@@ -228,7 +229,7 @@ def _serve(capability: Capability) -> _Served:
     # SDK's own servers do, so its schema is kept.
     boxed = output is not None and output.get("type") != "object"
     if boxed:
-        output = wrap_result(capability.name, output or {})
+        output = wrap_field("result", output or {}, title=f"{capability.name}Output")
     tool = Tool(
         name=capability.name,
         title=capability.title,
@@ -246,17 +247,3 @@ def _serve(capability: Capability) -> _Served:
         _meta=capability.meta or None,
     )
     return _Served(tool, wrapped, boxed)
-
-
-def wrap_result(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """The output schema of a non-object result, boxed as the SDK boxes one: ``{"result": ...}``."""
-    inner = {key: value for key, value in schema.items() if key != "$defs"}
-    boxed: dict[str, Any] = {
-        "type": "object",
-        "title": f"{tool}Output",
-        "properties": {"result": inner},
-        "required": ["result"],
-    }
-    if "$defs" in schema:
-        boxed["$defs"] = schema["$defs"]
-    return boxed

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
-__all__ = ["CompiledSchema", "check_schema", "compiled_validator", "first_error", "schema_key", "wrap_input"]
+__all__ = ["CompiledSchema", "check_schema", "compiled_validator", "first_error", "schema_key", "wrap_field"]
 
 CompiledSchema = jsonschema_rs.Validator
 
@@ -58,11 +58,14 @@ def first_error(validator: CompiledSchema, instance: Any) -> str | None:
     return None
 
 
-def wrap_input(schema: dict[str, Any]) -> dict[str, Any]:
-    """An object schema taking `schema` as its one argument ``input``, for tool protocols that
-    take only objects; $defs stay at the root, where the references inside point."""
+def wrap_field(field: str, schema: dict[str, Any], *, title: str | None = None) -> dict[str, Any]:
+    """An object schema holding `schema` as its one required `field`, for tool protocols that
+    take and give only objects (an ``input`` argument, a ``result`` box); $defs stay at the root,
+    where the references inside point."""
     inner = {key: value for key, value in schema.items() if key != "$defs"}
-    wrapped: dict[str, Any] = {"type": "object", "properties": {"input": inner}, "required": ["input"]}
+    wrapped: dict[str, Any] = {"type": "object", "properties": {field: inner}, "required": [field]}
+    if title is not None:
+        wrapped["title"] = title
     if "$defs" in schema:
         wrapped["$defs"] = schema["$defs"]
     return wrapped
