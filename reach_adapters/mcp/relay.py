@@ -80,8 +80,9 @@ class Relay:
         # Progress only goes up: nested calls made for this one restart their own count.
         self._progress = float("-inf")
         self._keys = itertools.count(1)
-        self._unsent: dict[str, tuple[InputRequest, asyncio.Future[InputResponse | ErrorData]]] = {}
-        self._sent: dict[str, asyncio.Future[InputResponse | ErrorData]] = {}
+        # Each question's answer, None when the caller came back without one.
+        self._unsent: dict[str, tuple[InputRequest, asyncio.Future[InputResponse | None]]] = {}
+        self._sent: dict[str, asyncio.Future[InputResponse | None]] = {}
         self._woken: asyncio.Future[None] | None = None
 
     def wake_on_question(self) -> asyncio.Future[None]:
@@ -102,10 +103,8 @@ class Relay:
         """The caller called again with its answers: notices now go on this request's stream."""
         self._ctx = ctx
         for key, future in self._sent.items():
-            given = (answers or {}).get(key)
-            missing = ErrorData(code=INVALID_REQUEST, message=f"the caller sent no answer for {key!r}")
             if not future.done():
-                future.set_result(missing if given is None else given)
+                future.set_result((answers or {}).get(key))
         self._sent.clear()
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
@@ -129,14 +128,14 @@ class Relay:
             return refused
         request = CreateMessageRequest(params=params)
         if params.tools:
-            return await self._ask(request, CreateMessageResultWithTools)
-        return await self._ask(request, CreateMessageResult)
+            return await self._ask(call, request, CreateMessageResultWithTools)
+        return await self._ask(call, request, CreateMessageResult)
 
     async def elicit(self, call: Call, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         refused = self._refusal(call, "elicitation", ClientCapabilities(elicitation=ElicitationCapability()))
         if refused is not None:
             return refused
-        return await self._ask(ElicitRequest(params=params), ElicitResult)
+        return await self._ask(call, ElicitRequest(params=params), ElicitResult)
 
     def _refusal(self, call: Call, feature: str, needed: ClientCapabilities) -> ErrorData | None:
         session = self._ctx.session
@@ -151,22 +150,26 @@ class Relay:
             return call.refuse(msg)
         return None
 
-    async def _ask(self, request: CreateMessageRequest | ElicitRequest, kind: type[_R]) -> _R | ErrorData:
+    async def _ask(
+        self, call: Call, request: CreateMessageRequest | ElicitRequest, kind: type[_R]
+    ) -> _R | ErrorData:
+        """The caller's answer; when it gives none or an error, the refusal is the caller's."""
         if self.rounds:
-            future: asyncio.Future[InputResponse | ErrorData] = asyncio.get_running_loop().create_future()
-            self._unsent[f"{request.method}-{next(self._keys)}"] = (request, future)
+            future: asyncio.Future[InputResponse | None] = asyncio.get_running_loop().create_future()
+            key = f"{request.method}-{next(self._keys)}"
+            self._unsent[key] = (request, future)
             if self._woken is not None and not self._woken.done():
                 self._woken.set_result(None)
             answer = await future
-            if isinstance(answer, ErrorData):
-                return answer
+            if answer is None:
+                return call.refuse(f"the MCP client calling through agent-reach sent no answer for {key!r}")
             return kind.model_validate(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
         related = ServerMessageMetadata(related_request_id=self._ctx.request_id)
         try:
             return await self._ctx.session.send_request(request, kind, metadata=related)
         except MCPError as exc:
             # The caller's own refusal goes back upstream as it was given.
-            return exc.error
+            return call.refused(exc.error)
 
 
 @contextmanager
@@ -191,8 +194,12 @@ class Call:
         self.refusal: str | None = None
 
     def refuse(self, msg: str) -> ErrorData:
-        self.refusal = msg
-        return ErrorData(code=INVALID_REQUEST, message=msg)
+        return self.refused(ErrorData(code=INVALID_REQUEST, message=msg))
+
+    def refused(self, error: ErrorData) -> ErrorData:
+        """`error`, answered upstream for the caller, which is to blame if the call fails on it."""
+        self.refusal = error.message
+        return error
 
 
 _call: ContextVar[Call | None] = ContextVar("reach_mcp_call", default=None)

@@ -14,10 +14,12 @@ from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_REQUEST,
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestParams,
     ElicitResult,
+    ErrorData,
     LoggingMessageNotificationParams,
     TextContent,
 )
@@ -184,3 +186,19 @@ async def test_progress_only_goes_up_when_a_call_fans_out(router: Router) -> Non
         assert not (await client.call_tool("twice", {"n": 2}, progress_callback=caller.on_progress)).is_error
     # The nested calls restart their count; the caller hears it rise once.
     assert [step for step, _, _ in caller.progress] == [1, 2]
+
+
+async def test_a_caller_that_answers_with_an_error_is_to_blame(gateway: MCPEndpoint, router: Router) -> None:
+    # A 2025 caller's error goes back upstream; a 2026 caller's SDK raises it to the caller itself
+    # and never calls again.
+    async def closed(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        return ErrorData(code=INVALID_REQUEST, message="the user closed the dialog")
+
+    async with Client(gateway.url, mode="legacy", elicitation_callback=closed) as client:
+        refused = await client.call_tool("greet", {})
+    assert refused.is_error
+    text = "".join(block.text for block in refused.content if isinstance(block, TextContent))
+    assert "the user closed the dialog" in text
+    assert refused.meta is not None
+    assert refused.meta["agent-reach/fault"] == "caller"
+    assert all(info.breaker == "closed" for info in router.catalog())
