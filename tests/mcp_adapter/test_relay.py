@@ -191,7 +191,7 @@ async def test_progress_only_goes_up_when_a_call_fans_out(router: Router) -> Non
 async def test_a_caller_that_answers_with_an_error_is_to_blame(gateway: MCPEndpoint, router: Router) -> None:
     # A 2025 caller's error goes back upstream; a 2026 caller's SDK raises it to the caller itself
     # and never calls again.
-    async def closed(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+    async def closed(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         return ErrorData(code=INVALID_REQUEST, message="the user closed the dialog")
 
     async with Client(gateway.url, mode="legacy", elicitation_callback=closed) as client:
