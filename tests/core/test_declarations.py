@@ -176,8 +176,13 @@ async def test_namesakes_with_other_schemas_are_kept_apart(caplog: pytest.LogCap
     assert sorted(router.reachable()) == ["lookup", "lookup_invoices"]
     assert "serves it as 'lookup_invoices'" in caplog.text
     assert (await router.route("lookup", {"order_id": "7"})).payload == "order 7"
-    served = {(await router.route("lookup_invoices", {"number": 7})).agent_id for _ in range(4)}
-    assert served == {"shop:invoices:0", "shop:invoices:1"}
+    served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
+    assert served == {
+        "shop:orders:0": ["lookup"],
+        "shop:invoices:0": ["lookup_invoices"],
+        "shop:invoices:1": ["lookup_invoices"],
+    }
+    assert (await router.route("lookup_invoices", {"number": 7})).payload == "invoice 7"
     # A payload for one is never sent to the other.
     assert (await router.route("lookup", {"number": 7})).status == "invalid"
     # The renamed agents keep their name when the first leaves and comes back.
