@@ -1,1 +1,53 @@
-"""The router core. Imports no adapter: adapters import this."""
+"""The router core, and the surface adapters are written against.
+
+Adapters (LangChain, MCP, and the coming A2A and remote ones) import from this package only, never
+from its modules: the names below are the stable, adapter-facing surface. Everything else in
+`reach_adapters.router.*` is private to the core and may change. The core imports no adapter.
+"""
+
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
+from reach_adapters.router.capability import Capability, validate_capabilities
+from reach_adapters.router.delivery import UNKNOWN_OUTCOME, error_result
+from reach_adapters.router.handle import AgentHandle
+from reach_adapters.router.identity import AgentId, parse_agent_id
+from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
+from reach_adapters.router.messages import onward
+from reach_adapters.router.portal import Portal, running_loop
+from reach_adapters.router.schemas import (
+    check_schema,
+    compiled_validator,
+    first_error,
+    schema_key,
+    wrap_field,
+)
+
+__all__ = [
+    "UNKNOWN_OUTCOME",
+    "Agent",
+    "AgentHandle",
+    "AgentId",
+    "CallStyle",
+    "Capability",
+    "Fault",
+    "ImportPathError",
+    "Portal",
+    "ReachMessage",
+    "ReachResult",
+    "ResultStatus",
+    "check_schema",
+    "close_agent",
+    "compiled_validator",
+    "error_result",
+    "first_error",
+    "import_object",
+    "input_required_result",
+    "ok_result",
+    "onward",
+    "parse_agent_id",
+    "required_parameters",
+    "running_loop",
+    "schema_key",
+    "validate_capabilities",
+    "wrap_field",
+]
