@@ -29,8 +29,7 @@ from reach_adapters.langchain.graphs import (
     resume_command,
     unwrap,
 )
-from reach_adapters.router.capability import Capability, validate_capabilities
-from reach_adapters.router.identity import parse_agent_id
+from reach_adapters.router import Capability, parse_agent_id, validate_capabilities
 
 __all__ = ["LangChainAgent"]
 

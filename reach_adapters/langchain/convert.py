@@ -28,7 +28,7 @@ from reach_adapters.langchain.messages import (
     message_to_dict,
     run_messages,
 )
-from reach_adapters.router.agent import input_required_result, ok_result
+from reach_adapters.router import input_required_result, ok_result
 
 __all__ = ["ChunkConverter", "LangChainConverter", "to_json"]
 

@@ -24,8 +24,7 @@ from pydantic import JsonValue
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.graphs import find_graph, graph_description, graph_schemas, unwrap
 from reach_adapters.langchain.messages import ROLES
-from reach_adapters.router.capability import Capability
-from reach_adapters.router.identity import parse_agent_id
+from reach_adapters.router import Capability, parse_agent_id
 
 __all__ = [
     "MESSAGE_SCHEMA",

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from langchain_core.embeddings import Embeddings
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.router.capability import Capability
+from reach_adapters.router import Capability
 
 __all__ = ["EmbeddingMatcher"]
 

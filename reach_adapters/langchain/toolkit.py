@@ -13,9 +13,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
-from reach_adapters.router.capability import Capability
-from reach_adapters.router.identity import parse_agent_id
-from reach_adapters.router.router import Router
+from reach_adapters.router import Capability, Router, parse_agent_id
 
 __all__ = ["ReachToolkit"]
 

@@ -26,9 +26,7 @@ from pydantic import Field, JsonValue, PrivateAttr
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.config import thread_of
-from reach_adapters.router.capability import Capability
-from reach_adapters.router.router import Router
-from reach_adapters.router.schemas import compiled_validator, first_error, schema_key, wrap_field
+from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall"]
 

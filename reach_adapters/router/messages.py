@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -13,7 +14,7 @@ from middleware.fast import build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.hops import current_hop
 
-__all__ = ["build_message", "inherit_hop", "onward", "parse_message", "require_name"]
+__all__ = ["build_message", "inherit_hop", "onward", "parse_message", "require_name", "time_left"]
 
 _HINT_OPTIONS = ("fallback", "strategy")
 _CAPABILITY_ONLY = frozenset({"capability"})
@@ -116,3 +117,17 @@ def onward(meta: MetaInfo, agent_id: str) -> MetaInfo:
     what lets the far side refuse a task that loops back instead of serving it again.
     """
     return meta.model_copy(update={"depth": meta.depth + 1, "lineage": [*meta.lineage, agent_id]})
+
+
+def time_left(message: ReachMessage, cap_s: float) -> float:
+    """Seconds the agent may still spend on `message`: what is left of its deadline, at most
+    `cap_s` (the agent's own timeout), never below a millisecond.
+
+    For adapters that hand the task on with a timeout of their own (a remote call, a subprocess),
+    so the far side gives up when the caller does. The router cancels the call at the deadline
+    anyway; this only lets the other end know.
+    """
+    deadline = message.meta_info.deadline
+    if deadline is None:
+        return cap_s
+    return max(min(cap_s, deadline - time.time()), 0.001)

@@ -1,0 +1,1 @@
+"""The adapter SDK: the surface adapters are written against, and an adapter written on it."""
