@@ -28,6 +28,7 @@ from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import AgentBusyError
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.identity import AgentId, parse_agent_id
+from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import BreakerSettings, RoutingPolicy, ScoringWeights
 from reach_adapters.router.router import Router
 from reach_adapters.router.state import AgentState
@@ -42,6 +43,7 @@ __all__ = [
     "AgentState",
     "BreakerSettings",
     "BreakerState",
+    "CallOptions",
     "Capability",
     "DecisionRecord",
     "DuplicateAgentError",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
@@ -19,6 +19,7 @@ from starlette.routing import Route
 from middleware import ReachResult
 from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describe_validation_error
 from reach_adapters.gateway.gateway import Gateway
+from reach_adapters.router import CallOptions
 
 __all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest"]
 
@@ -119,7 +120,9 @@ class GatewayAPI:
         if isinstance(body, Response):
             return body
         router = self.gateway.router
-        return await _routed(lambda: router.route(body.capability, body.payload, **body.options))
+        return await _routed(
+            lambda: router.route(body.capability, body.payload, **cast(CallOptions, body.options))
+        )
 
     async def send(self, request: Request) -> Response:
         body = await _body(request, SendRequest)
@@ -127,7 +130,9 @@ class GatewayAPI:
             return body
         router = self.gateway.router
         return await _routed(
-            lambda: router.send(body.agent_id, body.payload, capability=body.capability, **body.options)
+            lambda: router.send(
+                body.agent_id, body.payload, capability=body.capability, **cast(CallOptions, body.options)
+            )
         )
 
     async def explain(self, request: Request) -> Response:

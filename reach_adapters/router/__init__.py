@@ -13,6 +13,7 @@ from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.identity import AgentId, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward, time_left
+from reach_adapters.router.options import CallOptions
 from reach_adapters.router.portal import Portal, running_loop
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import (
@@ -30,6 +31,7 @@ __all__ = [
     "AgentHandle",
     "AgentId",
     "AgentState",
+    "CallOptions",
     "CallStyle",
     "Capability",
     "Fault",

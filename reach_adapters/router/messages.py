@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -13,6 +13,7 @@ from middleware import MetaInfo, NotJsonSafeError, ReachMessage, RoutingHint, en
 from middleware.fast import build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.hops import current_hop
+from reach_adapters.router.options import CALL_OPTIONS, CallOptions
 
 __all__ = ["build_message", "inherit_hop", "onward", "parse_message", "require_name", "time_left"]
 
@@ -29,19 +30,26 @@ def require_name(value: object, what: str) -> str:
 
 def build_message(
     payload: Any,
-    options: dict[str, Any],
+    call_options: CallOptions,
     *,
     mode: str,
     capability: str | None = None,
     target: str | None = None,
     merge: str = "all",
 ) -> ReachMessage:
-    """A message from call arguments: options are `MetaInfo` fields plus ``fallback``/``strategy``."""
+    """A message from call arguments: the options are `CallOptions`, checked here as well because
+    they also come from JSON."""
     try:
         raw = ensure_json(payload)
     except NotJsonSafeError as exc:
         msg = f"payload is not JSON data: {exc}"
         raise InvalidMessageError(msg) from None
+    # The caller's ``**options``: a dict of this call's own, so it is filled in rather than copied.
+    options = cast(dict[str, Any], call_options)
+    if options and not options.keys() <= CALL_OPTIONS:
+        unknown = ", ".join(map(repr, sorted(options.keys() - CALL_OPTIONS)))
+        msg = f"unknown call option(s) {unknown}; the options are {', '.join(sorted(CALL_OPTIONS))}"
+        raise InvalidMessageError(msg)
     hint_fields = {key: options.pop(key) for key in _HINT_OPTIONS if key in options} if options else {}
     try:
         if capability is not None:

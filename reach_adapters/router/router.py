@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import JsonValue
 
@@ -29,6 +29,7 @@ from reach_adapters.router.health import HealthMonitor
 from reach_adapters.router.matching import Matcher
 from reach_adapters.router.messages import build_message, inherit_hop, parse_message, require_name
 from reach_adapters.router.observe import ReachObserver
+from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
@@ -45,9 +46,8 @@ class Router:
 
     The embedded default keeps everything in memory. `route` (unicast by capability), `broadcast`
     (every candidate), `send` (one named agent) build a `ReachMessage` and call `dispatch`; each has
-    a ``*_sync`` twin for synchronous code. Call options are `MetaInfo` fields (version, namespace,
-    timeout_ms, priority, attributes, tags, source, task_id, trace_id, text) plus the
-    `RoutingHint` fields ``fallback`` and ``strategy``.
+    a ``*_sync`` twin for synchronous code. Their keyword options are `CallOptions`: `MetaInfo`
+    fields (version, namespace, timeout_ms, priority, ...) plus ``fallback`` and ``strategy``.
     """
 
     def __init__(
@@ -271,7 +271,9 @@ class Router:
 
     # -- calling -----------------------------------------------------------------------------
 
-    async def route(self, capability: str | None, payload: Any = None, **options: Any) -> ReachResult:
+    async def route(
+        self, capability: str | None, payload: Any = None, **options: Unpack[CallOptions]
+    ) -> ReachResult:
         """Unicast: deliver to the best agent declaring `capability`, failing over to the next.
 
         With ``capability=None`` the capability is matched from the task text (``text=...`` or a
@@ -284,7 +286,12 @@ class Router:
         return await self._dispatcher.dispatch(message)
 
     async def broadcast(
-        self, capability: str, payload: Any = None, *, merge: MergePolicy = "all", **options: Any
+        self,
+        capability: str,
+        payload: Any = None,
+        *,
+        merge: MergePolicy = "all",
+        **options: Unpack[CallOptions],
     ) -> ReachResult:
         """Deliver to every eligible agent declaring `capability` at once and merge the answers.
 
@@ -297,7 +304,12 @@ class Router:
         return await self._dispatcher.dispatch(message)
 
     async def send(
-        self, agent_id: str, payload: Any = None, *, capability: str | None = None, **options: Any
+        self,
+        agent_id: str,
+        payload: Any = None,
+        *,
+        capability: str | None = None,
+        **options: Unpack[CallOptions],
     ) -> ReachResult:
         """Directed: deliver to this agent, bypassing selection.
 
@@ -322,7 +334,9 @@ class Router:
         inherit_hop(message)
         return await self._dispatcher.dispatch(message)
 
-    async def stream(self, capability: str, payload: Any = None, **options: Any) -> AsyncIterator[JsonValue]:
+    async def stream(
+        self, capability: str, payload: Any = None, **options: Unpack[CallOptions]
+    ) -> AsyncIterator[JsonValue]:
         """Unicast, yielding the chosen agent's chunks as they come (see `streaming`)."""
         self._check_open()
         require_name(capability, "capability")
@@ -331,18 +345,30 @@ class Router:
         async for chunk in stream_message(self._dispatcher, message):
             yield chunk
 
-    def route_sync(self, capability: str | None, payload: Any = None, **options: Any) -> ReachResult:
+    def route_sync(
+        self, capability: str | None, payload: Any = None, **options: Unpack[CallOptions]
+    ) -> ReachResult:
         return self._portal.call(self.route(capability, payload, **options), method="route_sync")
 
     def broadcast_sync(
-        self, capability: str, payload: Any = None, *, merge: MergePolicy = "all", **options: Any
+        self,
+        capability: str,
+        payload: Any = None,
+        *,
+        merge: MergePolicy = "all",
+        **options: Unpack[CallOptions],
     ) -> ReachResult:
         return self._portal.call(
             self.broadcast(capability, payload, merge=merge, **options), method="broadcast_sync"
         )
 
     def send_sync(
-        self, agent_id: str, payload: Any = None, *, capability: str | None = None, **options: Any
+        self,
+        agent_id: str,
+        payload: Any = None,
+        *,
+        capability: str | None = None,
+        **options: Unpack[CallOptions],
     ) -> ReachResult:
         return self._portal.call(
             self.send(agent_id, payload, capability=capability, **options), method="send_sync"

@@ -168,7 +168,7 @@ async def test_bad_call_arguments_raise_invalid_message() -> None:
     with pytest.raises(InvalidMessageError, match="capability must be a non-empty string"):
         await router.route("", {})
     with pytest.raises(InvalidMessageError, match="'colour'"):
-        await router.route("echo", {}, colour="red")
+        await router.route("echo", {}, colour="red")  # type: ignore[call-arg]
     unknown_strategy = await router.route("echo", {}, strategy="fastest")
     assert unknown_strategy.status is ResultStatus.INVALID
     assert "fastest" in (unknown_strategy.error or "")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from middleware import Fault, ReachMessage, ResultStatus
-from reach_adapters import BreakerState, Capability, FunctionAgent, Router, RoutingPolicy
+from reach_adapters import BreakerState, CallOptions, Capability, FunctionAgent, Router, RoutingPolicy
 from reach_adapters.mcp import MCPServerAgent, RouterMCPServer
 from tests.mcp_adapter.conftest import CALC, PYTHON
 
@@ -107,9 +107,9 @@ async def test_a_task_looping_between_two_routers_is_refused_at_once(router: Rou
         # far reaches near's tools, then near reaches far's: each is the other's agent.
         far_router.register(await MCPServerAgent.connect("near", server=near_served.server))
         router.register(await MCPServerAgent.connect("far", server=far_served.server))
-        for options in ({"task_id": "loop-7"}, {}):
+        for options in (CallOptions(timeout_ms=20_000, task_id="loop-7"), CallOptions(timeout_ms=20_000)):
             began = time.monotonic()
-            result = await router.send("mcp:far:0", {}, capability="ping", timeout_ms=20_000, **options)
+            result = await router.send("mcp:far:0", {}, capability="ping", **options)
             assert time.monotonic() - began < 5.0, "the task waited on itself"
             assert (result.status, result.error_type, result.fault) == (
                 ResultStatus.REJECTED,
