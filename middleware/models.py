@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from middleware.errors import error_for
 from middleware.ids import new_task_id, new_trace_id
 
 __all__ = [
@@ -177,3 +178,13 @@ class ReachResult(_Model):
     @property
     def ok(self) -> bool:
         return self.status is ResultStatus.OK
+
+    def raise_for_status(self) -> Self:
+        """Return the result if it is ok, else raise the `ReachError` subclass that matches it
+        (`ReachTimeoutError`, `NoCandidateError`, `InvalidMessageError`, `InputRequiredError`...).
+
+        Returns the result, so calls chain: ``(await router.route(...)).raise_for_status().payload``.
+        """
+        if self.status is ResultStatus.OK:
+            return self
+        raise error_for(self)

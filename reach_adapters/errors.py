@@ -1,10 +1,26 @@
-"""Every error Agent Reach raises is a `ReachError`; each subclass names one kind of mistake."""
+"""Every error Agent Reach raises is a `ReachError`; each subclass names one kind of mistake.
+
+Those a failed result stands for are defined with the format (`middleware.errors`), since
+`ReachResult.raise_for_status` raises them; this module is where all of them are imported from.
+"""
 
 from __future__ import annotations
 
 from pydantic import ValidationError
 
 from middleware import ReachResult
+from middleware.errors import (
+    AgentCallError,
+    IdempotencyConflictError,
+    InputRequiredError,
+    InvalidMessageError,
+    LoopDetectedError,
+    NoCandidateError,
+    PayloadValidationError,
+    ReachError,
+    ReachTimeoutError,
+    UnknownAgentError,
+)
 
 __all__ = [
     "AgentCallError",
@@ -28,10 +44,6 @@ __all__ = [
 ]
 
 
-class ReachError(Exception):
-    """Base class of every error raised by Agent Reach."""
-
-
 class InvalidDeclarationError(ReachError):
     """An agent or capability declaration is malformed."""
 
@@ -40,48 +52,12 @@ class DuplicateAgentError(ReachError):
     """An agent id is already registered."""
 
 
-class UnknownAgentError(ReachError):
-    """No agent is registered under that id."""
-
-
 class UnknownTaskError(ReachError):
     """No decision record is kept for that task id."""
 
 
-class NoCandidateError(ReachError):
-    """No registered agent can serve the request."""
-
-
-class InvalidMessageError(ReachError):
-    """A message or its payload is malformed."""
-
-
-class PayloadValidationError(InvalidMessageError):
-    """A payload does not match the capability's input schema."""
-
-
 class InvalidPolicyError(ReachError):
     """A routing policy value is out of range or of the wrong type."""
-
-
-class AgentCallError(ReachError):
-    """The agent was reached but failed."""
-
-
-class ReachTimeoutError(ReachError):
-    """The task ran past its deadline."""
-
-
-class LoopDetectedError(ReachError):
-    """A recursive reach went too deep or came back to an agent type already in its chain."""
-
-
-class InputRequiredError(ReachError):
-    """The agent stopped to ask for input; call it again on the same thread with ``resume=``."""
-
-
-class IdempotencyConflictError(ReachError):
-    """A task id was reused for a different request within the idempotency window."""
 
 
 class RouterClosedError(ReachError):
@@ -92,34 +68,8 @@ class SyncCallError(ReachError):
     """A blocking call was made from the event loop that must serve it."""
 
 
-_BY_STATUS: dict[str, type[ReachError]] = {
-    "timeout": ReachTimeoutError,
-    "no_candidate": NoCandidateError,
-    "invalid": InvalidMessageError,
-    "input_required": InputRequiredError,
-}
-_BY_NAME: dict[str, type[ReachError]] = {
-    cls.__name__: cls
-    for cls in (
-        UnknownAgentError,
-        NoCandidateError,
-        InvalidMessageError,
-        PayloadValidationError,
-        ReachTimeoutError,
-        LoopDetectedError,
-        IdempotencyConflictError,
-    )
-}
-
-
-def raise_for_status(result: ReachResult) -> ReachResult:
-    """Return `result` if it is ok, else raise the `ReachError` subclass that matches it."""
-    if result.ok:
-        return result
-    cls = _BY_NAME.get(result.error_type or "") or _BY_STATUS.get(result.status, AgentCallError)
-    who = f" from agent {result.agent_id}" if result.agent_id else ""
-    msg = f"task {result.task_id} ended {result.status}{who}: {result.error_type}: {result.error}"
-    raise cls(msg)
+# The function form of `ReachResult.raise_for_status`, kept for code written before the method.
+raise_for_status = ReachResult.raise_for_status
 
 
 def describe_validation_error(exc: ValidationError) -> str:

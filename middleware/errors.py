@@ -1,0 +1,95 @@
+"""The errors a failed `ReachResult` stands for, which `ReachResult.raise_for_status` raises.
+
+They live beside the format, not in `reach_adapters.errors`, because the result model raises them
+and the format imports nothing of the library; `reach_adapters.errors` re-exports them with the
+library's other errors, which is where callers import them from.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from middleware.models import ReachResult
+
+__all__ = [
+    "AgentCallError",
+    "IdempotencyConflictError",
+    "InputRequiredError",
+    "InvalidMessageError",
+    "LoopDetectedError",
+    "NoCandidateError",
+    "PayloadValidationError",
+    "ReachError",
+    "ReachTimeoutError",
+    "UnknownAgentError",
+    "error_for",
+]
+
+
+class ReachError(Exception):
+    """Base class of every error raised by Agent Reach."""
+
+
+class UnknownAgentError(ReachError):
+    """No agent is registered under that id."""
+
+
+class NoCandidateError(ReachError):
+    """No registered agent can serve the request."""
+
+
+class InvalidMessageError(ReachError):
+    """A message or its payload is malformed."""
+
+
+class PayloadValidationError(InvalidMessageError):
+    """A payload does not match the capability's input schema."""
+
+
+class AgentCallError(ReachError):
+    """The agent was reached but failed."""
+
+
+class ReachTimeoutError(ReachError):
+    """The task ran past its deadline."""
+
+
+class LoopDetectedError(ReachError):
+    """A recursive reach went too deep or came back to an agent type already in its chain."""
+
+
+class InputRequiredError(ReachError):
+    """The agent stopped to ask for input; call it again on the same thread with ``resume=``."""
+
+
+class IdempotencyConflictError(ReachError):
+    """A task id was reused for a different request within the idempotency window."""
+
+
+_BY_STATUS: dict[str, type[ReachError]] = {
+    "timeout": ReachTimeoutError,
+    "no_candidate": NoCandidateError,
+    "invalid": InvalidMessageError,
+    "input_required": InputRequiredError,
+}
+_BY_NAME: dict[str, type[ReachError]] = {
+    cls.__name__: cls
+    for cls in (
+        UnknownAgentError,
+        NoCandidateError,
+        InvalidMessageError,
+        PayloadValidationError,
+        ReachTimeoutError,
+        LoopDetectedError,
+        IdempotencyConflictError,
+    )
+}
+
+
+def error_for(result: ReachResult) -> ReachError:
+    """The `ReachError` subclass a failed `result` stands for, saying what happened: its error type
+    when the router named one of these errors, else its status (`AgentCallError` for an error)."""
+    cls = _BY_NAME.get(result.error_type or "") or _BY_STATUS.get(result.status, AgentCallError)
+    who = f" from agent {result.agent_id}" if result.agent_id else ""
+    return cls(f"task {result.task_id} ended {result.status}{who}: {result.error_type}: {result.error}")
