@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from starlette.routing import Route
 from middleware import MetaInfo
 from reach_adapters import AgentInfo, Capability, Router
 from reach_adapters.router import Fault, ReachMessage, ResultStatus, time_left
+from tests.sdk import example_adapter
 from tests.sdk.example_adapter import TIMEOUT_HEADER, HTTPServiceAgent
 
 AGENT_ID = "calc:http:01"
@@ -136,3 +138,10 @@ def test_time_left() -> None:
     assert 0 < time_left(message(time.time() + 60), 7.0) <= 7.0
     assert 0 < time_left(message(time.time() + 2), 7.0) <= 2.0
     assert time_left(message(time.time() - 1), 7.0) == 0.001
+
+
+def test_the_adapter_in_the_docs_is_the_one_tested() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "adapters.md").read_text()
+    shown = next(block for block in docs.split("```python\n")[1:] if block.startswith("class "))
+    tested = Path(example_adapter.__file__).read_text()
+    assert shown.split("```")[0] in tested, "docs/adapters.md shows another adapter than the tested one"
