@@ -45,7 +45,7 @@ def build_message(
         msg = f"payload is not JSON data: {exc}"
         raise InvalidMessageError(msg) from None
     # The caller's ``**options``: a dict of this call's own, so it is filled in rather than copied.
-    options = cast(dict[str, Any], call_options)
+    options = cast("dict[str, Any]", call_options)
     if options and not options.keys() <= CALL_OPTIONS:
         unknown = ", ".join(map(repr, sorted(options.keys() - CALL_OPTIONS)))
         msg = f"unknown call option(s) {unknown}; the options are {', '.join(sorted(CALL_OPTIONS))}"
