@@ -1,4 +1,4 @@
-"""``reach catalog``, ``reach call``, ``reach explain`` and ``reach check``."""
+"""``reach catalog``, ``reach call`` and ``reach explain``: against a server, or a config directory."""
 
 from __future__ import annotations
 
@@ -10,17 +10,10 @@ from typing import Any, TypeVar
 
 from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
 from reach_adapters.cli.remote import Remote
-from reach_adapters.cli.render import (
-    render_catalog,
-    render_check,
-    render_decision,
-    render_json,
-    render_result,
-)
-from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+from reach_adapters.cli.render import render_catalog, render_decision, render_json, render_result
 from reach_adapters.gateway import Gateway
 
-__all__ = ["run_call", "run_catalog", "run_check", "run_explain"]
+__all__ = ["run_call", "run_catalog", "run_explain"]
 
 T = TypeVar("T")
 
@@ -71,28 +64,6 @@ def run_explain(args: argparse.Namespace) -> int:
     record = _remote(args).get(f"/explain/{args.task_id}", params)
     print(render_json(record) if args.json else render_decision(record))
     return EXIT_OK
-
-
-def run_check(args: argparse.Namespace) -> int:
-    config = load_config(args.config_dir)
-    report = {
-        "config_dir": str(config.directory),
-        "policy": config.policy.model_dump(mode="json"),
-        "agents": [_described(spec) for spec in config.agents.values()],
-    }
-    print(render_json(report) if args.json else render_check(report))
-    return EXIT_OK
-
-
-def _described(spec: AgentSpec) -> dict[str, str]:
-    model = spec.model
-    if isinstance(model, MCPAgentFile):
-        source = model.url or " ".join([model.command or "", *model.args])
-    elif isinstance(model, LangChainAgentFile):
-        source = model.runnable
-    else:
-        source = model.function
-    return {"agent_id": spec.agent_id, "kind": model.kind, "source": source, "file": spec.file.name}
 
 
 async def _catalog(gateway: Gateway) -> list[dict[str, Any]]:
