@@ -21,7 +21,7 @@ EXTRAS: dict[Extra, tuple[str, ...]] = {
     "langchain": ("langchain_core",),
     "mcp": ("mcp",),
     "metrics": ("prometheus_client",),
-    "gateway": ("mcp", "yaml", "httpx", "starlette", "uvicorn"),
+    "gateway": ("mcp", "httpx", "starlette", "uvicorn"),
 }
 
 
