@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -11,8 +12,10 @@ import pytest
 import yaml
 
 from reach_adapters.cli import main
+from reach_adapters.cli.render import render_result
 from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
+from reach_adapters.observability import JsonFormatter
 from tests.gateway.conftest import (
     ECHO,
     PROBE,
@@ -353,3 +356,51 @@ def test_check_and_schema_run_with_only_the_base_package(base_venv: Path, tmp_pa
     schema = _run_base(base_venv, "reach", "schema", "agent", cwd=tmp_path)
     assert schema.returncode == 0, schema.stderr
     assert json.loads(schema.stdout)["title"]
+
+
+def test_log_json_lines_carry_no_colour_codes() -> None:
+    # uvicorn logs "Uvicorn running on ..." with a coloured twin in `color_message`.
+    record = logging.makeLogRecord(
+        {
+            "name": "uvicorn.error",
+            "levelno": logging.INFO,
+            "levelname": "INFO",
+            "msg": "Started \x1b[1mserver\x1b[0m process [%d]",
+            "args": (42,),
+            "color_message": "Started server process [\x1b[36m%d\x1b[0m]",
+            "agent_id": "\x1b[32mutil:echo:01\x1b[0m",
+        }
+    )
+    line = JsonFormatter().format(record)
+    assert "\x1b" not in line
+    assert "\\u001b" not in line
+    out = json.loads(line)
+    assert out["message"] == "Started server process [42]"
+    assert out["agent_id"] == "util:echo:01"
+    assert "color_message" not in out
+
+
+def test_serve_help_shows_every_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line per flag: no default split across lines
+    code, out, _ = run_main(["serve", "--help"], capsys)
+    assert code == 0
+    flat = " ".join(out.split())
+    for default in (
+        "(default: 127.0.0.1)",
+        "(default: 8000)",
+        "(default: http)",
+        "(default: agent-reach)",
+        "(default: 0.5)",
+        "(default: 30.0)",
+        "(default: 3.0)",
+        "(default: .)",
+    ):
+        assert default in flat
+
+
+def test_a_result_nobody_served_says_not_served() -> None:
+    result = {"status": "no_candidate", "task_id": "t-1", "served_by": "none", "attempts": 0, "error": "x"}
+    head = render_result(result).splitlines()[0]
+    assert head == "no_candidate: - -> no agent (not served, 0 attempt(s), 0.0 ms)"

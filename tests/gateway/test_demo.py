@@ -28,3 +28,21 @@ def test_the_gateway_demo_runs() -> None:
     assert "unicast translate with strategy weighted -> util:fallback:01 via default [ok]" in out
     assert "stopped with SIGTERM (exit code 0)" in out
     assert '"decision_type": "fell back", "capability": "translate"' in out
+
+
+def test_the_gateway_demo_says_what_to_install() -> None:
+    # A Python without mcp-server-time: the demo says what to run instead of failing deep inside.
+    hide = "import runpy, sys; sys.modules['mcp_server_time'] = None; "
+    done = subprocess.run(
+        [PYTHON, "-c", hide + "runpy.run_module('examples.gateway_demo', run_name='__main__')"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith("examples.gateway_demo needs mcp_server_time, which ")
+    assert "run `make install` in the repository root" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
