@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
+from reach_adapters.cli.progress import progress
 from reach_adapters.cli.remote import Remote
 from reach_adapters.cli.render import render_catalog, render_decision, render_json, render_result
 from reach_adapters.gateway import Gateway
@@ -78,7 +79,9 @@ def _local(directory: Path, work: Callable[[Gateway], Awaitable[T]]) -> T:
     """Start the agents of `directory`, do `work`, close them all again."""
 
     async def run() -> T:
-        async with await Gateway.start(directory) as gateway:
+        async with progress(f"starting the agents of {directory}"):
+            gateway = await Gateway.start(directory)
+        async with gateway:
             return await work(gateway)
 
     return asyncio.run(run())

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import logging
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 import yaml
 
 from reach_adapters.cli import main
+from reach_adapters.cli.progress import progress
 from reach_adapters.cli.render import render_result
 from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
@@ -404,3 +408,19 @@ def test_a_result_nobody_served_says_not_served() -> None:
     result = {"status": "no_candidate", "task_id": "t-1", "served_by": "none", "attempts": 0, "error": "x"}
     head = render_result(result).splitlines()[0]
     assert head == "no_candidate: - -> no agent (not served, 0 attempt(s), 0.0 ms)"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_progress_shows_on_a_terminal_only() -> None:
+    terminal, piped = _Terminal(), io.StringIO()
+    for stream in (terminal, piped):
+        async with progress("reach serve: starting 3 agent(s) from cfg", stream):
+            await asyncio.sleep(0)  # the status is drawn as soon as the block waits
+    assert piped.getvalue() == ""
+    assert re.fullmatch(
+        r"\x1b\[Kreach serve: starting 3 agent\(s\) from cfg \(\d+\.\d s\)\r\x1b\[K", terminal.getvalue()
+    )
