@@ -3,16 +3,3 @@
 Runs offline: ``python -m examples.gateway_demo`` (``make demo``). Needs ``make install``: the
 gateway extra, LangChain and LangGraph (the config's LangChain agents) and ``mcp-server-time``.
 """
-
-from examples.needs import require
-
-require(
-    "examples.gateway_demo",
-    "mcp",
-    "httpx",
-    "starlette",
-    "uvicorn",
-    "langchain",
-    "langgraph",
-    "mcp_server_time",
-)

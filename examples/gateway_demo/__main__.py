@@ -11,6 +11,21 @@
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+# What the demo needs is checked before it is imported: a missing package is one line saying what to run.
+from examples.needs import require
+
+require(
+    "examples.gateway_demo",
+    "mcp",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "langchain",
+    "langgraph",
+    "mcp_server_time",
+)
+
 import asyncio
 import json
 import signal

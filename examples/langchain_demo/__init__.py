@@ -3,7 +3,3 @@
 Runs offline: every chat model is a scripted fake. ``python -m examples.langchain_demo``. Needs
 ``make install``: the langchain extra, ``langchain`` (``create_agent``) and LangGraph.
 """
-
-from examples.needs import require
-
-require("examples.langchain_demo", "langchain_core", "langchain", "langgraph")

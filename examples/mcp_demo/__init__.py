@@ -3,7 +3,3 @@
 Runs offline: ``python -m examples.mcp_demo``. Needs ``make install``: the mcp extra and
 ``mcp-server-time``.
 """
-
-from examples.needs import require
-
-require("examples.mcp_demo", "mcp", "uvicorn", "mcp_server_time")
