@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from reach_adapters.cli.codes import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_UNAVAILABLE, EXIT_USAGE
+from reach_adapters.cli.codes import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OUTPUT_CLOSED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+)
 from reach_adapters.cli.parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -46,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `reach ... | head`: nothing more to say. Output left in the buffer goes nowhere, so that
+        # the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OUTPUT_CLOSED
     except Exception as exc:
         known = _exit_code(exc)
         if known is None:

@@ -424,3 +424,18 @@ async def test_progress_shows_on_a_terminal_only() -> None:
     assert re.fullmatch(
         r"\x1b\[Kreach serve: starting 3 agent\(s\) from cfg \(\d+\.\d s\)\r\x1b\[K", terminal.getvalue()
     )
+
+
+def test_output_closed_early_is_no_traceback() -> None:
+    # `reach schema agent | head -1`: the reader is gone before reach writes (it is still starting).
+    process = subprocess.Popen(
+        [PYTHON, "-m", "reach_adapters.cli", "schema", "agent"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, err = process.communicate(timeout=30)
+    assert (process.returncode, err) == (141, "")
