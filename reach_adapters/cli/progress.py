@@ -17,15 +17,15 @@ _ERASE = "\x1b[K"
 
 
 @asynccontextmanager
-async def progress(label: str, stream: TextIO | None = None) -> AsyncIterator[None]:
+async def progress(label: str, stream: TextIO | None = None, *, quiet: bool = False) -> AsyncIterator[None]:
     """Show `label` and the seconds elapsed on `stream` (default stderr) while the block runs.
 
-    Only on a terminal: piped output, log files and tests see nothing. The cursor goes back to the
-    start of the line after each redraw, so a log line written meanwhile overwrites the status
-    rather than joining it.
+    Only on a terminal, and not when `quiet` (``--log-json``: stderr is for programs then): piped
+    output, log files and tests see nothing. The cursor goes back to the start of the line after
+    each redraw, so a log line written meanwhile overwrites the status rather than joining it.
     """
     out = sys.stderr if stream is None else stream
-    if not out.isatty():
+    if quiet or not out.isatty():
         yield
         return
     started = time.monotonic()

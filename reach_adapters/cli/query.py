@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
@@ -20,7 +19,7 @@ T = TypeVar("T")
 
 
 def run_catalog(args: argparse.Namespace) -> int:
-    agents = _remote(args).get("/catalog") if args.url else _local(args.config, _catalog)
+    agents = _remote(args).get("/catalog") if args.url else _local(args, _catalog)
     print(render_json(agents) if args.json else render_catalog(agents))
     return EXIT_OK
 
@@ -49,7 +48,7 @@ def run_call(args: argparse.Namespace) -> int:
                 outcome = await router.route(args.target, args.payload, **args.options)
             return outcome.model_dump(mode="json"), router.explain(outcome.task_id).to_dict()
 
-        result, record = _local(args.config, call)
+        result, record = _local(args, call)
         decision = record if args.explain else None
     if args.json:
         print(render_json({"result": result, "decision": decision} if args.explain else result))
@@ -75,12 +74,12 @@ def _remote(args: argparse.Namespace) -> Remote:
     return Remote(args.url, timeout_s=args.timeout)
 
 
-def _local(directory: Path, work: Callable[[Gateway], Awaitable[T]]) -> T:
-    """Start the agents of `directory`, do `work`, close them all again."""
+def _local(args: argparse.Namespace, work: Callable[[Gateway], Awaitable[T]]) -> T:
+    """Start the agents of the ``--config`` directory, do `work`, close them all again."""
 
     async def run() -> T:
-        async with progress(f"starting the agents of {directory}"):
-            gateway = await Gateway.start(directory)
+        async with progress(f"{args.parser.prog}: starting the agents of {args.config}", quiet=args.log_json):
+            gateway = await Gateway.start(args.config)
         async with gateway:
             return await work(gateway)
 

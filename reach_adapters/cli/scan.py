@@ -52,7 +52,7 @@ async def _scan(args: argparse.Namespace) -> dict[str, Any]:
     # A script's file name ("index" of node path/to/index.js) says little: the server's own name
     # is better, once connected.
     named_by_server = not args.name and bool(command) and _script(command) is not None
-    async with progress(f"reach scan: connecting to {' '.join(command) or args.url}"):
+    async with progress(f"reach scan: connecting to {' '.join(command) or args.url}", quiet=args.log_json):
         agent = await MCPServerAgent.connect(
             name,
             command=resolve_command(command[0]) if command else None,

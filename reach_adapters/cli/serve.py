@@ -51,7 +51,8 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
     port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
     sock = None if port is None else _listen(args.host, port, flag)
     try:
-        async with progress(f"reach serve: starting {len(config.agents)} agent(s) from {config.directory}"):
+        starting = f"reach serve: starting {len(config.agents)} agent(s) from {config.directory}"
+        async with progress(starting, quiet=args.log_json):
             gateway = await Gateway.from_config(config, drain_timeout_s=args.drain_timeout)
     except BaseException:
         if sock is not None:
