@@ -60,7 +60,8 @@ def _section(title: str) -> None:
 
 def _show(label: str, result: ReachResult) -> None:
     outcome = json.dumps(result.payload) if result.ok else f"{result.status}: {result.error}"
-    print(f"  {label:<34} -> {outcome}   [served by {result.agent_id}]")
+    served = f"served by {result.agent_id}" if result.agent_id else "not served"
+    print(f"  {label:<34} -> {outcome}   [{served}]")
 
 
 def _state(router: Router, agent_id: str) -> AgentState:

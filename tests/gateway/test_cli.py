@@ -8,7 +8,9 @@ import json
 import logging
 import re
 import subprocess
+import tomllib
 from collections.abc import Callable
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from reach_adapters.cli.progress import progress
 from reach_adapters.cli.render import render_result
 from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
+from reach_adapters.extras import EXTRAS
 from reach_adapters.observability import JsonFormatter
 from tests.gateway.conftest import (
     ECHO,
@@ -439,3 +442,18 @@ def test_output_closed_early_is_no_traceback() -> None:
     process.stdout.close()
     _, err = process.communicate(timeout=30)
     assert (process.returncode, err) == (141, "")
+
+
+def test_the_install_hints_name_the_extras_pyproject_declares() -> None:
+    # Each extra's modules come from the distributions pyproject.toml lists for it.
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    distributions = packages_distributions()
+
+    def normal(name: str) -> str:  # PEP 503: prometheus_client is prometheus-client
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    for extra, modules in EXTRAS.items():
+        requirements = declared["optional-dependencies"][extra]
+        wanted = {normal(re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0]) for req in requirements}
+        for module in modules:
+            assert {normal(name) for name in distributions[module]} & wanted, (extra, module)
