@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from tests.demos import assert_it_names_the_install
 from tests.gateway.conftest import PYTHON, ROOT
 
 pytestmark = pytest.mark.timeout(120)
@@ -31,18 +32,4 @@ def test_the_gateway_demo_runs() -> None:
 
 
 def test_the_gateway_demo_says_what_to_install() -> None:
-    # A Python without mcp-server-time: the demo says what to run instead of failing deep inside.
-    hide = "import runpy, sys; sys.modules['mcp_server_time'] = None; "
-    done = subprocess.run(
-        [PYTHON, "-c", hide + "runpy.run_module('examples.gateway_demo', run_name='__main__')"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 1
-    assert done.stdout == ""
-    assert done.stderr.startswith("examples.gateway_demo needs mcp_server_time, which ")
-    assert "run `make install` in the repository root" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert_it_names_the_install("examples.gateway_demo", "mcp_server_time")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from examples.langchain_demo.__main__ import main
+from tests.demos import assert_it_names_the_install
 
 
 async def test_the_demo_routes_the_ticket_through_the_supervisor(capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,18 +27,4 @@ async def test_the_demo_routes_the_ticket_through_the_supervisor(capsys: pytest.
 
 
 def test_the_demo_says_what_to_install() -> None:
-    # A Python without LangGraph: the demo says what to run instead of failing deep inside.
-    hide = "import runpy, sys; sys.modules['langgraph'] = None; "
-    done = subprocess.run(
-        [sys.executable, "-c", hide + "runpy.run_module('examples.langchain_demo', run_name='__main__')"],
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 1
-    assert done.stdout == ""
-    assert done.stderr.startswith("examples.langchain_demo needs langgraph, which ")
-    assert "run `make install` in the repository root" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert_it_names_the_install("examples.langchain_demo", "langgraph")
