@@ -1,6 +1,6 @@
 """Agent Reach in one screen: register agents, route by capability, survive a failing replica.
 
-Run: ``python -m examples.quickstart``
+Run: ``python -m examples.quickstart``. Needs the base package only (``make install`` has it).
 """
 
 from __future__ import annotations
@@ -9,7 +9,11 @@ import asyncio
 import json
 from typing import Any
 
-from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
+from examples.needs import require
+
+require("examples.quickstart")
+
+from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy  # noqa: E402
 
 
 async def polish(content: str, style: str = "formal") -> dict[str, str]:

@@ -11,6 +11,21 @@
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+# What the demo needs is checked before it is imported: a missing package is one line saying what to run.
+from examples.needs import require
+
+require(
+    "examples.gateway_demo",
+    "mcp",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "langchain",
+    "langgraph",
+    "mcp_server_time",
+)
+
 import asyncio
 import json
 import signal
@@ -82,11 +97,13 @@ def _over_http(http: httpx.Client) -> None:
         _explain(http, result["task_id"])
 
 
-async def _ready_line(process: asyncio.subprocess.Process) -> dict[str, str]:
+async def _ready_line(process: asyncio.subprocess.Process, log: Path) -> dict[str, str]:
     assert process.stdout is not None
     line = (await asyncio.wait_for(process.stdout.readline(), timeout=60)).decode().strip()
     if not line.startswith(READY_PREFIX):
-        msg = f"reach serve did not start (got {line!r}); run it by hand to see why"
+        # The server's own one-line error is the last line of its log.
+        said = log.read_text().strip().splitlines() or [f"it printed {line!r}"]
+        msg = f"reach serve did not start: {said[-1]}"
         raise SystemExit(msg)
     return dict(part.split("=", 1) for part in line.removeprefix(READY_PREFIX).split())
 
@@ -101,7 +118,7 @@ async def main() -> None:
                 cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=log_file,
             )  # fmt: skip
             try:
-                urls = await _ready_line(process)
+                urls = await _ready_line(process, log)
                 print(f"  serving MCP at {urls['mcp']} and the API at {urls['api']}")
                 with httpx.Client(base_url=urls["url"], timeout=30) as http:
                     await _over_mcp(urls["mcp"], http)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+# What the demo needs is checked before it is imported: a missing package is one line saying what to run.
+from examples.needs import require
+
+require("examples.langchain_demo", "langchain_core", "langchain", "langgraph")
+
 import asyncio
 import json
 

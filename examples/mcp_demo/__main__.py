@@ -11,6 +11,12 @@
 
 from __future__ import annotations
 
+# ruff: noqa: E402
+# What the demo needs is checked before it is imported: a missing package is one line saying what to run.
+from examples.needs import require
+
+require("examples.mcp_demo", "mcp", "uvicorn", "mcp_server_time")
+
 import asyncio
 import json
 import logging
@@ -54,7 +60,8 @@ def _section(title: str) -> None:
 
 def _show(label: str, result: ReachResult) -> None:
     outcome = json.dumps(result.payload) if result.ok else f"{result.status}: {result.error}"
-    print(f"  {label:<34} -> {outcome}   [served by {result.agent_id}]")
+    served = f"served by {result.agent_id}" if result.agent_id else "not served"
+    print(f"  {label:<34} -> {outcome}   [{served}]")
 
 
 def _state(router: Router, agent_id: str) -> AgentState:

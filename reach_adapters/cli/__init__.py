@@ -1,6 +1,7 @@
 """The ``reach`` command line: serve a config directory, query a running server, scan MCP servers.
 
-Needs the ``gateway`` extra: ``pip install 'agent-reach[gateway]'``. See docs/cli.md.
+``reach --help``, ``check`` and ``schema`` work with the base package; serving, querying and
+scanning need the ``gateway`` extra (``pip install 'agent-reach[gateway]'``). See docs/cli.md.
 """
 
 from reach_adapters.cli.app import build_parser, main

@@ -1,32 +1,25 @@
-"""``reach catalog``, ``reach call``, ``reach explain`` and ``reach check``."""
+"""``reach catalog``, ``reach call`` and ``reach explain``: against a server, or a config directory."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
+from reach_adapters.cli.progress import progress
 from reach_adapters.cli.remote import Remote
-from reach_adapters.cli.render import (
-    render_catalog,
-    render_check,
-    render_decision,
-    render_json,
-    render_result,
-)
-from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+from reach_adapters.cli.render import render_catalog, render_decision, render_json, render_result
 from reach_adapters.gateway import Gateway
 
-__all__ = ["run_call", "run_catalog", "run_check", "run_explain"]
+__all__ = ["run_call", "run_catalog", "run_explain"]
 
 T = TypeVar("T")
 
 
 def run_catalog(args: argparse.Namespace) -> int:
-    agents = _remote(args).get("/catalog") if args.url else _local(args.config, _catalog)
+    agents = _remote(args).get("/catalog") if args.url else _local(args, _catalog)
     print(render_json(agents) if args.json else render_catalog(agents))
     return EXIT_OK
 
@@ -55,7 +48,7 @@ def run_call(args: argparse.Namespace) -> int:
                 outcome = await router.route(args.target, args.payload, **args.options)
             return outcome.model_dump(mode="json"), router.explain(outcome.task_id).to_dict()
 
-        result, record = _local(args.config, call)
+        result, record = _local(args, call)
         decision = record if args.explain else None
     if args.json:
         print(render_json({"result": result, "decision": decision} if args.explain else result))
@@ -73,28 +66,6 @@ def run_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_check(args: argparse.Namespace) -> int:
-    config = load_config(args.config_dir)
-    report = {
-        "config_dir": str(config.directory),
-        "policy": config.policy.model_dump(mode="json"),
-        "agents": [_described(spec) for spec in config.agents.values()],
-    }
-    print(render_json(report) if args.json else render_check(report))
-    return EXIT_OK
-
-
-def _described(spec: AgentSpec) -> dict[str, str]:
-    model = spec.model
-    if isinstance(model, MCPAgentFile):
-        source = model.url or " ".join([model.command or "", *model.args])
-    elif isinstance(model, LangChainAgentFile):
-        source = model.runnable
-    else:
-        source = model.function
-    return {"agent_id": spec.agent_id, "kind": model.kind, "source": source, "file": spec.file.name}
-
-
 async def _catalog(gateway: Gateway) -> list[dict[str, Any]]:
     return [info.model_dump(mode="json") for info in gateway.router.catalog()]
 
@@ -103,11 +74,13 @@ def _remote(args: argparse.Namespace) -> Remote:
     return Remote(args.url, timeout_s=args.timeout)
 
 
-def _local(directory: Path, work: Callable[[Gateway], Awaitable[T]]) -> T:
-    """Start the agents of `directory`, do `work`, close them all again."""
+def _local(args: argparse.Namespace, work: Callable[[Gateway], Awaitable[T]]) -> T:
+    """Start the agents of the ``--config`` directory, do `work`, close them all again."""
 
     async def run() -> T:
-        async with await Gateway.start(directory) as gateway:
+        async with progress(f"{args.parser.prog}: starting the agents of {args.config}", quiet=args.log_json):
+            gateway = await Gateway.start(args.config)
+        async with gateway:
             return await work(gateway)
 
     return asyncio.run(run())

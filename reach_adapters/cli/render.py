@@ -45,10 +45,11 @@ def render_catalog(agents: Sequence[Mapping[str, Any]]) -> str:
 
 def render_result(result: Mapping[str, Any]) -> str:
     timings = result.get("timings") or {}
+    path = result.get("served_by")
+    served = "not served" if path in (None, "none") else f"served by {path}"
     head = (
         f"{result['status']}: {result.get('capability') or '-'} -> {result.get('agent_id') or 'no agent'} "
-        f"(served by {result.get('served_by')}, {result.get('attempts', 0)} attempt(s), "
-        f"{timings.get('total_ms', 0.0):.1f} ms)"
+        f"({served}, {result.get('attempts', 0)} attempt(s), {timings.get('total_ms', 0.0):.1f} ms)"
     )
     lines = [head, f"task {result['task_id']}  trace {result.get('trace_id') or '-'}"]
     if result["status"] == "ok":

@@ -14,6 +14,7 @@ import yaml
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.errors import UsageError
+from reach_adapters.cli.progress import progress
 from reach_adapters.cli.render import render_json
 from reach_adapters.config import MCPAgentFile, file_stems, resolve_command
 from reach_adapters.config.loader import missing_program
@@ -51,18 +52,19 @@ async def _scan(args: argparse.Namespace) -> dict[str, Any]:
     # A script's file name ("index" of node path/to/index.js) says little: the server's own name
     # is better, once connected.
     named_by_server = not args.name and bool(command) and _script(command) is not None
-    agent = await MCPServerAgent.connect(
-        name,
-        command=resolve_command(command[0]) if command else None,
-        args=command[1:],
-        env=args.env or None,
-        cwd=args.cwd,
-        url=args.url,
-        headers=args.header or None,
-        instance=args.instance,
-        prefix=args.prefix,
-        connect_timeout_s=args.timeout,
-    )
+    async with progress(f"reach scan: connecting to {' '.join(command) or args.url}", quiet=args.log_json):
+        agent = await MCPServerAgent.connect(
+            name,
+            command=resolve_command(command[0]) if command else None,
+            args=command[1:],
+            env=args.env or None,
+            cwd=args.cwd,
+            url=args.url,
+            headers=args.header or None,
+            instance=args.instance,
+            prefix=args.prefix,
+            connect_timeout_s=args.timeout,
+        )
     try:
         data = _agent_file(agent, command, args)
         if named_by_server and agent.server_name:

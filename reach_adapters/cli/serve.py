@@ -17,6 +17,7 @@ import sys
 from typing import NoReturn, TextIO
 
 from reach_adapters.cli.codes import EXIT_OK
+from reach_adapters.cli.progress import progress
 from reach_adapters.config import load_config
 from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, listen, serve_http
 from reach_adapters.mcp import serve_mcp
@@ -50,7 +51,9 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
     port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
     sock = None if port is None else _listen(args.host, port, flag)
     try:
-        gateway = await Gateway.from_config(config, drain_timeout_s=args.drain_timeout)
+        starting = f"reach serve: starting {len(config.agents)} agent(s) from {config.directory}"
+        async with progress(starting, quiet=args.log_json):
+            gateway = await Gateway.from_config(config, drain_timeout_s=args.drain_timeout)
     except BaseException:
         if sock is not None:
             sock.close()

@@ -3,6 +3,12 @@
 Needs the ``langchain`` extra: ``pip install 'agent-reach[langchain]'``.
 """
 
+# ruff: noqa: E402
+# The extra is checked first, so that its absence is one line naming the install, not a traceback.
+from reach_adapters.extras import require_extra
+
+require_extra("langchain", "reach_adapters.langchain")
+
 from reach_adapters.langchain.agent import LangChainAgent
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
 from reach_adapters.langchain.matching import EmbeddingMatcher

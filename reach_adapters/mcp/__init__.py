@@ -1,5 +1,11 @@
 """MCP adapter: MCP servers' tools as routable capabilities, and the router served over MCP."""
 
+# ruff: noqa: E402
+# The extra is checked first, so that its absence is one line naming the install, not a traceback.
+from reach_adapters.extras import require_extra
+
+require_extra("mcp", "reach_adapters.mcp")
+
 from reach_adapters.mcp.agent import ConnectReport, MCPServerAgent
 from reach_adapters.mcp.config import (
     HttpTarget,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from typing import Any
 
@@ -11,8 +12,11 @@ from reach_adapters.router.hops import current_hop, current_reach
 
 __all__ = ["JsonFormatter", "ReachLogFilter", "configure_logging"]
 
-# Attributes every LogRecord has; anything else on a record came from ``extra``.
-_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# Attributes every LogRecord has; anything else on a record came from ``extra``. uvicorn adds a
+# coloured copy of some messages as ``color_message``, for its own formatter only.
+_NOT_EXTRA = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "color_message"}
+# Terminal escape sequences (colours): a JSON line is read by programs, never by a terminal.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 class ReachLogFilter(logging.Filter):
@@ -35,20 +39,21 @@ class ReachLogFilter(logging.Filter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per record: time, level, logger, message and every ``extra`` field."""
+    """One JSON object per record: time, level, logger, message and every ``extra`` field, with no
+    terminal colour codes in any of them."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
             "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": _ANSI.sub("", record.getMessage()),
         }
         for key, value in record.__dict__.items():
-            if key not in _STANDARD and not key.startswith("_"):
-                out[key] = value
+            if key not in _NOT_EXTRA and not key.startswith("_"):
+                out[key] = _ANSI.sub("", value) if isinstance(value, str) else value
         if record.exc_info:
-            out["exception"] = self.formatException(record.exc_info)
+            out["exception"] = _ANSI.sub("", self.formatException(record.exc_info))
         return json.dumps(out, default=str, ensure_ascii=False)
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
+import logging
+import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,9 +15,22 @@ import pytest
 import yaml
 
 from reach_adapters.cli import main
+from reach_adapters.cli.progress import progress
+from reach_adapters.cli.render import render_result
 from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
-from tests.gateway.conftest import ECHO, PROBE, PROBE_SERVER, SHOUT, ReachServer, run_reach, write
+from reach_adapters.observability import JsonFormatter
+from tests.gateway.conftest import (
+    ECHO,
+    PROBE,
+    PROBE_SERVER,
+    PYTHON,
+    ROOT,
+    SHOUT,
+    ReachServer,
+    run_reach,
+    write,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -233,3 +251,82 @@ def test_scan_of_a_script_takes_the_servers_own_name() -> None:
     done = run_reach("scan", "--json", "--", "python", PROBE_SERVER)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["name"] == "probe"
+
+
+def test_log_json_lines_carry_no_colour_codes() -> None:
+    # uvicorn logs "Uvicorn running on ..." with a coloured twin in `color_message`.
+    record = logging.makeLogRecord(
+        {
+            "name": "uvicorn.error",
+            "levelno": logging.INFO,
+            "levelname": "INFO",
+            "msg": "Started \x1b[1mserver\x1b[0m process [%d]",
+            "args": (42,),
+            "color_message": "Started server process [\x1b[36m%d\x1b[0m]",
+            "agent_id": "\x1b[32mutil:echo:01\x1b[0m",
+        }
+    )
+    line = JsonFormatter().format(record)
+    assert "\x1b" not in line
+    assert "\\u001b" not in line
+    out = json.loads(line)
+    assert out["message"] == "Started server process [42]"
+    assert out["agent_id"] == "util:echo:01"
+    assert "color_message" not in out
+
+
+def test_serve_help_shows_every_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line per flag: no default split across lines
+    code, out, _ = run_main(["serve", "--help"], capsys)
+    assert code == 0
+    flat = " ".join(out.split())
+    for default in (
+        "(default: 127.0.0.1)",
+        "(default: 8000)",
+        "(default: http)",
+        "(default: agent-reach)",
+        "(default: 0.5)",
+        "(default: 30.0)",
+        "(default: 3.0)",
+        "(default: .)",
+    ):
+        assert default in flat
+
+
+def test_a_result_nobody_served_says_not_served() -> None:
+    result = {"status": "no_candidate", "task_id": "t-1", "served_by": "none", "attempts": 0, "error": "x"}
+    head = render_result(result).splitlines()[0]
+    assert head == "no_candidate: - -> no agent (not served, 0 attempt(s), 0.0 ms)"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_progress_shows_on_a_terminal_only() -> None:
+    terminal, piped = _Terminal(), io.StringIO()
+    for stream in (terminal, piped):
+        async with progress("reach serve: starting 3 agent(s) from cfg", stream):
+            await asyncio.sleep(0)  # the status is drawn as soon as the block waits
+    assert piped.getvalue() == ""
+    assert re.fullmatch(
+        r"\x1b\[Kreach serve: starting 3 agent\(s\) from cfg \(\d+\.\d s\)\r\x1b\[K", terminal.getvalue()
+    )
+
+
+def test_output_closed_early_is_no_traceback() -> None:
+    # `reach schema agent | head -1`: the reader is gone before reach writes (it is still starting).
+    process = subprocess.Popen(
+        [PYTHON, "-m", "reach_adapters.cli", "schema", "agent"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, err = process.communicate(timeout=30)
+    assert (process.returncode, err) == (141, "")

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from tests.demos import assert_it_names_the_install
 from tests.gateway.conftest import PYTHON, ROOT
 
 pytestmark = pytest.mark.timeout(120)
@@ -28,3 +29,7 @@ def test_the_gateway_demo_runs() -> None:
     assert "unicast translate with strategy weighted -> util:fallback:01 via default [ok]" in out
     assert "stopped with SIGTERM (exit code 0)" in out
     assert '"decision_type": "fell back", "capability": "translate"' in out
+
+
+def test_the_gateway_demo_says_what_to_install() -> None:
+    assert_it_names_the_install("examples.gateway_demo", "mcp_server_time")

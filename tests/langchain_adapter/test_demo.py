@@ -7,6 +7,7 @@ import re
 import pytest
 
 from examples.langchain_demo.__main__ import main
+from tests.demos import assert_it_names_the_install
 
 
 async def test_the_demo_routes_the_ticket_through_the_supervisor(capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,3 +24,7 @@ async def test_the_demo_routes_the_ticket_through_the_supervisor(capsys: pytest.
     assert len({trace for _, _, trace in routed}) == 1  # the nested calls continue the supervisor's trace
     assert out.count("chosen support:") == 3
     assert "supervisor answered: Done" in out
+
+
+def test_the_demo_says_what_to_install() -> None:
+    assert_it_names_the_install("examples.langchain_demo", "langgraph")

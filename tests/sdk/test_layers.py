@@ -1,7 +1,8 @@
 """The layers import downwards only: format -> core -> adapter surface -> adapters.
 
-Adapters import core names from `reach_adapters.router` (the package), `reach_adapters.errors` and
-`middleware`, never from the core's modules nor from another adapter; the core imports no adapter.
+Adapters import core names from `reach_adapters.router` (the package), `reach_adapters.errors`,
+`reach_adapters.extras` and `middleware`, never from the core's modules nor from another adapter;
+the core imports no adapter.
 Add a package to `ADAPTERS` when it is switched to the surface (mcp/ and a2a/ will be).
 """
 
@@ -21,6 +22,8 @@ EXAMPLES = [Path(__file__).with_name("example_adapter.py")]
 
 SURFACE = frozenset(reach_adapters.router.__all__)
 TOP_LEVEL = frozenset(reach_adapters.__all__) | {"errors", "router"}
+# Beside the format, the layer every other imports: the errors, and the guard naming a missing extra.
+BASE = frozenset({"reach_adapters.errors", "reach_adapters.extras"})
 
 
 def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
@@ -49,7 +52,7 @@ def _adapter_problem(module: str, names: list[str], own: str | None) -> str | No
         return f"takes {private}, which reach_adapters.router does not export" if private else None
     if not module.startswith("reach_adapters."):
         return None
-    if module == "reach_adapters.errors" or (
+    if module in BASE or (
         own is not None and (module == f"reach_adapters.{own}" or module.startswith(f"reach_adapters.{own}."))
     ):
         return None

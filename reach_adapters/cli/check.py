@@ -1,0 +1,33 @@
+"""``reach check``: validate a config directory without starting anything."""
+
+from __future__ import annotations
+
+import argparse
+
+from reach_adapters.cli.codes import EXIT_OK
+from reach_adapters.cli.render import render_check, render_json
+from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+
+__all__ = ["run_check"]
+
+
+def run_check(args: argparse.Namespace) -> int:
+    config = load_config(args.config_dir)
+    report = {
+        "config_dir": str(config.directory),
+        "policy": config.policy.model_dump(mode="json"),
+        "agents": [_described(spec) for spec in config.agents.values()],
+    }
+    print(render_json(report) if args.json else render_check(report))
+    return EXIT_OK
+
+
+def _described(spec: AgentSpec) -> dict[str, str]:
+    model = spec.model
+    if isinstance(model, MCPAgentFile):
+        source = model.url or " ".join([model.command or "", *model.args])
+    elif isinstance(model, LangChainAgentFile):
+        source = model.runnable
+    else:
+        source = model.function
+    return {"agent_id": spec.agent_id, "kind": model.kind, "source": source, "file": spec.file.name}
