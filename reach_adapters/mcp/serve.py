@@ -16,7 +16,7 @@ from starlette.routing import Route
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.errors import MCPConnectionError
 from reach_adapters.mcp.server import RouterMCPServer
-from reach_adapters.router.router import Router
+from reach_adapters.router import Router
 
 __all__ = ["MCPEndpoint", "serve_mcp", "start_mcp_server"]
 

@@ -14,6 +14,7 @@ from reach_adapters.router.identity import AgentId, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward
 from reach_adapters.router.portal import Portal, running_loop
+from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import (
     check_schema,
     compiled_validator,
@@ -21,12 +22,14 @@ from reach_adapters.router.schemas import (
     schema_key,
     wrap_field,
 )
+from reach_adapters.router.state import AgentState
 
 __all__ = [
     "UNKNOWN_OUTCOME",
     "Agent",
     "AgentHandle",
     "AgentId",
+    "AgentState",
     "CallStyle",
     "Capability",
     "Fault",
@@ -35,6 +38,7 @@ __all__ = [
     "ReachMessage",
     "ReachResult",
     "ResultStatus",
+    "Router",
     "check_schema",
     "close_agent",
     "compiled_validator",

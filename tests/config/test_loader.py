@@ -58,7 +58,7 @@ def test_the_example_config_loads() -> None:
     text = config.agents["mcp:text:a"].model
     assert isinstance(text, MCPAgentFile)
     assert text.env == {"REPLICA": "a"}
-    assert text.tuning()["max_concurrency"] == 8
+    assert text.options().max_concurrency == 8
 
 
 def test_yaml_and_json_describe_the_same_agent(tmp_path: Path) -> None:
@@ -228,9 +228,9 @@ def test_langchain_files_take_a_runnable_or_a_factory(tmp_path: Path) -> None:
         ("kind: mcp\nname: t\nurl: http://x/mcp\nargs: [-v]\n", 1, None, "apply to 'command' servers"),
         ("kind: mcp\nname: t\ncommand: python\ntimeout_ms: -5\n", 4, "timeout_ms", "greater than 0"),
         (
-            "kind: mcp\nname: t\ncommand: python\nreconnect:\n  jitter: 2\n",
+            "kind: mcp\nname: t\ncommand: python\nreconnect:\n  jitter_s: 200\n",
             5,
-            "reconnect.jitter",
+            "reconnect.jitter_s",
             "less than",
         ),
     ],
