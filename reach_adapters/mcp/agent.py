@@ -344,9 +344,7 @@ class MCPServerAgent:
 
 def _legacy_spec(config: MCPServerConfig) -> ServerSpec:
     if not isinstance(config, MCPServerConfig):
-        msg = (
-            f"takes MCPServerConfig items, got {type(config).__name__}; better, use MCPServerAgent.connect()"
-        )
+        msg = f"takes MCPServerConfig items, got {type(config).__name__}; use MCPServerAgent.connect()"
         raise InvalidDeclarationError(msg)
     return config.spec()
 
