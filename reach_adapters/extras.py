@@ -19,9 +19,9 @@ Extra = Literal["langchain", "mcp", "metrics", "gateway"]
 # The modules each extra of pyproject.toml brings (import names, not distribution names).
 EXTRAS: dict[Extra, tuple[str, ...]] = {
     "langchain": ("langchain_core",),
-    "mcp": ("mcp",),
+    "mcp": ("mcp", "tenacity"),
     "metrics": ("prometheus_client",),
-    "gateway": ("mcp", "httpx", "starlette", "uvicorn"),
+    "gateway": ("mcp", "tenacity", "httpx", "starlette", "uvicorn"),
 }
 
 

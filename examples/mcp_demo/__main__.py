@@ -26,32 +26,31 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from middleware import ReachResult
 from reach_adapters import AgentState, Router
-from reach_adapters.mcp import MCPServerAgent, MCPServerConfig, ReconnectPolicy, StdioTarget, start_mcp_server
+from reach_adapters.mcp import MCPOptions, MCPServerAgent, ReconnectPolicy, start_mcp_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _configs() -> list[MCPServerConfig]:
-    time_server = StdioTarget(command=sys.executable, args=["-m", "mcp_server_time"])
-    configs = [MCPServerConfig(name="time", target=time_server)]
-    for replica in ("a", "b"):
-        target = StdioTarget(
-            command=sys.executable,
-            args=["-m", "examples.mcp_demo.server"],
-            env={"REPLICA": replica},
-            cwd=ROOT,
+async def _connect() -> list[MCPServerAgent | BaseException]:
+    """The time server and two replicas of the demo's own; one that fails is reported, not fatal."""
+    quick = MCPOptions(reconnect=ReconnectPolicy(initial_delay_s=0.5))
+    replicas = [
+        MCPServerAgent.connect(
+            "text",
+            StdioServerParameters(
+                command="python", args=["-m", "examples.mcp_demo.server"], env={"REPLICA": replica}, cwd=ROOT
+            ),
+            options=quick.model_copy(update={"instance": replica}),
         )
-        configs.append(
-            MCPServerConfig(
-                name="text", instance=replica, target=target, reconnect=ReconnectPolicy(initial_delay_s=0.5)
-            )
-        )
-    return configs
+        for replica in ("a", "b")
+    ]
+    time_server = MCPServerAgent.connect("time", command="python", args=["-m", "mcp_server_time"])
+    return await asyncio.gather(time_server, *replicas, return_exceptions=True)
 
 
 def _section(title: str) -> None:
@@ -79,11 +78,11 @@ async def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="  [log] %(message)s", stream=sys.stdout)
     async with Router() as router:
         _section("1. connect the servers and scan their tools")
-        report = await MCPServerAgent.connect_all(_configs())
-        for agent_id, error in report.failures.items():
-            print(f"  ! {agent_id} could not connect: {error}")
-        for agent in report.agents:
-            router.register(agent)
+        for outcome in await _connect():
+            if isinstance(outcome, MCPServerAgent):
+                router.register(outcome)
+            else:
+                print(f"  ! could not connect: {outcome}")
         for info in router.catalog():
             names = ", ".join(cap.name for cap in info.capabilities)
             print(f"  {info.agent_id:<12} {info.state:<7} {names}")

@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from mcp import StdioServerParameters
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.errors import UsageError
 from reach_adapters.cli.progress import progress
 from reach_adapters.cli.render import render_json
-from reach_adapters.config import MCPAgentFile, file_stems, resolve_command
+from reach_adapters.config import MCPAgentFile, file_stems
 from reach_adapters.config.loader import missing_program
-from reach_adapters.mcp import MCPServerAgent
-from reach_adapters.router.capability import Capability
+from reach_adapters.mcp import MCPOptions, MCPServerAgent
+from reach_adapters.router import Capability, parse_agent_id
 
 __all__ = ["default_name", "run_scan"]
 
@@ -52,19 +53,14 @@ async def _scan(args: argparse.Namespace) -> dict[str, Any]:
     # A script's file name ("index" of node path/to/index.js) says little: the server's own name
     # is better, once connected.
     named_by_server = not args.name and bool(command) and _script(command) is not None
+    server = (
+        StdioServerParameters(command=command[0], args=command[1:], env=args.env or None, cwd=args.cwd)
+        if command
+        else args.url
+    )
+    options = MCPOptions(instance=args.instance, prefix=args.prefix, connect_timeout_s=args.timeout)
     async with progress(f"reach scan: connecting to {' '.join(command) or args.url}", quiet=args.log_json):
-        agent = await MCPServerAgent.connect(
-            name,
-            command=resolve_command(command[0]) if command else None,
-            args=command[1:],
-            env=args.env or None,
-            cwd=args.cwd,
-            url=args.url,
-            headers=args.header or None,
-            instance=args.instance,
-            prefix=args.prefix,
-            connect_timeout_s=args.timeout,
-        )
+        agent = await MCPServerAgent.connect(name, server, headers=args.header or None, options=options)
     try:
         data = _agent_file(agent, command, args)
         if named_by_server and agent.server_name:
@@ -76,8 +72,12 @@ async def _scan(args: argparse.Namespace) -> dict[str, Any]:
 
 def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
     """The agent file for a connected server, as plain data."""
-    config = agent.config
-    data: dict[str, Any] = {"kind": "mcp", "name": config.name, "instance": config.instance}
+    config = agent.options
+    data: dict[str, Any] = {
+        "kind": "mcp",
+        "name": parse_agent_id(agent.agent_id).type,
+        "instance": config.instance,
+    }
     if config.prefix:
         data["prefix"] = config.prefix
     if command:

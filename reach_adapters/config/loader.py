@@ -7,7 +7,6 @@ started, so a directory that fails here leaves nothing half-running.
 from __future__ import annotations
 
 import shutil
-import sys
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from reach_adapters.config.models import (
 )
 from reach_adapters.config.source import Document, Loc, parse_document
 from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
+from reach_adapters.mcp.options import resolve_command
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.policy import RoutingPolicy
@@ -115,12 +115,6 @@ def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
         )
         raise policy_doc.error(("default_agent",), problem)
     return GatewayConfig(directory, dict(files), policy, agents)
-
-
-def resolve_command(command: str) -> str:
-    """The program to start: ``python`` is the interpreter running reach, so servers installed in
-    the same environment are found whatever PATH says."""
-    return sys.executable if command == "python" else command
 
 
 def server_cwd(directory: Path, model: MCPAgentFile) -> Path | None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.mcp.config import MCPServerConfig
+from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.router.agent import CallStyle
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import parse_agent_id
@@ -15,7 +15,6 @@ from reach_adapters.router.policy import RoutingPolicy
 
 __all__ = [
     "AGENT_KINDS",
-    "MCP_TUNING",
     "AgentFile",
     "AgentFileModel",
     "CapabilityDecl",
@@ -35,17 +34,12 @@ ImportPath = Annotated[
     ),
 ]
 
-# Fields of MCPServerConfig an MCP file gives its own way; the rest are tuning, passed on as set.
-_MCP_OWN = frozenset({"name", "target", "instance", "prefix"})
-MCP_TUNING = frozenset(MCPServerConfig.model_fields) - _MCP_OWN
-
 # Twins keep the core's fields and constraints in one place (see `twins`); type checkers see
 # plain models, which is all the code below relies on.
 if TYPE_CHECKING:
     CapabilityDecl = BaseModel
     CapabilityPatch = BaseModel
     PolicyFile = BaseModel
-    _MCPTuning = BaseModel
 else:
     from reach_adapters.config.twins import plain_model
 
@@ -58,7 +52,6 @@ else:
         doc="Fields laid over a capability's declaration; the capability keeps its name.",
     )
     PolicyFile = plain_model(RoutingPolicy)
-    _MCPTuning = plain_model(MCPServerConfig, name="MCPTuning", exclude=_MCP_OWN, optional=True)
 
 
 class _File(BaseModel):
@@ -105,21 +98,21 @@ class FunctionAgentFile(_DeclaredAgent):
     )
 
 
-class MCPAgentFile(_MCPTuning):
+class MCPAgentFile(MCPOptions):
     """An MCP server (``MCPServerAgent``): each of its tools becomes a capability.
 
     Its agent id is ``mcp:<name>:<instance>``. Give ``command`` (stdio) or ``url`` (streamable
-    HTTP). Unset tuning fields keep the adapter's defaults.
+    HTTP). The other keys are `MCPOptions`, with its defaults.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
     kind: Literal["mcp"]
     name: str = Field(description="The agent type: the agent id is 'mcp:<name>:<instance>'.")
-    instance: str = Field("0", description="Tells replicas of one server apart.")
-    prefix: str = Field("", description="Prepended to each tool name, to keep non-replicas apart.")
     command: str | None = Field(
-        None, description="Program to start (stdio); 'python' is the Python running reach."
+        None,
+        description="Program to start (stdio); 'python' is the Python running reach, as in "
+        "MCPServerAgent.connect.",
     )
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] | None = Field(None, description="Added to the SDK's safe default environment.")
@@ -155,9 +148,9 @@ class MCPAgentFile(_MCPTuning):
     def agent_id(self) -> str:
         return f"mcp:{self.name}:{self.instance}"
 
-    def tuning(self) -> dict[str, Any]:
-        """The tuning fields this file sets (timeouts, concurrency, reconnect...), by name."""
-        return self.model_dump(include=set(MCP_TUNING), exclude_none=True)
+    def options(self) -> MCPOptions:
+        """The adapter's options this file gives (timeouts, concurrency, reconnect...)."""
+        return MCPOptions(**{name: getattr(self, name) for name in MCPOptions.model_fields})
 
 
 AgentFileModel = LangChainAgentFile | MCPAgentFile | FunctionAgentFile

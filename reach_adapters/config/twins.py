@@ -1,10 +1,10 @@
 """Plain twins of the core's models, for validating configuration files with exact locations.
 
-`RoutingPolicy`, `Capability` and the MCP adapter's settings turn pydantic's errors into a
-`ReachError` inside ``__init__``, which pydantic also calls for nested values: the error's field
-path survives only as text. A twin has the same fields, types and constraints but no custom
-``__init__``, so validating a file against it yields structured locations to map onto lines. The
-real model is still built afterwards and has the last word.
+`RoutingPolicy` and `Capability` turn pydantic's errors into a `ReachError` inside ``__init__``,
+which pydantic also calls for nested values: the error's field path survives only as text. A twin
+has the same fields, types and constraints but no custom ``__init__``, so validating a file
+against it yields structured locations to map onto lines. The real model is still built
+afterwards and has the last word.
 """
 
 from __future__ import annotations

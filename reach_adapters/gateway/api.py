@@ -35,7 +35,7 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 # Named by the request itself, so never an option.
 RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload"})
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def _no_reserved(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -170,7 +170,7 @@ def foreign(request: Request, loopback_only: bool) -> Response | None:
     only, not pages in the developer's browser.
     """
     host = request.headers.get("host", "")
-    if loopback_only and host.rsplit(":", 1)[0] not in _LOOPBACK_HOSTS:
+    if loopback_only and _hostname(host) not in _LOOPBACK_HOSTS:
         problem = f"Host {host!r} is not this server's loopback address; call it as 127.0.0.1 or localhost"
         return _error(421, InvalidMessageError(problem))
     origin = request.headers.get("origin")
@@ -178,6 +178,14 @@ def foreign(request: Request, loopback_only: bool) -> Response | None:
         problem = f"cross-site requests are refused (Origin {origin!r}); call the API from a program"
         return _error(403, InvalidMessageError(problem))
     return None
+
+
+def _hostname(host: str) -> str | None:
+    """The name in a Host header, without port or IPv6 brackets; None when it cannot be parsed."""
+    try:
+        return urlsplit(f"//{host}").hostname
+    except ValueError:
+        return None
 
 
 async def _body(request: Request, model: type[B]) -> B | Response:

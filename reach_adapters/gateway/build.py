@@ -7,21 +7,22 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp import StdioServerParameters
+
 from reach_adapters.config import (
     AgentSpec,
     ConfigError,
     FunctionAgentFile,
     LangChainAgentFile,
     MCPAgentFile,
-    resolve_command,
     server_cwd,
 )
 from reach_adapters.config.source import Loc
 from reach_adapters.errors import ReachError
 from reach_adapters.gateway.overrides import PatchedAgent
-from reach_adapters.mcp import HttpTarget, MCPServerAgent, MCPServerConfig, ServerTarget, StdioTarget
-from reach_adapters.router.agent import Agent, FunctionAgent, close_agent
-from reach_adapters.router.capability import Capability
+from reach_adapters.mcp import MCPServerAgent, ServerParameters
+from reach_adapters.router import Agent, Capability, close_agent
+from reach_adapters.router.agent import FunctionAgent
 
 __all__ = ["build_agent", "build_agents", "close_agents"]
 
@@ -124,25 +125,21 @@ def _call_factory(spec: AgentSpec, loc: Loc, path: str) -> Any:
 async def _mcp_agent(spec: AgentSpec, model: MCPAgentFile, directory: Path) -> Agent:
     loc: Loc = ("url",) if model.url is not None else ("command",)
     try:
-        config = MCPServerConfig(
-            name=model.name,
-            instance=model.instance,
-            prefix=model.prefix,
-            target=_target(model, directory),
-            **model.tuning(),
+        return await MCPServerAgent.connect(
+            model.name,
+            _server(model, directory),
+            headers=model.headers or None,
+            options=model.options(),
         )
-        return await MCPServerAgent.start(config)
     except ReachError as exc:
         raise spec.error(loc, str(exc)) from None
 
 
-def _target(model: MCPAgentFile, directory: Path) -> ServerTarget:
+def _server(model: MCPAgentFile, directory: Path) -> ServerParameters:
     if model.url is not None:
-        return HttpTarget(url=model.url, headers=model.headers)
+        return model.url
     assert model.command is not None, "the file model requires command or url"
-    return StdioTarget(
-        command=resolve_command(model.command),
-        args=model.args,
-        env=model.env,
-        cwd=server_cwd(directory, model),
+    # 'python' is resolved where the server is started, as for MCPServerAgent.connect.
+    return StdioServerParameters(
+        command=model.command, args=model.args, env=model.env, cwd=server_cwd(directory, model)
     )

@@ -3,38 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
+import warnings
+import weakref
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
-from mcp.server import Server
-from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
 from reach_adapters.mcp.calls import ToolRoute, call_tool
-from reach_adapters.mcp.config import (
-    HttpTarget,
-    InProcessTarget,
-    MCPServerConfig,
-    ReconnectPolicy,
-    ServerTarget,
-    StdioTarget,
-)
 from reach_adapters.mcp.connection import Connection
 from reach_adapters.mcp.converter import MCPConverter
 from reach_adapters.mcp.errors import MCPOfflineError
+from reach_adapters.mcp.legacy import MCPServerConfig
+from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.relay import Relays
+from reach_adapters.mcp.spec import ServerParameters, ServerSpec, server_spec
 from reach_adapters.mcp.tools import Declared
-from reach_adapters.router.capability import Capability
-from reach_adapters.router.handle import AgentHandle
-from reach_adapters.router.portal import Portal
-from reach_adapters.router.state import AgentState
+from reach_adapters.router import AgentHandle, AgentState, Capability, Portal
 
 __all__ = ["ConnectReport", "MCPServerAgent"]
 
@@ -44,11 +37,26 @@ T = TypeVar("T")
 
 # Sessions opened from synchronous code live on this loop, in a daemon thread started on first use.
 _SYNC_LOOP = Portal()
+_SYNC_AGENTS: weakref.WeakSet[MCPServerAgent] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_sync_loop() -> None:
+    """Close the sessions synchronous code left open (stopping their server processes), then
+    the loop: a daemon thread killed at exit would leave both behind."""
+    agents = list(_SYNC_AGENTS)
+    if agents:
+        _SYNC_LOOP.call(_close_all(agents), method="interpreter exit")
+    _SYNC_LOOP.close()
+
+
+async def _close_all(agents: Sequence[MCPServerAgent]) -> None:
+    await asyncio.gather(*(agent.aclose() for agent in agents), return_exceptions=True)
 
 
 @dataclass(frozen=True, slots=True)
 class ConnectReport:
-    """What `MCPServerAgent.connect_all` managed: the connected agents and, per agent id, why not."""
+    """What the deprecated `MCPServerAgent.connect_all` managed: the agents and, per id, why not."""
 
     agents: list[MCPServerAgent]
     failures: dict[str, ReachError]
@@ -59,17 +67,18 @@ class MCPServerAgent:
 
     All calls share one session opened at connect. A server that dies is OFFLINE at once and
     reconnected in the background; ``tools/list_changed`` re-declares the capabilities. Calls may
-    come from any event loop or thread: they hop onto the loop that owns the session.
+    come from any event loop or thread: they hop onto the loop that owns the session. Build one
+    with `connect` (or `connect_sync`).
     """
 
-    def __init__(self, config: MCPServerConfig) -> None:
-        if not isinstance(config, MCPServerConfig):
-            msg = f"MCPServerAgent takes an MCPServerConfig, got {type(config).__name__}; or use connect()"
+    def __init__(self, spec: ServerSpec) -> None:
+        if not isinstance(spec, ServerSpec):
+            msg = f"build an MCPServerAgent with MCPServerAgent.connect(), not from a {type(spec).__name__}"
             raise InvalidDeclarationError(msg)
-        self.config = config
-        self._agent_id = config.agent_id
+        self._spec = spec
+        self._agent_id = spec.agent_id
         self._relays = Relays(self._agent_id)
-        self._connection = Connection(config, self, self._relays)
+        self._connection = Connection(spec, self, self._relays)
         self._converter = MCPConverter(self._agent_id)
         self._capabilities: tuple[Capability, ...] = ()
         self._routes: dict[str, ToolRoute] = {}
@@ -83,107 +92,102 @@ class MCPServerAgent:
     async def connect(
         cls,
         name: str,
+        server: ServerParameters | None = None,
         *,
         command: str | None = None,
         args: Sequence[str] = (),
-        env: Mapping[str, str] | None = None,
-        cwd: str | Path | None = None,
-        url: str | None = None,
         headers: Mapping[str, str] | None = None,
         auth: httpx2.Auth | None = None,
-        http_timeout_s: float = 30.0,
-        sse_read_timeout_s: float = 300.0,
-        server: MCPServer[Any] | Server[Any] | None = None,
-        instance: str = "0",
-        prefix: str = "",
-        timeout_ms: int = 30_000,
-        max_concurrency: int = 16,
-        weight: float = 50.0,
-        connect_timeout_s: float = 10.0,
-        reconnect: ReconnectPolicy | None = None,
+        options: MCPOptions | Mapping[str, Any] | None = None,
     ) -> MCPServerAgent:
-        """Connect one server: ``command=`` (stdio), ``url=`` (streamable HTTP) or ``server=``
-        (an SDK server object in this process). Returns once its tools are listed.
+        """Connect the server `server` as agent ``mcp:<name>:<instance>``; return once its tools
+        are listed.
 
-        Raises `MCPConnectionError` naming the server and the cause when it cannot start or be
-        reached, and `MCPTimeoutError` when it does not finish initialize within the timeout.
+        `server` is what the SDK's `mcp.Client` takes: `mcp.StdioServerParameters` (a subprocess
+        over stdio), a URL string (streamable HTTP; ``headers=`` and ``auth=`` go with every
+        request), or an `MCPServer` / low-level `Server` object in this process. ``command=`` and
+        ``args=`` are short for ``StdioServerParameters(command=..., args=...)``. A stdio command
+        ``python`` is the interpreter running Agent Reach, as in config files.
+
+        Raises `InvalidDeclarationError` for bad arguments or options, `MCPConnectionError`
+        naming the server and the cause when it cannot start or be reached, and `MCPTimeoutError`
+        when it does not finish initialize within ``options.connect_timeout_s``.
         """
-        target = _target(
-            name,
-            command=command,
-            args=args,
-            env=env,
-            cwd=cwd,
-            url=url,
-            headers=headers,
-            auth=auth,
-            http_timeout_s=http_timeout_s,
-            sse_read_timeout_s=sse_read_timeout_s,
-            server=server,
+        spec = server_spec(
+            name, server, command=command, args=args, headers=headers, auth=auth, options=options
         )
-        config = MCPServerConfig(
-            name=name,
-            target=target,
-            instance=instance,
-            prefix=prefix,
-            timeout_ms=timeout_ms,
-            max_concurrency=max_concurrency,
-            weight=weight,
-            connect_timeout_s=connect_timeout_s,
-            reconnect=reconnect or ReconnectPolicy(),
+        return await cls._open(spec)
+
+    @classmethod
+    def connect_sync(
+        cls,
+        name: str,
+        server: ServerParameters | None = None,
+        *,
+        command: str | None = None,
+        args: Sequence[str] = (),
+        headers: Mapping[str, str] | None = None,
+        auth: httpx2.Auth | None = None,
+        options: MCPOptions | Mapping[str, Any] | None = None,
+    ) -> MCPServerAgent:
+        """`connect` for synchronous programs: the session lives on a background event loop,
+        closed (with the session) at interpreter exit if `close_sync` was not called."""
+        spec = server_spec(
+            name, server, command=command, args=args, headers=headers, auth=auth, options=options
         )
-        return await cls.start(config)
+        agent = _SYNC_LOOP.call(
+            cls._open(spec), method="MCPServerAgent.connect_sync", instead="await MCPServerAgent.connect(...)"
+        )
+        _SYNC_AGENTS.add(agent)
+        return agent
 
     @classmethod
     async def start(cls, config: MCPServerConfig) -> MCPServerAgent:
-        """Connect the server `config` describes; see `connect`."""
-        agent = cls(config)
+        """Deprecated: use ``connect(name, server, options=...)``."""
+        _deprecated("MCPServerAgent.start(config)")
+        return await cls._open(_legacy_spec(config))
+
+    @classmethod
+    async def connect_all(cls, configs: Iterable[MCPServerConfig]) -> ConnectReport:
+        """Deprecated: gather `connect` calls with ``return_exceptions=True`` (see docs/mcp.md)."""
+        _deprecated("MCPServerAgent.connect_all(configs)")
+        specs = [_legacy_spec(config) for config in configs]
+        ids = [spec.agent_id for spec in specs]
+        twice = sorted({agent_id for agent_id in ids if ids.count(agent_id) > 1})
+        if twice:
+            msg = f"connect_all(): {', '.join(twice)} is given twice; give replicas distinct instances"
+            raise InvalidDeclarationError(msg)
+        outcomes = await asyncio.gather(*(cls._open(spec) for spec in specs), return_exceptions=True)
+        agents: list[MCPServerAgent] = []
+        failures: dict[str, ReachError] = {}
+        for spec, outcome in zip(specs, outcomes, strict=True):
+            if isinstance(outcome, MCPServerAgent):
+                agents.append(outcome)
+            elif isinstance(outcome, ReachError):
+                logger.warning("MCP server %s not connected: %s", spec.agent_id, outcome)
+                failures[spec.agent_id] = outcome
+            else:
+                raise outcome
+        return ConnectReport(agents, failures)
+
+    @classmethod
+    async def _open(cls, spec: ServerSpec) -> MCPServerAgent:
+        agent = cls(spec)
         agent.tools_listed(await agent._connection.open())
         agent._supervisor = asyncio.get_running_loop().create_task(
             agent._supervise(), name=f"{agent._agent_id} supervisor"
         )
         return agent
 
-    @classmethod
-    async def connect_all(cls, configs: Iterable[MCPServerConfig]) -> ConnectReport:
-        """Connect several servers at once; one that fails is reported, never fatal to the others."""
-        configs = list(configs)
-        seen: set[str] = set()
-        for config in configs:
-            if not isinstance(config, MCPServerConfig):
-                msg = f"connect_all() takes MCPServerConfig items, got {type(config).__name__}"
-                raise InvalidDeclarationError(msg)
-            if config.agent_id in seen:
-                msg = f"connect_all(): {config.agent_id} is given twice; give replicas distinct instances"
-                raise InvalidDeclarationError(msg)
-            seen.add(config.agent_id)
-        outcomes = await asyncio.gather(*(cls.start(c) for c in configs), return_exceptions=True)
-        agents: list[MCPServerAgent] = []
-        failures: dict[str, ReachError] = {}
-        for config, outcome in zip(configs, outcomes, strict=True):
-            if isinstance(outcome, MCPServerAgent):
-                agents.append(outcome)
-            elif isinstance(outcome, ReachError):
-                logger.warning("MCP server %s not connected: %s", config.agent_id, outcome)
-                failures[config.agent_id] = outcome
-            else:
-                raise outcome
-        return ConnectReport(agents, failures)
-
-    @classmethod
-    def connect_sync(cls, name: str, **options: Any) -> MCPServerAgent:
-        """`connect` for synchronous programs: the session lives on a background event loop."""
-        return _SYNC_LOOP.call(
-            cls.connect(name, **options),
-            method="MCPServerAgent.connect_sync",
-            instead="await MCPServerAgent.connect(...)",
-        )
-
     # -- the agent protocol ------------------------------------------------------------------
 
     @property
     def agent_id(self) -> str:
         return self._agent_id
+
+    @property
+    def options(self) -> MCPOptions:
+        return self._spec.options
 
     @property
     def capabilities(self) -> Sequence[Capability]:
@@ -202,7 +206,7 @@ class MCPServerAgent:
 
     def __repr__(self) -> str:
         state = "online" if self._offline is None else f"offline: {self._offline}"
-        return f"MCPServerAgent({self._agent_id!r}, {self.config.target.describe()!r}, {state})"
+        return f"MCPServerAgent({self._agent_id!r}, {self._spec.describe()!r}, {state})"
 
     def attach(self, handle: AgentHandle) -> None:
         """Called by the router on registration: state and tool changes are reported through it."""
@@ -277,7 +281,7 @@ class MCPServerAgent:
             tools = sorted(self._routes)
             msg = f"agent {self._agent_id} has no tool for capability {capability!r}; it has {tools}"
             raise InvalidMessageError(msg)
-        timeout_s = self.config.timeout_ms / 1000.0
+        timeout_s = self._spec.options.timeout_ms / 1000.0
         return await call_tool(client, route, message, self._converter, timeout_s, self._relays)
 
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------
@@ -299,7 +303,7 @@ class MCPServerAgent:
     def connection_lost(self, reason: str) -> None:
         logger.warning("MCP server %s is offline: %s", self._agent_id, reason)
         # Reconnecting, calls may wait for it within their deadline; otherwise it stays down.
-        back = self.config.reconnect.enabled and not self._connection.closing
+        back = self._spec.options.reconnect.enabled and not self._connection.closing
         self._set_state(AgentState.RECONNECTING if back else AgentState.OFFLINE, reason)
 
     def _set_state(self, state: AgentState, reason: str) -> None:
@@ -309,62 +313,45 @@ class MCPServerAgent:
 
     async def _supervise(self) -> None:
         """Wait for the session to end, then reconnect with backoff until it is back or closed."""
-        policy = self.config.reconnect
+        policy = self._spec.options.reconnect
         while True:
             await self._connection.wait_lost()
             if not policy.enabled:
                 logger.warning("MCP server %s stays offline: reconnect is disabled", self._agent_id)
                 return
-            delays = policy.delays()
-            while True:
-                await asyncio.sleep(next(delays))
-                try:
+            # A server that dies as soon as it is up must not be restarted in a tight loop.
+            await asyncio.sleep(policy.initial_delay_s)
+            retrying = AsyncRetrying(
+                wait=wait_exponential_jitter(
+                    multiplier=policy.initial_delay_s,
+                    max=policy.max_delay_s,
+                    exp_base=policy.multiplier,
+                    jitter=policy.jitter_s,
+                ),
+                retry=retry_if_exception_type(ReachError),
+                before_sleep=self._reconnect_failed,
+            )
+            async for attempt in retrying:
+                with attempt:
                     declared = await self._connection.open()
-                except ReachError as exc:
-                    logger.info("MCP server %s: reconnect failed: %s", self._agent_id, exc)
-                    continue
-                logger.info("MCP server %s reconnected", self._agent_id)
-                self.tools_listed(declared)
-                break
+            logger.info("MCP server %s reconnected", self._agent_id)
+            self.tools_listed(declared)
+
+    def _reconnect_failed(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        logger.info("MCP server %s: reconnect failed: %s", self._agent_id, exc)
 
 
-def _target(
-    name: str,
-    *,
-    command: str | None,
-    args: Sequence[str],
-    env: Mapping[str, str] | None,
-    cwd: str | Path | None,
-    url: str | None,
-    headers: Mapping[str, str] | None,
-    auth: httpx2.Auth | None,
-    http_timeout_s: float,
-    sse_read_timeout_s: float,
-    server: MCPServer[Any] | Server[Any] | None,
-) -> ServerTarget:
-    given = [
-        key for key, value in (("command", command), ("url", url), ("server", server)) if value is not None
-    ]
-    if len(given) != 1:
-        msg = (
-            f"MCP server {name!r}: give exactly one of command= (stdio), url= (streamable HTTP) or "
-            f"server= (in-process), got {given or 'none'}"
-        )
+def _legacy_spec(config: MCPServerConfig) -> ServerSpec:
+    if not isinstance(config, MCPServerConfig):
+        msg = f"takes MCPServerConfig items, got {type(config).__name__}; use MCPServerAgent.connect()"
         raise InvalidDeclarationError(msg)
-    if command is not None:
-        if headers is not None or auth is not None:
-            msg = f"MCP server {name!r}: headers= and auth= apply to url= servers, not command="
-            raise InvalidDeclarationError(msg)
-        return StdioTarget(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
-    if args or env is not None or cwd is not None:
-        msg = f"MCP server {name!r}: args=, env= and cwd= apply to command= servers only"
-        raise InvalidDeclarationError(msg)
-    if url is not None:
-        return HttpTarget(
-            url=url,
-            headers=dict(headers or {}),
-            auth=auth,
-            timeout_s=http_timeout_s,
-            sse_read_timeout_s=sse_read_timeout_s,
-        )
-    return InProcessTarget(server=server)
+    return config.spec()
+
+
+def _deprecated(call: str) -> None:
+    msg = (
+        f"{call} is deprecated; use MCPServerAgent.connect(name, server, options=MCPOptions(...)), "
+        "see docs/mcp.md"
+    )
+    warnings.warn(msg, DeprecationWarning, stacklevel=3)

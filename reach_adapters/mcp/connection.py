@@ -22,9 +22,9 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from reach_adapters.errors import ReachError
-from reach_adapters.mcp.config import MCPServerConfig
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
 from reach_adapters.mcp.relay import Relays
+from reach_adapters.mcp.spec import ServerSpec
 from reach_adapters.mcp.tools import Declared, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
 
@@ -62,8 +62,8 @@ class _Link:
 class Connection:
     """One server's session; its owner opens it again after each loss."""
 
-    def __init__(self, config: MCPServerConfig, events: ConnectionEvents, relays: Relays) -> None:
-        self.config = config
+    def __init__(self, spec: ServerSpec, events: ConnectionEvents, relays: Relays) -> None:
+        self.spec = spec
         self.relays = relays
         self.client: Client | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -74,16 +74,15 @@ class Connection:
 
     async def open(self) -> Declared:
         """Start a session and list its tools within ``connect_timeout_s``; raise a `ReachError` if not."""
+        timeout_s = self.spec.options.connect_timeout_s
         loop = asyncio.get_running_loop()
         self.loop = loop
         link = _Link(loop.create_future())
-        task = loop.create_task(self._run(link), name=f"{self.config.agent_id} session")
+        task = loop.create_task(self._run(link), name=f"{self.spec.agent_id} session")
         opened = False
         try:
             waiting: set[asyncio.Future[Any]] = {task, link.ready}
-            await asyncio.wait(
-                waiting, timeout=self.config.connect_timeout_s, return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait(waiting, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
             if link.ready.done():
                 opened = True
                 self._current = (link, task)
@@ -91,8 +90,8 @@ class Connection:
             if task.done():
                 raise self._failure(task)
             msg = (
-                f"MCP server {self.config.name!r} ({self.config.target.describe()}) did not finish "
-                f"initialize and tools/list within {self.config.connect_timeout_s} s; check that it "
+                f"MCP server {self.spec.name!r} ({self.spec.describe()}) did not finish "
+                f"initialize and tools/list within {timeout_s} s; check that it "
                 "speaks MCP there, or raise connect_timeout_s"
             )
             raise MCPTimeoutError(msg)
@@ -118,11 +117,11 @@ class Connection:
 
     async def _run(self, link: _Link) -> None:
         client = open_client(
-            self.config.target,
+            self.spec.target,
+            self.spec.options,
             on_eof=partial(self._lose, link, _EOF),
             on_message=self._on_message,
             relays=self.relays,
-            asks=self.config.relay_requests,
         )
         async with client, anyio.create_task_group() as tasks:
             if _announces_changes(client):
@@ -130,12 +129,12 @@ class Connection:
                 opened = anyio.Event()
                 tasks.start_soon(self._listen, client, link, opened)
                 await opened.wait()
-            declared = declare(await list_all_tools(client, self.config.name), self.config)
+            declared = declare(await list_all_tools(client, self.spec.name), self.spec)
             if not declared.capabilities:
                 # Connected all the same: a tools/list_changed may bring tools later.
                 logger.info(
                     "MCP server %s lists no usable tools for now%s",
-                    self.config.agent_id,
+                    self.spec.agent_id,
                     f" (skipped: {declared.skipped})" if declared.skipped else "",
                 )
             tasks.start_soon(self._rescans, client)
@@ -158,18 +157,18 @@ class Connection:
         if isinstance(message, ToolListChangedNotification):
             self._rescan.set()
         elif isinstance(message, Exception):
-            logger.warning("MCP server %s: transport error: %r", self.config.agent_id, message)
+            logger.warning("MCP server %s: transport error: %r", self.spec.agent_id, message)
 
     async def _rescans(self, client: Client) -> None:
         while True:
             await self._rescan.wait()
             self._rescan.clear()
             try:
-                tools = await list_all_tools(client, self.config.name)
+                tools = await list_all_tools(client, self.spec.name)
             except (MCPError, MCPProtocolError, ValidationError) as exc:
-                logger.warning("MCP server %s: re-scan of its tools failed: %s", self.config.agent_id, exc)
+                logger.warning("MCP server %s: re-scan of its tools failed: %s", self.spec.agent_id, exc)
                 continue
-            self._events.tools_listed(declare(tools, self.config))
+            self._events.tools_listed(declare(tools, self.spec))
 
     async def _listen(self, client: Client, link: _Link, opened: anyio.Event) -> None:
         """Hold a change stream open: 2026-07-28 servers send tools/list_changed only on one."""
@@ -188,7 +187,7 @@ class Connection:
                         return
                     logger.warning(
                         "MCP server %s refused a change stream (%s); its tool changes go unnoticed",
-                        self.config.agent_id,
+                        self.spec.agent_id,
                         exc.message,
                     )
                     return
@@ -203,7 +202,7 @@ class Connection:
         if exc is not None and isinstance(leaf := _leaf(exc), ReachError):
             return leaf
         cause = "the attempt was cancelled" if exc is None else _cause(exc)
-        msg = f"MCP server {self.config.name!r} ({self.config.target.describe()}): cannot connect: {cause}"
+        msg = f"MCP server {self.spec.name!r} ({self.spec.describe()}): cannot connect: {cause}"
         return MCPConnectionError(msg)
 
 

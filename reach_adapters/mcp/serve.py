@@ -16,7 +16,7 @@ from starlette.routing import Route
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.errors import MCPConnectionError
 from reach_adapters.mcp.server import RouterMCPServer
-from reach_adapters.router.router import Router
+from reach_adapters.router import Router
 
 __all__ = ["MCPEndpoint", "serve_mcp", "start_mcp_server"]
 
@@ -25,7 +25,6 @@ logger = logging.getLogger(__name__)
 ServeTransport = Literal["stdio", "streamable-http"]
 
 _STARTUP_TIMEOUT_S = 10.0
-_STARTUP_POLL_S = 0.005
 # Open event streams are cut after this many seconds of a graceful shutdown, so closing never hangs.
 _SHUTDOWN_GRACE_S = 1.0
 
@@ -120,12 +119,25 @@ async def _serve(
     config = uvicorn.Config(
         app, log_config=None, lifespan="on", timeout_graceful_shutdown=math.ceil(shutdown_timeout_s)
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"mcp http {host}")
     endpoint = MCPEndpoint(reach, server, task, sock, path)
     await endpoint.started()
     logger.info("serving the router over MCP at %s", endpoint.url)
     return endpoint
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that says when it has started, instead of being polled for it."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.ready.set()
 
 
 class MCPEndpoint:
@@ -138,7 +150,7 @@ class MCPEndpoint:
     def __init__(
         self,
         reach: RouterMCPServer,
-        server: uvicorn.Server,
+        server: _Server,
         task: asyncio.Task[None],
         sock: socket.socket,
         path: str,
@@ -156,14 +168,17 @@ class MCPEndpoint:
 
     async def started(self) -> None:
         """Wait until the server accepts connections; raise `MCPConnectionError` if it cannot."""
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + _STARTUP_TIMEOUT_S
-        while not self._server.started:
-            if self._task.done() or loop.time() > give_up:
-                await self.aclose()
-                msg = f"the MCP server on {self.host}:{self.port} did not start; see the log for why"
-                raise MCPConnectionError(msg)
-            await asyncio.sleep(_STARTUP_POLL_S)
+        ready = asyncio.ensure_future(self._server.ready.wait())
+        try:
+            await asyncio.wait(
+                {ready, self._task}, timeout=_STARTUP_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            ready.cancel()
+        if not self._server.ready.is_set():
+            await self.aclose()
+            msg = f"the MCP server on {self.host}:{self.port} did not start; see the log for why"
+            raise MCPConnectionError(msg)
 
     async def wait_closed(self) -> None:
         """Return when the server has stopped (after `aclose`, or a signal in the main thread)."""

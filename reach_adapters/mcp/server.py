@@ -36,10 +36,7 @@ from reach_adapters.errors import InvalidDeclarationError, ReachError
 from reach_adapters.mcp.converter import MCPConverter, meta_from_request
 from reach_adapters.mcp.relay import Relay, relaying
 from reach_adapters.mcp.rounds import Exchanges
-from reach_adapters.router.capability import Capability
-from reach_adapters.router.portal import running_loop
-from reach_adapters.router.router import Router
-from reach_adapters.router.schemas import wrap_field
+from reach_adapters.router import Capability, Router, running_loop, wrap_field
 from reach_adapters.version import package_version
 
 __all__ = ["RouterMCPServer"]

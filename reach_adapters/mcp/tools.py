@@ -11,9 +11,10 @@ from mcp.types import Tool
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.calls import ToolRoute
-from reach_adapters.mcp.config import MCPServerConfig
 from reach_adapters.mcp.errors import MCPProtocolError
-from reach_adapters.router.capability import Capability
+from reach_adapters.mcp.options import MCPOptions
+from reach_adapters.mcp.spec import ServerSpec
+from reach_adapters.router import Capability
 
 __all__ = ["Declared", "declare", "list_all_tools"]
 
@@ -51,13 +52,13 @@ class Declared:
     skipped: list[str] = field(default_factory=list)
 
 
-def declare(tools: Sequence[Tool], config: MCPServerConfig) -> Declared:
+def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
     """One capability per tool; a tool the router cannot accept is skipped with a warning."""
     out = Declared()
     for tool in tools:
-        name = config.prefix + tool.name
+        name = spec.options.prefix + tool.name
         if name in out.routes:
-            logger.warning("MCP server %r: skipped tool %r: its name is listed twice", config.name, tool.name)
+            logger.warning("MCP server %r: skipped tool %r: its name is listed twice", spec.name, tool.name)
             out.skipped.append(tool.name)
             continue
         if tool.execution is not None and tool.execution.task_support == "required":
@@ -66,15 +67,15 @@ def declare(tools: Sequence[Tool], config: MCPServerConfig) -> Declared:
             logger.warning(
                 "MCP server %r: skipped tool %r: it runs only as an MCP task (taskSupport: required), "
                 "which the MCP SDK in use cannot call",
-                config.name,
+                spec.name,
                 tool.name,
             )
             out.skipped.append(tool.name)
             continue
         try:
-            capability = _capability(name, tool, config)
+            capability = _capability(name, tool, spec.options)
         except InvalidDeclarationError as exc:
-            logger.warning("MCP server %r: skipped tool %r: %s", config.name, tool.name, exc)
+            logger.warning("MCP server %r: skipped tool %r: %s", spec.name, tool.name, exc)
             out.skipped.append(tool.name)
             continue
         out.capabilities.append(capability)
@@ -82,7 +83,7 @@ def declare(tools: Sequence[Tool], config: MCPServerConfig) -> Declared:
     return out
 
 
-def _capability(name: str, tool: Tool, config: MCPServerConfig) -> Capability:
+def _capability(name: str, tool: Tool, options: MCPOptions) -> Capability:
     hints = tool.annotations
     read_only = bool(hints and hints.read_only_hint)
     # A read-only tool is safe to repeat; otherwise only an explicit idempotent hint allows retries.
@@ -100,9 +101,9 @@ def _capability(name: str, tool: Tool, config: MCPServerConfig) -> Capability:
         description=tool.description or title or "",
         input_schema=tool.input_schema,
         output_schema=output,
-        timeout_ms=config.timeout_ms,
-        max_concurrency=config.max_concurrency,
-        weight=config.weight,
+        timeout_ms=options.timeout_ms,
+        max_concurrency=options.max_concurrency,
+        weight=options.weight,
         read_only=read_only,
         idempotent=idempotent,
         destructive=destructive,

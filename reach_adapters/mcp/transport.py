@@ -16,8 +16,9 @@ from mcp.client.session import MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from reach_adapters.mcp.config import HttpTarget, ServerTarget, StdioTarget
+from reach_adapters.mcp.options import MCPOptions, resolve_command
 from reach_adapters.mcp.relay import Relays
+from reach_adapters.mcp.spec import HttpServer, Target
 
 __all__ = ["open_client"]
 
@@ -25,42 +26,41 @@ _Item = SessionMessage | Exception
 
 
 def open_client(
-    target: ServerTarget,
+    target: Target,
+    options: MCPOptions,
     *,
     on_eof: Callable[[], None],
     on_message: MessageHandlerFnT,
     relays: Relays,
-    asks: bool = True,
 ) -> Client:
     """An un-entered client for `target`; `on_eof` runs when the server's side of the stream ends.
 
     Response caching is off: a re-scan after ``tools/list_changed`` must see the new listing. The
-    server's log messages, and with `asks` its sampling and elicitation requests, go to the
-    caller `relays` finds.
+    server's log messages, and with ``options.relay_requests`` its sampling and elicitation
+    requests, go to the caller `relays` finds. A stdio ``python`` is the interpreter running
+    Agent Reach, as in config files (`resolve_command`).
     """
-    options: dict[str, Any] = {
+    handlers: dict[str, Any] = {
         "message_handler": on_message,
         "cache": None,
         "logging_callback": relays.on_log,
     }
-    if asks:
-        options |= {"sampling_callback": relays.on_sampling, "elicitation_callback": relays.on_elicitation}
-    if isinstance(target, StdioTarget):
-        params = StdioServerParameters(
-            command=target.command, args=target.args, env=target.env, cwd=target.cwd
-        )
-        return Client(_Watched(stdio_client(params), on_eof), **options)
-    if isinstance(target, HttpTarget):
-        return Client(_Watched(_http(target), on_eof), **options)
+    if options.relay_requests:
+        handlers |= {"sampling_callback": relays.on_sampling, "elicitation_callback": relays.on_elicitation}
+    if isinstance(target, StdioServerParameters):
+        params = target.model_copy(update={"command": resolve_command(target.command)})
+        return Client(_Watched(stdio_client(params), on_eof), **handlers)
+    if isinstance(target, HttpServer):
+        return Client(_Watched(_http(target, options), on_eof), **handlers)
     # In process there is no stream that could end: the server lives as long as this process.
-    return Client(target.server, **options)
+    return Client(target, **handlers)
 
 
 @asynccontextmanager
-async def _http(target: HttpTarget) -> AsyncIterator[TransportStreams]:
-    timeout = httpx2.Timeout(target.timeout_s, read=target.sse_read_timeout_s)
+async def _http(target: HttpServer, options: MCPOptions) -> AsyncIterator[TransportStreams]:
+    timeout = httpx2.Timeout(options.http_timeout_s, read=options.sse_read_timeout_s)
     async with (
-        httpx2.AsyncClient(headers=target.headers, timeout=timeout, auth=target.auth) as http,
+        httpx2.AsyncClient(headers=dict(target.headers), timeout=timeout, auth=target.auth) as http,
         streamable_http_client(target.url, http_client=http) as streams,
     ):
         yield streams

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from reach_adapters.config import (
     load_config,
     resolve_command,
 )
+from reach_adapters.mcp.options import MCPOptions
 from tests.gateway import agents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +60,7 @@ def test_the_example_config_loads() -> None:
     text = config.agents["mcp:text:a"].model
     assert isinstance(text, MCPAgentFile)
     assert text.env == {"REPLICA": "a"}
-    assert text.tuning()["max_concurrency"] == 8
+    assert text.options().max_concurrency == 8
 
 
 def test_yaml_and_json_describe_the_same_agent(tmp_path: Path) -> None:
@@ -228,9 +230,9 @@ def test_langchain_files_take_a_runnable_or_a_factory(tmp_path: Path) -> None:
         ("kind: mcp\nname: t\nurl: http://x/mcp\nargs: [-v]\n", 1, None, "apply to 'command' servers"),
         ("kind: mcp\nname: t\ncommand: python\ntimeout_ms: -5\n", 4, "timeout_ms", "greater than 0"),
         (
-            "kind: mcp\nname: t\ncommand: python\nreconnect:\n  jitter: 2\n",
+            "kind: mcp\nname: t\ncommand: python\nreconnect:\n  jitter_s: 200\n",
             5,
-            "reconnect.jitter",
+            "reconnect.jitter_s",
             "less than",
         ),
     ],
@@ -320,3 +322,46 @@ def test_a_missing_directory_says_so(tmp_path: Path) -> None:
     write(tmp_path, "file.yaml", ECHO)
     with pytest.raises(ConfigError, match="is a file, not a config directory"):
         load_config(tmp_path / "file.yaml")
+
+
+def test_validating_a_directory_does_not_import_the_mcp_sdk(tmp_path: Path) -> None:
+    write(tmp_path, "util:echo:01.yaml", ECHO)
+    write(tmp_path, "mcp:t:0.yaml", "kind: mcp\nname: t\ncommand: python\nreconnect:\n  max_delay_s: 5\n")
+    script = (
+        "import sys\n"
+        "from reach_adapters.config import load_config\n"
+        f"config = load_config({str(tmp_path)!r})\n"
+        "print(sorted(config.agents))\n"
+        "loaded = [m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'reach_adapters.mcp.a'))]\n"
+        "print(sorted(loaded))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['mcp:t:0', 'util:echo:01']", "[]"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        ("reconnect:\n  initial_delay_s: 0\n", 5, "reconnect.initial_delay_s", "greater than 0"),
+        ("http_timeout_s: fast\n", 4, "http_timeout_s", "a valid number"),
+        ("relay_requests: maybe\n", 4, "relay_requests", "a valid boolean"),
+        ("reconnect:\n  jitter: 0.1\n", 5, "reconnect.jitter", "unknown key; the keys allowed here are"),
+    ],
+)
+def test_mcp_options_in_files_are_reach_errors_naming_the_field(
+    tmp_path: Path, text: str, line: int, field: str, words: str
+) -> None:
+    write(tmp_path, "mcp:t:0.yaml", f"kind: mcp\nname: t\ncommand: python\n{text}")
+    error = problem(tmp_path)
+    assert error.field == field
+    assert words in error.problem
+    assert str(error).startswith(f"{tmp_path / 'mcp:t:0.yaml'}:{line}: field '{field}': ")
+
+
+def test_mcp_files_give_the_adapters_options() -> None:
+    text = load_config(EXAMPLE).agents["mcp:text:a"].model
+    assert isinstance(text, MCPAgentFile)
+    assert text.options() == MCPOptions(instance="a", max_concurrency=8, reconnect=text.reconnect)

@@ -91,3 +91,31 @@ async def test_health_says_whether_calls_can_be_served(config_dir: Path) -> None
             await gateway.router.deregister("util:echo:01")
             down = await client.get("/api/health")
             assert (down.status_code, down.json()["status"]) == (503, "unavailable")
+
+
+@pytest.mark.parametrize(
+    ("host", "origin", "status"),
+    [
+        ("[::1]", None, 200),
+        ("[::1]:8000", "http://[::1]:8000", 200),
+        ("LOCALHOST:8000", None, 200),
+        ("[::1", None, 421),
+        ("127.0.0.1@evil.example", None, 421),
+        ("", None, 421),
+        ("127.0.0.1:8000", "null", 403),
+        ("127.0.0.1:8000", "http://127.0.0.1:9999", 403),
+    ],
+)
+async def test_loopback_guard_reads_host_and_origin_headers_strictly(
+    config_dir: Path, host: str, origin: str | None, status: int
+) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    async with await Gateway.start(config_dir) as gateway:
+        app = Starlette(routes=GatewayAPI(gateway, loopback_only=True).routes())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+            headers = {"Host": host} | ({"Origin": origin} if origin is not None else {})
+            answer = await client.get("/api/catalog", headers=headers)
+    assert answer.status_code == status, answer.text
+    if status != 200:
+        assert answer.json()["error_type"] == "InvalidMessageError"

@@ -11,7 +11,7 @@ import pytest
 
 from middleware import Fault, ReachMessage, ResultStatus
 from reach_adapters import BreakerState, CallOptions, Capability, FunctionAgent, Router, RoutingPolicy
-from reach_adapters.mcp import MCPServerAgent, RouterMCPServer
+from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer
 from tests.mcp_adapter.conftest import CALC, PYTHON
 
 pytestmark = pytest.mark.timeout(90)
@@ -42,7 +42,9 @@ async def test_caller_mistakes_and_tool_errors_under_load_never_open_a_healthy_b
     async with Router(policy) as router:
         for instance in ("a", "b"):
             router.register(
-                await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance=instance)
+                await MCPServerAgent.connect(
+                    "calc", command=PYTHON, args=[CALC], options=MCPOptions(instance=instance)
+                )
             )
         for n in (1, 2):
             router.register(FunctionAgent(plus, agent_id=f"math:plus:0{n}"))

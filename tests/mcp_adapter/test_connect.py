@@ -5,24 +5,27 @@ from __future__ import annotations
 import base64
 import logging
 import re
+from typing import Any
 
 import httpx2
 import pytest
+from mcp import StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
 from reach_adapters import Capability, InvalidDeclarationError, Router
 from reach_adapters.mcp import (
     MCPConnectionError,
+    MCPOptions,
     MCPProtocolError,
     MCPServerAgent,
-    MCPServerConfig,
     MCPTimeoutError,
-    StdioTarget,
 )
 from tests.mcp_adapter.conftest import CALC, MUTE, PYTHON, HttpCalc
 from tests.mcp_adapter.servers.paged import GOOD, INVALID_NAME, INVALID_SCHEMA, paged_server
 
 pytestmark = pytest.mark.timeout(60)
+
+URL = "http://127.0.0.1:1/mcp"
 
 
 def _cap(agent: MCPServerAgent, name: str) -> Capability:
@@ -53,7 +56,10 @@ async def test_annotations_set_the_flags_retries_rely_on(calc: MCPServerAgent) -
 
 async def test_options_reach_every_capability() -> None:
     agent = await MCPServerAgent.connect(
-        "calc", command=PYTHON, args=[CALC], timeout_ms=1234, max_concurrency=3, weight=7.0
+        "calc",
+        command=PYTHON,
+        args=[CALC],
+        options=MCPOptions(timeout_ms=1234, max_concurrency=3, weight=7.0),
     )
     async with agent:
         assert {(c.timeout_ms, c.max_concurrency, c.weight) for c in agent.capabilities} == {(1234, 3, 7.0)}
@@ -61,7 +67,7 @@ async def test_options_reach_every_capability() -> None:
 
 async def test_http_server_connects_with_headers_and_auth(http_calc: HttpCalc, router: Router) -> None:
     agent = await MCPServerAgent.connect(
-        "calc", url=http_calc.url, headers={"x-team": "reach"}, auth=httpx2.BasicAuth("ada", "secret")
+        "calc", http_calc.url, headers={"x-team": "reach"}, auth=httpx2.BasicAuth("ada", "secret")
     )
     router.register(agent)
     result = await router.route("add", {"a": 20, "b": 22})
@@ -125,8 +131,8 @@ async def test_a_listing_that_never_ends_is_a_protocol_error() -> None:
 
 
 async def test_same_tool_on_two_servers_gives_two_candidates(router: Router) -> None:
-    first = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="a")
-    second = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="b")
+    first = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], options={"instance": "a"})
+    second = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], options={"instance": "b"})
     router.register(first)
     router.register(second)
     serving = {info.agent_id for info in router.catalog() if any(c.name == "add" for c in info.capabilities)}
@@ -138,7 +144,9 @@ async def test_same_tool_on_two_servers_gives_two_candidates(router: Router) -> 
 
 async def test_prefix_keeps_servers_that_are_not_replicas_apart(router: Router) -> None:
     plain = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
-    prefixed = await MCPServerAgent.connect("other", command=PYTHON, args=[CALC], prefix="other.")
+    prefixed = await MCPServerAgent.connect(
+        "other", command=PYTHON, args=[CALC], options=MCPOptions(prefix="other.")
+    )
     router.register(plain)
     router.register(prefixed)
     assert "other.add" in router.reachable()
@@ -162,53 +170,38 @@ async def test_refused_url_names_server_and_cause() -> None:
     with pytest.raises(
         MCPConnectionError, match=r"MCP server 'nobody' \(http://127\.0\.0\.1:9/mcp\).*Connect"
     ):
-        await MCPServerAgent.connect("nobody", url="http://127.0.0.1:9/mcp", http_timeout_s=5.0)
+        await MCPServerAgent.connect("nobody", "http://127.0.0.1:9/mcp", options={"http_timeout_s": 5.0})
 
 
 async def test_server_hanging_in_initialize_times_out() -> None:
     with pytest.raises(MCPTimeoutError, match=r"MCP server 'mute'.*did not finish initialize"):
-        await MCPServerAgent.connect("mute", command=PYTHON, args=[MUTE], connect_timeout_s=0.5)
+        await MCPServerAgent.connect(
+            "mute", command=PYTHON, args=[MUTE], options=MCPOptions(connect_timeout_s=0.5)
+        )
 
 
 @pytest.mark.parametrize(
-    ("options", "problem"),
+    ("server", "arguments", "problem"),
     [
-        ({}, "give exactly one of command="),
-        ({"command": PYTHON, "url": "http://127.0.0.1:1/mcp"}, "got ['command', 'url']"),
-        ({"url": "ftp://example.com"}, "http:// or https://"),
-        ({"url": "http://127.0.0.1:1/mcp", "args": ["x"]}, "apply to command= servers only"),
-        ({"command": PYTHON, "headers": {"a": "b"}}, "apply to url= servers"),
-        ({"command": ""}, "field 'command'"),
-        ({"command": PYTHON, "timeout_ms": 0}, "field 'timeout_ms'"),
-        ({"command": PYTHON, "instance": "a b"}, "valid agent id"),
+        (None, {}, "give the server: StdioServerParameters(...) or command="),
+        (URL, {"command": PYTHON}, "give the server or command=, not both"),
+        ("ftp://example.com", {}, "a URL must start with http:// or https://"),
+        (None, {"args": ["x"]}, "args= goes with command="),
+        (None, {"command": PYTHON, "headers": {"a": "b"}}, "headers= and auth= apply to a URL server"),
+        (StdioServerParameters(command=""), {}, "the command is empty"),
+        (42, {}, "cannot connect to a int"),
+        (None, {"command": PYTHON, "options": {"timeout_ms": 0}}, "invalid options: field 'timeout_ms'"),
+        (None, {"command": PYTHON, "options": {"timeout": 1}}, "field 'timeout': Extra inputs"),
+        (None, {"command": PYTHON, "options": {"instance": "a b"}}, "valid agent id"),
     ],
 )
-async def test_bad_connect_arguments_are_rejected(options: dict[str, object], problem: str) -> None:
+async def test_bad_connect_arguments_are_rejected(
+    server: object, arguments: dict[str, Any], problem: str
+) -> None:
     with pytest.raises(InvalidDeclarationError, match=re.escape(problem)):
-        await MCPServerAgent.connect("calc", **options)  # type: ignore[arg-type]
+        await MCPServerAgent.connect("calc", server, **arguments)  # type: ignore[arg-type]
 
 
-async def test_agent_and_connect_all_need_configs() -> None:
-    with pytest.raises(InvalidDeclarationError, match="takes an MCPServerConfig"):
+async def test_an_agent_is_built_by_connect() -> None:
+    with pytest.raises(InvalidDeclarationError, match=r"with MCPServerAgent\.connect\(\)"):
         MCPServerAgent({"name": "calc"})  # type: ignore[arg-type]
-    with pytest.raises(InvalidDeclarationError, match="takes MCPServerConfig items"):
-        await MCPServerAgent.connect_all([{"name": "calc"}])  # type: ignore[list-item]
-    twice = MCPServerConfig(name="calc", target=StdioTarget(command=PYTHON, args=[CALC]))
-    with pytest.raises(InvalidDeclarationError, match="mcp:calc:0 is given twice"):
-        await MCPServerAgent.connect_all([twice, twice])
-
-
-async def test_connect_all_reports_each_failure_and_keeps_the_rest(router: Router) -> None:
-    configs = [
-        MCPServerConfig(name="calc", target=StdioTarget(command=PYTHON, args=[CALC])),
-        MCPServerConfig(name="ghost", target=StdioTarget(command="/nonexistent/mcp-server")),
-        MCPServerConfig(name="mute", target=StdioTarget(command=PYTHON, args=[MUTE]), connect_timeout_s=0.5),
-    ]
-    report = await MCPServerAgent.connect_all(configs)
-    assert [agent.agent_id for agent in report.agents] == ["mcp:calc:0"]
-    assert set(report.failures) == {"mcp:ghost:0", "mcp:mute:0"}
-    assert isinstance(report.failures["mcp:ghost:0"], MCPConnectionError)
-    assert isinstance(report.failures["mcp:mute:0"], MCPTimeoutError)
-    for agent in report.agents:
-        router.register(agent)
-    assert (await router.route("add", {"a": 1, "b": 2})).payload == 3

@@ -13,7 +13,8 @@ from mcp.types import ImageContent, TextContent, Tool
 
 from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.mcp import META_PREFIX, MCPServerAgent, RouterMCPServer
-from reach_adapters.mcp.config import InProcessTarget, MCPServerConfig
+from reach_adapters.mcp.options import MCPOptions
+from reach_adapters.mcp.spec import ServerSpec
 from reach_adapters.mcp.tools import declare
 from tests.mcp_adapter.conftest import CALC, PYTHON
 from tests.mcp_adapter.servers.fidelity import ICON, PIXEL, fidelity_server
@@ -53,9 +54,9 @@ async def test_tool_metadata_survives_re_serving(reach: RouterMCPServer) -> None
 
 
 async def test_replicas_that_disagree_declare_the_most_cautious_hints(router: Router) -> None:
-    careful = await MCPServerAgent.connect("fidelity", server=fidelity_server(), instance="a")
+    careful = await MCPServerAgent.connect("fidelity", fidelity_server(), options={"instance": "a"})
     bold = await MCPServerAgent.connect(
-        "fidelity", server=fidelity_server(read_only=False, open_world=True), instance="b"
+        "fidelity", fidelity_server(read_only=False, open_world=True), options={"instance": "b"}
     )
     router.register(careful)
     router.register(bold)
@@ -140,9 +141,9 @@ async def test_a_tool_that_only_runs_as_a_task_is_not_offered(caplog: pytest.Log
     async with Client(server, mode="legacy") as client:
         tools = (await client.list_tools()).tools
     assert {tool.name: tool.execution is not None for tool in tools}["long_job"]
-    config = MCPServerConfig(name="fidelity", target=InProcessTarget(server=server))
+    spec = ServerSpec("fidelity", server, MCPOptions())
     with caplog.at_level(logging.WARNING, logger="reach_adapters.mcp"):
-        declared = declare(tools, config)
+        declared = declare(tools, spec)
     names = {cap.name for cap in declared.capabilities}
     assert "long_job" not in names
     # Optional task support: called the ordinary way.

@@ -10,7 +10,7 @@ import pytest
 
 from middleware import ReachMessage, ResultStatus
 from reach_adapters import InvalidMessageError, Router
-from reach_adapters.mcp import MCPConnectionError, MCPServerAgent
+from reach_adapters.mcp import MCPConnectionError, MCPOptions, MCPServerAgent
 from tests.mcp_adapter.conftest import CALC, PYTHON
 from tests.mcp_adapter.servers.calc import PIXEL
 
@@ -65,7 +65,9 @@ async def test_arguments_not_matching_the_schema_never_reach_the_server(
 
 
 async def test_call_timeout_is_the_capability_timeout() -> None:
-    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], timeout_ms=300)
+    agent = await MCPServerAgent.connect(
+        "calc", command=PYTHON, args=[CALC], options=MCPOptions(timeout_ms=300)
+    )
     async with Router() as router:
         router.register(agent)
         result = await router.route("slow", {"seconds": 5})

@@ -12,13 +12,13 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
 from middleware import Fault, ResultStatus
 from reach_adapters import AgentState, Router
-from reach_adapters.mcp import MCPServerAgent, ReconnectPolicy
+from reach_adapters.mcp import MCPOptions, MCPServerAgent, ReconnectPolicy
 from tests.mcp_adapter.conftest import CALC, PYTHON, SERVERS, HttpCalc, state_of
 from tests.waiting import alive, eventually
 
 pytestmark = pytest.mark.timeout(60)
 
-QUICK = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.5)
+QUICK = MCPOptions(reconnect=ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.5))
 
 
 async def _pid(router: Router, capability: str = "pid") -> int:
@@ -30,7 +30,7 @@ async def _pid(router: Router, capability: str = "pid") -> int:
 
 
 async def test_killed_stdio_server_goes_offline_then_comes_back(router: Router) -> None:
-    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], reconnect=QUICK)
+    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], options=QUICK)
     router.register(agent)
     first = await _pid(router)
     os.kill(first, signal.SIGKILL)
@@ -45,7 +45,7 @@ async def test_killed_stdio_server_goes_offline_then_comes_back(router: Router) 
 
 
 async def test_call_in_flight_when_the_server_dies_fails_at_once(router: Router) -> None:
-    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], reconnect=QUICK)
+    agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], options=QUICK)
     router.register(agent)
     pid = await _pid(router)
     call = asyncio.create_task(router.route("slow", {"seconds": 30}, timeout_ms=40_000))
@@ -59,8 +59,12 @@ async def test_call_in_flight_when_the_server_dies_fails_at_once(router: Router)
 
 
 async def test_replica_takes_over_when_one_is_killed(router: Router) -> None:
-    first = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="a", reconnect=QUICK)
-    second = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], instance="b", reconnect=QUICK)
+    first = await MCPServerAgent.connect(
+        "calc", command=PYTHON, args=[CALC], options=QUICK.model_copy(update={"instance": "a"})
+    )
+    second = await MCPServerAgent.connect(
+        "calc", command=PYTHON, args=[CALC], options=QUICK.model_copy(update={"instance": "b"})
+    )
     router.register(first)
     router.register(second)
     victim = await router.route("pid", {})
@@ -77,7 +81,7 @@ async def test_replica_takes_over_when_one_is_killed(router: Router) -> None:
 
 async def test_one_server_down_never_breaks_the_others(router: Router) -> None:
     calc = await MCPServerAgent.connect(
-        "calc", command=PYTHON, args=[CALC], reconnect=ReconnectPolicy(enabled=False)
+        "calc", command=PYTHON, args=[CALC], options=MCPOptions(reconnect=ReconnectPolicy(enabled=False))
     )
     time_server = await MCPServerAgent.connect("time", command=PYTHON, args=["-m", "mcp_server_time"])
     router.register(calc)
@@ -96,7 +100,7 @@ async def test_one_server_down_never_breaks_the_others(router: Router) -> None:
 
 
 async def test_killed_http_server_goes_offline_then_comes_back(http_calc: HttpCalc, router: Router) -> None:
-    agent = await MCPServerAgent.connect("calc", url=http_calc.url, reconnect=QUICK)
+    agent = await MCPServerAgent.connect("calc", http_calc.url, options=QUICK)
     router.register(agent)
     assert (await router.route("add", {"a": 1, "b": 1})).ok
     http_calc.kill()
@@ -118,7 +122,7 @@ async def test_killed_http_server_goes_offline_then_comes_back(http_calc: HttpCa
 
 
 async def test_health_probe_does_a_round_trip(http_calc: HttpCalc) -> None:
-    agent = await MCPServerAgent.connect("calc", url=http_calc.url, reconnect=QUICK)
+    agent = await MCPServerAgent.connect("calc", http_calc.url, options=QUICK)
     async with agent:
         assert await agent.probe() is True
         http_calc.kill()
@@ -133,7 +137,7 @@ async def test_tools_list_changed_updates_the_catalog(
         agent = await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC])
     elif transport == "http":
         http_calc: HttpCalc = request.getfixturevalue("http_calc")
-        agent = await MCPServerAgent.connect("calc", url=http_calc.url)
+        agent = await MCPServerAgent.connect("calc", http_calc.url)
     else:
         from tests.mcp_adapter.servers.calc import server
 

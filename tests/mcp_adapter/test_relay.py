@@ -25,7 +25,7 @@ from mcp.types import (
 )
 
 from reach_adapters import FunctionAgent, Router
-from reach_adapters.mcp import MCPEndpoint, MCPServerAgent, start_mcp_server
+from reach_adapters.mcp import MCPEndpoint, MCPOptions, MCPServerAgent, start_mcp_server
 from tests.mcp_adapter.servers import chatty
 from tests.waiting import eventually
 
@@ -158,9 +158,10 @@ async def test_a_python_callers_question_never_reaches_an_mcp_client(
 
 
 async def test_relaying_requests_can_be_turned_off(router: Router) -> None:
-    asking = await MCPServerAgent.connect("chatty", server=chatty.server, instance="a")
-    config = asking.config.model_copy(update={"instance": "b", "relay_requests": False})
-    quiet = await MCPServerAgent.start(config)
+    asking = await MCPServerAgent.connect("chatty", chatty.server, options={"instance": "a"})
+    quiet = await MCPServerAgent.connect(
+        "chatty", chatty.server, options=MCPOptions(instance="b", relay_requests=False)
+    )
     router.register(asking)
     router.register(quiet)
     assert (await router.send("mcp:chatty:a", {}, capability="can_ask")).payload is True

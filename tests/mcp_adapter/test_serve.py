@@ -24,6 +24,7 @@ from reach_adapters.mcp import (
     META_PREFIX,
     MCPConnectionError,
     MCPEndpoint,
+    MCPOptions,
     MCPServerAgent,
     ReconnectPolicy,
     RouterMCPServer,
@@ -151,7 +152,7 @@ async def test_failover_through_the_gateway(router: Router) -> None:
     for instance in ("a", "b"):
         router.register(
             await MCPServerAgent.connect(
-                "calc", command=PYTHON, args=[CALC], instance=instance, reconnect=quick
+                "calc", command=PYTHON, args=[CALC], options=MCPOptions(instance=instance, reconnect=quick)
             )
         )
     async with await start_mcp_server(router) as endpoint, Client(endpoint.url) as client:
@@ -247,7 +248,7 @@ async def test_a_task_keeps_its_trace_and_lineage_across_an_mcp_hop(router: Rout
         assert meta.deadline is not None
         # Another upstream retrying the same task reaches B, which answers from the first delivery.
         other = Router()
-        other.register(await MCPServerAgent.connect("b", server=reach.server, instance="1"))
+        other.register(await MCPServerAgent.connect("b", reach.server, options={"instance": "1"}))
         again = await other.route("inner", {}, task_id="order-7", timeout_ms=5000)
         await other.aclose()
         assert again.ok

@@ -17,13 +17,13 @@ import reach_adapters
 import reach_adapters.router
 
 ROOT = Path(__file__).resolve().parents[2]
-ADAPTERS = ["langchain"]
+ADAPTERS = ["langchain", "mcp"]
 EXAMPLES = [Path(__file__).with_name("example_adapter.py")]
 
 SURFACE = frozenset(reach_adapters.router.__all__)
 TOP_LEVEL = frozenset(reach_adapters.__all__) | {"errors", "router"}
-# Beside the format, the layer every other imports: the errors, and the guard naming a missing extra.
-BASE = frozenset({"reach_adapters.errors", "reach_adapters.extras"})
+# Beside the format, the base every layer imports: errors, the missing-extra guard, the version.
+BASE = frozenset({"reach_adapters.errors", "reach_adapters.extras", "reach_adapters.version"})
 
 
 def _imports(path: Path) -> list[tuple[int, str, list[str]]]:

@@ -1,0 +1,129 @@
+"""Which server an agent speaks to, in the SDK's own terms, and the checks `connect` makes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+from mcp import StdioServerParameters
+from mcp.server import Server
+from mcp.server.mcpserver import MCPServer
+from pydantic import ValidationError
+
+from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
+from reach_adapters.mcp.options import MCPOptions
+from reach_adapters.router import parse_agent_id
+
+__all__ = ["HttpServer", "ServerParameters", "ServerSpec", "Target", "server_spec"]
+
+# What `MCPServerAgent.connect` takes, as the SDK's `mcp.Client` does: a stdio command, the URL of
+# a streamable HTTP endpoint, or a server object living in this process.
+ServerParameters = StdioServerParameters | str | MCPServer[Any] | Server[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class HttpServer:
+    """A streamable HTTP endpoint and what every request to it carries."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    auth: httpx2.Auth | None = None
+
+
+Target = StdioServerParameters | HttpServer | MCPServer[Any] | Server[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One server to connect, checked: its agent type, where it is, and the options."""
+
+    name: str
+    target: Target
+    options: MCPOptions
+
+    @property
+    def agent_id(self) -> str:
+        return f"mcp:{self.name}:{self.options.instance}"
+
+    def describe(self) -> str:
+        """Where the server is, for messages: its command line, URL, or object name."""
+        target = self.target
+        if isinstance(target, StdioServerParameters):
+            return " ".join([target.command, *target.args])
+        if isinstance(target, HttpServer):
+            return target.url
+        return f"in-process server {target.name!r}"
+
+
+def server_spec(
+    name: str,
+    server: ServerParameters | None,
+    *,
+    command: str | None,
+    args: Sequence[str],
+    headers: Mapping[str, str] | None,
+    auth: httpx2.Auth | None,
+    options: MCPOptions | Mapping[str, Any] | None,
+) -> ServerSpec:
+    """Check `connect`'s arguments; every problem is an `InvalidDeclarationError` naming it."""
+    where = f"MCP server {name!r}"
+    if command is not None:
+        if server is not None:
+            msg = f"{where}: give the server or command=, not both"
+            raise InvalidDeclarationError(msg)
+        server = StdioServerParameters(command=command, args=list(args))
+    elif args:
+        msg = f"{where}: args= goes with command=; for StdioServerParameters give them there"
+        raise InvalidDeclarationError(msg)
+    if server is None:
+        msg = (
+            f"{where}: give the server: StdioServerParameters(...) or command= (stdio), a URL "
+            "(streamable HTTP), or an MCPServer object (in-process)"
+        )
+        raise InvalidDeclarationError(msg)
+    spec = ServerSpec(name, _target(where, server, headers, auth), _options(where, options))
+    try:
+        parse_agent_id(spec.agent_id)
+    except InvalidDeclarationError as exc:
+        msg = f"{where}: its name and instance must form a valid agent id: {exc}"
+        raise InvalidDeclarationError(msg) from None
+    return spec
+
+
+def _target(
+    where: str, server: ServerParameters, headers: Mapping[str, str] | None, auth: httpx2.Auth | None
+) -> Target:
+    if isinstance(server, str):
+        if not server.startswith(("http://", "https://")):
+            msg = f"{where}: a URL must start with http:// or https://, got {server!r}"
+            raise InvalidDeclarationError(msg)
+        return HttpServer(server, dict(headers or {}), auth)
+    if headers is not None or auth is not None:
+        msg = f"{where}: headers= and auth= apply to a URL server, not to {type(server).__name__}"
+        raise InvalidDeclarationError(msg)
+    if isinstance(server, StdioServerParameters):
+        if not server.command:
+            msg = f"{where}: the command is empty; give the program that starts the server"
+            raise InvalidDeclarationError(msg)
+        return server
+    if isinstance(server, MCPServer | Server):
+        return server
+    msg = (
+        f"{where}: cannot connect to a {type(server).__name__}; give StdioServerParameters, a URL "
+        "string or an MCPServer object"
+    )
+    raise InvalidDeclarationError(msg)
+
+
+def _options(where: str, options: MCPOptions | Mapping[str, Any] | None) -> MCPOptions:
+    if options is None:
+        return MCPOptions()
+    if isinstance(options, MCPOptions):
+        return options
+    try:
+        return MCPOptions.model_validate(options)
+    except ValidationError as exc:
+        msg = f"{where}: invalid options: {describe_validation_error(exc)}"
+        raise InvalidDeclarationError(msg) from None
