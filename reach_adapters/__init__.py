@@ -25,9 +25,9 @@ from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.capability import Capability, Trigger
 from reach_adapters.router.catalog import AgentInfo
 from reach_adapters.router.decisions import DecisionRecord
-from reach_adapters.router.delivery import AgentBusyError
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.identity import AgentId, parse_agent_id
+from reach_adapters.router.outcomes import AgentBusyError
 from reach_adapters.router.policy import BreakerSettings, RoutingPolicy, ScoringWeights
 from reach_adapters.router.router import Router
 from reach_adapters.router.state import AgentState

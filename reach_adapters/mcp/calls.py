@@ -22,7 +22,7 @@ from middleware.fast import amend
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.router.delivery import UNKNOWN_OUTCOME, error_result
+from reach_adapters.router import UNKNOWN_OUTCOME, error_result
 from reach_adapters.router.messages import onward
 
 __all__ = ["ToolRoute", "call_tool"]

@@ -21,8 +21,8 @@ from middleware import (
 )
 from middleware.fast import amend, build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
+from reach_adapters.router import error_result
 from reach_adapters.router.agent import input_required_result, ok_result
-from reach_adapters.router.delivery import error_result
 
 __all__ = ["META_PREFIX", "MCPConverter", "content_to_json", "meta_from_request", "request_meta"]
 

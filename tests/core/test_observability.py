@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -91,10 +92,14 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    # The global provider can be set once per process; the router's cache is pointed at ours.
-    monkeypatch.setattr(tracing, "_tracer", provider.get_tracer("agent-reach"))
+    # The global provider can be set once per process: ours stands in for it during the test,
+    # as if the application had set it up after the router was built.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    monkeypatch.setattr(tracing, "_checked_at", -math.inf)
     yield exporter
     provider.shutdown()
+    monkeypatch.undo()
+    tracing.active_tracer()
 
 
 async def test_spans_for_dispatch_selection_and_each_attempt(spans: InMemorySpanExporter) -> None:
@@ -117,6 +122,22 @@ async def test_spans_for_dispatch_selection_and_each_attempt(spans: InMemorySpan
 
 def test_without_a_provider_no_tracer_is_used() -> None:
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert tracing.active_tracer() is None
+
+
+def test_the_tracer_follows_the_provider_set_later_or_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = TracerProvider(), TracerProvider()
+    monkeypatch.setattr(tracing, "_checked_at", -math.inf)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", first)
+    found = tracing.active_tracer()
+    assert found is not None
+    assert tracing.active_tracer() is found  # cached while the provider stays
+    # Once a provider is known it is read on every reach, so a replacement is seen at once.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", second)
+    replaced = tracing.active_tracer()
+    assert replaced is not None
+    assert replaced is not found
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
     assert tracing.active_tracer() is None
 
 
