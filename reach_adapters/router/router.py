@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
@@ -325,8 +326,10 @@ class Router:
         self._check_open()
         require_name(capability, "capability")
         message = build_message(payload, options, capability=capability, mode="unicast")
-        async for chunk in stream_message(self._dispatcher, message):
-            yield chunk
+        # Closed with this one, so a caller that stops early ends the agent's stream at once.
+        async with contextlib.aclosing(stream_message(self._dispatcher, message)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     def route_sync(self, capability: str | None, payload: Any = None, **options: Any) -> ReachResult:
         return self._portal.call(self.route(capability, payload, **options), method="route_sync")

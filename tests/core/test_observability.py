@@ -17,6 +17,7 @@ from prometheus_client import generate_latest
 
 from middleware import ReachMessage
 from reach_adapters import Capability, FunctionAgent, ReachError, Router
+from reach_adapters.errors import InvalidMessageError
 from reach_adapters.observability import JsonFormatter, ReachLogFilter
 from reach_adapters.observability.metrics import ReachMetrics
 from reach_adapters.router import tracing
@@ -193,3 +194,31 @@ async def test_streams_are_observed_like_any_reach() -> None:
     with pytest.raises(ReachError):
         [chunk async for chunk in router.stream("nothing", {})]
     assert seen.reaches == [("unicast", "ok", "w:gen:01"), ("unicast", "no_candidate", None)]
+
+
+async def test_an_agents_exception_is_one_warning_line_and_a_debug_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    router = Router(FAST)
+    router.register(failing_agent("svc:work:01", RuntimeError("boom")))
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.router.outcomes"):
+        result = await router.route("work", {})
+    (line,) = [r for r in caplog.records if r.name == "reach_adapters.router.outcomes"]
+    assert line.levelno == logging.WARNING
+    assert line.exc_info is None
+    assert line.getMessage() == f"agent svc:work:01 raised on task {result.task_id}: RuntimeError: boom"
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="reach_adapters.router.outcomes"):
+        await router.route("work", {})
+    traced = [r for r in caplog.records if r.exc_info is not None]
+    assert len(traced) == 1
+    assert traced[0].levelno == logging.DEBUG
+    assert "raise exc" in caplog.text  # the agent's own frame, from the traceback
+
+
+async def test_a_callers_mistake_the_agent_reports_is_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    router = Router(FAST)
+    router.register(failing_agent("svc:work:01", InvalidMessageError("no such thread")))
+    with caplog.at_level(logging.INFO, logger="reach_adapters.router.outcomes"):
+        assert (await router.route("work", {})).status == "invalid"
+    assert not [r for r in caplog.records if r.name == "reach_adapters.router.outcomes"]
