@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, Final
 
 from pydantic import JsonValue
@@ -34,7 +34,7 @@ class _End:
 END: Final = _End()
 
 
-async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> AsyncIterator[JsonValue]:
+async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> AsyncGenerator[JsonValue, None]:
     """Dispatch like `route`, then yield the chosen agent's chunks.
 
     An agent streams when it has ``astream(message)``, an async iterator of JSON-safe chunks; one

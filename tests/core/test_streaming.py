@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import pytest
@@ -151,6 +151,7 @@ async def test_a_stream_the_caller_leaves_early_is_recorded_as_cancelled_and_fre
     agent = Streamer("chat:talk:01", hold=hold)
     router.register(agent)
     stream = router.stream("talk", {})
+    assert isinstance(stream, AsyncGenerator)
     async with asyncio.timeout(10):
         assert await anext(stream) == "chat:talk:01"
         assert agent_info(router, "chat:talk:01").in_flight == 1
