@@ -143,6 +143,7 @@ async def deliver(
         result = from_exception(message, agent_id, exc, transient)
     finally:
         elapsed_ms = flight.close()
-    result = checked_output(message, slot, result)
+    if slot.output_validator is not None:
+        result = checked_output(message, slot, result)
     account(message, slot, result, elapsed_ms)
     return result, elapsed_ms

@@ -379,24 +379,7 @@ class Router:
     def _set_state(self, runtime: AgentRuntime, state: AgentState, reason: str, source: StateSource) -> None:
         if self._registry.get(runtime.agent_id) is not runtime:
             return  # a handle outliving its registration
-        if runtime.state is AgentState.DRAINING and state is not AgentState.OFFLINE:
-            return  # leaving: only going OFFLINE may still be reported
-        if runtime.state is state:
-            runtime.state_reason = reason
-            runtime.state_source = source
-            return
-        was_usable = runtime.state not in UNUSABLE_STATES
-        logger.info("agent %s: %s -> %s (%s)", runtime.agent_id, runtime.state, state, reason)
-        runtime.state = state
-        runtime.state_reason = reason
-        runtime.state_source = source
-        if was_usable is (state in UNUSABLE_STATES):
-            if not was_usable:
-                # Back from being down: probe it now rather than serve out a quarantine it earned
-                # while down, and let callers waiting for it look again.
-                runtime.breaker.recovered()
-                for slot in runtime.slots:
-                    slot.waitlist.wake_all()
+        if runtime.set_state(state, reason, source):
             self._changed()
 
     def _set_capabilities(
@@ -413,6 +396,7 @@ async def _close(runtime: AgentRuntime) -> None:
 
 
 async def _close_when_idle(runtime: AgentRuntime) -> None:
+    """Close the agent once its calls are done, or their longest timeout has passed."""
     limit_s = max((slot.capability.timeout_ms for slot in runtime.slots), default=30_000) / 1000.0
     await runtime.until_idle(limit_s)
     await _close(runtime)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from reach_adapters.router.portal import running_loop
 from reach_adapters.router.schemas import CompiledSchema, first_error
 
 __all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist"]
+
+logger = logging.getLogger(__name__)
 
 # Smoothing of the moving averages: recent calls matter most, one outlier does not swing routing.
 _LATENCY_ALPHA = 0.2
@@ -105,6 +108,27 @@ class AgentRuntime:
             self.failures += 1
         self.success_rate += _SUCCESS_ALPHA * ((1.0 if success else 0.0) - self.success_rate)
         return self.breaker.record(success, time.monotonic())
+
+    def set_state(self, state: AgentState, reason: str, source: StateSource) -> bool:
+        """Move to `state`, said by `source`; whether that changed the agent's usability.
+
+        A DRAINING agent is leaving: only going OFFLINE may still be reported. One back from
+        being down is probed by its next call, rather than serve out a quarantine it earned
+        while down, and callers waiting for it look again.
+        """
+        if self.state is AgentState.DRAINING and state is not AgentState.OFFLINE:
+            return False
+        was_usable = self.state not in UNUSABLE_STATES
+        if self.state is not state:
+            logger.info("agent %s: %s -> %s (%s)", self.agent_id, self.state, state, reason)
+        self.state, self.state_reason, self.state_source = state, reason, source
+        if was_usable is not (state in UNUSABLE_STATES):
+            return False
+        if not was_usable:
+            self.breaker.recovered()
+            for slot in self.slots:
+                slot.waitlist.wake_all()
+        return True
 
     async def until_idle(self, timeout: float) -> bool:
         """Wait until no call is in flight on the agent, for at most `timeout` seconds; whether
