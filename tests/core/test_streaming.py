@@ -11,6 +11,7 @@ import pytest
 from middleware import ReachMessage, ReachResult
 from reach_adapters import Capability, ReachError, Router, RoutingPolicy
 from reach_adapters.errors import AgentCallError, NoCandidateError
+from reach_adapters.observability.metrics import ReachMetrics
 from reach_adapters.router.decisions import DecisionRecord
 from tests.core.conftest import FAST, agent_info, echo_agent
 
@@ -96,6 +97,19 @@ async def test_a_stream_failing_before_its_first_chunk_is_retried_on_the_next_ca
     assert agent_info(router, "chat:talk:02").calls == 1
     assert (first.closed, second.closed) == (1, 1)
     assert agent_info(router, "chat:talk:02").in_flight == 0
+
+
+async def test_a_retried_stream_is_counted_in_the_metrics_like_a_unary_call() -> None:
+    router = Router(FAST)
+    metrics = ReachMetrics(router)
+    router.register(Streamer("chat:talk:01", ConnectionResetError("dropped"), weight=100, read_only=True))
+    router.register(Streamer("chat:talk:02", weight=1, read_only=True))
+    assert await collect(router) == ["chat:talk:02", "done"]
+    sample = metrics.registry.get_sample_value
+    labels = {"capability": "talk", "status": "ok", "served_by": "candidate", "fault": ""}
+    assert sample("reach_reaches_total", labels) == 1.0
+    assert sample("reach_retries_total", {"capability": "talk"}) == 1.0
+    assert sample("reach_routing_latency_seconds_count", {"mode": "unicast"}) == 1.0
 
 
 async def test_a_stream_falls_back_like_a_unary_call() -> None:
