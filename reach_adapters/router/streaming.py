@@ -6,8 +6,9 @@ in flight on the same slot, under the same deadline, its outcome recorded when i
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
 from pydantic import JsonValue
@@ -25,6 +26,8 @@ from reach_adapters.router.recording import record_outcome
 from reach_adapters.router.state import Slot
 
 __all__ = ["stream_message"]
+
+logger = logging.getLogger(__name__)
 
 
 class _End:
@@ -90,9 +93,8 @@ class _Opener:
             return first, await stream.close(first)
         stream.first = first
         self.opened = stream
-        return ok_result(admitted, slot.runtime.agent_id, None), (
-            time.perf_counter() - stream.flight.start
-        ) * 1000.0
+        to_first_ms = (time.perf_counter() - stream.flight.start) * 1000.0
+        return ok_result(admitted, slot.runtime.agent_id, None), to_first_ms
 
     def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool) -> bool:
         """Whether the stream is open, and records the outcome itself when it ends."""
@@ -108,6 +110,7 @@ class _Stream:
 
     __slots__ = (
         "_held",
+        "astream",
         "ends",
         "first",
         "flight",
@@ -130,16 +133,12 @@ class _Stream:
         self.message = message
         self.ends = ends
         self.transient = transient
+        self.astream = astream
+        self.iterator: AsyncIterator[Any] | None = None
         self.flight = InFlight(slot, message.meta_info)
         self.first: JsonValue | _End = END
         self.outcome: ReachResult | None = None
         self._held: tuple[Dispatcher, DecisionRecord, ReachResult, bool, float] | None = None
-        try:
-            self.iterator = astream(message)
-        except BaseException:
-            self.flight.close()
-            self.flight.abandon()
-            raise
 
     async def pull(self, budget_s: float) -> JsonValue | _End | ReachResult:
         """The next chunk, `END`, or what the failure to get it means.
@@ -151,6 +150,9 @@ class _Stream:
         try:
             flight.enter(budget_s)
             try:
+                if self.iterator is None:
+                    # Opened here, so an agent whose astream() raises at once fails like any other.
+                    self.iterator = self.astream(self.message)
                 chunk = await anext(self.iterator)
             except asyncio.CancelledError:
                 if flight.expired():
@@ -183,6 +185,8 @@ class _Stream:
             aclose = getattr(self.iterator, "aclose", None)
             if aclose is not None:
                 await aclose()
+        except Exception:
+            logger.warning("closing the stream of agent %s failed", self.slot.runtime.agent_id, exc_info=True)
         finally:
             elapsed_ms = self.flight.close()
             if outcome is None:

@@ -195,3 +195,19 @@ async def test_a_streams_attempts_are_limited_by_the_retry_rules() -> None:
         await collect(router)
     assert sum(agent.opened for agent in agents) == 2
     assert len(router.recent_decisions(1)[0].attempts) == 2
+
+
+async def test_an_astream_that_raises_when_called_fails_over_like_any_attempt() -> None:
+    class Refusing(Streamer):
+        def astream(self, message: ReachMessage) -> AsyncIterator[Any]:
+            self.opened += 1
+            raise ConnectionResetError("no stream today")
+
+    router = Router(FAST)
+    refusing = Refusing("chat:talk:01", weight=100, read_only=True)
+    router.register(refusing)
+    router.register(Streamer("chat:talk:02", weight=1, read_only=True))
+    assert await collect(router) == ["chat:talk:02", "done"]
+    assert refusing.opened == 1
+    info = agent_info(router, "chat:talk:01")
+    assert (info.failures, info.in_flight) == (1, 0)
