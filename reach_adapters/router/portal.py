@@ -209,5 +209,9 @@ async def _cancel_tasks() -> None:
     for task in tasks:
         task.cancel()
     if tasks:
-        await asyncio.wait(tasks, timeout=_WIND_DOWN_S)
+        done, _ = await asyncio.wait(tasks, timeout=_WIND_DOWN_S)
+        for task in done:
+            # Read, so a task that ended in an error is not reported again when collected.
+            if not task.cancelled():
+                task.exception()
     await asyncio.get_running_loop().shutdown_asyncgens()
