@@ -20,6 +20,7 @@ from benchmarks.stats import measure, summary
 from middleware import MetaInfo, ReachMessage
 from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.recording import new_record
 
 SCHEMA_IN = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 SCHEMA_OUT = {"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]}
@@ -98,9 +99,9 @@ async def plan_samples(dispatcher: Dispatcher, capability: str, calls: int) -> l
     strategy = dispatcher.strategies["weighted"]
     for _ in range(calls):
         message = ReachMessage(raw_payload=None, meta_info=MetaInfo(capability=capability))
-        record = dispatcher.record_for(message, strategy)
+        record = new_record(message, strategy)
         start = clock()
-        await dispatcher.plan(message, record, strategy)
+        await dispatcher.planner.plan(message, record, strategy)
         out.append((clock() - start) * 1e6)
     return out
 

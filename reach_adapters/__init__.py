@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from reach_adapters.router.capability import Capability, Trigger
     from reach_adapters.router.catalog import AgentInfo
     from reach_adapters.router.decisions import DecisionRecord
-    from reach_adapters.router.delivery import AgentBusyError
     from reach_adapters.router.handle import AgentHandle
     from reach_adapters.router.identity import AgentId, parse_agent_id
     from reach_adapters.router.options import CallOptions
+    from reach_adapters.router.outcomes import AgentBusyError
     from reach_adapters.router.policy import BreakerSettings, RoutingPolicy, ScoringWeights
     from reach_adapters.router.router import Router
     from reach_adapters.router.state import AgentState
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 # missing-extra messages then cost no more than the modules they need.
 _EXPORTS = {
     "Agent": "reach_adapters.router.agent",
-    "AgentBusyError": "reach_adapters.router.delivery",
+    "AgentBusyError": "reach_adapters.router.outcomes",
     "AgentCallError": "reach_adapters.errors",
     "AgentHandle": "reach_adapters.router.handle",
     "AgentId": "reach_adapters.router.identity",

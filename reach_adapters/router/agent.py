@@ -19,6 +19,7 @@ from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
+from reach_adapters.router.outcomes import ErrorKind
 
 __all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "input_required_result", "ok_result"]
 
@@ -68,7 +69,7 @@ def input_required_result(
         extra,
         {
             "status": ResultStatus.INPUT_REQUIRED,
-            "error_type": "InputRequired",
+            "error_type": ErrorKind.INPUT_REQUIRED,
             "error": "the agent needs input to go on: answer with resume=... on the same thread",
         },
     )

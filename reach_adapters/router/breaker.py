@@ -10,10 +10,6 @@ from reach_adapters.router.policy import BreakerSettings
 __all__ = ["Breaker", "BreakerState"]
 
 
-# What the reasons `Breaker.blocks` gives start with, so selection can tell them apart.
-CIRCUIT = "circuit"
-
-
 class BreakerState(StrEnum):
     CLOSED = "closed"
     OPEN = "open"
@@ -77,11 +73,11 @@ class Breaker:
             return None
         if state is BreakerState.OPEN:
             if now < self.open_until:
-                return f"{CIRCUIT} open, quarantined {self.open_until - now:.1f} s more"
+                return f"circuit open, quarantined {self.open_until - now:.1f} s more"
             self.state = BreakerState.HALF_OPEN
             self.probing = False
         if self.probing:
-            return f"{CIRCUIT} half-open, a probe call is in flight"
+            return "circuit half-open, a probe call is in flight"
         return None
 
     def recovered(self) -> None:
@@ -91,9 +87,18 @@ class Breaker:
             self.state = BreakerState.HALF_OPEN
             self.probing = False
 
+    def reconfigure(self, settings: BreakerSettings) -> None:
+        """Judge from now on by `settings`; the counts so far and an open circuit stay."""
+        self.settings = settings
+
     def on_start(self) -> None:
         if self.state is BreakerState.HALF_OPEN:
             self.probing = True
+
+    def release_probe(self) -> None:
+        """A call ended with no outcome that says anything about the agent (the caller gave up,
+        or the fault was someone else's): a half-open probe slot it held is free again."""
+        self.probing = False
 
     def record(self, success: bool, now: float) -> bool:
         """Count one outcome; return True when this outcome opened the circuit."""

@@ -9,8 +9,9 @@ from typing import Any
 from middleware import Fault, MergePolicy, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import build_trusted
 from reach_adapters.router.decisions import DecisionRecord
-from reach_adapters.router.delivery import deliver, error_result
+from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED
+from reach_adapters.router.outcomes import ErrorKind, error_result
 from reach_adapters.router.state import Slot
 
 __all__ = ["fan_out"]
@@ -31,8 +32,7 @@ async def fan_out(
     as cancelled, never dropped.
     """
     tasks = {
-        asyncio.create_task(deliver(slot, message, deadline, transient=transient, recheck=True)): slot
-        for slot in slots
+        asyncio.create_task(deliver(slot, message, deadline, transient, recheck=True)): slot for slot in slots
     }
     results: dict[str, ReachResult] = {}
     winner: ReachResult | None = None
@@ -62,7 +62,7 @@ async def fan_out(
         results[agent_id] = error_result(
             message,
             ResultStatus.CANCELLED,
-            "Cancelled",
+            ErrorKind.CANCELLED,
             f"merge {merge!r} was decided first",
             fault=Fault.ROUTER,
             agent_id=agent_id,
@@ -95,7 +95,7 @@ def _merge(
         faults = [r.fault for r in results if r.fault is not None]
         values = {
             "status": ResultStatus.ERROR,
-            "error_type": "AgentCallError",
+            "error_type": ErrorKind.AGENT_CALL,
             "error": f"no target of the broadcast succeeded ({failures})",
             # The agents' own failures first: they are what an operator has to look at.
             "fault": Fault.AGENT if Fault.AGENT in faults else (faults[0] if faults else None),

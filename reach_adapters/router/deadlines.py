@@ -4,6 +4,9 @@ A timer per call (what `asyncio.timeout` schedules) leaves a cancelled handle in
 for every call that finishes early, and that heap is ordered by Python-level comparisons; under
 load this costs more than routing itself. Here every delivery goes into one heap of plain tuples
 and a single loop timer is kept armed for the earliest deadline.
+
+Nothing here keeps a loop alive: a watchdog is reachable only from its loop (the armed timer) and
+from deliveries in progress on it, so it goes with its loop, and the next loop gets its own.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ class Expiry:
 
 
 class Watchdog:
-    __slots__ = ("_heap", "_live", "_loop", "_seq", "_timer", "_timer_at")
+    __slots__ = ("__weakref__", "_heap", "_live", "_loop", "_seq", "_timer", "_timer_at")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -84,16 +87,21 @@ class Watchdog:
             self._arm(heap[0][0])
 
 
-_watchdogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Watchdog] = weakref.WeakKeyDictionary()
-_last: list[Watchdog] = []
+# By the loop's id, held weakly: an entry lives as long as its watchdog, which holds its loop, so
+# the id cannot be reused while the entry stands.
+_watchdogs: weakref.WeakValueDictionary[int, Watchdog] = weakref.WeakValueDictionary()
+_last: weakref.ref[Watchdog] | None = None
 
 
 def watchdog(loop: asyncio.AbstractEventLoop) -> Watchdog:
-    """The loop's watchdog; the last one used is kept at hand since one loop is the usual case."""
-    if _last and _last[0]._loop is loop:
-        return _last[0]
-    found = _watchdogs.get(loop)
+    """The loop's watchdog; the last one used is kept at hand (weakly) since one loop is the
+    usual case. An idle watchdog (nothing watched, no timer armed) may be dropped and made again."""
+    global _last
+    last = _last() if _last is not None else None
+    if last is not None and last._loop is loop:
+        return last
+    found = _watchdogs.get(id(loop))
     if found is None:
-        found = _watchdogs[loop] = Watchdog(loop)
-    _last[:] = [found]
+        found = _watchdogs[id(loop)] = Watchdog(loop)
+    _last = weakref.ref(found)
     return found

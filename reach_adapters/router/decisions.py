@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from middleware import ReachResult
+from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters.errors import UnknownTaskError
 
-__all__ = ["Attempt", "DecisionLog", "DecisionRecord", "Exclusion", "Scored"]
+__all__ = ["Attempt", "DecisionLog", "DecisionRecord", "Exclusion", "ExclusionKind", "Scored"]
 
 
 @dataclass(slots=True)
@@ -21,10 +22,29 @@ class Scored:
     breakdown: dict[str, float]
 
 
+class ExclusionKind(StrEnum):
+    """Why an agent did not take a task, as selection and fallback tell the cases apart; the
+    `Exclusion.reason` beside it says the same in words, with the figures."""
+
+    STATE = "state"
+    # BUSY, and the task's priority is below `policy.high_priority`.
+    PRIORITY = "priority"
+    LOOP = "loop"
+    TRIGGERS = "triggers"
+    CIRCUIT = "circuit"
+    SATURATED = "saturated"
+    # Not an exclusion: quarantined agents serving anyway, being the last candidates.
+    LAST_CANDIDATE = "last_candidate"
+    UNREGISTERED = "unregistered"
+    UNDECLARED = "undeclared"
+    DEADLINE = "deadline"
+
+
 @dataclass(slots=True)
 class Exclusion:
     agent_id: str
     reason: str
+    kind: ExclusionKind
 
 
 @dataclass(slots=True)
@@ -32,12 +52,12 @@ class Attempt:
     """One delivery to one agent."""
 
     agent_id: str
-    status: str
+    status: ResultStatus
     elapsed_ms: float
     path: str = "candidate"
     error_type: str | None = None
     error: str | None = None
-    fault: str | None = None
+    fault: Fault | None = None
     delivered: bool = False
 
 
@@ -109,7 +129,7 @@ class DecisionRecord:
 
     def _ranked(self, rank: int, scored: Scored) -> str:
         first = self.candidates[0]
-        served = next((a.agent_id for a in self.attempts if a.status == "ok"), None)
+        served = next((a.agent_id for a in self.attempts if a.status is ResultStatus.OK), None)
         who = f", and {served} served it" if served else ""
         if self.strategy == "rating":
             # Smooth weighted round robin: turns, not a contest of scores.
@@ -135,7 +155,7 @@ class DecisionRecord:
 
 def _attempted(attempt: Attempt, mode: str) -> str:
     tried = "received the broadcast" if mode == "broadcast" else "was tried"
-    if attempt.status == "ok":
+    if attempt.status is ResultStatus.OK:
         return f"{attempt.agent_id} {tried} and answered ok"
     fault = f" ({attempt.fault} fault)" if attempt.fault else ""
     return (

@@ -9,13 +9,11 @@ from collections.abc import Callable
 
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.state import AgentRuntime, AgentState
+from reach_adapters.router.state import AgentRuntime, AgentState, StateSource
 
-__all__ = ["PROBE_OFFLINE_REASON", "HealthMonitor"]
+__all__ = ["HealthMonitor"]
 
 logger = logging.getLogger(__name__)
-
-PROBE_OFFLINE_REASON = "health probe failed"
 
 
 class HealthMonitor:
@@ -29,7 +27,7 @@ class HealthMonitor:
         self,
         registry: Registry,
         policy: RoutingPolicy,
-        set_state: Callable[[AgentRuntime, AgentState, str], None],
+        set_state: Callable[[AgentRuntime, AgentState, str, StateSource], None],
     ) -> None:
         self._registry = registry
         self._policy = policy
@@ -77,14 +75,14 @@ class HealthMonitor:
             return
         if healthy:
             runtime.probe_failures = 0
-            probed_out = runtime.state_reason == PROBE_OFFLINE_REASON
+            probed_out = runtime.state_source is StateSource.PROBE
             if runtime.state is AgentState.SUSPICIOUS or (runtime.state is AgentState.OFFLINE and probed_out):
-                self._set_state(runtime, AgentState.ONLINE, "health probe succeeded")
+                self._set_state(runtime, AgentState.ONLINE, "health probe succeeded", StateSource.PROBE)
             return
         runtime.probe_failures += 1
         if runtime.probe_failures >= self._policy.probe_failures:
             # An agent its adapter is reconnecting says so itself, and says when it is back.
             if runtime.state is not AgentState.OFFLINE and runtime.state is not AgentState.RECONNECTING:
-                self._set_state(runtime, AgentState.OFFLINE, PROBE_OFFLINE_REASON)
+                self._set_state(runtime, AgentState.OFFLINE, "health probe failed", StateSource.PROBE)
         elif runtime.state is AgentState.ONLINE:
-            self._set_state(runtime, AgentState.SUSPICIOUS, "health probe failed once")
+            self._set_state(runtime, AgentState.SUSPICIOUS, "health probe failed once", StateSource.PROBE)

@@ -66,11 +66,15 @@ def _nothing() -> None:
 
 
 def free_slot(slot: Slot) -> None:
-    """One call fewer in flight on `slot`; a caller waiting for room there may go."""
+    """One call fewer in flight on `slot`; a caller waiting for room there may go, and one
+    waiting for the agent to go idle (`AgentRuntime.until_idle`) looks again."""
     slot.in_flight -= 1
-    slot.runtime.in_flight -= 1
+    runtime = slot.runtime
+    runtime.in_flight -= 1
     if slot.waitlist:
         slot.waitlist.wake_one()
+    if runtime.idle is not None and not runtime.in_flight:
+        runtime.idle.wake_all()
 
 
 _current: ContextVar[Hop | None] = ContextVar("agent_reach_hop", default=None)

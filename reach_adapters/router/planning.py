@@ -10,6 +10,7 @@ from middleware.fast import amend
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import resumes
 from reach_adapters.router.matching import Matcher, task_text
+from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.selection import Problem, screen, why_no_candidate
@@ -71,7 +72,7 @@ class Planner:
                 error = (
                     f"{problem.error}; waited {waited / 1000.0:.1f} s for {problem.wait_for}, never delivered"
                 )
-                problem = Problem(ResultStatus.TIMEOUT, "ReachTimeoutError", error, Fault.ROUTER)
+                problem = Problem(ResultStatus.TIMEOUT, ErrorKind.TIMEOUT, error, Fault.ROUTER)
                 break
             waited += (time.perf_counter() - began) * 1000.0
             record.exclusions.clear()
@@ -130,7 +131,7 @@ class Planner:
                 "meta_info.capability is empty and there is no task text to match; name the capability, "
                 "or give the task as meta_info.text or a string payload"
             )
-            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER)
+            return [], Problem(ResultStatus.INVALID, ErrorKind.INVALID_MESSAGE, error, Fault.CALLER)
         try:
             scores = await self.matcher.match(text, self.registry.declarations())
         except Exception as exc:
@@ -152,7 +153,7 @@ class Planner:
                 f"best: {best or 'no capabilities registered'}"
             )
             error = f"no capability matches the task well enough ({record.note})"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, Fault.ROUTER)
+            return [], Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, Fault.ROUTER)
         amend(message.meta_info, {"capability": record.matches[0][0]})
         record.capability = record.matches[0][0]
         return [name for name, _ in record.matches], None
@@ -173,7 +174,11 @@ class Planner:
             slots = self.registry.candidates(meta.capability or "", meta.version, meta.namespace)
         if not slots:
             missing = why_no_candidate(self.registry, meta)
-            return [], Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", missing, Fault.ROUTER), False
+            return (
+                [],
+                Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, missing, Fault.ROUTER),
+                False,
+            )
         usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
         if meta.deadline is None:
             timeout_ms = (usable or slots)[0].capability.timeout_ms
@@ -188,17 +193,17 @@ class Planner:
         runtime = self.registry.get(target)
         if runtime is None:
             error = f"agent {target} is not registered; see router.catalog()"
-            return [], Problem(ResultStatus.NO_CANDIDATE, "UnknownAgentError", error, Fault.ROUTER), False
+            return [], Problem(ResultStatus.NO_CANDIDATE, ErrorKind.UNKNOWN_AGENT, error, Fault.ROUTER), False
         slots = runtime.slots
         if meta.capability is None and len(slots) > 1:
             error = f"agent {target} declares several capabilities {_names(slots)}; name the one to call "
             error += "(capability=...)"
-            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER), False
+            return [], Problem(ResultStatus.INVALID, ErrorKind.INVALID_MESSAGE, error, Fault.CALLER), False
         slot = slot_for(slots, meta.capability)
         if slot is None:
             # The caller named both: no fallback agent may stand in for that mistake.
             error = f"agent {target} does not declare {meta.capability!r}; it declares {_names(slots)}"
-            return [], Problem(ResultStatus.INVALID, "InvalidMessageError", error, Fault.CALLER), False
+            return [], Problem(ResultStatus.INVALID, ErrorKind.INVALID_MESSAGE, error, Fault.CALLER), False
         amend(meta, {"capability": slot.capability.name})
         record.capability = slot.capability.name
         if meta.deadline is None:

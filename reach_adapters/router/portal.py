@@ -3,17 +3,20 @@
 LangChain invokes tools synchronously, often from a worker thread while an event loop runs
 elsewhere. Agents such as MCP sessions belong to the loop they were opened on, so a blocking call
 is sent to the router's home loop when that loop is running; otherwise to a private loop in a
-daemon thread, started once and reused, never a new loop per call.
+daemon thread, started once and reused, never a new loop per call. That loop is wound down (its
+tasks cancelled, its thread joined) when the portal is closed, collected, or the interpreter exits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import math
 import threading
 import time
+import weakref
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -42,6 +45,9 @@ class _LoopStuckError(Exception):
 
 # How often a waiting sync caller checks that the loop it waits on still runs.
 _LIVENESS_CHECK_S = 0.5
+# How long closing the private loop waits for its tasks to end, then for its thread: bounded, so
+# a stuck call cannot hang the interpreter's exit.
+_WIND_DOWN_S = 1.0
 
 
 def _run_in(
@@ -103,7 +109,7 @@ class Portal:
     def __init__(self, *, start_timeout: float = math.inf) -> None:
         self._home: asyncio.AbstractEventLoop | None = None
         self._own: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._stop_own: weakref.finalize[Any, Any] | None = None
         self._lock = threading.Lock()
         # Home only: the private loop runs nothing but these calls, so a wait there is never a
         # deadlock of the caller's making, just other calls (a slow agent) going first.
@@ -164,14 +170,48 @@ class Portal:
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name="agent-reach-portal", daemon=True)
                 thread.start()
-                self._own, self._thread = loop, thread
+                self._own = loop
+                # Runs on close(), when the portal is collected, or at interpreter exit, once.
+                self._stop_own = weakref.finalize(self, _wind_down, loop, thread)
             return self._own
 
     def close(self) -> None:
+        """Stop the private loop and its thread, if they were started."""
         with self._lock:
-            loop, thread = self._own, self._thread
-            self._own = self._thread = None
-        if loop is not None and thread is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=5)
-            loop.close()
+            stop, self._stop_own, self._own = self._stop_own, None, None
+        if stop is not None:
+            stop()
+
+
+def _wind_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Cancel what still runs on the private loop, stop it, join its thread, close it; each wait
+    bounded. From the loop's own thread (the portal collected there) it can only be stopped."""
+    if loop.is_closed():
+        return
+    if threading.current_thread() is thread:
+        loop.stop()
+        return
+    if loop.is_running():
+        winding = asyncio.run_coroutine_threadsafe(_cancel_tasks(), loop)
+        # Tasks that would not end in time do not keep the loop from stopping.
+        with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+            winding.result(2 * _WIND_DOWN_S)
+    with contextlib.suppress(RuntimeError):  # stopped and closed meanwhile
+        loop.call_soon_threadsafe(loop.stop)
+    thread.join(_WIND_DOWN_S)
+    if not thread.is_alive():
+        loop.close()
+
+
+async def _cancel_tasks() -> None:
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        done, _ = await asyncio.wait(tasks, timeout=_WIND_DOWN_S)
+        for task in done:
+            # Read, so a task that ended in an error is not reported again when collected.
+            if not task.cancelled():
+                task.exception()
+    await asyncio.get_running_loop().shutdown_asyncgens()

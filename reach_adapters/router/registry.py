@@ -72,7 +72,7 @@ class Registry:
         """New breaker settings for new agents and, from their next call on, for registered ones."""
         self._breaker = breaker
         for runtime in self._agents.values():
-            runtime.breaker.settings = breaker
+            runtime.breaker.reconfigure(breaker)
 
     def set_capabilities(
         self, runtime: AgentRuntime, capabilities: Sequence[Capability | Mapping[str, Any]]

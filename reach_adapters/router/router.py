@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
@@ -33,7 +33,7 @@ from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState
+from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState, StateSource
 from reach_adapters.router.streaming import stream_message
 
 __all__ = ["Router"]
@@ -89,7 +89,7 @@ class Router:
             attach(
                 AgentHandle(
                     runtime.agent_id,
-                    partial(self._set_state, runtime),
+                    partial(self._set_state, runtime, source=StateSource.AGENT),
                     partial(self._set_capabilities, runtime),
                 )
             )
@@ -115,10 +115,8 @@ class Router:
         if runtime is None:
             msg = f"agent {agent_id} is not registered; see router.catalog() for the registered ids"
             raise UnknownAgentError(msg)
-        self._set_state(runtime, AgentState.DRAINING, "deregistering")
-        end = time.monotonic() + drain_timeout
-        while runtime.in_flight and time.monotonic() < end:
-            await asyncio.sleep(0.01)
+        self._set_state(runtime, AgentState.DRAINING, "deregistering", StateSource.ROUTER)
+        await runtime.until_idle(drain_timeout)
         if runtime.in_flight:
             logger.warning("agent %s removed with %d calls still running", agent_id, runtime.in_flight)
         self._registry.remove(agent_id)
@@ -337,13 +335,15 @@ class Router:
     async def stream(
         self, capability: str, payload: Any = None, **options: Unpack[CallOptions]
     ) -> AsyncIterator[JsonValue]:
-        """Unicast, yielding the chosen agent's chunks as they come (see `streaming`)."""
+        """Unicast, yielding the chosen agent's chunks as they come: selected, retried before the
+        first chunk, fallen back and recorded like `route` (see `streaming`)."""
         self._check_open()
         require_name(capability, "capability")
         message = build_message(payload, options, capability=capability, mode="unicast")
-        self._bind()
-        async for chunk in stream_message(self._dispatcher, message):
-            yield chunk
+        # Closed with this one, so a caller that stops early ends the agent's stream at once.
+        async with contextlib.aclosing(stream_message(self._dispatcher, message)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     def route_sync(
         self, capability: str | None, payload: Any = None, **options: Unpack[CallOptions]
@@ -402,25 +402,10 @@ class Router:
             except Exception:
                 logger.exception("catalog listener %r failed", listener)
 
-    def _set_state(self, runtime: AgentRuntime, state: AgentState, reason: str) -> None:
+    def _set_state(self, runtime: AgentRuntime, state: AgentState, reason: str, source: StateSource) -> None:
         if self._registry.get(runtime.agent_id) is not runtime:
             return  # a handle outliving its registration
-        if runtime.state is AgentState.DRAINING and state is not AgentState.OFFLINE:
-            return  # leaving: only going OFFLINE may still be reported
-        if runtime.state is state:
-            runtime.state_reason = reason
-            return
-        was_usable = runtime.state not in UNUSABLE_STATES
-        logger.info("agent %s: %s -> %s (%s)", runtime.agent_id, runtime.state, state, reason)
-        runtime.state = state
-        runtime.state_reason = reason
-        if was_usable is (state in UNUSABLE_STATES):
-            if not was_usable:
-                # Back from being down: probe it now rather than serve out a quarantine it earned
-                # while down, and let callers waiting for it look again.
-                runtime.breaker.recovered()
-                for slot in runtime.slots:
-                    slot.waitlist.wake_all()
+        if runtime.set_state(state, reason, source):
             self._changed()
 
     def _set_capabilities(
@@ -437,8 +422,7 @@ async def _close(runtime: AgentRuntime) -> None:
 
 
 async def _close_when_idle(runtime: AgentRuntime) -> None:
+    """Close the agent once its calls are done, or their longest timeout has passed."""
     limit_s = max((slot.capability.timeout_ms for slot in runtime.slots), default=30_000) / 1000.0
-    end = time.monotonic() + limit_s
-    while runtime.in_flight and time.monotonic() < end:
-        await asyncio.sleep(0.05)
+    await runtime.until_idle(limit_s)
     await _close(runtime)

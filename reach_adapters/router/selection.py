@@ -7,17 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from middleware import Fault, MetaInfo, ResultStatus
-from reach_adapters.router.breaker import CIRCUIT
-from reach_adapters.router.decisions import Exclusion
+from reach_adapters.router.decisions import Exclusion, ExclusionKind
+from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.state import SATURATED, UNUSABLE_STATES, AgentState, Slot
+from reach_adapters.router.state import UNUSABLE_STATES, AgentState, Slot
 
-__all__ = ["Problem", "exclusion_reason", "loop_chain", "screen", "why_no_candidate"]
-
-
-# The start of a loop exclusion's reason: all loops means the call is refused, not unserved.
-LOOP = "loop"
+__all__ = ["Problem", "exclusion", "loop_chain", "screen", "why_no_candidate"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -45,9 +41,9 @@ def loop_chain(meta: MetaInfo, slot: Slot) -> str | None:
     return None
 
 
-def exclusion_reason(
+def exclusion(
     slot: Slot, meta: MetaInfo, policy: RoutingPolicy, now: float, *, breaker: bool = True
-) -> str | None:
+) -> Exclusion | None:
     """Why `slot` may not take this task now, or None when it may.
 
     ``breaker=False`` skips the circuit check, for candidates admitted by the last-candidate rule.
@@ -55,19 +51,23 @@ def exclusion_reason(
     runtime = slot.runtime
     state = runtime.state
     if state in UNUSABLE_STATES:
-        return f"state {state}" + (f" ({runtime.state_reason})" if runtime.state_reason else "")
+        reason = f"state {state}" + (f" ({runtime.state_reason})" if runtime.state_reason else "")
+        return Exclusion(runtime.agent_id, reason, ExclusionKind.STATE)
     if state is AgentState.BUSY and meta.priority < policy.high_priority:
-        return f"state busy and priority {meta.priority} < {policy.high_priority}"
+        reason = f"state busy and priority {meta.priority} < {policy.high_priority}"
+        return Exclusion(runtime.agent_id, reason, ExclusionKind.PRIORITY)
     chain = loop_chain(meta, slot)
     if chain is not None:
-        return f"{LOOP}: {chain}"
+        return Exclusion(runtime.agent_id, f"loop: {chain}", ExclusionKind.LOOP)
     if slot.capability.triggers and not slot.capability.triggers_match(meta.attributes):
-        return "triggers do not match meta_info.attributes"
+        reason = "triggers do not match meta_info.attributes"
+        return Exclusion(runtime.agent_id, reason, ExclusionKind.TRIGGERS)
     if breaker:
         blocked = runtime.breaker.blocks(now)
         if blocked is not None:
-            return blocked
-    return slot.saturation()
+            return Exclusion(runtime.agent_id, blocked, ExclusionKind.CIRCUIT)
+    busy = slot.saturation()
+    return None if busy is None else Exclusion(runtime.agent_id, busy, ExclusionKind.SATURATED)
 
 
 def screen(
@@ -83,36 +83,41 @@ def screen(
     quarantined: list[Slot] = []
     saturated = reconnecting = False
     for slot in slots:
-        reason = exclusion_reason(slot, meta, policy, now)
-        if reason is None:
+        excluded = exclusion(slot, meta, policy, now)
+        if excluded is None:
             usable.append(slot)
             continue
-        if reason.startswith(CIRCUIT):
+        kind = excluded.kind
+        if kind is ExclusionKind.CIRCUIT:
             # The last-candidate rule lifts the breaker, never max_concurrency.
             busy = slot.saturation()
             if busy is None:
                 quarantined.append(slot)
             else:
                 saturated = True
-                reason = f"{reason}; {busy}"
-        elif reason.startswith(SATURATED):
+                excluded.reason = f"{excluded.reason}; {busy}"
+        elif kind is ExclusionKind.SATURATED:
             saturated = True
         elif slot.runtime.state is AgentState.RECONNECTING:
             reconnecting = True
-        exclusions.append(Exclusion(slot.runtime.agent_id, reason))
+        exclusions.append(excluded)
     if usable:
         return usable, None, False
     if quarantined and not saturated:
         for slot in quarantined:
-            exclusions.append(Exclusion(slot.runtime.agent_id, "serving anyway: last candidates"))
+            exclusions.append(
+                Exclusion(
+                    slot.runtime.agent_id, "serving anyway: last candidates", ExclusionKind.LAST_CANDIDATE
+                )
+            )
         return quarantined, None, True
     reasons = "; ".join(f"{e.agent_id}: {e.reason}" for e in exclusions)
-    if exclusions and all(e.reason.startswith(LOOP) for e in exclusions):
+    if exclusions and all(e.kind is ExclusionKind.LOOP for e in exclusions):
         error = f"recursive reach refused: {reasons}"
-        return [], Problem(ResultStatus.REJECTED, "LoopDetectedError", error, Fault.CALLER), False
+        return [], Problem(ResultStatus.REJECTED, ErrorKind.LOOP_DETECTED, error, Fault.CALLER), False
     error = f"every agent declaring {meta.capability!r} is excluded ({reasons})"
     wait_for = "capacity" if saturated else "a reconnecting agent" if reconnecting else None
-    problem = Problem(ResultStatus.NO_CANDIDATE, "NoCandidateError", error, Fault.ROUTER, wait_for)
+    problem = Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, Fault.ROUTER, wait_for)
     return [], problem, False
 
 

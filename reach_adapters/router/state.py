@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -18,7 +19,9 @@ from reach_adapters.router.identity import AgentId
 from reach_adapters.router.portal import running_loop
 from reach_adapters.router.schemas import CompiledSchema, first_error
 
-__all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "Waitlist"]
+__all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist"]
+
+logger = logging.getLogger(__name__)
 
 # Smoothing of the moving averages: recent calls matter most, one outlier does not swing routing.
 _LATENCY_ALPHA = 0.2
@@ -33,6 +36,16 @@ class AgentState(StrEnum):
     SUSPICIOUS = "suspicious"
     # Offline, but its adapter is bringing it back: calls may wait for it within their deadline.
     RECONNECTING = "reconnecting"
+
+
+class StateSource(StrEnum):
+    """Who set an agent's state, so that only they lift it: an agent its health probe took
+    OFFLINE comes back when a probe succeeds; one its adapter reported OFFLINE waits for the
+    adapter to say it is back."""
+
+    ROUTER = "router"
+    AGENT = "agent"
+    PROBE = "probe"
 
 
 # States in which an agent takes no calls: never candidates, not counted as usable.
@@ -59,6 +72,7 @@ class AgentRuntime:
     breaker: Breaker
     state: AgentState = AgentState.ONLINE
     state_reason: str = ""
+    state_source: StateSource = StateSource.ROUTER
     in_flight: int = 0
     # Calls past their deadline whose work still runs (a sync function's thread): in `in_flight` too.
     stuck: int = 0
@@ -68,6 +82,8 @@ class AgentRuntime:
     success_rate: float = 1.0
     probe_failures: int = 0
     slots: list[Slot] = field(default_factory=list)
+    # Who waits for the agent to have nothing in flight (a drain, a deferred close); made on demand.
+    idle: Waitlist | None = None
 
     @property
     def health(self) -> float:
@@ -92,6 +108,43 @@ class AgentRuntime:
             self.failures += 1
         self.success_rate += _SUCCESS_ALPHA * ((1.0 if success else 0.0) - self.success_rate)
         return self.breaker.record(success, time.monotonic())
+
+    def set_state(self, state: AgentState, reason: str, source: StateSource) -> bool:
+        """Move to `state`, said by `source`; whether that changed the agent's usability.
+
+        A DRAINING agent is leaving: only going OFFLINE may still be reported. One back from
+        being down is probed by its next call, rather than serve out a quarantine it earned
+        while down, and callers waiting for it look again.
+        """
+        if self.state is AgentState.DRAINING and state is not AgentState.OFFLINE:
+            return False
+        was_usable = self.state not in UNUSABLE_STATES
+        if self.state is not state:
+            logger.info("agent %s: %s -> %s (%s)", self.agent_id, self.state, state, reason)
+        self.state, self.state_reason, self.state_source = state, reason, source
+        if was_usable is not (state in UNUSABLE_STATES):
+            return False
+        if not was_usable:
+            self.breaker.recovered()
+            for slot in self.slots:
+                slot.waitlist.wake_all()
+        return True
+
+    async def until_idle(self, timeout: float) -> bool:
+        """Wait until no call is in flight on the agent, for at most `timeout` seconds; whether
+        it is idle then."""
+        end = time.monotonic() + timeout
+        while self.in_flight:
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                return False
+            if self.idle is None:
+                self.idle = Waitlist()
+            try:
+                await self.idle.wait(remaining)
+            except TimeoutError:
+                return False
+        return True
 
 
 class Waitlist:
@@ -148,10 +201,6 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-# Exclusion reasons start with these words, so selection can tell them apart.
-SATURATED = "saturated"
-
-
 @dataclass(slots=True, eq=False)
 class Slot:
     """One capability of one agent: the unit that selection ranks and limits.
@@ -202,5 +251,5 @@ class Slot:
         """Why the slot takes no more calls now (it is at max_concurrency), or None."""
         limit = self.capability.max_concurrency
         if self.in_flight >= limit:
-            return f"{SATURATED}: {self.in_flight} in flight, max_concurrency {limit}"
+            return f"saturated: {self.in_flight} in flight, max_concurrency {limit}"
         return None

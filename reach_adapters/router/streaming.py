@@ -1,256 +1,246 @@
-"""Streaming delivery: chunks from agents that stream, one payload from those that do not."""
+"""Streams go through the same dispatch as unary calls: selection, admission, attempts with retry
+and fallback, the decision record, the log line, observers and spans. What differs is the attempt:
+it opens the agent's stream up to its first chunk, and the rest of the stream is read afterwards,
+in flight on the same slot, under the same deadline, its outcome recorded when it ends."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import Any, Final
 
 from pydantic import JsonValue
 
-from middleware import Fault, ReachMessage, ReachResult, ResultStatus, ensure_json
-from middleware.fast import ZERO_TIMINGS, build_trusted
-from reach_adapters.errors import (
-    AgentCallError,
-    InvalidMessageError,
-    NoCandidateError,
-    PayloadValidationError,
-    ReachError,
-    ReachTimeoutError,
-    raise_for_status,
-)
-from reach_adapters.router.decisions import Attempt, DecisionRecord
-from reach_adapters.router.delivery import (
-    UNKNOWN_OUTCOME,
-    AgentBusyError,
-    adapted,
-    deliver,
-    input_problem,
-    resumes,
-)
-from reach_adapters.router.dispatcher import Dispatcher, apply_caller_timeout
-from reach_adapters.router.faults import RETRIED, is_transient, never_started
-from reach_adapters.router.hops import Hop, enter_hop, leave_hop
-from reach_adapters.router.retry import may_resend
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus, Timings, ensure_json
+from middleware.fast import amend, build_trusted
+from reach_adapters.errors import raise_for_status
+from reach_adapters.router.agent import ok_result
+from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.delivery import admit, deliver
+from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.inflight import InFlight
+from reach_adapters.router.outcomes import ErrorKind, account, error_result, from_exception, timed_out
+from reach_adapters.router.recording import record_outcome
 from reach_adapters.router.state import Slot
 
 __all__ = ["stream_message"]
 
-_PROBLEMS: dict[ResultStatus, type[ReachError]] = {
-    ResultStatus.TIMEOUT: ReachTimeoutError,
-    ResultStatus.INVALID: InvalidMessageError,
-}
+logger = logging.getLogger(__name__)
 
 
-async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> AsyncIterator[JsonValue]:
-    """Select like `route`, then yield the chosen agent's chunks.
+class _End:
+    """The agent's stream is exhausted."""
 
-    An agent streams when it has ``astream(message)``, an async iterator of JSON-safe chunks.
-    Until the first chunk arrives a failing candidate is replaced by the next, when the failure
-    is transient and the work is safe to repeat (as `route` decides); after it, a failure raises,
-    since the caller already holds part of the answer.
+
+END: Final = _End()
+
+
+async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> AsyncGenerator[JsonValue, None]:
+    """Dispatch like `route`, then yield the chosen agent's chunks.
+
+    An agent streams when it has ``astream(message)``, an async iterator of JSON-safe chunks; one
+    that does not is invoked, and its payload is the one chunk. Until the first chunk arrives a
+    failing candidate is replaced by the next as in `route` (a transient failure, work safe to
+    repeat); after it, a failure raises, since the caller already holds part of the answer.
     """
-    strategy = dispatcher.strategy_for(message)
-    if strategy is None:
-        msg = f"routing_hint.strategy {message.routing_hint.strategy!r} is unknown"
-        raise InvalidMessageError(msg)
-    meta = message.meta_info
-    apply_caller_timeout(meta)
-    record = dispatcher.record_for(message, strategy)
-    plan = await dispatcher.plan(message, record, strategy)
-    if plan.problem is not None:
-        problem = plan.problem
-        _close(dispatcher, record, message, None, problem.status, f"{problem.error_type}: {problem.error}")
-        raise _PROBLEMS.get(problem.status, NoCandidateError)(problem.error)
-    deadline = meta.deadline or 0.0
-    last_error: ReachError | None = None
-    for slot in plan.slots[: dispatcher.policy.max_retries + 1]:
-        if getattr(slot.runtime.agent, "astream", None) is None:
-            result, elapsed_ms = await deliver(slot, message, deadline, transient=dispatcher.transient)
-            record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
-            if result.ok:
-                _close(dispatcher, record, message, slot, ResultStatus.OK)
-                yield result.payload
-                return
-            try:
-                raise_for_status(result)
-            except ReachError as exc:
-                last_error = exc
-            if not (result.retryable and result.fault in RETRIED):
-                break
-            if not may_resend(result, slot.capability.safe_to_repeat):
-                break
-            continue
-        sent = adapted(slot, message)
-        invalid = None if resumes(sent) else input_problem(slot, sent)
-        if invalid is not None:
-            _close(dispatcher, record, message, None, ResultStatus.INVALID, invalid)
-            raise PayloadValidationError(invalid)
-        started = False
-        began = time.perf_counter()
-        try:
-            async for chunk in _chunks(slot, sent, deadline, dispatcher.transient):
-                started = True
-                yield chunk
-        except _StreamFailedError as failure:
-            elapsed_ms = (time.perf_counter() - began) * 1000.0
-            error = failure.error
-            record.attempts.append(
-                Attempt(
-                    slot.runtime.agent_id,
-                    failure.status,
-                    elapsed_ms,
-                    "candidate",
-                    failure.error_type,
-                    str(error),
-                    failure.fault,
-                    failure.delivered,
-                )
-            )
-            last_error = error
-            resend = failure.transient and (slot.capability.safe_to_repeat or not failure.delivered)
-            if started or not resend:
-                _close(dispatcher, record, message, slot, failure.status, str(error))
-                raise error from failure.__cause__
-            continue
-        elapsed_ms = (time.perf_counter() - began) * 1000.0
-        record.attempts.append(Attempt(slot.runtime.agent_id, "ok", elapsed_ms))
-        _close(dispatcher, record, message, slot, ResultStatus.OK)
+    opener = _Opener(dispatcher)
+    result = await dispatcher.dispatch(message, opener)
+    stream = opener.opened
+    if stream is None:
+        yield raise_for_status(result).payload
         return
-    _close(dispatcher, record, message, None, ResultStatus.ERROR, str(last_error) if last_error else None)
-    if last_error is not None:
-        raise last_error
-    msg = f"no candidate could stream {meta.capability!r}"
-    raise NoCandidateError(msg)
+    try:
+        chunk = stream.first
+        while not isinstance(chunk, _End):
+            yield chunk
+            chunk = await stream.next()
+    finally:
+        await stream.end()
 
 
-class _StreamFailedError(Exception):
-    """A stream that failed, with what the retry rules need to know about it."""
+class _Opener:
+    """The attempts of one `Router.stream` call (an `attempts.Opener`), and the stream it opened."""
+
+    __slots__ = ("_dispatcher", "opened")
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self._dispatcher = dispatcher
+        self.opened: _Stream | None = None
+
+    async def attempt(
+        self, slot: Slot, message: ReachMessage, deadline: float, transient: Sequence[type[BaseException]]
+    ) -> tuple[ReachResult, float]:
+        """Deliver to `slot` up to the first chunk: a failure before it is an attempt's failure."""
+        astream = getattr(slot.runtime.agent, "astream", None)
+        if astream is None:
+            return await deliver(slot, message, deadline, transient)
+        now = time.time()
+        # The whole stream is bounded like a call; its first chunk by this attempt's share too.
+        ends = min(now + slot.capability.timeout_ms / 1000.0, message.meta_info.deadline or deadline)
+        budget = min(ends, deadline) - now
+        admitted = admit(slot, message, budget)
+        if isinstance(admitted, ReachResult):
+            return admitted, 0.0
+        stream = _Stream(slot, admitted, astream, ends, transient)
+        try:
+            first = await stream.pull(budget)
+        except BaseException:
+            await stream.close(None)
+            raise
+        if isinstance(first, ReachResult):
+            return first, await stream.close(first)
+        stream.first = first
+        self.opened = stream
+        to_first_ms = (time.perf_counter() - stream.flight.start) * 1000.0
+        return ok_result(admitted, slot.runtime.agent_id, None), to_first_ms
+
+    def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool) -> bool:
+        """Whether the stream is open, and records the outcome itself when it ends."""
+        stream = self.opened
+        if stream is None:
+            return False
+        stream.hold(self._dispatcher, record, result, keep)
+        return True
+
+
+class _Stream:
+    """An agent's open stream: read one step at a time, in flight until `end`."""
+
+    __slots__ = (
+        "_held",
+        "astream",
+        "ends",
+        "first",
+        "flight",
+        "iterator",
+        "message",
+        "outcome",
+        "slot",
+        "transient",
+    )
 
     def __init__(
         self,
-        error: ReachError,
-        status: ResultStatus,
-        error_type: str,
-        transient: bool,
-        fault: Fault,
-        delivered: bool = True,
+        slot: Slot,
+        message: ReachMessage,
+        astream: Callable[[ReachMessage], Any],
+        ends: float,
+        transient: Sequence[type[BaseException]],
     ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.status = status
-        self.error_type = error_type
+        self.slot = slot
+        self.message = message
+        self.ends = ends
         self.transient = transient
-        self.fault = fault
-        self.delivered = delivered
+        self.astream = astream
+        self.iterator: AsyncIterator[Any] | None = None
+        self.flight = InFlight(slot, message.meta_info)
+        self.first: JsonValue | _End = END
+        self.outcome: ReachResult | None = None
+        self._held: tuple[Dispatcher, DecisionRecord, ReachResult, bool, float] | None = None
 
+    async def pull(self, budget_s: float) -> JsonValue | _End | ReachResult:
+        """The next chunk, `END`, or what the failure to get it means.
 
-async def _chunks(
-    slot: Slot, message: ReachMessage, deadline: float, transient: Sequence[type[BaseException]]
-) -> AsyncIterator[JsonValue]:
-    """The agent's chunks under the deadline, with in-flight counted and the outcome recorded.
-
-    The routed-call context (`current_hop`) is set around each step of the agent's iterator only,
-    so nested calls the agent makes inherit the task, while the caller's code between chunks does
-    not.
-    """
-    runtime = slot.runtime
-    agent_id = runtime.agent_id
-    stream = runtime.agent.astream(message)  # type: ignore[attr-defined]
-    hop = Hop(message.meta_info, agent_id)
-    slot.in_flight += 1
-    runtime.in_flight += 1
-    runtime.breaker.on_start()
-    began = time.perf_counter()
-    # None while running; stays None when the caller stops early, which is no fault of the agent.
-    success: bool | None = None
-    try:
-        while True:
-            token = enter_hop(hop)
+        The hop and the deadline wrap this one step, never a yield, so the caller's code between
+        chunks runs outside the routed call and cannot be cancelled by its deadline.
+        """
+        flight = self.flight
+        try:
+            flight.enter(budget_s)
             try:
-                # The timeout wraps one step only, never a yield, so it cannot fire in the caller.
-                async with asyncio.timeout(max(deadline - time.time(), 0.0)):
-                    chunk = ensure_json(await anext(stream), where="chunk")
-            except StopAsyncIteration:
-                success = True
-                return
-            except TimeoutError:
-                success = False
-                msg = f"agent {agent_id} stopped streaming at the deadline; {UNKNOWN_OUTCOME}"
-                raise _StreamFailedError(
-                    ReachTimeoutError(msg), ResultStatus.TIMEOUT, "ReachTimeoutError", True, Fault.AGENT
-                ) from None
-            except InvalidMessageError as exc:
-                # The agent found the request malformed: the caller's to fix, not held against it.
-                raise _StreamFailedError(
-                    exc, ResultStatus.INVALID, type(exc).__name__, False, Fault.CALLER, delivered=False
-                ) from exc
-            except AgentBusyError as exc:
-                msg = f"agent {agent_id} is busy: {exc}"
-                raise _StreamFailedError(
-                    AgentCallError(msg),
-                    ResultStatus.ERROR,
-                    type(exc).__name__,
-                    True,
-                    Fault.ROUTER,
-                    delivered=False,
-                ) from exc
-            except Exception as exc:
-                success = False
-                msg = f"agent {agent_id} failed while streaming: {type(exc).__name__}: {exc}"
-                failure = _StreamFailedError(
-                    AgentCallError(msg),
-                    ResultStatus.ERROR,
-                    type(exc).__name__,
-                    is_transient(exc, transient),
-                    Fault.AGENT,
-                    delivered=not never_started(exc),
-                )
-                raise failure from exc
+                if self.iterator is None:
+                    # Opened here, so an agent whose astream() raises at once fails like any other.
+                    self.iterator = self.astream(self.message)
+                chunk = await anext(self.iterator)
+            except asyncio.CancelledError:
+                if flight.expired():
+                    raise TimeoutError from None
+                raise
             finally:
-                leave_hop(token)
-            yield chunk
-    finally:
-        slot.in_flight -= 1
-        runtime.in_flight -= 1
-        if success is None:
-            runtime.breaker.probing = False
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        if success is not None:
-            runtime.record(success, (time.perf_counter() - began) * 1000.0)
-        if slot.waitlist:
-            slot.waitlist.wake_one()
+                flight.exit()
+            return ensure_json(chunk, where="chunk")
+        except StopAsyncIteration:
+            return END
+        except TimeoutError:
+            return timed_out(self.message, self.slot, budget_s)
+        except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
+            return from_exception(self.message, self.slot.runtime.agent_id, exc, self.transient)
 
+    async def next(self) -> JsonValue | _End:
+        """The next chunk or `END`; a failure now raises, as the caller holds part of the answer."""
+        got = await self.pull(self.ends - time.time())
+        if isinstance(got, ReachResult):
+            self.outcome = got
+            return raise_for_status(got).payload  # a failed result: raises its ReachError
+        if got is END:
+            self.outcome = ok_result(self.message, self.slot.runtime.agent_id, None)
+        return got
 
-def _close(
-    dispatcher: Dispatcher,
-    record: DecisionRecord,
-    message: ReachMessage,
-    slot: Slot | None,
-    status: ResultStatus,
-    error: str | None = None,
-) -> None:
-    """Finish a stream's decision record like any reach: kept, logged, observed."""
-    agent_id = slot.runtime.agent_id if slot is not None else None
-    record.status = status
-    record.path = "candidate" if slot is not None else "none"
-    if status is ResultStatus.OK:
-        record.chosen = agent_id
-    meta = message.meta_info
-    summary = build_trusted(
-        ReachResult,
-        {
-            "status": status,
-            "task_id": meta.task_id,
-            "trace_id": meta.trace_id,
-            "capability": meta.capability,
-            "agent_id": agent_id,
-            "attempts": len(record.attempts),
-            "served_by": record.path,
-            "error": error,
-            "timings": ZERO_TIMINGS,
-        },
-    )
-    dispatcher.record_outcome(record, summary)
+    async def close(self, outcome: ReachResult | None) -> float:
+        """Close the agent's iterator and free the slot; count `outcome` (None: no outcome, the
+        caller stopped). Returns the stream's time in milliseconds."""
+        try:
+            aclose = getattr(self.iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        except Exception:
+            logger.warning("closing the stream of agent %s failed", self.slot.runtime.agent_id, exc_info=True)
+        finally:
+            elapsed_ms = self.flight.close()
+            if outcome is None:
+                self.flight.abandon()
+            else:
+                account(self.message, self.slot, outcome, elapsed_ms)
+        return elapsed_ms
+
+    def hold(self, dispatcher: Dispatcher, record: DecisionRecord, result: ReachResult, keep: bool) -> None:
+        """Keep the dispatch's record and result, to finish them when the stream ends."""
+        self._held = (dispatcher, record, result, keep, time.perf_counter())
+
+    async def end(self) -> None:
+        """The stream is over (exhausted, failed, or left by the caller): close it, then finish its
+        decision record, attempt and result like a unary call's, and record them."""
+        if self.first is END and self.outcome is None:
+            self.outcome = ok_result(self.message, self.slot.runtime.agent_id, None)
+        outcome = self.outcome
+        elapsed_ms = await self.close(outcome)
+        if self._held is None:
+            return
+        dispatcher, record, held, keep, held_at = self._held
+        if outcome is None:
+            agent_id = self.slot.runtime.agent_id
+            error = "the caller stopped reading the stream before its end"
+            kind = ErrorKind.CANCELLED
+            outcome = error_result(self.message, ResultStatus.CANCELLED, kind, error, fault=Fault.CALLER)
+            amend(outcome, {"agent_id": agent_id})
+        timings = held.timings
+        amend(
+            outcome,
+            {
+                name: getattr(held, name)
+                for name in ("task_id", "trace_id", "capability", "attempts", "served_by", "agent_id")
+            },
+        )
+        total_ms = timings.total_ms + (time.perf_counter() - held_at) * 1000.0
+        amend(
+            outcome,
+            {
+                "delivered": True,
+                "timings": build_trusted(
+                    Timings,
+                    {
+                        "routing_ms": timings.routing_ms,
+                        "queueing_ms": timings.queueing_ms,
+                        "agent_ms": elapsed_ms,
+                        "total_ms": total_ms,
+                    },
+                ),
+            },
+        )
+        attempt = record.attempts[-1]
+        attempt.status, attempt.elapsed_ms = outcome.status, elapsed_ms
+        attempt.error_type, attempt.error, attempt.fault = outcome.error_type, outcome.error, outcome.fault
+        record.status = outcome.status
+        record_outcome(dispatcher.decisions, dispatcher.observers, record, outcome, keep)

@@ -21,7 +21,7 @@ from reach_adapters import (
     Router,
     RoutingPolicy,
 )
-from reach_adapters.router.delivery import error_result
+from reach_adapters.router import error_result
 from reach_adapters.router.faults import is_transient
 from tests.core.conftest import FAST, Gate, Handled, agent_info, echo_agent, failing_agent
 

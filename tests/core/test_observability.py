@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from prometheus_client import generate_latest
 
 from middleware import ReachMessage
 from reach_adapters import Capability, FunctionAgent, ReachError, Router
+from reach_adapters.errors import InvalidMessageError
 from reach_adapters.observability import JsonFormatter, ReachLogFilter
 from reach_adapters.observability.metrics import ReachMetrics
 from reach_adapters.router import tracing
@@ -91,10 +93,14 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    # The global provider can be set once per process; the router's cache is pointed at ours.
-    monkeypatch.setattr(tracing, "_tracer", provider.get_tracer("agent-reach"))
+    # The global provider can be set once per process: ours stands in for it during the test,
+    # as if the application had set it up after the router was built.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    monkeypatch.setattr(tracing, "_checked_at", -math.inf)
     yield exporter
     provider.shutdown()
+    monkeypatch.undo()
+    tracing.active_tracer()
 
 
 async def test_spans_for_dispatch_selection_and_each_attempt(spans: InMemorySpanExporter) -> None:
@@ -117,6 +123,22 @@ async def test_spans_for_dispatch_selection_and_each_attempt(spans: InMemorySpan
 
 def test_without_a_provider_no_tracer_is_used() -> None:
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert tracing.active_tracer() is None
+
+
+def test_the_tracer_follows_the_provider_set_later_or_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = TracerProvider(), TracerProvider()
+    monkeypatch.setattr(tracing, "_checked_at", -math.inf)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", first)
+    found = tracing.active_tracer()
+    assert found is not None
+    assert tracing.active_tracer() is found  # cached while the provider stays
+    # Once a provider is known it is read on every reach, so a replacement is seen at once.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", second)
+    replaced = tracing.active_tracer()
+    assert replaced is not None
+    assert replaced is not found
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
     assert tracing.active_tracer() is None
 
 
@@ -172,3 +194,31 @@ async def test_streams_are_observed_like_any_reach() -> None:
     with pytest.raises(ReachError):
         [chunk async for chunk in router.stream("nothing", {})]
     assert seen.reaches == [("unicast", "ok", "w:gen:01"), ("unicast", "no_candidate", None)]
+
+
+async def test_an_agents_exception_is_one_warning_line_and_a_debug_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    router = Router(FAST)
+    router.register(failing_agent("svc:work:01", RuntimeError("boom")))
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.router.outcomes"):
+        result = await router.route("work", {})
+    (line,) = [r for r in caplog.records if r.name == "reach_adapters.router.outcomes"]
+    assert line.levelno == logging.WARNING
+    assert line.exc_info is None
+    assert line.getMessage() == f"agent svc:work:01 raised on task {result.task_id}: RuntimeError: boom"
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="reach_adapters.router.outcomes"):
+        await router.route("work", {})
+    traced = [r for r in caplog.records if r.exc_info is not None]
+    assert len(traced) == 1
+    assert traced[0].levelno == logging.DEBUG
+    assert "raise exc" in caplog.text  # the agent's own frame, from the traceback
+
+
+async def test_a_callers_mistake_the_agent_reports_is_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    router = Router(FAST)
+    router.register(failing_agent("svc:work:01", InvalidMessageError("no such thread")))
+    with caplog.at_level(logging.INFO, logger="reach_adapters.router.outcomes"):
+        assert (await router.route("work", {})).status == "invalid"
+    assert not [r for r in caplog.records if r.name == "reach_adapters.router.outcomes"]

@@ -499,6 +499,28 @@ async def test_probes_take_agents_out_and_back() -> None:
     assert {a.agent_id: a.state for a in router.catalog()}["svc:probed:01"] is AgentState.ONLINE
 
 
+async def test_only_the_probe_lifts_an_offline_state_the_probe_set() -> None:
+    class ProbedWithHandle(Probed):
+        def attach(self, handle: AgentHandle) -> None:
+            self.handle = handle
+
+    router = Router()
+    agent = ProbedWithHandle("svc:probed:01")
+    router.register(agent)
+    # The adapter's own word, even in the probe's words, is the adapter's to take back.
+    agent.handle.set_state(AgentState.OFFLINE, "health probe failed")
+    await router.probe_now()
+    assert router.catalog()[0].state is AgentState.OFFLINE
+    agent.handle.set_state(AgentState.ONLINE, "reconnected")
+    agent.healthy = False
+    await router.probe_now()
+    await router.probe_now()
+    assert router.catalog()[0].state is AgentState.OFFLINE
+    agent.healthy = True
+    await router.probe_now()
+    assert router.catalog()[0].state is AgentState.ONLINE
+
+
 async def test_background_probing_runs_on_its_interval() -> None:
     router = Router(RoutingPolicy(probe_interval_s=0.02, probe_timeout_s=0.5))
     agent = Probed("svc:probed:01")

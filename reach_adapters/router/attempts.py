@@ -1,0 +1,210 @@
+"""The attempts of one dispatch: the best candidate, the next ones on transient failures (with
+backoff and a retry budget), then the fallback chain. Unary calls and streams alike."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol
+
+from opentelemetry.trace import Tracer
+
+from middleware import ReachMessage, ReachResult
+from middleware.fast import amend
+from reach_adapters.router.decisions import DecisionRecord, Exclusion, ExclusionKind
+from reach_adapters.router.delivery import deliver
+from reach_adapters.router.faults import ANSWERED, RETRIED
+from reach_adapters.router.planning import Plan, slot_for
+from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.registry import Registry
+from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
+from reach_adapters.router.selection import exclusion
+from reach_adapters.router.state import Slot
+from reach_adapters.router.tracing import ATTEMPT, spanned
+
+__all__ = ["Opener", "Run", "fall_back", "in_turn"]
+
+logger = logging.getLogger(__name__)
+
+Deliver = Callable[
+    [Slot, ReachMessage, float, Sequence[type[BaseException]]], Coroutine[Any, Any, tuple[ReachResult, float]]
+]
+
+
+class Opener(Protocol):
+    """A stream's way through the dispatch (see `streaming`): each attempt opens the agent's
+    stream up to its first chunk, and the stream, once open, finishes the record itself."""
+
+    def attempt(
+        self, slot: Slot, message: ReachMessage, deadline: float, transient: Sequence[type[BaseException]]
+    ) -> Coroutine[Any, Any, tuple[ReachResult, float]]: ...
+
+    def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool) -> bool: ...
+
+
+class Run:
+    """One dispatch of a task here: the lineage it came with, the agents it has gone to, and how
+    each attempt is made (`deliver`, or a stream's opener)."""
+
+    __slots__ = ("deliver", "lineage", "stream", "targets")
+
+    def __init__(self, lineage: list[str], stream: Opener | None = None) -> None:
+        self.lineage = lineage
+        self.targets: set[str] = set()
+        self.stream = stream
+        self.deliver: Deliver = deliver if stream is None else stream.attempt
+
+    def sent_back(self, lineage: list[str]) -> bool:
+        """Whether the same task arriving with `lineage` went out through one of this run's
+        agents: its chain continues this run's, through a target of it. A retry of the task
+        through another path does not."""
+        n = len(self.lineage)
+        return len(lineage) > n and lineage[n] in self.targets and lineage[:n] == self.lineage
+
+
+async def in_turn(
+    message: ReachMessage,
+    record: DecisionRecord,
+    plan: Plan,
+    deadline: float,
+    tracer: Tracer | None,
+    run: Run,
+    policy: RoutingPolicy,
+    budget: RetryBudget,
+    transient: Sequence[type[BaseException]],
+) -> tuple[ReachResult, Slot]:
+    """Deliver to the best slot; on a transient failure retry on the next-best, with backoff.
+
+    A task safe to repeat gives each attempt only a share of the time left while another
+    candidate could take over, so one hung replica cannot use up the whole deadline; never
+    less than twice the agent's usual latency, and only once that is known.
+    Returns the last result and the slot that gave it.
+    """
+    meta = message.meta_info
+    budget.earn()
+    tried: set[int] = set()
+    retries = 0
+    # The first candidate was screened just now, with no await since: no need to check it again.
+    slot = plan.slots[0]
+    while True:
+        tried.add(id(slot))
+        run.targets.add(slot.runtime.agent_id)
+        ends = deadline
+        if (
+            len(tried) < len(plan.slots)
+            and policy.attempt_timeout_share < 1.0
+            and retries < policy.max_retries
+            and slot.capability.safe_to_repeat
+        ):
+            now = time.time()
+            share = (deadline - now) * policy.attempt_timeout_share
+            usual = slot.runtime.usual_ms
+            # Never cut an attempt below what the agent needs (twice its usual latency), nor
+            # one of an agent whose needs are not known yet.
+            if usual is not None and share * 1000.0 >= 2 * usual:
+                ends = now + share
+        result, elapsed_ms = await spanned(
+            tracer, ATTEMPT, run.deliver(slot, message, ends, transient), slot, record
+        )
+        record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
+        if result.status in ANSWERED:
+            if slot.capability.name != meta.capability:
+                # A matched task served under another of its top matches.
+                amend(meta, {"capability": slot.capability.name})
+            return result, slot
+        if not result.retryable or result.fault not in RETRIED:
+            return result, slot
+        cap = slot.capability
+        if not may_resend(result, cap.safe_to_repeat):
+            record.note = f"not re-sent: {cap.name!r} is not idempotent and the work may have started"
+            return result, slot
+        if retries >= policy.max_retries:
+            return result, slot
+        if not budget.spend():
+            record.note = "retry budget exhausted"
+            logger.warning("task %s: retry budget exhausted, not retrying", meta.task_id)
+            return result, slot
+        delay = backoff_s(retries + 1, policy.backoff_ms, policy.backoff_multiplier, policy.jitter_ms)
+        if time.time() + delay >= deadline:
+            return result, slot
+        retries += 1
+        await asyncio.sleep(delay)
+        following = _next_slot(plan, tried, message, policy)
+        if following is None:
+            return result, slot
+        slot = following
+
+
+def _next_slot(plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy) -> Slot | None:
+    """The best slot not tried yet that may still serve, else the best one that may."""
+    now = time.monotonic()
+    check_breaker = not plan.forced
+    again: Slot | None = None
+    for slot in plan.slots:
+        if exclusion(slot, message.meta_info, policy, now, breaker=check_breaker) is not None:
+            continue
+        if id(slot) not in tried:
+            return slot
+        again = again or slot
+    return again
+
+
+async def fall_back(
+    message: ReachMessage,
+    record: DecisionRecord,
+    result: ReachResult,
+    caller_deadline: bool,
+    run: Run,
+    registry: Registry,
+    policy: RoutingPolicy,
+    transient: Sequence[type[BaseException]],
+) -> tuple[ReachResult, str]:
+    """Try the hint's fallback agents, then the policy's default agent, in that order.
+
+    Returns the result and the path that gave it: ``fallback``, ``default``, or ``none`` with
+    the last failure when none answered.
+    """
+    meta = message.meta_info
+    fallback = message.routing_hint.fallback
+    chain = [(agent_id, "fallback") for agent_id in fallback]
+    default = policy.default_agent
+    if default is not None and default not in fallback:
+        chain.append((default, "default"))
+    tried = {attempt.agent_id for attempt in record.attempts}
+    exclusions = record.exclusions
+    for agent_id, path in chain:
+        runtime = registry.get(agent_id)
+        if runtime is None:
+            exclusions.append(
+                Exclusion(agent_id, f"{path} agent is not registered", ExclusionKind.UNREGISTERED)
+            )
+            continue
+        if agent_id in tried:
+            continue
+        if not runtime.slots:
+            reason = f"{path} agent declares no capabilities now"
+            exclusions.append(Exclusion(agent_id, reason, ExclusionKind.UNDECLARED))
+            continue
+        slot = slot_for(runtime.slots, meta.capability) or runtime.slots[0]
+        excluded = exclusion(slot, meta, policy, time.monotonic())
+        if excluded is not None:
+            excluded.reason = f"{path} agent: {excluded.reason}"
+            exclusions.append(excluded)
+            continue
+        now = time.time()
+        if not caller_deadline:
+            # No deadline from the caller: the fallback agent gets its own capability timeout.
+            amend(meta, {"deadline": now + slot.capability.timeout_ms / 1000.0})
+        elif (meta.deadline or 0.0) <= now:
+            reason = f"{path} agent: the caller's deadline has passed"
+            exclusions.append(Exclusion(agent_id, reason, ExclusionKind.DEADLINE))
+            break
+        run.targets.add(agent_id)
+        outcome, elapsed_ms = await run.deliver(slot, message, meta.deadline or now, transient)
+        record.add_attempt(agent_id, outcome, elapsed_ms, path)
+        if outcome.status in ANSWERED:
+            return outcome, path
+        result = outcome
+    return result, "none"

@@ -1,0 +1,81 @@
+"""A delivery in progress, the same for unary calls and streams: counted on its slot, inside its
+hop while the agent runs, and cancelled by the deadline watchdog when its time is up.
+
+Plain methods called around each await of the agent (one for a call, one per chunk of a stream)
+rather than a context manager: the unary path pays no extra frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextvars import Token
+
+from middleware import MetaInfo
+from reach_adapters.router.deadlines import Expiry, Watchdog, watchdog
+from reach_adapters.router.hops import Hop, enter_hop, free_slot, leave_hop
+from reach_adapters.router.state import Slot
+
+__all__ = ["InFlight"]
+
+
+class InFlight:
+    """One delivery to `slot`, from the moment it is counted until `close`.
+
+    Around each await of the agent: `enter` before it, `expired` in its ``except CancelledError``,
+    `exit` in its ``finally``. The agent may `Hop.linger` past `close`, keeping the slot taken.
+    """
+
+    __slots__ = ("_cancelling", "_expiry", "_task", "_token", "_watch", "hop", "slot", "start")
+
+    _task: asyncio.Task[object]
+    _watch: Watchdog
+    _expiry: Expiry
+    _token: Token[Hop | None]
+    _cancelling: int
+
+    def __init__(self, slot: Slot, meta: MetaInfo) -> None:
+        runtime = slot.runtime
+        slot.in_flight += 1
+        runtime.in_flight += 1
+        runtime.breaker.on_start()
+        self.slot = slot
+        self.hop = Hop(meta, runtime.agent_id, slot)
+        self.start = time.perf_counter()
+
+    def enter(self, budget_s: float) -> None:
+        """The agent runs from here: nested calls inherit the hop; after `budget_s` it is cancelled."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._cancelling = task.cancelling()
+        watch = self._watch = watchdog(task.get_loop())
+        self._expiry = watch.watch(task, budget_s)
+        self._token = enter_hop(self.hop)
+
+    def expired(self) -> bool:
+        """In ``except CancelledError``: whether the deadline, and nothing else, cancelled the agent
+        (take the cancellation back then, as `asyncio.timeout` does, and raise `TimeoutError`)."""
+        return self._expiry.consume() and self._task.uncancel() <= self._cancelling
+
+    def exit(self) -> None:
+        """The agent's step is over (``finally``): out of the hop, off the watchdog."""
+        leave_hop(self._token)
+        self._watch.release(self._expiry)
+        if self._expiry.consume():
+            # The agent swallowed our cancellation: take it back, as asyncio.timeout does.
+            self._task.uncancel()
+
+    def close(self) -> float:
+        """The delivery is over: free the slot (unless the agent lingers); its time in ms."""
+        elapsed_ms = (time.perf_counter() - self.start) * 1000.0
+        hop = self.hop
+        if not hop.lingering:
+            free_slot(self.slot)
+        # Over: a linger() from here on has no slot to keep.
+        hop.slot = None
+        return elapsed_ms
+
+    def abandon(self) -> None:
+        """The caller gave up: no outcome to count, but a half-open probe slot must not stay taken."""
+        self.slot.runtime.breaker.release_probe()

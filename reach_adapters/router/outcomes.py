@@ -1,0 +1,235 @@
+"""What a delivery came to: failed results the router builds, and the classification of what an
+agent did (raised, hung, returned) into a result that says whose `Fault` a failure is."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from middleware import Fault, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import ZERO_TIMINGS, amend, build_trusted
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router.faults import (
+    ANSWERED,
+    counts_against_agent,
+    fault_of_returned,
+    is_transient,
+    never_started,
+)
+from reach_adapters.router.schemas import first_error
+
+if TYPE_CHECKING:
+    from reach_adapters.router.state import Slot
+
+__all__ = [
+    "UNKNOWN_OUTCOME",
+    "AgentBusyError",
+    "ErrorKind",
+    "account",
+    "checked_output",
+    "error_result",
+    "from_exception",
+    "returned",
+    "timed_out",
+]
+
+logger = logging.getLogger(__name__)
+
+# Said of every failure after delivery whose effect the router cannot know.
+UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
+
+
+class ErrorKind(StrEnum):
+    """The ``error_type`` of failures the router itself names; an agent's exception keeps its
+    class name. The values are the names of the matching `ReachError` subclasses, so
+    `raise_for_status` raises the right one."""
+
+    AGENT_CALL = "AgentCallError"
+    AGENT_BUSY = "AgentBusyError"
+    AGENT_PROTOCOL = "AgentProtocolError"
+    CANCELLED = "Cancelled"
+    IDEMPOTENCY_CONFLICT = "IdempotencyConflictError"
+    INPUT_REQUIRED = "InputRequired"
+    INVALID_MESSAGE = "InvalidMessageError"
+    LOOP_DETECTED = "LoopDetectedError"
+    NO_CANDIDATE = "NoCandidateError"
+    OUTPUT_VALIDATION = "OutputValidationError"
+    PAYLOAD_VALIDATION = "PayloadValidationError"
+    TIMEOUT = "ReachTimeoutError"
+    UNKNOWN_AGENT = "UnknownAgentError"
+
+
+class AgentBusyError(Exception):
+    """Raise from an agent to say "not now": the router tries another candidate."""
+
+
+def error_result(
+    message: ReachMessage,
+    status: ResultStatus,
+    error_type: str,
+    error: str,
+    *,
+    fault: Fault | None = None,
+    agent_id: str | None = None,
+    retryable: bool = False,
+    delivered: bool | None = None,
+) -> ReachResult:
+    """A failed result for `message`. Say whose `fault` it is where you know (see `faults`).
+
+    An agent returning it need not say `delivered`: the router knows the agent had the task. Say
+    it only to pass on another router's word (a task that never left it).
+    """
+    values = {
+        "status": status,
+        "task_id": message.meta_info.task_id,
+        "agent_id": agent_id,
+        "error_type": error_type,
+        "error": error,
+        "fault": fault,
+        "retryable": retryable,
+        "timings": ZERO_TIMINGS,
+    }
+    if delivered is not None:
+        values["delivered"] = delivered
+    return build_trusted(ReachResult, values)
+
+
+def from_exception(
+    message: ReachMessage, agent_id: str, exc: Exception, transient: Sequence[type[BaseException]]
+) -> ReachResult:
+    """What an exception the agent raised means: the caller's request (`InvalidMessageError`),
+    "not now" (`AgentBusyError`), or the agent's own failure, worth retrying when transient."""
+    error = str(exc) or repr(exc)
+    kind = type(exc).__name__
+    if isinstance(exc, InvalidMessageError):
+        # The agent found the request malformed (a payload it cannot bind, a bad message).
+        result = error_result(
+            message, ResultStatus.INVALID, kind, error, fault=Fault.CALLER, agent_id=agent_id
+        )
+    elif isinstance(exc, AgentBusyError):
+        # "Not now": nothing was started, and another agent may have room.
+        result = error_result(
+            message, ResultStatus.ERROR, kind, error, fault=Fault.ROUTER, agent_id=agent_id, retryable=True
+        )
+    else:
+        retryable = not isinstance(exc, NotJsonSafeError) and is_transient(exc, transient)
+        delivered = not never_started(exc)
+        if retryable and delivered:
+            error = f"{error}; {UNKNOWN_OUTCOME}"
+        result = error_result(
+            message,
+            ResultStatus.ERROR,
+            kind,
+            error,
+            fault=Fault.AGENT,
+            agent_id=agent_id,
+            retryable=retryable,
+            delivered=delivered,
+        )
+    _log_exception(message, agent_id, exc, result.fault)
+    return result
+
+
+def _log_exception(message: ReachMessage, agent_id: str, exc: Exception, fault: Fault | None) -> None:
+    """One line for the operator (WARNING when the agent is to blame), the traceback at DEBUG."""
+    level = logging.WARNING if fault is Fault.AGENT else logging.DEBUG
+    if logger.isEnabledFor(level):
+        task_id = message.meta_info.task_id
+        logger.log(level, "agent %s raised on task %s: %s: %s", agent_id, task_id, type(exc).__name__, exc)
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("traceback of agent %s on task %s", agent_id, message.meta_info.task_id, exc_info=exc)
+
+
+def timed_out(message: ReachMessage, slot: Slot, budget_s: float) -> ReachResult:
+    """A delivery that ran out of time: the agent's failure only if it had the time it usually
+    needs (twice its average latency); less time (left after queueing, a per-attempt share, a
+    tight caller deadline) is not held against it."""
+    runtime = slot.runtime
+    usual = runtime.usual_ms
+    budget_ms = budget_s * 1000.0
+    error = f"agent {runtime.agent_id} did not answer within {budget_ms:.0f} ms; {UNKNOWN_OUTCOME}"
+    fault = Fault.AGENT
+    if usual is not None and budget_ms < 2 * usual:
+        fault = Fault.ROUTER
+        error += f" (it usually answers in {usual:.0f} ms: too little time was left, not held against it)"
+    return error_result(
+        message,
+        ResultStatus.TIMEOUT,
+        ErrorKind.TIMEOUT,
+        error,
+        fault=fault,
+        agent_id=runtime.agent_id,
+        retryable=True,
+        delivered=True,
+    )
+
+
+def returned(message: ReachMessage, agent_id: str, result: object) -> ReachResult:
+    """What `invoke` returned, as a result that says whose fault a failure is and whether the
+    agent had the task; the agent's own word on both stands (another router's, over MCP)."""
+    if not isinstance(result, ReachResult):
+        return error_result(
+            message,
+            ResultStatus.ERROR,
+            ErrorKind.AGENT_PROTOCOL,
+            f"agent {agent_id} returned {type(result).__name__} from invoke(), not ReachResult",
+            fault=Fault.AGENT,
+            agent_id=agent_id,
+            delivered=True,
+        )
+    if result.status is not ResultStatus.OK or not result.delivered:
+        said = result.__pydantic_fields_set__
+        amend(
+            result,
+            {"fault": fault_of_returned(result), "delivered": result.delivered or "delivered" not in said},
+        )
+    return result
+
+
+def checked_output(message: ReachMessage, slot: Slot, result: ReachResult) -> ReachResult:
+    """`result`, or an error when its payload breaks the capability's output schema."""
+    validator = slot.output_validator
+    if result.status is not ResultStatus.OK or validator is None or validator.is_valid(result.payload):
+        return result
+    problem = first_error(validator, result.payload)
+    error = f"output of {slot.capability.name!r} does not match its output schema: {problem}"
+    # The agent's failure, and retryable: another replica may answer correctly.
+    return error_result(
+        message,
+        ResultStatus.ERROR,
+        ErrorKind.OUTPUT_VALIDATION,
+        error,
+        fault=Fault.AGENT,
+        agent_id=slot.runtime.agent_id,
+        retryable=True,
+        delivered=True,
+    )
+
+
+def account(message: ReachMessage, slot: Slot, result: ReachResult, elapsed_ms: float) -> None:
+    """Count the outcome in the agent's health and breaker when it is the agent's own doing."""
+    runtime = slot.runtime
+    answered = result.status in ANSWERED
+    if answered or counts_against_agent(result):
+        if runtime.record(answered, elapsed_ms):
+            logger.warning(
+                "agent %s quarantined after %s (%s failures in a row)",
+                runtime.agent_id,
+                result.error_type,
+                runtime.breaker.consecutive,
+            )
+    else:
+        # Not the agent's doing (see `faults`): its health is untouched, a probe slot freed.
+        runtime.breaker.release_probe()
+    if not answered and logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "task %s: agent %s ended %s (%s fault): %s: %s",
+            message.meta_info.task_id,
+            runtime.agent_id,
+            result.status,
+            result.fault,
+            result.error_type,
+            result.error,
+        )

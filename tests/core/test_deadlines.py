@@ -1,0 +1,85 @@
+"""The deadline watchdog: one timer per loop, fires, releases, compacts, and keeps no loop alive."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+
+import pytest
+
+from reach_adapters import Router
+from reach_adapters.router import deadlines
+from reach_adapters.router.deadlines import watchdog
+from tests.core.conftest import echo_agent
+
+
+async def test_an_expiry_cancels_its_task_when_it_fires() -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    watch = watchdog(asyncio.get_running_loop())
+    expiry = watch.watch(task, 0.01)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.sleep(10)
+    assert expiry.consume()
+    assert not expiry.consume()  # once
+    assert task.uncancel() == 0
+    assert not expiry.active
+
+
+async def test_a_released_expiry_never_fires() -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    watch = watchdog(asyncio.get_running_loop())
+    expiry = watch.watch(task, 0.01)
+    watch.release(expiry)
+    watch.release(expiry)  # twice is harmless
+    later = watch.watch(task, 0.05)
+    async with asyncio.timeout(5):
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.sleep(10)  # cancelled by the later expiry, past the released one
+    task.uncancel()
+    assert later.consume()
+    assert not expiry.consume()
+
+
+async def test_released_entries_are_compacted_away() -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    watch = watchdog(asyncio.get_running_loop())
+    keep = watch.watch(task, 60.0)
+    for _ in range(1000):
+        watch.release(watch.watch(task, 120.0))
+    # Entries of finished deliveries are dropped once they outnumber live ones four to one.
+    assert len(watch._heap) <= 4 * 64
+    watch.release(keep)
+
+
+def test_each_loop_gets_its_own_watchdog() -> None:
+    async def current() -> deadlines.Watchdog:
+        return watchdog(asyncio.get_running_loop())
+
+    first = asyncio.run(current())
+    second = asyncio.run(current())
+    assert first is not second
+    assert first._loop is not second._loop
+
+
+def test_a_closed_loop_is_not_kept_alive() -> None:
+    async def routed() -> asyncio.AbstractEventLoop:
+        # The router remembers its home loop, so it lives in here only; nothing global may keep it.
+        router = Router()
+        router.register(echo_agent("util:echo:01"))
+        # A delivery arms the loop's watchdog timer (for the call's deadline) and leaves it armed.
+        assert (await router.route("echo", {"x": 1})).ok
+        return asyncio.get_running_loop()
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(routed()) is loop
+    finally:
+        loop.close()
+    gone = weakref.ref(loop)
+    del loop
+    gc.collect()
+    assert gone() is None
