@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.mcp.options import MCPOptions
+from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
 from reach_adapters.router.agent import CallStyle
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import parse_agent_id
@@ -134,14 +134,9 @@ class MCPAgentFile(MCPOptions):
         if self.command is not None and self.headers:
             msg = "'headers' apply to 'url' servers; remove them or use 'url'"
             raise ValueError(msg)
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            msg = f"'url' must be an http:// or https:// URL, got {self.url!r}"
-            raise ValueError(msg)
-        try:
-            parse_agent_id(self.agent_id)
-        except InvalidDeclarationError as exc:
-            msg = f"'name' and 'instance' must form a valid agent id: {exc}"
-            raise ValueError(msg) from None
+        problem = (url_problem(self.url) if self.url is not None else None) or agent_id_problem(self.agent_id)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property

@@ -38,9 +38,19 @@ T = TypeVar("T")
 # Sessions opened from synchronous code live on this loop, in a daemon thread started on first use.
 _SYNC_LOOP = Portal()
 _SYNC_AGENTS: weakref.WeakSet[MCPServerAgent] = weakref.WeakSet()
+_closing_at_exit = False
 
 
-@atexit.register
+def _close_at_exit() -> None:
+    """Have `_close_sync_loop` run at interpreter exit. Registered after the loop's first call,
+    since exit hooks run last-registered-first and the portal's own hook (registered when its
+    loop starts) would otherwise stop the loop before the sessions are closed on it."""
+    global _closing_at_exit
+    if not _closing_at_exit:
+        atexit.register(_close_sync_loop)
+        _closing_at_exit = True
+
+
 def _close_sync_loop() -> None:
     """Close the sessions synchronous code left open (stopping their server processes), then
     the loop: a daemon thread killed at exit would leave both behind."""
@@ -139,6 +149,7 @@ class MCPServerAgent:
             cls._open(spec), method="MCPServerAgent.connect_sync", instead="await MCPServerAgent.connect(...)"
         )
         _SYNC_AGENTS.add(agent)
+        _close_at_exit()
         return agent
 
     @classmethod
@@ -319,11 +330,12 @@ class MCPServerAgent:
             if not policy.enabled:
                 logger.warning("MCP server %s stays offline: reconnect is disabled", self._agent_id)
                 return
-            # A server that dies as soon as it is up must not be restarted in a tight loop.
+            # A server that dies as soon as it is up must not be restarted in a tight loop. The
+            # first wait is here; tenacity's waits after failed attempts carry on from the second.
             await asyncio.sleep(policy.initial_delay_s)
             retrying = AsyncRetrying(
                 wait=wait_exponential_jitter(
-                    multiplier=policy.initial_delay_s,
+                    multiplier=policy.initial_delay_s * policy.multiplier,
                     max=policy.max_delay_s,
                     exp_base=policy.multiplier,
                     jitter=policy.jitter_s,

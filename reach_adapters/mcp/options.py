@@ -7,10 +7,15 @@ anything that does: checking a directory must not need the ``mcp`` extra loaded.
 from __future__ import annotations
 
 import sys
+import warnings
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["PYTHON", "MCPOptions", "ReconnectPolicy", "resolve_command"]
+from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.router import parse_agent_id
+
+__all__ = ["PYTHON", "MCPOptions", "ReconnectPolicy", "agent_id_problem", "resolve_command", "url_problem"]
 
 # The command that names the interpreter running Agent Reach, in Python and in config files alike.
 PYTHON = "python"
@@ -20,6 +25,22 @@ def resolve_command(command: str) -> str:
     """The program to start: ``python`` is the interpreter running Agent Reach, so a server
     installed in the same environment is found whatever PATH says; any other name is unchanged."""
     return sys.executable if command == PYTHON else command
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a server URL, if anything: the same rule in Python and in config files."""
+    if url.startswith(("http://", "https://")):
+        return None
+    return f"a URL must start with http:// or https://, got {url!r}"
+
+
+def agent_id_problem(agent_id: str) -> str | None:
+    """Why a server's name and instance do not form a valid agent id, if they do not."""
+    try:
+        parse_agent_id(agent_id)
+    except InvalidDeclarationError as exc:
+        return f"its name and instance must form a valid agent id: {exc}"
+    return None
 
 
 class ReconnectPolicy(BaseModel):
@@ -38,6 +59,26 @@ class ReconnectPolicy(BaseModel):
         description="Up to this many seconds added to each wait, so replicas that died together "
         "do not reconnect in lockstep.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _jitter_share(cls, data: Any) -> Any:
+        """Earlier versions took ``jitter``, a share of the first wait: still read, as seconds."""
+        if isinstance(data, dict) and "jitter" in data and "jitter_s" not in data:
+            warnings.warn(
+                "reconnect 'jitter' (a share of the delay) is deprecated; use 'jitter_s' (seconds)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            data = dict(data)
+            share = data.pop("jitter")
+            if isinstance(share, int | float) and not isinstance(share, bool):
+                data["jitter_s"] = share * data.get(
+                    "initial_delay_s", cls.model_fields["initial_delay_s"].default
+                )
+            else:
+                data["jitter_s"] = share
+        return data
 
 
 class MCPOptions(BaseModel):

@@ -13,8 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
-from reach_adapters.mcp.options import MCPOptions
-from reach_adapters.router import parse_agent_id
+from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
 
 __all__ = ["HttpServer", "ServerParameters", "ServerSpec", "Target", "server_spec"]
 
@@ -68,7 +67,17 @@ def server_spec(
     options: MCPOptions | Mapping[str, Any] | None,
 ) -> ServerSpec:
     """Check `connect`'s arguments; every problem is an `InvalidDeclarationError` naming it."""
+    if not isinstance(name, str):
+        msg = (
+            f"MCPServerAgent.connect takes the agent's name first, got {type(name).__name__}; "
+            "give the server second: connect('time', StdioServerParameters(...))"
+        )
+        raise InvalidDeclarationError(msg)
     where = f"MCP server {name!r}"
+    if isinstance(args, str):
+        # A string is a sequence of one-letter arguments: never what was meant.
+        msg = f"{where}: args= takes a list of arguments, got the string {args!r}: args={args.split()!r}"
+        raise InvalidDeclarationError(msg)
     if command is not None:
         if server is not None:
             msg = f"{where}: give the server or command=, not both"
@@ -84,11 +93,10 @@ def server_spec(
         )
         raise InvalidDeclarationError(msg)
     spec = ServerSpec(name, _target(where, server, headers, auth), _options(where, options))
-    try:
-        parse_agent_id(spec.agent_id)
-    except InvalidDeclarationError as exc:
-        msg = f"{where}: its name and instance must form a valid agent id: {exc}"
-        raise InvalidDeclarationError(msg) from None
+    problem = agent_id_problem(spec.agent_id)
+    if problem is not None:
+        msg = f"{where}: {problem}"
+        raise InvalidDeclarationError(msg)
     return spec
 
 
@@ -96,8 +104,9 @@ def _target(
     where: str, server: ServerParameters, headers: Mapping[str, str] | None, auth: httpx2.Auth | None
 ) -> Target:
     if isinstance(server, str):
-        if not server.startswith(("http://", "https://")):
-            msg = f"{where}: a URL must start with http:// or https://, got {server!r}"
+        problem = url_problem(server)
+        if problem is not None:
+            msg = f"{where}: {problem}"
             raise InvalidDeclarationError(msg)
         return HttpServer(server, dict(headers or {}), auth)
     if headers is not None or auth is not None:

@@ -348,7 +348,7 @@ def test_validating_a_directory_does_not_import_the_mcp_sdk(tmp_path: Path) -> N
         ("reconnect:\n  initial_delay_s: 0\n", 5, "reconnect.initial_delay_s", "greater than 0"),
         ("http_timeout_s: fast\n", 4, "http_timeout_s", "a valid number"),
         ("relay_requests: maybe\n", 4, "relay_requests", "a valid boolean"),
-        ("reconnect:\n  jitter: 0.1\n", 5, "reconnect.jitter", "unknown key; the keys allowed here are"),
+        ("reconnect:\n  jiter_s: 0.1\n", 5, "reconnect.jiter_s", "unknown key; the keys allowed here are"),
     ],
 )
 def test_mcp_options_in_files_are_reach_errors_naming_the_field(
@@ -359,6 +359,15 @@ def test_mcp_options_in_files_are_reach_errors_naming_the_field(
     assert error.field == field
     assert words in error.problem
     assert str(error).startswith(f"{tmp_path / 'mcp:t:0.yaml'}:{line}: field '{field}': ")
+
+
+def test_the_earlier_reconnect_jitter_share_still_loads(tmp_path: Path) -> None:
+    # `jitter` was a share of the first wait; files written for it keep working, in seconds now.
+    write(tmp_path, "mcp:t:0.yaml", "kind: mcp\nname: t\ncommand: python\nreconnect:\n  jitter: 0.5\n")
+    with pytest.warns(DeprecationWarning, match="jitter_s"):
+        model = load_config(tmp_path).agents["mcp:t:0"].model
+    assert isinstance(model, MCPAgentFile)
+    assert model.reconnect.jitter_s == pytest.approx(0.5 * model.reconnect.initial_delay_s)
 
 
 def test_mcp_files_give_the_adapters_options() -> None:

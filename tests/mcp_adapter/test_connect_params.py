@@ -92,6 +92,17 @@ async def test_options_as_a_mapping_are_checked_like_the_model() -> None:
         )
 
 
+async def test_common_slips_in_the_arguments_are_named() -> None:
+    params = StdioServerParameters(command=PYTHON, args=[CALC])
+    with pytest.raises(InvalidDeclarationError, match="the agent's name first, got StdioServerParameters"):
+        await MCPServerAgent.connect(params)  # type: ignore[arg-type]
+    # A string would be split into one-letter arguments and the server never start.
+    with pytest.raises(InvalidDeclarationError, match=r"args= takes a list of arguments.*\['-m', 'x'\]"):
+        await MCPServerAgent.connect("calc", command=PYTHON, args="-m x")
+    with pytest.raises(InvalidDeclarationError, match="must start with http:// or https://"):
+        await MCPServerAgent.connect("calc", "ftp://127.0.0.1/mcp")
+
+
 async def test_reconnect_backs_off_while_the_server_is_down_then_comes_back(
     http_calc: HttpCalc, router: Router, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -188,6 +199,7 @@ def test_sessions_opened_from_sync_code_are_closed_at_exit(tmp_path: Path) -> No
     assert "connected: True" in done.stdout
     assert "portal thread: False" in done.stdout
     assert "Task was destroyed" not in done.stderr
+    assert "Exception ignored" not in done.stderr, done.stderr
     server_pid = int(pid_file.read_text())
     # The server process was stopped with the session, not orphaned.
     assert subprocess.run(["kill", "-0", str(server_pid)], capture_output=True, check=False).returncode != 0
