@@ -12,7 +12,7 @@ from typing import Literal
 
 from reach_adapters.errors import ReachError
 
-__all__ = ["EXTRAS", "Extra", "MissingExtraError", "install_command", "require_extra"]
+__all__ = ["EXTRAS", "Extra", "MissingExtraError", "require_extra"]
 
 Extra = Literal["langchain", "mcp", "metrics", "gateway"]
 
@@ -29,14 +29,10 @@ class MissingExtraError(ReachError, ImportError):
     """A part of agent-reach needs an extra that is not installed; the message names the install."""
 
 
-def install_command(extra: Extra) -> str:
-    return f"pip install 'agent-reach[{extra}]'"
-
-
 def require_extra(extra: Extra, feature: str) -> None:
     """Raise `MissingExtraError` naming `feature` and the install when a module of `extra` is missing."""
     for module in EXTRAS[extra]:
         if find_spec(module) is None:
-            install = install_command(extra)
+            install = f"pip install 'agent-reach[{extra}]'"
             msg = f"{feature} needs the '{extra}' extra ({module!r} is not installed): {install}"
             raise MissingExtraError(msg, name=module)

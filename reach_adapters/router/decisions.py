@@ -198,7 +198,8 @@ class DecisionLog:
         record = self._records.get(task_id)
         if record is None:
             msg = (
-                f"no decision record for task {task_id!r}; the router keeps the last {self._size} "
+                f"no decision record for task {task_id!r}: the task is unknown, still streaming (a "
+                f"stream's record is kept when it ends), or older than the last {self._size} kept "
                 "(RoutingPolicy.decision_log_size)"
             )
             raise UnknownTaskError(msg)

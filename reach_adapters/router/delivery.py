@@ -20,10 +20,10 @@ from reach_adapters.router.outcomes import (
 )
 from reach_adapters.router.state import Slot
 
-__all__ = ["adapted", "admit", "deliver", "input_problem", "resumes"]
+__all__ = ["admit", "deliver", "resumes"]
 
 
-def adapted(slot: Slot, message: ReachMessage) -> ReachMessage:
+def _adapted(slot: Slot, message: ReachMessage) -> ReachMessage:
     """`message` as the slot's agent reads it, a copy when that changes it (the next candidate
     may read it otherwise): its payload through `Agent.adapt_payload` (a plain text for a chat
     agent), its capability under the agent's own name when the router renamed it."""
@@ -45,7 +45,7 @@ def resumes(message: ReachMessage) -> bool:
     return "resume" in message.meta_info.__pydantic_fields_set__
 
 
-def input_problem(slot: Slot, message: ReachMessage) -> str | None:
+def _input_problem(slot: Slot, message: ReachMessage) -> str | None:
     """What is wrong with the payload for this slot's input schema, or None.
 
     No payload means no arguments for a capability that takes an object, so it becomes ``{}``.
@@ -82,12 +82,12 @@ def admit(
             agent_id=runtime.agent_id,
         )
     if slot.adapt is not None or slot.own_name is not None:
-        message = adapted(slot, message)
+        message = _adapted(slot, message)
     # Most capabilities take any object and most calls carry one: skip the check call then.
     if (
         slot.input_validator is not None or (message.raw_payload is None and slot.object_input)
     ) and not resumes(message):
-        problem = input_problem(slot, message)
+        problem = _input_problem(slot, message)
         if problem is not None:
             return error_result(
                 message,

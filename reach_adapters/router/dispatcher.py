@@ -166,14 +166,14 @@ class Dispatcher:
         self.dedupe.settle(meta.task_id, future, result)
         return result
 
-    def strategy_for(self, message: ReachMessage) -> Strategy | None:
+    def _strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
 
     async def _dispatch(self, message: ReachMessage, tracer: Tracer | None, run: Run) -> ReachResult:
         start = time.perf_counter()
         meta = message.meta_info
         hint = message.routing_hint
-        strategy = self.strategy_for(message)
+        strategy = self._strategy_for(message)
         if strategy is None:
             error = (
                 f"routing_hint.strategy {hint.strategy!r} is unknown; use one of {sorted(self.strategies)}"

@@ -28,7 +28,8 @@ __all__ = [
 class Hop:
     """The routed call the current code runs inside, for nested calls to inherit from.
 
-    `slot` is set while a unary delivery runs; its agent may `linger` past it.
+    `slot` is set while a delivery runs (a unary call, or a stream until it ends); its agent may
+    `linger` past it.
     """
 
     meta: MetaInfo

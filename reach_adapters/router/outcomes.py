@@ -43,8 +43,8 @@ UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
 
 class ErrorKind(StrEnum):
     """The ``error_type`` of failures the router itself names; an agent's exception keeps its
-    class name. The values are the names of the matching `ReachError` subclasses, so
-    `raise_for_status` raises the right one."""
+    class name. Where a `ReachError` subclass stands for the failure, the value is its name, so
+    `raise_for_status` raises that class; for the others it raises the class of the status."""
 
     AGENT_CALL = "AgentCallError"
     AGENT_BUSY = "AgentBusyError"
