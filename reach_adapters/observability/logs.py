@@ -69,6 +69,15 @@ class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__(_TEXT_FORMAT)
 
+    def format(self, record: logging.LogRecord) -> str:
+        # Another handler may have cached the traceback as it printed it, unmasked and unindented.
+        cached = record.exc_text
+        record.exc_text = None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_text = cached
+
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
         return _CONTROL.sub(_escaped, super().formatMessage(record))
 
