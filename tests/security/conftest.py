@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from reach_adapters.observability import ReachLogFilter, RedactFilter, TextFormatter
+from tests.gateway.conftest import config_dir, serve
 from tests.mcp_adapter.conftest import HttpCalc
+
+# The gateway tests' fixtures: a config directory, and `reach serve` subprocesses on it.
+__all__ = ["config_dir", "serve"]
 
 KEYED = str(Path(__file__).parent / "servers" / "keyed.py")
 API_KEY = "sk-test-123"
