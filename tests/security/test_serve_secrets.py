@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,11 +51,11 @@ def test_no_secret_reaches_a_response_the_cli_or_the_log(
     server = serve(config_dir, "--log-level", "DEBUG")
     shown: list[str] = []
 
-    def read(method: str, path: str, **kwargs: object) -> dict[str, object] | list[object]:
+    def read(method: str, path: str, **kwargs: Any) -> Any:
+        """The JSON answer, its text kept to be searched for secrets."""
         response = server.api(method, path, **kwargs)
         shown.append(response.text)
-        body: dict[str, object] | list[object] = response.json()
-        return body
+        return response.json()
 
     assert read("POST", "/route", json={"capability": "echo", "payload": {"text": "hi"}})["payload"] == "hi"
     routed = read("POST", "/route", json={"capability": "add", "payload": {"a": 1, "b": 2}})
@@ -93,3 +94,11 @@ def test_no_secret_reaches_a_response_the_cli_or_the_log(
     assert "config change rejected" in log
     assert "reconnect failed" in log
     assert [secret for secret in SECRETS if secret in log] == []
+
+
+def test_a_server_that_cannot_start_is_reported_without_its_key(config_dir: Path) -> None:
+    write(config_dir, "mcp:keyed:0.yaml", keyed_file(env=False))
+    failed = run_reach("serve", str(config_dir), "--port", "0")
+    assert failed.returncode != 0
+    assert "--api-key ***" in failed.stderr, failed.stderr
+    assert_no_secret(failed.stdout + failed.stderr)
