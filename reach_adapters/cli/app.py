@@ -79,6 +79,9 @@ def _exit_code(exc: Exception) -> int | None:
 
 
 def _fail(args: argparse.Namespace, code: int, exc: Exception) -> int:
-    text = " ".join(str(exc).split("\n"))
+    from reach_adapters.security import redact_text
+
+    # A config error may quote the file: a key in an MCP server's arguments or headers stays there.
+    text = redact_text(" ".join(str(exc).split("\n")))
     print(f"{args.parser.prog}: error: {text}", file=sys.stderr)
     return code

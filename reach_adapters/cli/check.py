@@ -7,6 +7,7 @@ import argparse
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.render import render_check, render_json
 from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+from reach_adapters.security import redact_args, redact_url
 
 __all__ = ["run_check"]
 
@@ -25,7 +26,10 @@ def run_check(args: argparse.Namespace) -> int:
 def _described(spec: AgentSpec) -> dict[str, str]:
     model = spec.model
     if isinstance(model, MCPAgentFile):
-        source = model.url or " ".join([model.command or "", *model.args])
+        # Shown to whoever runs the check: a key in the command line or URL stays in the file.
+        source = (
+            redact_url(model.url) if model.url else " ".join(redact_args([model.command or "", *model.args]))
+        )
     elif isinstance(model, LangChainAgentFile):
         source = model.runnable
     else:

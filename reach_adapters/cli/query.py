@@ -12,6 +12,7 @@ from reach_adapters.cli.progress import progress
 from reach_adapters.cli.remote import Remote
 from reach_adapters.cli.render import render_catalog, render_decision, render_json, render_result
 from reach_adapters.gateway import Gateway
+from reach_adapters.gateway.views import catalog_view
 
 __all__ = ["run_call", "run_catalog", "run_explain"]
 
@@ -67,7 +68,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 async def _catalog(gateway: Gateway) -> list[dict[str, Any]]:
-    return [info.model_dump(mode="json") for info in gateway.router.catalog()]
+    return catalog_view(gateway.router.catalog())
 
 
 def _remote(args: argparse.Namespace) -> Remote:

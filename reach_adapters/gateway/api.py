@@ -19,6 +19,7 @@ from starlette.routing import Route
 from middleware import ReachResult
 from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describe_validation_error
 from reach_adapters.gateway.gateway import Gateway
+from reach_adapters.gateway.views import catalog_view, health_view
 from reach_adapters.router import CallOptions
 
 __all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest"]
@@ -110,10 +111,10 @@ class GatewayAPI:
 
     async def health(self, request: Request) -> Response:
         status = self.gateway.status()
-        return JSONResponse(status.model_dump(mode="json"), 503 if status.status == "unavailable" else 200)
+        return JSONResponse(health_view(status), 503 if status.status == "unavailable" else 200)
 
     async def catalog(self, request: Request) -> Response:
-        return JSONResponse([info.model_dump(mode="json") for info in self.gateway.router.catalog()])
+        return JSONResponse(catalog_view(self.gateway.router.catalog()))
 
     async def route(self, request: Request) -> Response:
         body = await _body(request, RouteRequest)

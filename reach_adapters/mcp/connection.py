@@ -27,6 +27,7 @@ from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.spec import ServerSpec
 from reach_adapters.mcp.tools import Declared, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
+from reach_adapters.security import redact_text
 
 __all__ = ["Connection", "ConnectionEvents"]
 
@@ -220,10 +221,11 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _cause(exc: BaseException) -> str:
+    """What went wrong, secrets masked: an HTTP client's error names the URL it tried."""
     exc = _leaf(exc)
     if isinstance(exc, MCPError):
-        return _EOF if exc.code == CONNECTION_CLOSED else f"MCP error {exc.code}: {exc.message}"
-    return f"{type(exc).__name__}: {exc}"
+        return _EOF if exc.code == CONNECTION_CLOSED else redact_text(f"MCP error {exc.code}: {exc.message}")
+    return redact_text(f"{type(exc).__name__}: {exc}")
 
 
 def _ended(task: asyncio.Task[None]) -> str:

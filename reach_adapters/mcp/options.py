@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.router import parse_agent_id
+from reach_adapters.security import redact_url
 
 __all__ = ["PYTHON", "MCPOptions", "ReconnectPolicy", "agent_id_problem", "resolve_command", "url_problem"]
 
@@ -31,7 +32,7 @@ def url_problem(url: str) -> str | None:
     """What is wrong with a server URL, if anything: the same rule in Python and in config files."""
     if url.startswith(("http://", "https://")):
         return None
-    return f"a URL must start with http:// or https://, got {url!r}"
+    return f"a URL must start with http:// or https://, got {redact_url(url)!r}"
 
 
 def agent_id_problem(agent_id: str) -> str | None:

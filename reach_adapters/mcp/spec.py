@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
+from reach_adapters.security import redact_args, redact_url
 
 __all__ = ["HttpServer", "ServerParameters", "ServerSpec", "Target", "server_spec"]
 
@@ -47,12 +48,13 @@ class ServerSpec:
         return f"mcp:{self.name}:{self.options.instance}"
 
     def describe(self) -> str:
-        """Where the server is, for messages: its command line, URL, or object name."""
+        """Where the server is, for messages: its command line, URL, or object name, with secrets
+        (a ``--api-key`` value, URL user-info, a ``token=`` parameter) masked."""
         target = self.target
         if isinstance(target, StdioServerParameters):
-            return " ".join([target.command, *target.args])
+            return " ".join(redact_args([target.command, *target.args]))
         if isinstance(target, HttpServer):
-            return target.url
+            return redact_url(target.url)
         return f"in-process server {target.name!r}"
 
 

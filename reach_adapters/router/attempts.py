@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from opentelemetry.trace import Tracer
@@ -17,7 +17,7 @@ from reach_adapters.router.decisions import DecisionRecord, Exclusion, Exclusion
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED, RETRIED
 from reach_adapters.router.planning import Plan, slot_for
-from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
 from reach_adapters.router.selection import exclusion
@@ -28,9 +28,7 @@ __all__ = ["Opener", "Run", "fall_back", "in_turn"]
 
 logger = logging.getLogger(__name__)
 
-Deliver = Callable[
-    [Slot, ReachMessage, float, Sequence[type[BaseException]]], Coroutine[Any, Any, tuple[ReachResult, float]]
-]
+Deliver = Callable[[Slot, ReachMessage, float, AgentErrors], Coroutine[Any, Any, tuple[ReachResult, float]]]
 
 
 class Opener(Protocol):
@@ -38,7 +36,7 @@ class Opener(Protocol):
     stream up to its first chunk, and the stream, once open, finishes the record itself."""
 
     def attempt(
-        self, slot: Slot, message: ReachMessage, deadline: float, transient: Sequence[type[BaseException]]
+        self, slot: Slot, message: ReachMessage, deadline: float, errors: AgentErrors
     ) -> Coroutine[Any, Any, tuple[ReachResult, float]]: ...
 
     def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool) -> bool: ...
@@ -73,7 +71,7 @@ async def in_turn(
     run: Run,
     policy: RoutingPolicy,
     budget: RetryBudget,
-    transient: Sequence[type[BaseException]],
+    errors: AgentErrors,
 ) -> tuple[ReachResult, Slot]:
     """Deliver to the best slot; on a transient failure retry on the next-best, with backoff.
 
@@ -106,7 +104,7 @@ async def in_turn(
             if usual is not None and share * 1000.0 >= 2 * usual:
                 ends = now + share
         result, elapsed_ms = await spanned(
-            tracer, ATTEMPT, run.deliver(slot, message, ends, transient), slot, record
+            tracer, ATTEMPT, run.deliver(slot, message, ends, errors), slot, record
         )
         record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
         if result.status in ANSWERED:
@@ -159,7 +157,7 @@ async def fall_back(
     run: Run,
     registry: Registry,
     policy: RoutingPolicy,
-    transient: Sequence[type[BaseException]],
+    errors: AgentErrors,
 ) -> tuple[ReachResult, str]:
     """Try the hint's fallback agents, then the policy's default agent, in that order.
 
@@ -202,7 +200,7 @@ async def fall_back(
             exclusions.append(Exclusion(agent_id, reason, ExclusionKind.DEADLINE))
             break
         run.targets.add(agent_id)
-        outcome, elapsed_ms = await run.deliver(slot, message, meta.deadline or now, transient)
+        outcome, elapsed_ms = await run.deliver(slot, message, meta.deadline or now, errors)
         record.add_attempt(agent_id, outcome, elapsed_ms, path)
         if outcome.status in ANSWERED:
             return outcome, path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 from middleware import Fault, MergePolicy, ReachMessage, ReachResult, ResultStatus
@@ -12,6 +11,7 @@ from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED
 from reach_adapters.router.outcomes import ErrorKind, error_result
+from reach_adapters.router.policy import AGENT_ERRORS, AgentErrors
 from reach_adapters.router.state import Slot
 
 __all__ = ["fan_out"]
@@ -23,7 +23,7 @@ async def fan_out(
     deadline: float,
     merge: MergePolicy,
     record: DecisionRecord,
-    transient: Sequence[type[BaseException]] = (),
+    errors: AgentErrors = AGENT_ERRORS,
 ) -> ReachResult:
     """Deliver to all `slots` concurrently; every target gets exactly one result in `results`.
 
@@ -32,7 +32,7 @@ async def fan_out(
     as cancelled, never dropped.
     """
     tasks = {
-        asyncio.create_task(deliver(slot, message, deadline, transient, recheck=True)): slot for slot in slots
+        asyncio.create_task(deliver(slot, message, deadline, errors, recheck=True)): slot for slot in slots
     }
     results: dict[str, ReachResult] = {}
     winner: ReachResult | None = None

@@ -9,6 +9,7 @@ from typing import Any
 
 from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters.errors import UnknownTaskError
+from reach_adapters.security import redact_text
 
 __all__ = ["Attempt", "DecisionLog", "DecisionRecord", "Exclusion", "ExclusionKind", "Scored"]
 
@@ -102,10 +103,23 @@ class DecisionRecord:
         return any(attempt.delivered for attempt in self.attempts)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record for people and callers, its free text (errors, reasons, note) with secrets
+        masked: masking at record time would cost every failed call, read or not."""
+        out = asdict(self)
+        for attempt in out["attempts"]:
+            if attempt["error"] is not None:
+                attempt["error"] = redact_text(attempt["error"])
+        for exclusion in out["exclusions"]:
+            exclusion["reason"] = redact_text(exclusion["reason"])
+        if out["note"] is not None:
+            out["note"] = redact_text(out["note"])
+        return out
 
     def why_not(self, agent_id: str) -> str:
-        """Answer "why did this task not go to agent X?" in one sentence."""
+        """Answer "why did this task not go to agent X?" in one sentence, secrets masked."""
+        return redact_text(self._why_not(agent_id))
+
+    def _why_not(self, agent_id: str) -> str:
         if agent_id == self.chosen:
             return f"{agent_id} was chosen"
         if self.mode == "directed" and agent_id != self.target:

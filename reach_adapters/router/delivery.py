@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
@@ -18,6 +17,7 @@ from reach_adapters.router.outcomes import (
     returned,
     timed_out,
 )
+from reach_adapters.router.policy import AGENT_ERRORS, AgentErrors
 from reach_adapters.router.state import Slot
 
 __all__ = ["admit", "deliver", "resumes"]
@@ -104,7 +104,7 @@ async def deliver(
     slot: Slot,
     message: ReachMessage,
     deadline: float,
-    transient: Sequence[type[BaseException]] = (),
+    errors: AgentErrors = AGENT_ERRORS,
     recheck: bool = False,
 ) -> tuple[ReachResult, float]:
     """Invoke the slot's agent once; return its result and the time it took, in milliseconds.
@@ -112,10 +112,10 @@ async def deliver(
     Never raises except on cancellation of the caller: an agent that raises, hangs past the
     deadline or returns garbage yields an error result, so one bad agent cannot break routing.
     Every result says whose `Fault` a failure is, and whether the agent received the task;
-    only the agent's own failures count against its health. `transient` adds exception types
-    worth retrying elsewhere. ``recheck`` is for deliveries started later than their selection
-    (broadcast tasks): capacity and the breaker are checked again, in the same step that takes
-    the slot.
+    only the agent's own failures count against its health. `errors` names more exception types
+    worth retrying elsewhere, and says whether callers read an exception's text. ``recheck`` is
+    for deliveries started later than their selection (broadcast tasks): capacity and the
+    breaker are checked again, in the same step that takes the slot.
     """
     budget = min(slot.capability.timeout_ms / 1000.0, deadline - time.time())
     admitted = admit(slot, message, budget, recheck)
@@ -140,7 +140,7 @@ async def deliver(
         flight.abandon()
         raise
     except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
-        result = from_exception(message, agent_id, exc, transient)
+        result = from_exception(message, agent_id, exc, errors)
     finally:
         elapsed_ms = flight.close()
     if slot.output_validator is not None:

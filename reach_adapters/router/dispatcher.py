@@ -61,7 +61,7 @@ class Dispatcher:
         self.strategies = make_strategies(policy)
         self.dedupe = IdempotencyStore(policy.dedupe_window_s, policy.dedupe_max_entries)
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
-        self.transient = policy.transient_types
+        self.errors = policy.agent_errors
         self.observers: list[ReachObserver] = []
         # Task id → its runs going on here. The same task coming back through one of them (gateway
         # A → B → A) is a loop, refused at once rather than left waiting on itself.
@@ -71,7 +71,7 @@ class Dispatcher:
         self.policy = policy
         self.planner.policy = policy
         self.strategies = make_strategies(policy)
-        self.transient = policy.transient_types
+        self.errors = policy.agent_errors
         self.decisions.resize(policy.decision_log_size)
         self.dedupe.reconfigure(policy.dedupe_window_s, policy.dedupe_max_entries)
         self.budget.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
@@ -204,11 +204,11 @@ class Dispatcher:
             deadline = meta.deadline or 0.0
             if hint.mode == "broadcast":
                 run.targets.update(slot.runtime.agent_id for slot in plan.slots)
-                merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.transient)
+                merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.errors)
                 return self._finish(run, message, record, merged, start, "candidate", plan.queued_ms)
             routed = time.perf_counter()
             result, last = await in_turn(
-                message, record, plan, deadline, tracer, run, self.policy, self.budget, self.transient
+                message, record, plan, deadline, tracer, run, self.policy, self.budget, self.errors
             )
             if result.status in ANSWERED or result.fault is Fault.TASK:
                 # Answered; or the agent did the task and answered no, which another would too.
@@ -242,7 +242,7 @@ class Dispatcher:
         run: Run,
     ) -> ReachResult:
         result, path = await fall_back(
-            message, record, result, caller_deadline, run, self.registry, self.policy, self.transient
+            message, record, result, caller_deadline, run, self.registry, self.policy, self.errors
         )
         return self._finish(run, message, record, result, start, path, queued_ms)
 

@@ -4,7 +4,7 @@ agent did (raised, hung, returned) into a result that says whose `Fault` a failu
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import secrets
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,9 @@ from reach_adapters.router.faults import (
     is_transient,
     never_started,
 )
+from reach_adapters.router.policy import AgentErrors
 from reach_adapters.router.schemas import first_error
+from reach_adapters.security import redact_text
 
 if TYPE_CHECKING:
     from reach_adapters.router.state import Slot
@@ -96,12 +98,18 @@ def error_result(
     return build_trusted(ReachResult, values)
 
 
-def from_exception(
-    message: ReachMessage, agent_id: str, exc: Exception, transient: Sequence[type[BaseException]]
-) -> ReachResult:
+def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors: AgentErrors) -> ReachResult:
     """What an exception the agent raised means: the caller's request (`InvalidMessageError`),
-    "not now" (`AgentBusyError`), or the agent's own failure, worth retrying when transient."""
-    error = str(exc) or repr(exc)
+    "not now" (`AgentBusyError`), or the agent's own failure, worth retrying when transient.
+
+    Its text reaches the caller with secrets masked, or, unless ``errors.expose``, only as a
+    reference to the log line that has it.
+    """
+    reference = None if errors.expose else secrets.token_hex(6)
+    if reference is None:
+        error = redact_text(str(exc) or repr(exc))
+    else:
+        error = f"agent error (reference {reference})"
     kind = type(exc).__name__
     if isinstance(exc, InvalidMessageError):
         # The agent found the request malformed (a payload it cannot bind, a bad message).
@@ -114,7 +122,7 @@ def from_exception(
             message, ResultStatus.ERROR, kind, error, fault=Fault.ROUTER, agent_id=agent_id, retryable=True
         )
     else:
-        retryable = not isinstance(exc, NotJsonSafeError) and is_transient(exc, transient)
+        retryable = not isinstance(exc, NotJsonSafeError) and is_transient(exc, errors.transient)
         delivered = not never_started(exc)
         if retryable and delivered:
             error = f"{error}; {UNKNOWN_OUTCOME}"
@@ -128,16 +136,22 @@ def from_exception(
             retryable=retryable,
             delivered=delivered,
         )
-    _log_exception(message, agent_id, exc, result.fault)
+    _log_exception(message, agent_id, exc, result.fault, reference)
     return result
 
 
-def _log_exception(message: ReachMessage, agent_id: str, exc: Exception, fault: Fault | None) -> None:
-    """One line for the operator (WARNING when the agent is to blame), the traceback at DEBUG."""
-    level = logging.WARNING if fault is Fault.AGENT else logging.DEBUG
+def _log_exception(
+    message: ReachMessage, agent_id: str, exc: Exception, fault: Fault | None, reference: str | None
+) -> None:
+    """One line for the operator (WARNING when the agent is to blame, or when the caller was
+    given only a `reference` to it), the traceback at DEBUG."""
+    level = logging.WARNING if fault is Fault.AGENT or reference is not None else logging.DEBUG
     if logger.isEnabledFor(level):
         task_id = message.meta_info.task_id
-        logger.log(level, "agent %s raised on task %s: %s: %s", agent_id, task_id, type(exc).__name__, exc)
+        ref = f" (reference {reference})" if reference is not None else ""
+        logger.log(
+            level, "agent %s raised on task %s%s: %s: %s", agent_id, task_id, ref, type(exc).__name__, exc
+        )
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("traceback of agent %s on task %s", agent_id, message.meta_info.task_id, exc_info=exc)
 

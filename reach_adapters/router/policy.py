@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
@@ -10,12 +11,33 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from reach_adapters.errors import InvalidPolicyError, describe_validation_error
 from reach_adapters.router.imports import ImportPathError, import_object
 
-__all__ = ["MAX_RETRIES_CAP", "BreakerSettings", "RoutingPolicy", "ScoringWeights", "StrategyName"]
+__all__ = [
+    "AGENT_ERRORS",
+    "MAX_RETRIES_CAP",
+    "AgentErrors",
+    "BreakerSettings",
+    "RoutingPolicy",
+    "ScoringWeights",
+    "StrategyName",
+]
 
 StrategyName = Literal["weighted", "least_wait", "rating"]
 
 # More than three retries makes the worst case of one task unacceptably long (seed 000 §3.3).
 MAX_RETRIES_CAP = 3
+
+
+@dataclass(frozen=True, slots=True)
+class AgentErrors:
+    """What the policy says of an agent's exception, handed to each delivery in one piece:
+    the exception types worth retrying elsewhere beside those recognised already, and whether
+    callers read its text (`RoutingPolicy.expose_agent_errors`)."""
+
+    transient: tuple[type[BaseException], ...] = ()
+    expose: bool = True
+
+
+AGENT_ERRORS = AgentErrors()
 
 
 class _Strict(BaseModel):
@@ -143,8 +165,17 @@ class RoutingPolicy(_Strict):
             "by code waiting for this very call."
         ),
     )
+    expose_agent_errors: bool = Field(
+        True,
+        strict=True,
+        description=(
+            "Whether callers read the text of an exception an agent raised. When false they get "
+            "'agent error (reference <id>)' and the text goes to the server log at WARNING with that "
+            "reference; an answer the agent gives as a task error (MCP isError) stays as it is."
+        ),
+    )
 
-    _transient: tuple[type[BaseException], ...] = PrivateAttr(())
+    _agent_errors: AgentErrors = PrivateAttr(AGENT_ERRORS)
 
     @field_validator("transient_errors")
     @classmethod
@@ -154,12 +185,18 @@ class RoutingPolicy(_Strict):
         return paths
 
     def model_post_init(self, context: Any, /) -> None:
-        self._transient = tuple(_exception_type(path) for path in self.transient_errors)
+        transient = tuple(_exception_type(path) for path in self.transient_errors)
+        self._agent_errors = AgentErrors(transient, self.expose_agent_errors)
 
     @property
     def transient_types(self) -> tuple[type[BaseException], ...]:
         """The exception types `transient_errors` names, imported once."""
-        return self._transient
+        return self._agent_errors.transient
+
+    @property
+    def agent_errors(self) -> AgentErrors:
+        """`transient_types` and `expose_agent_errors`, as each delivery takes them."""
+        return self._agent_errors
 
 
 def _exception_type(path: str) -> type[BaseException]:

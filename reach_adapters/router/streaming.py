@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Final
 
 from pydantic import JsonValue
@@ -22,6 +22,7 @@ from reach_adapters.router.delivery import admit, deliver
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import ErrorKind, account, error_result, from_exception, timed_out
+from reach_adapters.router.policy import AgentErrors
 from reach_adapters.router.recording import record_outcome
 from reach_adapters.router.state import Slot
 
@@ -70,12 +71,12 @@ class _Opener:
         self.opened: _Stream | None = None
 
     async def attempt(
-        self, slot: Slot, message: ReachMessage, deadline: float, transient: Sequence[type[BaseException]]
+        self, slot: Slot, message: ReachMessage, deadline: float, errors: AgentErrors
     ) -> tuple[ReachResult, float]:
         """Deliver to `slot` up to the first chunk: a failure before it is an attempt's failure."""
         astream = getattr(slot.runtime.agent, "astream", None)
         if astream is None:
-            return await deliver(slot, message, deadline, transient)
+            return await deliver(slot, message, deadline, errors)
         now = time.time()
         # The whole stream is bounded like a call; its first chunk by this attempt's share too.
         ends = min(now + slot.capability.timeout_ms / 1000.0, message.meta_info.deadline or deadline)
@@ -83,7 +84,7 @@ class _Opener:
         admitted = admit(slot, message, budget)
         if isinstance(admitted, ReachResult):
             return admitted, 0.0
-        stream = _Stream(slot, admitted, astream, ends, transient)
+        stream = _Stream(slot, admitted, astream, ends, errors)
         try:
             first = await stream.pull(budget)
         except BaseException:
@@ -112,13 +113,13 @@ class _Stream:
         "_held",
         "astream",
         "ends",
+        "errors",
         "first",
         "flight",
         "iterator",
         "message",
         "outcome",
         "slot",
-        "transient",
     )
 
     def __init__(
@@ -127,12 +128,12 @@ class _Stream:
         message: ReachMessage,
         astream: Callable[[ReachMessage], Any],
         ends: float,
-        transient: Sequence[type[BaseException]],
+        errors: AgentErrors,
     ) -> None:
         self.slot = slot
         self.message = message
         self.ends = ends
-        self.transient = transient
+        self.errors = errors
         self.astream = astream
         self.iterator: AsyncIterator[Any] | None = None
         self.flight = InFlight(slot, message.meta_info)
@@ -166,7 +167,7 @@ class _Stream:
         except TimeoutError:
             return timed_out(self.message, self.slot, budget_s)
         except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
-            return from_exception(self.message, self.slot.runtime.agent_id, exc, self.transient)
+            return from_exception(self.message, self.slot.runtime.agent_id, exc, self.errors)
 
     async def next(self) -> JsonValue | _End:
         """The next chunk or `END`; a failure now raises, as the caller holds part of the answer."""

@@ -22,8 +22,11 @@ EXAMPLES = [Path(__file__).with_name("example_adapter.py")]
 
 SURFACE = frozenset(reach_adapters.router.__all__)
 TOP_LEVEL = frozenset(reach_adapters.__all__) | {"errors", "router"}
-# Beside the format, the base every layer imports: errors, the missing-extra guard, the version.
-BASE = frozenset({"reach_adapters.errors", "reach_adapters.extras", "reach_adapters.version"})
+# Beside the format, the base every layer imports: errors, the missing-extra guard, the version,
+# the redaction of secrets.
+BASE = frozenset(
+    {"reach_adapters.errors", "reach_adapters.extras", "reach_adapters.version", "reach_adapters.security"}
+)
 
 
 def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
@@ -87,7 +90,9 @@ def test_adapters_use_only_the_surface(own: str | None, path: Path) -> None:
 @pytest.mark.parametrize("path", _core_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_imports_no_adapter(path: Path) -> None:
     in_middleware = path.parent.name == "middleware"
-    allowed = () if in_middleware else ("reach_adapters.router", "reach_adapters.errors")
+    allowed = (
+        () if in_middleware else ("reach_adapters.router", "reach_adapters.errors", "reach_adapters.security")
+    )
     problems = [
         f"{path.relative_to(ROOT)}:{line}: imports {module}"
         for line, module, _ in _imports(path)
