@@ -46,14 +46,16 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
-    config = load_config(args.config_dir)
+    config = load_config(args.config_dir, allow_insecure=args.allow_insecure_config)
     stdio = args.transport == "stdio"
     port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
     sock = None if port is None else _listen(args.host, port, flag)
     try:
         starting = f"reach serve: starting {len(config.agents)} agent(s) from {config.directory}"
         async with progress(starting, quiet=args.log_json):
-            gateway = await Gateway.from_config(config, drain_timeout_s=args.drain_timeout)
+            gateway = await Gateway.from_config(
+                config, drain_timeout_s=args.drain_timeout, allow_insecure_config=args.allow_insecure_config
+            )
     except BaseException:
         if sock is not None:
             sock.close()
