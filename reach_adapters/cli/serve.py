@@ -18,8 +18,9 @@ from typing import NoReturn, TextIO
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.progress import progress
+from reach_adapters.cli.safety import LIMIT_FLAGS
 from reach_adapters.config import load_config
-from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, listen, serve_http
+from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, ServerLimits, listen, serve_http
 from reach_adapters.mcp import serve_mcp
 
 __all__ = ["READY_PREFIX", "run_serve"]
@@ -46,6 +47,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
+    limits = _limits(args)
     config = load_config(args.config_dir, allow_insecure=args.allow_insecure_config)
     stdio = args.transport == "stdio"
     port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
@@ -73,7 +75,7 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
     try:
         if sock is not None:
             endpoint = await serve_http(
-                gateway, sock, name=args.name, shutdown_timeout_s=args.shutdown_timeout
+                gateway, sock, name=args.name, shutdown_timeout_s=args.shutdown_timeout, limits=limits
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:
@@ -97,6 +99,15 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
     if stdio_task is not None and not stdio_task.done():
         _leave(EXIT_OK)
     return EXIT_OK
+
+
+def _limits(args: argparse.Namespace) -> ServerLimits:
+    given = {dest: value for dest, _, _ in LIMIT_FLAGS.values() if (value := getattr(args, dest)) is not None}
+    try:
+        return ServerLimits(**given)
+    except GatewayError as exc:
+        parser: argparse.ArgumentParser = args.parser
+        parser.error(str(exc))
 
 
 def _leave(code: int) -> NoReturn:
