@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from reach_adapters.cli.codes import EXIT_USAGE
-from reach_adapters.cli.safety import add_config_safety, add_limits
+from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_limits
 from reach_adapters.version import package_version
 
 __all__ = ["build_parser"]
@@ -128,6 +128,7 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="seconds of grace for open connections at stop (default: %(default)s)",
     )
     add_config_safety(sub)
+    add_audit_log(sub)
     add_limits(sub)
     sub.set_defaults(run=_run_serve, extra="gateway", default_level="INFO")
 

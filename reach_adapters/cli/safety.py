@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["LIMIT_FLAGS", "add_config_safety", "add_limits"]
+__all__ = ["LIMIT_FLAGS", "add_audit_log", "add_config_safety", "add_limits"]
 
 # flag → (ServerLimits field, type, help). Defaults stay ServerLimits' own: the parser imports
 # nothing heavy, so an unset flag is None and the help repeats the default in words.
@@ -30,6 +30,14 @@ def add_config_safety(sub: argparse.ArgumentParser) -> None:
         dest="allow_insecure_config",
         action="store_true",
         help="accept a config directory or file that other users may write (default: refuse it)",
+    )
+
+
+def add_audit_log(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--audit-log",
+        metavar="PATH",
+        help="append one JSON line per routed call to PATH ('-' for stderr; default: none)",
     )
 
 

@@ -21,6 +21,7 @@ from reach_adapters.cli.progress import progress
 from reach_adapters.cli.safety import LIMIT_FLAGS
 from reach_adapters.config import load_config
 from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, ServerLimits, listen, serve_http
+from reach_adapters.gateway.audit import AuditLog
 from reach_adapters.mcp import serve_mcp
 
 __all__ = ["READY_PREFIX", "run_serve"]
@@ -48,6 +49,18 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
     limits = _limits(args)
+    # Opened first, so an unwritable path fails before anything starts; closed last, after every call.
+    audit = None if args.audit_log is None else AuditLog(args.audit_log)
+    try:
+        return await _run(args, stop, limits, audit)
+    finally:
+        if audit is not None:
+            audit.close()
+
+
+async def _run(
+    args: argparse.Namespace, stop: asyncio.Event, limits: ServerLimits, audit: AuditLog | None
+) -> int:
     config = load_config(args.config_dir, allow_insecure=args.allow_insecure_config)
     stdio = args.transport == "stdio"
     port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
@@ -62,6 +75,8 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
         if sock is not None:
             sock.close()
         raise
+    if audit is not None:
+        audit.attach(gateway.router)
     if stop.is_set():
         # Stopped while the agents were being built: close them, never announce readiness.
         if sock is not None:
