@@ -13,6 +13,11 @@ LIMIT_FLAGS: dict[str, tuple[str, type[int] | type[float], str]] = {
     "--max-body-bytes": ("max_body_bytes", int, "largest request body, on /api and /mcp (default: 4 MiB)"),
     "--max-json-depth": ("max_json_depth", int, "deepest JSON nesting in an /api request (default: 64)"),
     "--body-timeout": ("body_timeout_s", float, "seconds a request body may take to arrive (default: 30)"),
+    "--header-timeout": (
+        "head_timeout_s",
+        float,
+        "seconds a request line and headers may take to arrive (default: 10)",
+    ),
     "--limit-concurrency": (
         "limit_concurrency",
         int,

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reach_adapters.gateway.errors import GatewayError, LimitExceededError
+from reach_adapters.gateway.protocol import head_timeout_protocol
 
 __all__ = ["JSON_PARSER_MAX_DEPTH", "BodyLimit", "ServerLimits", "nested_deeper"]
 
@@ -33,6 +34,7 @@ class ServerLimits:
     max_body_bytes: int = 4 * 1024 * 1024
     max_json_depth: int = 64
     body_timeout_s: float = 30.0
+    head_timeout_s: float = 10.0
     limit_concurrency: int = 1000
     keep_alive_s: int = 5
     max_header_bytes: int = 16 * 1024
@@ -49,17 +51,19 @@ class ServerLimits:
             if getattr(self, name) < 1:
                 msg = f"{name} must be at least 1, got {getattr(self, name)}"
                 raise GatewayError(msg)
-        if not self.body_timeout_s > 0:
-            msg = f"body_timeout_s must be above 0 seconds, got {self.body_timeout_s}"
-            raise GatewayError(msg)
+        for name in ("body_timeout_s", "head_timeout_s"):
+            if not getattr(self, name) > 0:
+                msg = f"{name} must be above 0 seconds, got {getattr(self, name)}"
+                raise GatewayError(msg)
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
         return BodyLimit(app, self)
 
     def uvicorn_options(self) -> dict[str, Any]:
         """uvicorn's own limits: connections and tasks at once (then 503), idle keep-alive time,
-        and the largest request head (h11 answers 431/400 past it)."""
+        the largest request head (h11 answers 400 past it), and the time to send it."""
         return {
+            "http": head_timeout_protocol(self.head_timeout_s),
             "limit_concurrency": self.limit_concurrency,
             "timeout_keep_alive": self.keep_alive_s,
             "h11_max_incomplete_event_size": self.max_header_bytes,

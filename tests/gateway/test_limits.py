@@ -71,7 +71,7 @@ def _length(answer: bytes) -> int:
 @pytest.fixture
 def echo_server(config_dir: Path, serve: Callable[..., ReachServer]) -> ReachServer:
     write(config_dir, "util:echo:01.yaml", ECHO)
-    return serve(config_dir, "--body-timeout", "1")
+    return serve(config_dir, "--body-timeout", "1", "--header-timeout", "1")
 
 
 def test_big_bodies_are_refused_unread_and_memory_stays_bounded(echo_server: ReachServer) -> None:
@@ -107,6 +107,27 @@ def test_a_slow_body_is_cut_off(echo_server: ReachServer) -> None:
     assert status == 408
     assert "did not arrive within 1 s" in answer
     assert "--body-timeout" in answer
+
+
+def test_a_slow_request_head_is_cut_off(echo_server: ReachServer) -> None:
+    parts = urlsplit(echo_server.url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    head = f"GET /api/health HTTP/1.1\r\nHost: {parts.netloc}\r\nX-Slow: {'a' * 100}\r\n\r\n".encode()
+    closed = False
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        # A byte every 0.2 s: 30 s for the head, against a 1 s limit.
+        for index in range(len(head)):
+            try:
+                conn.sendall(head[index : index + 1])
+            except OSError:
+                closed = True
+                break
+            if select.select([conn], [], [], 0.2)[0]:
+                closed = conn.recv(65536) == b""
+                break
+    assert closed
+    assert echo_server.health()["status"] == "ok"
 
 
 @pytest.mark.parametrize("depth", [65, 500])
