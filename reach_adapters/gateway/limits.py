@@ -121,7 +121,9 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
             await self._refuse(413, self._too_large(), scope, receive, send)
             return
-        body = bytearray()
+        # Chunks joined once at the end: a body in one message (the usual case) is never copied.
+        chunks: list[bytes] = []
+        size = 0
         cached: deque[Message] = deque()
         with anyio.move_on_after(limits.body_timeout_s) as scoped:
             while True:
@@ -129,8 +131,10 @@ class BodyLimit:
                 if message["type"] != "http.request":
                     cached.append(message)
                     break
-                body += message.get("body", b"")
-                if len(body) > limits.max_body_bytes:
+                chunk = message.get("body", b"")
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > limits.max_body_bytes:
                     await self._refuse(413, self._too_large(), scope, receive, send)
                     return
                 if not message.get("more_body", False):
@@ -142,7 +146,7 @@ class BodyLimit:
             )
             await self._refuse(408, LimitExceededError(problem), scope, receive, send)
             return
-        cached.appendleft({"type": "http.request", "body": bytes(body), "more_body": False})
+        cached.appendleft({"type": "http.request", "body": b"".join(chunks), "more_body": False})
 
         async def replay() -> Message:
             return cached.popleft() if cached else await receive()
