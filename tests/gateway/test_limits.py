@@ -93,6 +93,10 @@ def test_big_bodies_are_refused_unread_and_memory_stays_bounded(echo_server: Rea
         status, body = raw_post(url, {"Transfer-Encoding": "chunked"}, chunked)
         assert status == 413
         assert "--max-body-bytes" in body
+        # The same limit, and answer, on the MCP endpoint.
+        status, body = raw_post(echo_server.mcp_url, {"Content-Length": str(50 * MIB)}, [block] * 50)
+        assert status == 413
+        assert "--max-body-bytes" in body
     assert rss_kib(pid) - before < 50 * 1024
     assert echo_server.health()["status"] == "ok"
 
