@@ -13,7 +13,7 @@ __all__ = ["run_check"]
 
 
 def run_check(args: argparse.Namespace) -> int:
-    config = load_config(args.config_dir)
+    config = load_config(args.config_dir, allow_insecure=args.allow_insecure_config)
     report = {
         "config_dir": str(config.directory),
         "policy": config.policy.model_dump(mode="json"),

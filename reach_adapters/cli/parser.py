@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from reach_adapters.cli.codes import EXIT_USAGE
+from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_limits
 from reach_adapters.version import package_version
 
 __all__ = ["build_parser"]
@@ -126,6 +127,9 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="seconds of grace for open connections at stop (default: %(default)s)",
     )
+    add_config_safety(sub)
+    add_audit_log(sub)
+    add_limits(sub)
     sub.set_defaults(run=_run_serve, extra="gateway", default_level="INFO")
 
 
@@ -142,6 +146,7 @@ def _target(sub: argparse.ArgumentParser) -> None:
     )
     where.add_argument("--config", type=Path, metavar="DIR", help="start the agents of this config directory")
     sub.add_argument("--timeout", type=_positive, default=60.0, metavar="S", help="HTTP timeout with --url")
+    add_config_safety(sub)
     sub.add_argument("--json", action="store_true", help="print JSON instead of text")
     sub.set_defaults(needs_target=True)
 
@@ -291,6 +296,7 @@ def _check(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     sub.add_argument("config_dir", type=Path, metavar="CONFIG_DIR")
     sub.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_config_safety(sub)
     sub.set_defaults(run=_run_check)
 
 

@@ -80,7 +80,7 @@ def _local(args: argparse.Namespace, work: Callable[[Gateway], Awaitable[T]]) ->
 
     async def run() -> T:
         async with progress(f"{args.parser.prog}: starting the agents of {args.config}", quiet=args.log_json):
-            gateway = await Gateway.start(args.config)
+            gateway = await Gateway.start(args.config, allow_insecure_config=args.allow_insecure_config)
         async with gateway:
             return await work(gateway)
 

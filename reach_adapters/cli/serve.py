@@ -18,8 +18,10 @@ from typing import NoReturn, TextIO
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.progress import progress
+from reach_adapters.cli.safety import LIMIT_FLAGS
 from reach_adapters.config import load_config
-from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, listen, serve_http
+from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, ServerLimits, listen, serve_http
+from reach_adapters.gateway.audit import AuditLog
 from reach_adapters.mcp import serve_mcp
 
 __all__ = ["READY_PREFIX", "run_serve"]
@@ -46,18 +48,35 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
-    config = load_config(args.config_dir)
+    limits = _limits(args)
+    # Opened first, so an unwritable path fails before anything starts; closed last, after every call.
+    audit = None if args.audit_log is None else AuditLog(args.audit_log)
+    try:
+        return await _run(args, stop, limits, audit)
+    finally:
+        if audit is not None:
+            audit.close()
+
+
+async def _run(
+    args: argparse.Namespace, stop: asyncio.Event, limits: ServerLimits, audit: AuditLog | None
+) -> int:
+    config = load_config(args.config_dir, allow_insecure=args.allow_insecure_config)
     stdio = args.transport == "stdio"
     port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
     sock = None if port is None else _listen(args.host, port, flag)
     try:
         starting = f"reach serve: starting {len(config.agents)} agent(s) from {config.directory}"
         async with progress(starting, quiet=args.log_json):
-            gateway = await Gateway.from_config(config, drain_timeout_s=args.drain_timeout)
+            gateway = await Gateway.from_config(
+                config, drain_timeout_s=args.drain_timeout, allow_insecure_config=args.allow_insecure_config
+            )
     except BaseException:
         if sock is not None:
             sock.close()
         raise
+    if audit is not None:
+        audit.attach(gateway.router)
     if stop.is_set():
         # Stopped while the agents were being built: close them, never announce readiness.
         if sock is not None:
@@ -71,7 +90,7 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
     try:
         if sock is not None:
             endpoint = await serve_http(
-                gateway, sock, name=args.name, shutdown_timeout_s=args.shutdown_timeout
+                gateway, sock, name=args.name, shutdown_timeout_s=args.shutdown_timeout, limits=limits
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:
@@ -95,6 +114,15 @@ async def _serve_until(args: argparse.Namespace, stop: asyncio.Event) -> int:
     if stdio_task is not None and not stdio_task.done():
         _leave(EXIT_OK)
     return EXIT_OK
+
+
+def _limits(args: argparse.Namespace) -> ServerLimits:
+    given = {dest: value for dest, _, _ in LIMIT_FLAGS.values() if (value := getattr(args, dest)) is not None}
+    try:
+        return ServerLimits(**given)
+    except GatewayError as exc:
+        parser: argparse.ArgumentParser = args.parser
+        parser.error(str(exc))
 
 
 def _leave(code: int) -> NoReturn:

@@ -12,8 +12,10 @@ from reach_adapters.config.directory import (
 )
 from reach_adapters.config.errors import ConfigError, ConfigFileError
 from reach_adapters.config.loader import (
+    INSECURE_CONFIG_FLAG,
     AgentSpec,
     GatewayConfig,
+    check_permissions,
     load_config,
     parse_config,
     resolve_command,
@@ -33,6 +35,7 @@ from reach_adapters.config.schema import SCHEMA_DIR, SCHEMA_FILES, SchemaKind, j
 
 __all__ = [
     "CONFIG_SUFFIXES",
+    "INSECURE_CONFIG_FLAG",
     "POLICY_STEM",
     "SCHEMA_DIR",
     "SCHEMA_FILES",
@@ -49,6 +52,7 @@ __all__ = [
     "MCPAgentFile",
     "PolicyFile",
     "SchemaKind",
+    "check_permissions",
     "config_files",
     "file_stems",
     "json_schema",

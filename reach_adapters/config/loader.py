@@ -7,6 +7,7 @@ started, so a directory that fails here leaves nothing half-running.
 from __future__ import annotations
 
 import shutil
+import stat
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from reach_adapters.config.directory import POLICY_STEM, file_stems, read_config_dir
+from reach_adapters.config.directory import POLICY_STEM, config_files, file_stems, read_config_dir
 from reach_adapters.config.errors import ConfigError, ConfigFileError
 from reach_adapters.config.models import (
     AGENT_KINDS,
@@ -35,8 +36,10 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.schemas import check_schema
 
 __all__ = [
+    "INSECURE_CONFIG_FLAG",
     "AgentSpec",
     "GatewayConfig",
+    "check_permissions",
     "load_config",
     "missing_program",
     "parse_config",
@@ -47,6 +50,8 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 _SCHEMA_KEY = "$schema"
+INSECURE_CONFIG_FLAG = "--allow-insecure-config"
+_GROUP_OR_OTHER_WRITE = stat.S_IWGRP | stat.S_IWOTH
 _LANGCHAIN_EXTRA = "kind 'langchain' needs the langchain extra: pip install 'agent-reach[langchain]'"
 
 
@@ -82,10 +87,34 @@ class GatewayConfig:
     agents: Mapping[str, AgentSpec]
 
 
-def load_config(directory: str | Path) -> GatewayConfig:
-    """Read and validate `directory`; raises `ConfigError` (`ConfigFileError` naming file and line)."""
+def load_config(directory: str | Path, *, allow_insecure: bool = False) -> GatewayConfig:
+    """Read and validate `directory`; raises `ConfigError` (`ConfigFileError` naming file and line).
+
+    `allow_insecure` skips `check_permissions`, for directories only their owner can reach anyway.
+    """
     path = Path(directory)
+    if not allow_insecure:
+        check_permissions(path)
     return parse_config(path, read_config_dir(path))
+
+
+def check_permissions(directory: Path) -> None:
+    """Refuse a config directory, or a config file in it, that other users may write.
+
+    Config runs code (``kind: function`` imports, ``kind: mcp`` commands), so whoever may write
+    the directory may run code as the server's user.
+    """
+    for path in [directory, *config_files(directory)]:
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            continue  # removed since it was listed: nothing to run from it
+        if mode & _GROUP_OR_OTHER_WRITE:
+            msg = (
+                f"{path} is writable by other users (mode {stat.filemode(mode)}) and config runs code; "
+                f"run 'chmod go-w {path}', or pass {INSECURE_CONFIG_FLAG} if only trusted users share it"
+            )
+            raise ConfigError(msg)
 
 
 def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:

@@ -6,8 +6,9 @@ way in (docs/cli.md); these are the pieces it is made of.
 
 from reach_adapters.gateway.api import API_PREFIX, GatewayAPI, RouteRequest, SendRequest
 from reach_adapters.gateway.build import build_agent, build_agents, close_agents
-from reach_adapters.gateway.errors import GatewayError
+from reach_adapters.gateway.errors import GatewayError, LimitExceededError
 from reach_adapters.gateway.gateway import Gateway, GatewayStatus
+from reach_adapters.gateway.limits import ServerLimits
 from reach_adapters.gateway.overrides import PatchedAgent, patch_capabilities
 from reach_adapters.gateway.server import MCP_PATH, GatewayEndpoint, listen, serve_http
 
@@ -19,9 +20,11 @@ __all__ = [
     "GatewayEndpoint",
     "GatewayError",
     "GatewayStatus",
+    "LimitExceededError",
     "PatchedAgent",
     "RouteRequest",
     "SendRequest",
+    "ServerLimits",
     "build_agent",
     "build_agents",
     "close_agents",

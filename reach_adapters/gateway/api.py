@@ -1,7 +1,8 @@
 """The gateway's small HTTP API: catalog, route, send, explain, health and metrics.
 
-A routed call answers 200 with the `ReachResult` whatever its status (the outcome is data);
-4xx means the request itself was wrong, and the body says what to fix.
+A routed call answers 200 with the `ReachResult` whatever its status (the outcome is data),
+except when no agent had capacity for it: then 503 with ``Retry-After`` and the result, so
+clients and proxies back off. 4xx means the request itself was wrong, and the body says what to fix.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from middleware import ReachResult
+from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describe_validation_error
 from reach_adapters.gateway.gateway import Gateway
+from reach_adapters.gateway.limits import ServerLimits, nested_deeper
 from reach_adapters.gateway.views import catalog_view, health_view
-from reach_adapters.router import CallOptions
+from reach_adapters.router import CallOptions, ExclusionKind
 
 __all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest"]
 
@@ -30,13 +32,13 @@ _NO_METRICS = (
     "metrics need the 'metrics' extra: pip install 'agent-reach[metrics]', then restart reach serve\n"
 )
 
-B = TypeVar("B", bound=BaseModel)
-
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 # Named by the request itself, so never an option.
 RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload"})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# A call that waited for capacity until its deadline times out; one that could not wait has none.
+_UNDELIVERED_BY_LOAD = frozenset({ResultStatus.NO_CANDIDATE, ResultStatus.TIMEOUT})
 
 
 def _no_reserved(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -75,14 +77,20 @@ class SendRequest(BaseModel):
     _options = field_validator("options")(_no_reserved)
 
 
+B = TypeVar("B", RouteRequest, SendRequest)
+
+
 class GatewayAPI:
     """Starlette routes over a `Gateway`; mount them beside the MCP endpoint."""
 
-    def __init__(self, gateway: Gateway, *, loopback_only: bool = False) -> None:
+    def __init__(
+        self, gateway: Gateway, *, loopback_only: bool = False, limits: ServerLimits | None = None
+    ) -> None:
         """`loopback_only`: the server listens on a loopback address, so only loopback Host
         names are answered (no DNS rebinding from a web page)."""
         self.gateway = gateway
         self.loopback_only = loopback_only
+        self.limits = ServerLimits() if limits is None else limits
         try:
             from reach_adapters.gateway.metrics import GatewayMetrics
         except ImportError:
@@ -117,20 +125,20 @@ class GatewayAPI:
         return JSONResponse(catalog_view(self.gateway.router.catalog()))
 
     async def route(self, request: Request) -> Response:
-        body = await _body(request, RouteRequest)
+        body = await self._body(request, RouteRequest)
         if isinstance(body, Response):
             return body
         router = self.gateway.router
-        return await _routed(
+        return await self._routed(
             lambda: router.route(body.capability, body.payload, **cast(CallOptions, body.options))
         )
 
     async def send(self, request: Request) -> Response:
-        body = await _body(request, SendRequest)
+        body = await self._body(request, SendRequest)
         if isinstance(body, Response):
             return body
         router = self.gateway.router
-        return await _routed(
+        return await self._routed(
             lambda: router.send(
                 body.agent_id, body.payload, capability=body.capability, **cast(CallOptions, body.options)
             )
@@ -163,6 +171,56 @@ class GatewayAPI:
             return PlainTextResponse(_NO_METRICS, status_code=404)
         return Response(self.metrics.render(), media_type=self.metrics.content_type)
 
+    async def _body(self, request: Request, model: type[B]) -> B | Response:
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            got = media or "none"
+            problem = f"send the request body as JSON with 'Content-Type: application/json', got {got!r}"
+            return _error(415, InvalidMessageError(problem))
+        # Already read, within the size and time limits, by `BodyLimit`.
+        raw = await request.body()
+        limit = self.limits.max_json_depth
+        try:
+            body = model.model_validate_json(raw)
+        except ValidationError as exc:
+            errors = exc.errors()
+            like = f"send an object like {_example(model)}"
+            if any(error["type"] == "json_invalid" for error in errors):
+                # The parser's own depth limit, above ours: the same answer as ours.
+                if any("recursion limit" in error["msg"] for error in errors):
+                    return _error(400, self.limits.too_deep())
+                problem = f"the request body is not JSON; {like}"
+            else:
+                problem = f"invalid request: {describe_validation_error(exc)}; {like}"
+            return _error(400, InvalidMessageError(problem))
+        # The envelope is one level, its fields two: only payload and options can go deeper.
+        if nested_deeper(body.payload, limit - 1) or nested_deeper(body.options, limit - 1):
+            return _error(400, self.limits.too_deep())
+        return body
+
+    async def _routed(self, call: Callable[[], Coroutine[Any, Any, ReachResult]]) -> Response:
+        """Run one routed call; mistakes in the call itself are 400s, a call no agent had capacity
+        for a 503 with ``Retry-After``, every other outcome a 200."""
+        try:
+            result = await call()
+        except InvalidMessageError as exc:
+            return _error(400, exc)
+        body = result.model_dump(mode="json")
+        if self._saturated(result):
+            return JSONResponse(body, 503, headers={"Retry-After": str(self.limits.retry_after_s)})
+        return JSONResponse(body)
+
+    def _saturated(self, result: ReachResult) -> bool:
+        """Whether the call went undelivered because every candidate was at max_concurrency, or
+        the queue of calls waiting for one was full (the router's own overload)."""
+        if result.delivered or result.status not in _UNDELIVERED_BY_LOAD:
+            return False
+        try:
+            record = self.gateway.router.explain(result.task_id)
+        except UnknownTaskError:
+            return False
+        return any(exclusion.kind is ExclusionKind.SATURATED for exclusion in record.exclusions)
+
 
 def foreign(request: Request, loopback_only: bool) -> Response | None:
     """Refuse what a web page could send: another site's Origin, or a rebound Host name.
@@ -187,35 +245,6 @@ def _hostname(host: str) -> str | None:
         return urlsplit(f"//{host}").hostname
     except ValueError:
         return None
-
-
-async def _body(request: Request, model: type[B]) -> B | Response:
-    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media != "application/json":
-        problem = (
-            f"send the request body as JSON with 'Content-Type: application/json', got {media or 'none'!r}"
-        )
-        return _error(415, InvalidMessageError(problem))
-    raw = await request.body()
-    try:
-        return model.model_validate_json(raw)
-    except ValidationError as exc:
-        if any(error["type"] == "json_invalid" for error in exc.errors()):
-            problem = f"the request body is not JSON; send an object like {_example(model)}"
-        else:
-            problem = (
-                f"invalid request: {describe_validation_error(exc)}; send an object like {_example(model)}"
-            )
-        return _error(400, InvalidMessageError(problem))
-
-
-async def _routed(call: Callable[[], Coroutine[Any, Any, ReachResult]]) -> Response:
-    """Run one routed call; mistakes in the call itself are 400s, every outcome is a 200."""
-    try:
-        result = await call()
-    except InvalidMessageError as exc:
-        return _error(400, exc)
-    return JSONResponse(result.model_dump(mode="json"))
 
 
 def _error(status: int, exc: Exception) -> Response:

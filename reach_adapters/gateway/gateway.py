@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from reach_adapters.config import (
     ConfigError,
     GatewayConfig,
+    check_permissions,
     config_files,
     load_config,
     parse_config,
@@ -70,7 +71,13 @@ class Gateway:
     """
 
     def __init__(
-        self, router: Router, config: GatewayConfig, agents: Mapping[str, Agent], *, drain_timeout_s: float
+        self,
+        router: Router,
+        config: GatewayConfig,
+        agents: Mapping[str, Agent],
+        *,
+        drain_timeout_s: float,
+        allow_insecure_config: bool = False,
     ) -> None:
         self.router = router
         self.config = config
@@ -80,18 +87,27 @@ class Gateway:
         self.last_error: str | None = None
         self._agents = dict(agents)
         self._drain_timeout_s = drain_timeout_s
+        # Checked on every reload too: a file made writable by others later is refused then.
+        self._allow_insecure_config = allow_insecure_config
         self._started = time.monotonic()
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
 
     @classmethod
-    async def start(cls, directory: str | Path, *, drain_timeout_s: float = 30.0) -> Gateway:
+    async def start(
+        cls, directory: str | Path, *, drain_timeout_s: float = 30.0, allow_insecure_config: bool = False
+    ) -> Gateway:
         """Load `directory`, build every agent and register it; raise `ConfigError` if any fails,
         with nothing left running."""
-        return await cls.from_config(load_config(directory), drain_timeout_s=drain_timeout_s)
+        config = load_config(directory, allow_insecure=allow_insecure_config)
+        return await cls.from_config(
+            config, drain_timeout_s=drain_timeout_s, allow_insecure_config=allow_insecure_config
+        )
 
     @classmethod
-    async def from_config(cls, config: GatewayConfig, *, drain_timeout_s: float = 30.0) -> Gateway:
+    async def from_config(
+        cls, config: GatewayConfig, *, drain_timeout_s: float = 30.0, allow_insecure_config: bool = False
+    ) -> Gateway:
         router = Router(config.policy)
         agents = await build_agents(config.agents.values(), config.directory)
         try:
@@ -101,7 +117,11 @@ class Gateway:
             await close_agents(agents)
             raise
         return cls(
-            router, config, {agent.agent_id: agent for agent in agents}, drain_timeout_s=drain_timeout_s
+            router,
+            config,
+            {agent.agent_id: agent for agent in agents},
+            drain_timeout_s=drain_timeout_s,
+            allow_insecure_config=allow_insecure_config,
         )
 
     # -- what the API shows ------------------------------------------------------------------
@@ -131,6 +151,8 @@ class Gateway:
         async with self._lock:
             directory = self.config.directory
             try:
+                if not self._allow_insecure_config:
+                    check_permissions(directory)
                 files = read_config_dir(directory)
                 if files == self.config.files:
                     self.last_error = None

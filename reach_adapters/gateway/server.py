@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from reach_adapters.gateway.api import API_PREFIX, GatewayAPI
 from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.gateway.gateway import Gateway
+from reach_adapters.gateway.limits import ServerLimits
 from reach_adapters.mcp import MCPEndpoint, start_mcp_server
 
 __all__ = ["MCP_PATH", "GatewayEndpoint", "listen", "serve_http"]
@@ -65,15 +66,19 @@ async def serve_http(
     *,
     name: str = "agent-reach",
     shutdown_timeout_s: float = 3.0,
+    limits: ServerLimits | None = None,
 ) -> GatewayEndpoint:
     """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
-    Prometheus metrics at ``/metrics``."""
+    Prometheus metrics at ``/metrics``; `limits` bound every request (the defaults if None)."""
+    limits = ServerLimits() if limits is None else limits
+    loopback_only = sock.getsockname()[0] in ("127.0.0.1", "::1")
     endpoint = await start_mcp_server(
         gateway.router,
         path=MCP_PATH,
         name=name,
         sock=sock,
-        routes=GatewayAPI(gateway, loopback_only=sock.getsockname()[0] in ("127.0.0.1", "::1")).routes(),
+        routes=GatewayAPI(gateway, loopback_only=loopback_only, limits=limits).routes(),
         shutdown_timeout_s=shutdown_timeout_s,
+        limits=limits,
     )
     return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH))

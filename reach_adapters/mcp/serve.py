@@ -7,18 +7,20 @@ import logging
 import math
 import socket
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 import uvicorn
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.errors import MCPConnectionError
 from reach_adapters.mcp.server import RouterMCPServer
 from reach_adapters.router import Router
 
-__all__ = ["MCPEndpoint", "serve_mcp", "start_mcp_server"]
+__all__ = ["HTTPLimits", "MCPEndpoint", "serve_mcp", "start_mcp_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +29,17 @@ ServeTransport = Literal["stdio", "streamable-http"]
 _STARTUP_TIMEOUT_S = 10.0
 # Open event streams are cut after this many seconds of a graceful shutdown, so closing never hangs.
 _SHUTDOWN_GRACE_S = 1.0
+
+
+class HTTPLimits(Protocol):
+    """What bounds a served app; the gateway's `ServerLimits` is one."""
+
+    @property
+    def max_body_bytes(self) -> int: ...
+
+    def wrap(self, app: ASGIApp) -> ASGIApp: ...
+
+    def uvicorn_options(self) -> dict[str, Any]: ...
 
 
 async def serve_mcp(
@@ -74,16 +87,18 @@ async def start_mcp_server(
     sock: socket.socket | None = None,
     routes: Sequence[Route] = (),
     shutdown_timeout_s: float = _SHUTDOWN_GRACE_S,
+    limits: HTTPLimits | None = None,
 ) -> MCPEndpoint:
     """Start serving `router` over streamable HTTP in the background; ``port=0`` picks a free port.
 
     An application serving more than MCP (the gateway's HTTP API) passes its Starlette `routes`,
     served beside `path` on the same port, and may pass a `sock` it bound itself (then `host` and
-    `port` are not used), to report a port in use before building anything.
+    `port` are not used), to report a port in use before building anything, and its `limits`:
+    a wrapper around the whole app, uvicorn options, and the body limit of MCP requests.
     """
     if sock is not None:
         host = sock.getsockname()[0]
-        return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s)
+        return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s, limits)
     if not isinstance(host, str) or not host:
         msg = f"host must be a non-empty string such as '127.0.0.1', got {host!r}"
         raise InvalidDeclarationError(msg)
@@ -99,7 +114,7 @@ async def start_mcp_server(
     except OSError as exc:
         msg = f"cannot listen on {host}:{port}: {exc}; pick another host or port"
         raise MCPConnectionError(msg) from None
-    return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s)
+    return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s, limits)
 
 
 async def _serve(
@@ -110,14 +125,24 @@ async def _serve(
     name: str,
     routes: Sequence[Route],
     shutdown_timeout_s: float,
+    limits: HTTPLimits | None,
 ) -> MCPEndpoint:
     reach = RouterMCPServer(router, name=name)
-    app = reach.server.streamable_http_app(
-        streamable_http_path=path, host=host, custom_starlette_routes=list(routes) or None
+    app: ASGIApp = reach.server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        custom_starlette_routes=list(routes) or None,
+        max_request_body_size=DEFAULT_MAX_REQUEST_BODY_SIZE if limits is None else limits.max_body_bytes,
     )
+    if limits is not None:
+        app = limits.wrap(app)
     # log_config=None: a library must not reconfigure the application's logging.
     config = uvicorn.Config(
-        app, log_config=None, lifespan="on", timeout_graceful_shutdown=math.ceil(shutdown_timeout_s)
+        app,
+        log_config=None,
+        lifespan="on",
+        timeout_graceful_shutdown=math.ceil(shutdown_timeout_s),
+        **(limits.uvicorn_options() if limits is not None else {}),
     )
     server = _Server(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"mcp http {host}")

@@ -3,6 +3,9 @@
 Per-reach figures (routing latency, match failures, retries, task dwell time) are counted as
 reaches finish; per-agent figures (in flight, idle, breaker and state) are read from the catalog
 when Prometheus scrapes, so they cost the hot path nothing.
+
+Label values stay bounded: a capability no registered agent declares (a caller's typo, or a
+flood of made-up names) is counted under one `UNKNOWN_CAPABILITY` label, never as a new series.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.router import Router
 from reach_adapters.router.state import UNUSABLE_STATES
 
-__all__ = ["ReachMetrics"]
+__all__ = ["UNKNOWN_CAPABILITY", "ReachMetrics"]
+
+UNKNOWN_CAPABILITY = "<unknown>"
 
 _LATENCY_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0)
 _DWELL_BUCKETS = (0.0, 0.001, 0.01, 0.1, 0.5, 1.0, 5.0, 30.0)
@@ -63,11 +68,20 @@ class ReachMetrics(Collector):
             ["capability"],
             registry=self.registry,
         )
+        self._declared: frozenset[str] = frozenset()
+        self._refresh_declared()
+        router.on_catalog_change(self._refresh_declared)
         self.registry.register(self)
         router.add_observer(self)
 
+    def _refresh_declared(self) -> None:
+        # On registration changes, not per reach: on_reach only looks the name up.
+        self._declared = frozenset(self.router.declarations())
+
     def on_reach(self, record: DecisionRecord, result: ReachResult) -> None:
         capability = record.capability or ""
+        if capability and capability not in self._declared:
+            capability = UNKNOWN_CAPABILITY
         timings = result.timings
         self.routing_latency.labels(record.mode).observe((timings.routing_ms + timings.queueing_ms) / 1000.0)
         self.dwell.observe(timings.queueing_ms / 1000.0)

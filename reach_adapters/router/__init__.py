@@ -8,6 +8,7 @@ from its modules: the names below are the stable, adapter-facing surface. Everyt
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
 from reach_adapters.router.capability import Capability, validate_capabilities
+from reach_adapters.router.decisions import ExclusionKind
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.identity import AgentId, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
@@ -34,6 +35,7 @@ __all__ = [
     "CallOptions",
     "CallStyle",
     "Capability",
+    "ExclusionKind",
     "Fault",
     "ImportPathError",
     "Portal",

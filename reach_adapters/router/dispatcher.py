@@ -59,7 +59,12 @@ class Dispatcher:
         self.planner = Planner(registry, policy, matcher or LexicalMatcher())
         self.decisions = DecisionLog(policy.decision_log_size)
         self.strategies = make_strategies(policy)
-        self.dedupe = IdempotencyStore(policy.dedupe_window_s, policy.dedupe_max_entries)
+        self.dedupe = IdempotencyStore(
+            policy.dedupe_window_s,
+            policy.dedupe_max_entries,
+            policy.dedupe_max_bytes,
+            policy.dedupe_max_result_bytes,
+        )
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
         self.errors = policy.agent_errors
         self.observers: list[ReachObserver] = []
@@ -73,7 +78,12 @@ class Dispatcher:
         self.strategies = make_strategies(policy)
         self.errors = policy.agent_errors
         self.decisions.resize(policy.decision_log_size)
-        self.dedupe.reconfigure(policy.dedupe_window_s, policy.dedupe_max_entries)
+        self.dedupe.reconfigure(
+            policy.dedupe_window_s,
+            policy.dedupe_max_entries,
+            policy.dedupe_max_bytes,
+            policy.dedupe_max_result_bytes,
+        )
         self.budget.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
 
     async def dispatch(self, message: ReachMessage, stream: Opener | None = None) -> ReachResult:

@@ -3,6 +3,11 @@
 A task id is bound to the request it was first used for, as payment APIs bind an idempotency
 key: a repeat of the same request shares the first result, a different request under the same
 id is refused, never served someone else's answer.
+
+The results kept are bounded by their total size. A result larger than the per-result bound is
+handed to the callers already waiting for it, then kept as its fingerprint only: a later repeat
+is refused (`IdempotencyConflictError`, "too large to keep") rather than delivered a second time,
+so a task id still means at most one delivery.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import orjson
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import IdempotencyConflictError
 
-__all__ = ["Fingerprint", "IdempotencyStore", "fingerprint"]
+__all__ = ["Fingerprint", "IdempotencyStore", "fingerprint", "result_size"]
 
 
 # Canonical JSON: key order must not make two requests differ (a retry from a Go client need not
@@ -93,33 +98,56 @@ def _digest(value: object) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
+def result_size(result: ReachResult) -> int:
+    """About how many bytes keeping `result` costs: its payload and texts as JSON, plus the rest."""
+    texts = len(result.error or "") + len(result.error_type or "")
+    parts = result.results or ()
+    return _OVERHEAD + texts + len(_encode(result.payload)) + sum(result_size(part) for part in parts)
+
+
+def _encode(value: object) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return _CANONICAL.encode(value).encode()
+
+
+# Ids, timings, flags and the object around them, per kept result.
+_OVERHEAD = 512
+
+
 class _Entry(NamedTuple):
     expires: float
-    future: asyncio.Future[ReachResult]
+    # None once the result was too large to keep: only the fingerprint stays.
+    future: asyncio.Future[ReachResult] | None
     fingerprint: Fingerprint
+    size: int = 0
 
 
 class IdempotencyStore:
     """Task id → the first delivery's result (or the future of one still in flight).
 
-    Entries expire after `window_s` and the oldest are dropped past `max_entries`, so memory stays
-    bounded however many tasks pass through; an entry still in flight is never dropped. `settle`
-    and `abandon` take the future `claim` handed out, so a late first caller can never touch an
-    entry that a later delivery owns.
+    Entries expire after `window_s`, and the oldest are dropped past `max_entries` or once the
+    results kept pass `max_bytes` (see `result_size`), so memory stays bounded however many tasks
+    pass through; an entry still in flight is never dropped. A result over `max_result_bytes` is
+    kept as its fingerprint only. `settle` and `abandon` take the future `claim` handed out, so a
+    late first caller can never touch an entry that a later delivery owns.
     """
 
-    def __init__(self, window_s: float, max_entries: int) -> None:
-        self._window_s = window_s
-        self._max_entries = max_entries
+    def __init__(self, window_s: float, max_entries: int, max_bytes: int, max_result_bytes: int) -> None:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.bytes = 0
+        self.reconfigure(window_s, max_entries, max_bytes, max_result_bytes)
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def reconfigure(self, window_s: float, max_entries: int) -> None:
+    def reconfigure(self, window_s: float, max_entries: int, max_bytes: int, max_result_bytes: int) -> None:
         """Applies to tasks claimed from now on; entries already held keep their expiry."""
         self._window_s = window_s
         self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._max_result_bytes = min(max_result_bytes, max_bytes)
 
     def claim(self, task_id: str, request: Fingerprint) -> tuple[asyncio.Future[ReachResult], bool]:
         """The task's future, and True when the caller is the first and must deliver it.
@@ -131,7 +159,7 @@ class IdempotencyStore:
         now = time.monotonic()
         entry = entries.get(task_id)
         if entry is not None:
-            if entry.expires > now or not entry.future.done():
+            if entry.expires > now or (entry.future is not None and not entry.future.done()):
                 if entry.fingerprint != request:
                     differences = "; ".join(request.differences(entry.fingerprint))
                     msg = (
@@ -140,8 +168,16 @@ class IdempotencyStore:
                         "give a new request a new task_id"
                     )
                     raise IdempotencyConflictError(msg)
+                if entry.future is None:
+                    msg = (
+                        f"task_id {task_id!r} was already delivered in the last {self._window_s:g} s, "
+                        f"and its result was too large to keep (over {self._max_result_bytes} bytes, "
+                        "policy dedupe_max_result_bytes), so it is not delivered again; the first "
+                        "caller got the result. Give a new task_id to run the task again"
+                    )
+                    raise IdempotencyConflictError(msg)
                 return entry.future, False
-            del entries[task_id]
+            self._drop(task_id)
         future = asyncio.get_running_loop().create_future()
         entries[task_id] = _Entry(now + self._window_s, future, request)
         self._evict(now)
@@ -151,27 +187,40 @@ class IdempotencyStore:
         """Record the first delivery's result; outcomes that reached no agent are forgotten, so a
         repeat may try again."""
         entry = self._entries.get(task_id)
-        if entry is not None and entry.future is future and not result.delivered:
-            del self._entries[task_id]
+        if entry is not None and entry.future is future:
+            if not result.delivered:
+                self._drop(task_id)
+            else:
+                size = result_size(result)
+                kept = size <= self._max_result_bytes
+                self._entries[task_id] = entry._replace(
+                    future=future if kept else None, size=size if kept else 0
+                )
+                self.bytes += size if kept else 0
+                self._evict(time.monotonic())
         if not future.done():
+            # Callers already waiting get the result, whether or not it is kept.
             future.set_result(result)
 
     def abandon(self, task_id: str, future: asyncio.Future[ReachResult]) -> None:
         """The first caller was cancelled: forget the claim; waiters then deliver it themselves."""
         entry = self._entries.get(task_id)
         if entry is not None and entry.future is future:
-            del self._entries[task_id]
+            self._drop(task_id)
         if not future.done():
             future.cancel()
+
+    def _drop(self, task_id: str) -> None:
+        self.bytes -= self._entries.pop(task_id).size
 
     def _evict(self, now: float) -> None:
         entries = self._entries
         while entries:
             task_id, entry = next(iter(entries.items()))
-            if entry.expires > now and len(entries) <= self._max_entries:
+            if entry.expires > now and len(entries) <= self._max_entries and self.bytes <= self._max_bytes:
                 break
-            if not entry.future.done():
+            if entry.future is not None and not entry.future.done():
                 # Over the bound but still in flight: keep it, its waiters need it.
                 entries.move_to_end(task_id)
                 break
-            del entries[task_id]
+            self._drop(task_id)

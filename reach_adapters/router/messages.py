@@ -15,7 +15,24 @@ from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.hops import current_hop
 from reach_adapters.router.options import CALL_OPTIONS, CallOptions
 
-__all__ = ["build_message", "inherit_hop", "onward", "parse_message", "require_name", "time_left"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "MAX_OPTION_ITEMS",
+    "build_message",
+    "check_sizes",
+    "inherit_hop",
+    "onward",
+    "parse_message",
+    "require_name",
+    "time_left",
+]
+
+# Names and lists a caller sends become keys, labels and log fields: bounded, so one call cannot
+# cost more than a call should. Task and trace ids are bounded by `MetaInfo` itself (128).
+MAX_NAME_LENGTH = 256
+MAX_OPTION_ITEMS = 256
+_NAMED_OPTIONS = ("capability", "version", "namespace", "source")
+_COUNTED_META = ("tags", "attributes", "lineage")
 
 _HINT_OPTIONS = ("fallback", "strategy")
 _CAPABILITY_ONLY = frozenset({"capability"})
@@ -25,7 +42,33 @@ def require_name(value: object, what: str) -> str:
     if not isinstance(value, str) or not value:
         msg = f"{what} must be a non-empty string, got {value!r}; see router.catalog()"
         raise InvalidMessageError(msg)
+    if len(value) > MAX_NAME_LENGTH:
+        raise _too_long(what, value)
     return value
+
+
+def _too_long(what: str, value: str) -> InvalidMessageError:
+    msg = (
+        f"{what} is {len(value)} characters long, over the limit of {MAX_NAME_LENGTH} "
+        f"(starts {value[:40]!r}); names in the catalog are shorter, see router.catalog()"
+    )
+    return InvalidMessageError(msg)
+
+
+def check_sizes(meta: MetaInfo, hint: RoutingHint) -> None:
+    """Refuse names over `MAX_NAME_LENGTH` and lists or maps over `MAX_OPTION_ITEMS` entries."""
+    for name in _NAMED_OPTIONS:
+        value = getattr(meta, name)
+        if value is not None and len(value) > MAX_NAME_LENGTH:
+            raise _too_long(name, value)
+    for name, value in (("target", hint.target), ("strategy", hint.strategy)):
+        if value is not None and len(value) > MAX_NAME_LENGTH:
+            raise _too_long(name, value)
+    counted = [(name, len(getattr(meta, name))) for name in _COUNTED_META]
+    for name, count in [*counted, ("fallback", len(hint.fallback))]:
+        if count > MAX_OPTION_ITEMS:
+            msg = f"{name} has {count} entries, over the limit of {MAX_OPTION_ITEMS}; send fewer"
+            raise InvalidMessageError(msg)
 
 
 def build_message(
@@ -66,6 +109,8 @@ def build_message(
     except TypeError as exc:
         msg = f"invalid call options: {exc}"
         raise InvalidMessageError(msg) from None
+    if options.keys() - _CAPABILITY_ONLY or hint_fields:
+        check_sizes(meta, hint)
     message = build_trusted(ReachMessage, {"raw_payload": raw, "meta_info": meta, "routing_hint": hint})
     if current_hop() is not None:
         inherit_hop(message)
@@ -83,15 +128,18 @@ def parse_message(message: ReachMessage | Mapping[str, Any]) -> ReachMessage:
     """A `ReachMessage` of the router's own, from a message (copied: the router writes into it,
     and the caller's must stay as it was) or a dict."""
     if isinstance(message, ReachMessage):
-        return message.model_copy(update={"meta_info": message.meta_info.model_copy()})
-    if not isinstance(message, Mapping):
+        parsed = message.model_copy(update={"meta_info": message.meta_info.model_copy()})
+    elif not isinstance(message, Mapping):
         msg = f"dispatch() takes a ReachMessage or a dict, got {type(message).__name__}"
         raise InvalidMessageError(msg)
-    try:
-        return ReachMessage.model_validate(message)
-    except ValidationError as exc:
-        msg = f"invalid message: {describe_validation_error(exc)}"
-        raise InvalidMessageError(msg) from None
+    else:
+        try:
+            parsed = ReachMessage.model_validate(message)
+        except ValidationError as exc:
+            msg = f"invalid message: {describe_validation_error(exc)}"
+            raise InvalidMessageError(msg) from None
+    check_sizes(parsed.meta_info, parsed.routing_hint)
+    return parsed
 
 
 def inherit_hop(message: ReachMessage) -> None:

@@ -123,6 +123,15 @@ class RoutingPolicy(_Strict):
     )
     dedupe_window_s: float = Field(300.0, ge=0, strict=True, allow_inf_nan=False)
     dedupe_max_entries: int = Field(100_000, ge=1, strict=True)
+    dedupe_max_bytes: int = Field(
+        64 << 20, ge=1, strict=True, description="Total size of the results kept for task ids, in bytes."
+    )
+    dedupe_max_result_bytes: int = Field(
+        1 << 20,
+        ge=1,
+        strict=True,
+        description="Larger results are not kept: a repeat of their task id is refused, not run again.",
+    )
     max_depth: int = Field(5, ge=1, strict=True, description="Deepest nesting of routed calls.")
     match_direct: float = Field(
         0.85, ge=0, le=1, strict=True, description="Match score from which a task goes to that capability."

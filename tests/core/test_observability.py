@@ -153,11 +153,11 @@ async def test_prometheus_metrics() -> None:
     await router.route("w", {"extra": 1}, strategy="no-such")
     text = generate_latest(metrics.registry).decode()
     assert 'reach_retries_total{capability="w"} 2.0' in text
-    assert 'reach_match_failures_total{capability="missing"} 1.0' in text
+    assert 'reach_match_failures_total{capability="<unknown>"} 1.0' in text
     assert 'reach_reaches_total{capability="w",fault="",served_by="candidate",status="ok"} 2.0' in text
     assert (
-        'reach_reaches_total{capability="missing",fault="router",served_by="none",status="no_candidate"} 1.0'
-        in text
+        'reach_reaches_total{capability="<unknown>",fault="router",'
+        'served_by="none",status="no_candidate"} 1.0' in text
     )
     assert 'reach_reaches_total{capability="w",fault="caller",served_by="none",status="invalid"} 1.0' in text
     assert 'reach_agent_breaker_state{agent_id="svc:work:01"} 2.0' in text

@@ -1,0 +1,102 @@
+"""The audit log: one JSON line per routed call, written off the event loop.
+
+Who called (`principal`, null until the gateway authenticates callers), what was asked, which
+agent answered, how it ended; never the payload. The router's loop only queues a small record;
+a `logging.handlers.QueueListener` thread formats and writes it, so a slow disk never stalls
+routing. The queue is bounded: when the writer falls behind, lines are dropped and counted
+(`dropped`), never buffered without end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sys
+from datetime import UTC, datetime
+from logging.handlers import QueueHandler, QueueListener
+from pathlib import Path
+
+from middleware import ReachResult
+from reach_adapters.gateway.errors import GatewayError
+from reach_adapters.router import Router
+from reach_adapters.router.decisions import DecisionRecord
+
+__all__ = ["AUDIT_QUEUE_SIZE", "AuditLog"]
+
+AUDIT_QUEUE_SIZE = 10_000
+_STDERR = "-"
+
+
+class _Line(logging.Formatter):
+    """The record's fields as one JSON object; runs on the writer thread."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, object] = record.msg  # type: ignore[assignment]
+        stamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        return json.dumps({"time": stamp.replace("+00:00", "Z"), **fields}, ensure_ascii=False)
+
+
+class _Dropping(QueueHandler):
+    """Queues records as they are: formatting waits for the writer thread; a full queue drops."""
+
+    def __init__(self, bounded: queue.Queue[logging.LogRecord]) -> None:
+        super().__init__(bounded)
+        self.dropped = 0
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:
+            self.dropped += 1
+
+
+class AuditLog:
+    """An observer of a router's reaches that writes the audit log to `target` (a path, or
+    ``"-"`` for stderr). Call `close` to flush what is queued and stop the writer."""
+
+    def __init__(self, target: str | Path, *, queue_size: int = AUDIT_QUEUE_SIZE) -> None:
+        self.target = str(target)
+        if self.target == _STDERR:
+            writer: logging.Handler = logging.StreamHandler(sys.stderr)
+        else:
+            try:
+                writer = logging.FileHandler(self.target, encoding="utf-8")
+            except OSError as exc:
+                msg = f"--audit-log {self.target}: cannot open it ({exc.strerror}); give a writable file path"
+                raise GatewayError(msg) from None
+        writer.setFormatter(_Line())
+        self._writer = writer
+        self._queue: queue.Queue[logging.LogRecord] = queue.Queue(queue_size)
+        self._handler = _Dropping(self._queue)
+        self._listener = QueueListener(self._queue, writer)
+        self._listener.start()
+
+    @property
+    def dropped(self) -> int:
+        """Lines dropped because the writer fell behind."""
+        return self._handler.dropped
+
+    def attach(self, router: Router) -> None:
+        router.add_observer(self)
+
+    def on_reach(self, record: DecisionRecord, result: ReachResult) -> None:
+        fields = {
+            "principal": None,
+            "capability": record.capability,
+            "agent_id": result.agent_id,
+            "status": result.status.value,
+            "fault": None if result.fault is None else result.fault.value,
+            "task_id": result.task_id,
+            "trace_id": result.trace_id,
+            "mode": record.mode,
+            "duration_ms": round(result.timings.total_ms, 3),
+        }
+        line = logging.LogRecord("reach_adapters.audit", logging.INFO, "", 0, fields, None, None)
+        line.created = record.created_at
+        self._handler.enqueue(line)
+
+    def close(self) -> None:
+        """Write what is queued, then stop the writer thread and close the file."""
+        self._listener.stop()
+        self._writer.close()

@@ -1,0 +1,77 @@
+"""The results kept for task ids are bounded by bytes; results too large to keep are refused on
+repeat, never delivered twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from middleware import ResultStatus
+from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class Sized:
+    """Answers `size` bytes of text and counts its calls; `gate` holds calls while unset."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def __call__(self, size: int) -> str:
+        self.calls += 1
+        await self.gate.wait()
+        return "x" * size
+
+
+@pytest.fixture
+def agent() -> Sized:
+    return Sized()
+
+
+async def routed(agent: Sized, **policy: int) -> AsyncIterator[Router]:
+    async with Router(RoutingPolicy.model_validate(policy)) as router:
+        capability = Capability(name="sized", description="Answer so many bytes.")
+        router.register(FunctionAgent(agent, agent_id="util:sized:01", capabilities=[capability]))
+        yield router
+
+
+async def test_the_oldest_results_are_evicted_past_the_byte_bound(agent: Sized) -> None:
+    async for router in routed(agent, dedupe_max_bytes=20_000, dedupe_max_result_bytes=10_000):
+        for index in range(10):
+            assert (await router.route("sized", {"size": 4000}, task_id=f"t{index}")).ok
+        store = router._dispatcher.dedupe
+        assert store.bytes <= 20_000
+        assert len(store) < 10
+        calls = agent.calls
+        repeat = await router.route("sized", {"size": 4000}, task_id="t9")
+        assert repeat.served_by == "deduplicated"
+        assert agent.calls == calls
+        # Evicted: the id is free again, and the task runs anew.
+        again = await router.route("sized", {"size": 4000}, task_id="t0")
+        assert again.served_by == "candidate"
+        assert agent.calls == calls + 1
+
+
+async def test_a_result_too_large_to_keep_is_refused_on_repeat(agent: Sized) -> None:
+    async for router in routed(agent, dedupe_max_result_bytes=2000):
+        agent.gate.clear()
+        first = asyncio.ensure_future(router.route("sized", {"size": 5000}, task_id="big"))
+        waiter = asyncio.ensure_future(router.route("sized", {"size": 5000}, task_id="big"))
+        while agent.calls == 0:
+            await asyncio.sleep(0.01)
+        agent.gate.set()
+        # Callers waiting while it ran get the result.
+        assert (await first).payload == "x" * 5000
+        assert (await waiter).served_by == "deduplicated"
+        assert router._dispatcher.dedupe.bytes == 0
+        repeat = await router.route("sized", {"size": 5000}, task_id="big")
+        assert repeat.status is ResultStatus.REJECTED
+        assert repeat.error_type == "IdempotencyConflictError"
+        assert "too large to keep" in (repeat.error or "")
+        assert "dedupe_max_result_bytes" in (repeat.error or "")
+        assert agent.calls == 1

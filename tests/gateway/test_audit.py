@@ -1,0 +1,66 @@
+"""`reach serve --audit-log`: one JSON line per routed call, with no payload."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.conftest import ECHO, ReachServer, run_reach, write
+
+pytestmark = pytest.mark.timeout(120)
+
+SECRET = "payload-text-that-must-not-be-logged"
+
+
+def test_every_routed_call_is_one_json_line_without_payload(
+    config_dir: Path, tmp_path: Path, serve: Callable[..., ReachServer]
+) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    audit = tmp_path / "audit.jsonl"
+    server = serve(config_dir, "--audit-log", str(audit))
+    ok = server.api("POST", "/route", json={"capability": "echo", "payload": {"text": SECRET}}).json()
+    missed = server.api("POST", "/route", json={"capability": "nobody", "payload": {"text": SECRET}}).json()
+    sent = server.api("POST", "/send", json={"agent_id": "util:echo:01", "payload": SECRET}).json()
+    assert server.terminate() == 0  # closing writes what is queued
+    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert [line["task_id"] for line in lines] == [ok["task_id"], missed["task_id"], sent["task_id"]]
+    first, second, third = lines
+    assert set(first) == {
+        "time", "principal", "capability", "agent_id", "status", "fault", "task_id", "trace_id", "mode",
+        "duration_ms",
+    }  # fmt: skip
+    assert first["principal"] is None
+    assert (first["capability"], first["agent_id"], first["status"], first["fault"]) == (
+        "echo", "util:echo:01", "ok", None,
+    )  # fmt: skip
+    assert first["time"].endswith("Z")
+    assert first["duration_ms"] >= 0
+    assert (second["capability"], second["status"], second["fault"]) == ("nobody", "no_candidate", "router")
+    assert (third["agent_id"], third["mode"]) == ("util:echo:01", "directed")
+    assert SECRET not in audit.read_text(encoding="utf-8")
+
+
+def test_dash_writes_to_stderr(config_dir: Path, serve: Callable[..., ReachServer]) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    server = serve(config_dir, "--audit-log", "-")
+    task_id = server.api("POST", "/route", json={"capability": "echo", "payload": "hi"}).json()["task_id"]
+    assert server.terminate() == 0
+    audited = [
+        json.loads(line)
+        for line in server.log.read_text(encoding="utf-8").splitlines()
+        if '"principal"' in line
+    ]
+    assert [line["task_id"] for line in audited] == [task_id]
+
+
+def test_an_unwritable_audit_log_stops_serve_before_it_starts(config_dir: Path, tmp_path: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    refused = run_reach(
+        "serve", str(config_dir), "--port", "0", "--audit-log", str(tmp_path / "no" / "a.jsonl")
+    )
+    assert refused.returncode != 0
+    assert "--audit-log" in refused.stderr
+    assert "cannot open it" in refused.stderr

@@ -1,0 +1,188 @@
+"""Bounded requests: body size, body read time, JSON depth, and overload answered as such."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import select
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from reach_adapters import Capability, FunctionAgent, RoutingPolicy
+from reach_adapters.gateway import Gateway, GatewayError, ServerLimits
+from reach_adapters.gateway.api import GatewayAPI
+from tests.gateway.conftest import ECHO, ReachServer, write
+
+pytestmark = pytest.mark.timeout(120)
+
+MIB = 1024 * 1024
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    pytest.fail(f"no VmRSS for process {pid}")
+
+
+def raw_post(url: str, head: dict[str, str], chunks: list[bytes], *, pause_s: float = 0.0) -> tuple[int, str]:
+    """POST by hand, sending `chunks` until the server answers or closes; its status and body.
+
+    A plain socket, so the test sees the server's answer even when it comes before the body ends.
+    """
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        lines = [f"POST {parts.path} HTTP/1.1", f"Host: {parts.netloc}", "Content-Type: application/json"]
+        lines += [f"{name}: {value}" for name, value in head.items()]
+        conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        for chunk in chunks:
+            try:
+                conn.sendall(chunk)
+            except OSError:
+                break  # the server answered and closed: read what it said
+            if pause_s and select.select([conn], [], [], pause_s)[0]:
+                break  # answered before the body was done
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _length(answer):
+            data = conn.recv(65536)
+            if not data:
+                break
+            answer += data
+    head_text, _, body = answer.partition(b"\r\n\r\n")
+    return int(head_text.split()[1]), body.decode()
+
+
+def _length(answer: bytes) -> int:
+    for line in answer.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
+@pytest.fixture
+def echo_server(config_dir: Path, serve: Callable[..., ReachServer]) -> ReachServer:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    return serve(config_dir, "--body-timeout", "1", "--header-timeout", "1")
+
+
+def test_big_bodies_are_refused_unread_and_memory_stays_bounded(echo_server: ReachServer) -> None:
+    url = echo_server.api_url + "/route"
+    pid = echo_server.process.pid
+    assert (
+        echo_server.api("POST", "/route", json={"capability": "echo", "payload": "x" * 1000}).status_code
+        == 200
+    )
+    before = rss_kib(pid)
+    block = b"x" * MIB
+    for _ in range(3):
+        status, body = raw_post(url, {"Content-Length": str(50 * MIB)}, [block] * 50)
+        assert status == 413
+        assert "larger than 4194304 bytes" in body
+        assert "--max-body-bytes" in body
+        # Chunked, no length declared: counted as it comes and refused past the limit.
+        chunked = [b"%x\r\n%s\r\n" % (len(block), block)] * 50
+        status, body = raw_post(url, {"Transfer-Encoding": "chunked"}, chunked)
+        assert status == 413
+        assert "--max-body-bytes" in body
+        # The same limit, and answer, on the MCP endpoint.
+        status, body = raw_post(echo_server.mcp_url, {"Content-Length": str(50 * MIB)}, [block] * 50)
+        assert status == 413
+        assert "--max-body-bytes" in body
+    assert rss_kib(pid) - before < 50 * 1024
+    assert echo_server.health()["status"] == "ok"
+
+
+def test_a_slow_body_is_cut_off(echo_server: ReachServer) -> None:
+    body = json.dumps({"capability": "echo", "payload": "slow"}).encode()
+    # One byte at a time, 0.2 s apart: 6 s for the whole body, against a 1 s limit.
+    chunks = [body[i : i + 1] for i in range(len(body))]
+    status, answer = raw_post(
+        echo_server.api_url + "/route", {"Content-Length": str(len(body))}, chunks, pause_s=0.2
+    )
+    assert status == 408
+    assert "did not arrive within 1 s" in answer
+    assert "--body-timeout" in answer
+
+
+def test_a_slow_request_head_is_cut_off(echo_server: ReachServer) -> None:
+    parts = urlsplit(echo_server.url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    head = f"GET /api/health HTTP/1.1\r\nHost: {parts.netloc}\r\nX-Slow: {'a' * 100}\r\n\r\n".encode()
+    closed = False
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        # A byte every 0.2 s: 30 s for the head, against a 1 s limit.
+        for index in range(len(head)):
+            try:
+                conn.sendall(head[index : index + 1])
+            except OSError:
+                closed = True
+                break
+            if select.select([conn], [], [], 0.2)[0]:
+                closed = conn.recv(65536) == b""
+                break
+    assert closed
+    assert echo_server.health()["status"] == "ok"
+
+
+@pytest.mark.parametrize("depth", [65, 500])
+def test_deep_json_is_refused_by_depth(echo_server: ReachServer, depth: int) -> None:
+    payload = "[" * depth + "]" * depth
+    content = '{"capability": "echo", "payload": ' + payload + "}"
+    answer = echo_server.api("POST", "/route", content=content, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400
+    assert "nested deeper than 64 levels" in answer.json()["error"]
+    assert "--max-json-depth" in answer.json()["error"]
+    shallow = "[" * 60 + "]" * 60
+    fine = echo_server.api(
+        "POST",
+        "/route",
+        content='{"capability": "echo", "payload": ' + shallow + "}",
+        headers={"Content-Type": "application/json"},
+    )
+    assert fine.status_code == 200
+
+
+def test_limits_must_be_sensible() -> None:
+    with pytest.raises(GatewayError, match="--max-json-depth"):
+        ServerLimits(max_json_depth=500)
+
+
+async def test_a_call_no_agent_has_capacity_for_is_503_with_retry_after(config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    release = asyncio.Event()
+
+    async def busy(text: str) -> str:
+        await release.wait()
+        return text
+
+    capability = Capability(name="busy", description="Hold until released.", max_concurrency=1)
+    async with await Gateway.start(config_dir) as gateway:
+        gateway.router.register(FunctionAgent(busy, agent_id="util:busy:01", capabilities=[capability]))
+        gateway.router.update_policy(RoutingPolicy(max_waiting=0))
+        app = Starlette(routes=GatewayAPI(gateway, limits=ServerLimits(retry_after_s=2)).routes())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            first = asyncio.ensure_future(
+                client.post("/api/route", json={"capability": "busy", "payload": {"text": "a"}})
+            )
+            while gateway.router.catalog()[-1].in_flight == 0 and not first.done():
+                await asyncio.sleep(0.01)
+            refused = await client.post("/api/route", json={"capability": "busy", "payload": {"text": "b"}})
+            assert refused.status_code == 503, refused.json()
+            assert refused.headers["Retry-After"] == "2"
+            assert refused.json()["status"] == "no_candidate"
+            assert "saturated" in refused.json()["error"]
+            release.set()
+            assert (await first).status_code == 200
+            unknown = await client.post("/api/route", json={"capability": "nobody", "payload": "c"})
+            assert unknown.status_code == 200  # no agent at all is an outcome, not overload
