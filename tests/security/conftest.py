@@ -11,10 +11,11 @@ import pytest
 
 from reach_adapters.observability import ReachLogFilter, RedactFilter, TextFormatter
 from tests.gateway.conftest import config_dir, serve
-from tests.mcp_adapter.conftest import HttpCalc
+from tests.mcp_adapter.conftest import http_calc
 
-# The gateway tests' fixtures: a config directory, and `reach serve` subprocesses on it.
-__all__ = ["config_dir", "serve"]
+# Fixtures of other test packages: a config directory and `reach serve` subprocesses on it, and the
+# adapter tests' calc server over streamable HTTP.
+__all__ = ["config_dir", "http_calc", "serve"]
 
 KEYED = str(Path(__file__).parent / "servers" / "keyed.py")
 API_KEY = "sk-test-123"
@@ -67,13 +68,3 @@ def text_logs() -> Iterator[Captured]:
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
-
-
-@pytest.fixture
-def http_calc() -> Iterator[HttpCalc]:
-    """The adapter tests' calc server over streamable HTTP, in a subprocess."""
-    server = HttpCalc()
-    try:
-        yield server
-    finally:
-        server.stop()
