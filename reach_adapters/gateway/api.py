@@ -193,8 +193,12 @@ class GatewayAPI:
             else:
                 problem = f"invalid request: {describe_validation_error(exc)}; {like}"
             return _error(400, InvalidMessageError(problem))
-        # The envelope is one level, its fields two: only payload and options can go deeper.
-        if nested_deeper(body.payload, limit - 1) or nested_deeper(body.options, limit - 1):
+        # The envelope is one level, its fields two: only payload and options can go deeper. A
+        # body with fewer brackets than that cannot be (counting is cheap; walking a big one is not).
+        deep = raw.count(b"[") + raw.count(b"{") > limit and (
+            nested_deeper(body.payload, limit - 1) or nested_deeper(body.options, limit - 1)
+        )
+        if deep:
             return _error(400, self.limits.too_deep())
         return body
 

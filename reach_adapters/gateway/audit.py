@@ -16,6 +16,7 @@ import sys
 from datetime import UTC, datetime
 from logging.handlers import QueueHandler, QueueListener
 from pathlib import Path
+from typing import cast
 
 from middleware import ReachResult
 from reach_adapters.gateway.errors import GatewayError
@@ -26,6 +27,10 @@ __all__ = ["AUDIT_QUEUE_SIZE", "AuditLog"]
 
 AUDIT_QUEUE_SIZE = 10_000
 _STDERR = "-"
+# How long stopping waits for the writer to make room for its stop signal.
+_STOP_TIMEOUT_S = 10.0
+
+logger = logging.getLogger(__name__)
 
 
 class _Line(logging.Formatter):
@@ -51,6 +56,14 @@ class _Dropping(QueueHandler):
             self.dropped += 1
 
 
+class _Listener(QueueListener):
+    """Waits for room for its stop signal: a full queue (a writer behind) must still stop."""
+
+    def enqueue_sentinel(self) -> None:
+        # The base puts its sentinel (None) without waiting, which raises `queue.Full`.
+        cast("queue.Queue[object]", self.queue).put(None, timeout=_STOP_TIMEOUT_S)
+
+
 class AuditLog:
     """An observer of a router's reaches that writes the audit log to `target` (a path, or
     ``"-"`` for stderr). Call `close` to flush what is queued and stop the writer."""
@@ -69,7 +82,7 @@ class AuditLog:
         self._writer = writer
         self._queue: queue.Queue[logging.LogRecord] = queue.Queue(queue_size)
         self._handler = _Dropping(self._queue)
-        self._listener = QueueListener(self._queue, writer)
+        self._listener = _Listener(self._queue, writer)
         self._listener.start()
 
     @property
@@ -98,5 +111,9 @@ class AuditLog:
 
     def close(self) -> None:
         """Write what is queued, then stop the writer thread and close the file."""
-        self._listener.stop()
-        self._writer.close()
+        try:
+            self._listener.stop()
+        except queue.Full:
+            logger.warning("audit log: the writer is stuck; %s queued lines are lost", self._queue.qsize())
+        finally:
+            self._writer.close()

@@ -36,6 +36,9 @@ _COUNTED_META = ("tags", "attributes", "lineage")
 
 _HINT_OPTIONS = ("fallback", "strategy")
 _CAPABILITY_ONLY = frozenset({"capability"})
+# The options whose size `check_sizes` bounds (the capability's own is checked by `require_name`):
+# most calls give none of them and skip it.
+_SIZED = frozenset({*_NAMED_OPTIONS, *_COUNTED_META}) - _CAPABILITY_ONLY
 
 
 def require_name(value: object, what: str) -> str:
@@ -109,7 +112,7 @@ def build_message(
     except TypeError as exc:
         msg = f"invalid call options: {exc}"
         raise InvalidMessageError(msg) from None
-    if options.keys() - _CAPABILITY_ONLY or hint_fields:
+    if hint_fields or not _SIZED.isdisjoint(options.keys()):
         check_sizes(meta, hint)
     message = build_trusted(ReachMessage, {"raw_payload": raw, "meta_info": meta, "routing_hint": hint})
     if current_hop() is not None:

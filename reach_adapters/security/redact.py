@@ -3,13 +3,15 @@
 The rules live here and only here (docs/security.md lists them):
 
 - a *secret name* is a header, query parameter, flag, environment variable or ``key=value`` key
-  one of whose words (split at ``-``, ``_``, ``.`` and camelCase) is in `_SECRET_WORDS`, or that
-  ends in one of `_SECRET_ENDINGS` (``PGPASSWORD``). ``monkey``, ``--keyword`` and
-  ``tokenizer`` are not secret names: a whole word must match;
-- URL user-info (``https://user:pass@host``) becomes ``***``;
+  whose last word (split at ``-``, ``_``, ``.`` and camelCase) is in `_SECRET_WORDS`, or that
+  ends in one of `_SECRET_ENDINGS` (``PGPASSWORD``, ``X-API-Key``). ``monkey``, ``--keyword``,
+  ``tokenizer``, ``token_count`` and ``sort_key`` are not secret names;
+- URL user-info (``https://user:p@ss@host``, up to the last ``@``) becomes ``***``;
 - the value of a secret name becomes ``***``: in ``name=value``, ``--name value``, ``--name=value``,
-  ``Name: value`` and ``'name': 'value'``; an ``Authorization`` value keeps its scheme
-  (``Bearer ***``), and a ``Bearer <token>`` anywhere loses its token;
+  ``'name': 'value'`` and ``Name: value`` (this last one only for header-like names: with a ``-``
+  or ``_``, or one of `_HEADER_WORDS` — so ``missing key: user_id`` in an error stays);
+  an ``Authorization`` value keeps its scheme (``Bearer ***``), and a ``Bearer <token>`` anywhere
+  loses its token;
 - every environment value of a server is hidden, whatever its name;
 - short flags (``-p X``) are kept: ``-p`` is a port as often as a password, and no rule can tell.
 
@@ -45,10 +47,11 @@ _SECRET_WORDS = frozenset(
         "credential",
         "credentials",
         "jwt",
-        "key",
+        "pass",
         "passphrase",
         "passwd",
         "password",
+        "pat",
         "pwd",
         "secret",
         "sig",
@@ -56,12 +59,18 @@ _SECRET_WORDS = frozenset(
         "token",
     }
 )
-_SECRET_ENDINGS = ("apikey", "passwd", "password", "secret", "token")
+_SECRET_ENDINGS = ("accesskey", "apikey", "passwd", "password", "privatekey", "secret", "secretkey", "token")
+# Names secret only whole: ``key=...`` in a query string, not ``sort_key=...``.
+_SECRET_WHOLE = frozenset({"key"})
+# Single words whose ``Name: value`` is a secret in free text; other words before a colon are
+# prose ("bad signature: expected ...", "missing key: user_id").
+_HEADER_WORDS = frozenset({"apikey", "authorization", "cookie", "passwd", "password", "secret"})
 
 # Word boundaries of a name: separators, and a lower-to-upper camelCase step.
 _WORD_SPLIT = re.compile(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _NAME = r"[A-Za-z][\w.-]*"
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
+# Greedy up to the host: a password may itself hold an ``@`` (clients split at the last one).
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s?#]+@")
 _BEARER = re.compile(r"(?i)\b(?P<scheme>bearer|basic|digest|token)\s+(?!\*\*\*)[A-Za-z0-9._~+/=-]{4,}")
 # ``name=value`` (query parameters, ``KEY=VALUE`` words, ``--flag=value``); the value ends at a
 # separator of query strings or words, or is quoted.
@@ -83,9 +92,10 @@ def is_secret_name(name: str) -> bool:
     """Whether a value under `name` is a secret (see the module's rules)."""
     bare = name.lstrip("-")
     flat = re.sub(r"[-_.\s]", "", bare).lower()
-    if flat.endswith(_SECRET_ENDINGS) or flat in _SECRET_WORDS:
+    if flat.endswith(_SECRET_ENDINGS) or flat in _SECRET_WORDS or flat in _SECRET_WHOLE:
         return True
-    return any(word.lower() in _SECRET_WORDS for word in _WORD_SPLIT.split(bare) if word)
+    words = [word for word in _WORD_SPLIT.split(bare) if word]
+    return bool(words) and words[-1].lower() in _SECRET_WORDS
 
 
 def redact_url(url: str) -> str:
@@ -145,8 +155,15 @@ def _assigned(match: re.Match[str]) -> str:
 
 
 def _header(match: re.Match[str]) -> str:
-    # A URL's scheme ("https://") is no header; nor is a value already masked.
-    if match["value"].startswith("//") or match["value"] == MASK or not is_secret_name(match["name"]):
+    # A URL's scheme ("https://") is no header; nor is a value already masked, nor prose.
+    name = match["name"]
+    header_like = "-" in name or "_" in name or name.lower() in _HEADER_WORDS
+    if (
+        not header_like
+        or match["value"].startswith("//")
+        or match["value"] == MASK
+        or not is_secret_name(name)
+    ):
         return match[0]
     return f"{match['name']}{match['sep']}{match['scheme'] or ''}{MASK}"
 

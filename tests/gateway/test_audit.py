@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters.gateway.audit import AuditLog
 from tests.gateway.conftest import ECHO, ReachServer, run_reach, write
 
 pytestmark = pytest.mark.timeout(120)
@@ -64,3 +68,30 @@ def test_an_unwritable_audit_log_stops_serve_before_it_starts(config_dir: Path, 
     assert refused.returncode != 0
     assert "--audit-log" in refused.stderr
     assert "cannot open it" in refused.stderr
+
+
+async def test_closing_with_a_full_queue_writes_what_it_can_and_stops(tmp_path: Path) -> None:
+    # A writer that falls behind fills the queue; closing must still stop it, not raise.
+    target = tmp_path / "audit.jsonl"
+    audit = AuditLog(str(target), queue_size=2)
+    write_line = audit._writer.emit
+
+    def slow(record: logging.LogRecord) -> None:
+        time.sleep(0.05)
+        write_line(record)
+
+    audit._writer.emit = slow  # type: ignore[method-assign]
+    async with Router() as router:
+        router.register(FunctionAgent(echo, agent_id="util:echo:01", capabilities=[Capability(name="echo")]))
+        audit.attach(router)
+        for _ in range(10):
+            await router.route("echo", {"text": "hi"})
+    audit.close()
+    written = target.read_text(encoding="utf-8").splitlines()
+    assert audit.dropped > 0
+    assert len(written) == 10 - audit.dropped
+    assert {json.loads(line)["capability"] for line in written} == {"echo"}
+
+
+async def echo(text: str) -> str:
+    return text

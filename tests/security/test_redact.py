@@ -33,6 +33,13 @@ MASKED_TEXT = [
     ("PGPASSWORD=x", "PGPASSWORD=***"),
     ("password: hunter2", "password: ***"),
     ("sent with bearer eyJhbGciOi.x.y", "sent with bearer ***"),
+    # Clients split user-info from the host at the last "@": all of it is the secret.
+    ("https://alice:p@ssw0rd-secret@example.com/mcp", "https://***@example.com/mcp"),
+    (
+        "DB_PASS=a GITHUB_PAT=b SECRETKEY=c privatekey=d accesskey=e",
+        "DB_PASS=*** GITHUB_PAT=*** SECRETKEY=*** privatekey=*** accesskey=***",
+    ),
+    ("https://maps/api?key=AIza9&page=1", "https://maps/api?key=***&page=1"),
 ]
 
 KEPT_TEXT = [
@@ -45,6 +52,12 @@ KEPT_TEXT = [
     "agent mcp:files:0 raised on task t1: ValueError: bad input",
     "-p 8080",
     "error: x",
+    # Prose an agent's error may hold: words before a colon or "=" that only look like names.
+    "KeyError: 'missing key: user_id'",
+    "bad signature: expected sha256, got md5; token_count=5 exceeds max",
+    "sort_key=name",
+    "auth: denied",
+    "bypass=1",
 ]
 
 
