@@ -5,9 +5,10 @@ key: a repeat of the same request shares the first result, a different request u
 id is refused, never served someone else's answer.
 
 The results kept are bounded by their total size. A result larger than the per-result bound is
-handed to the callers already waiting for it, then kept as its fingerprint only: a later repeat
-is refused (`IdempotencyConflictError`, "too large to keep") rather than delivered a second time,
-so a task id still means at most one delivery.
+handed to the callers already waiting for it, then kept as its fingerprint only; past the total
+bound, the oldest results kept give way to their fingerprints. A later repeat of such a task is
+refused (`IdempotencyConflictError`, "not kept") rather than delivered a second time, so a task id
+still means at most one delivery within the window.
 """
 
 from __future__ import annotations
@@ -171,9 +172,10 @@ class IdempotencyStore:
                 if entry.future is None:
                     msg = (
                         f"task_id {task_id!r} was already delivered in the last {self._window_s:g} s, "
-                        f"and its result was too large to keep (over {self._max_result_bytes} bytes, "
-                        "policy dedupe_max_result_bytes), so it is not delivered again; the first "
-                        "caller got the result. Give a new task_id to run the task again"
+                        "and its result was not kept (larger than policy dedupe_max_result_bytes, "
+                        f"{self._max_result_bytes} bytes, or given way to newer ones past "
+                        f"dedupe_max_bytes, {self._max_bytes}), so it is not delivered again; the "
+                        "first caller got the result. Give a new task_id to run the task again"
                     )
                     raise IdempotencyConflictError(msg)
                 return entry.future, False
@@ -217,10 +219,29 @@ class IdempotencyStore:
         entries = self._entries
         while entries:
             task_id, entry = next(iter(entries.items()))
-            if entry.expires > now and len(entries) <= self._max_entries and self.bytes <= self._max_bytes:
+            if entry.expires > now and len(entries) <= self._max_entries:
                 break
             if entry.future is not None and not entry.future.done():
                 # Over the bound but still in flight: keep it, its waiters need it.
                 entries.move_to_end(task_id)
                 break
             self._drop(task_id)
+        if self.bytes > self._max_bytes:
+            self._shed()
+
+    def _shed(self) -> None:
+        """Past the byte bound, the oldest results kept give way to their fingerprints: their
+        task ids stay held (a repeat is refused), as for a result too large to keep."""
+        entries = self._entries
+        shed: list[str] = []
+        excess = self.bytes - self._max_bytes
+        for task_id, entry in entries.items():
+            if excess <= 0:
+                break
+            if entry.size and entry.future is not None and entry.future.done():
+                shed.append(task_id)
+                excess -= entry.size
+        for task_id in shed:
+            entry = entries[task_id]
+            self.bytes -= entry.size
+            entries[task_id] = entry._replace(future=None, size=0)

@@ -40,21 +40,21 @@ async def routed(agent: Sized, **policy: int) -> AsyncIterator[Router]:
         yield router
 
 
-async def test_the_oldest_results_are_evicted_past_the_byte_bound(agent: Sized) -> None:
+async def test_the_oldest_results_give_way_to_fingerprints_past_the_byte_bound(agent: Sized) -> None:
     async for router in routed(agent, dedupe_max_bytes=20_000, dedupe_max_result_bytes=10_000):
         for index in range(10):
             assert (await router.route("sized", {"size": 4000}, task_id=f"t{index}")).ok
         store = router._dispatcher.dedupe
         assert store.bytes <= 20_000
-        assert len(store) < 10
         calls = agent.calls
         repeat = await router.route("sized", {"size": 4000}, task_id="t9")
         assert repeat.served_by == "deduplicated"
         assert agent.calls == calls
-        # Evicted: the id is free again, and the task runs anew.
+        # The oldest result was not kept, but its task id still means one delivery: refused.
         again = await router.route("sized", {"size": 4000}, task_id="t0")
-        assert again.served_by == "candidate"
-        assert agent.calls == calls + 1
+        assert (again.status, again.error_type) == (ResultStatus.REJECTED, "IdempotencyConflictError")
+        assert "not kept" in (again.error or "")
+        assert agent.calls == calls
 
 
 async def test_a_result_too_large_to_keep_is_refused_on_repeat(agent: Sized) -> None:
@@ -72,6 +72,6 @@ async def test_a_result_too_large_to_keep_is_refused_on_repeat(agent: Sized) -> 
         repeat = await router.route("sized", {"size": 5000}, task_id="big")
         assert repeat.status is ResultStatus.REJECTED
         assert repeat.error_type == "IdempotencyConflictError"
-        assert "too large to keep" in (repeat.error or "")
+        assert "larger than policy dedupe_max_result_bytes" in (repeat.error or "")
         assert "dedupe_max_result_bytes" in (repeat.error or "")
         assert agent.calls == 1
