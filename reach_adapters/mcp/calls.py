@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import cast
 
@@ -22,7 +21,7 @@ from middleware.fast import amend
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.router import UNKNOWN_OUTCOME, error_result, onward
+from reach_adapters.router import UNKNOWN_OUTCOME, error_result, onward, time_left
 
 __all__ = ["ToolRoute", "call_tool"]
 
@@ -53,9 +52,7 @@ async def call_tool(
     """
     agent_id = converter.agent_id
     arguments = converter.from_middleware(message)
-    deadline = message.meta_info.deadline
-    if deadline is not None:
-        timeout_s = max(min(timeout_s, deadline - time.time()), 0.001)
+    timeout_s = time_left(message, timeout_s)
     meta = request_meta(onward(message.meta_info, agent_id))
     try:
         with relays.calling() as call:
