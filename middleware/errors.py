@@ -20,6 +20,8 @@ __all__ = [
     "LoopDetectedError",
     "NoCandidateError",
     "PayloadValidationError",
+    "PermissionDeniedError",
+    "QuotaExceededError",
     "ReachError",
     "ReachTimeoutError",
     "UnknownAgentError",
@@ -67,6 +69,14 @@ class IdempotencyConflictError(ReachError):
     """A task id was reused for a different request within the idempotency window."""
 
 
+class PermissionDeniedError(ReachError):
+    """The caller may not reach that capability or agent (security.yaml), or is not known there."""
+
+
+class QuotaExceededError(ReachError):
+    """The caller used up its quota; ``result.extra["retry_after_s"]`` says when to try again."""
+
+
 _BY_STATUS: dict[str, type[ReachError]] = {
     "timeout": ReachTimeoutError,
     "no_candidate": NoCandidateError,
@@ -83,6 +93,8 @@ _BY_NAME: dict[str, type[ReachError]] = {
         ReachTimeoutError,
         LoopDetectedError,
         IdempotencyConflictError,
+        PermissionDeniedError,
+        QuotaExceededError,
     )
 }
 

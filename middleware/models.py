@@ -46,6 +46,22 @@ class MetaInfo(_Model):
     version: str | None = Field(None, description="Required capability version (exact match).")
     namespace: str | None = Field(None, description="Only agents in this namespace may serve.")
     source: str | None = Field(None, description="Agent id of the caller, when an agent calls.")
+    principal: str | None = Field(
+        None,
+        max_length=256,
+        description=(
+            "Who the call is made for, as the gateway authenticated it (security.yaml); None for "
+            "the program that owns the router. A gateway sets it itself, never from the request."
+        ),
+    )
+    caller_token: str | None = Field(
+        None,
+        max_length=4096,
+        description=(
+            "Signed short-lived token naming the calling agent, the target and an expiry, carried "
+            "when an agent's call passes from one gateway to another."
+        ),
+    )
     text: str | None = Field(None, description="Task text, matched when no capability is named.")
     tags: list[str] = Field(default_factory=list)
     attributes: dict[str, JsonValue] = Field(

@@ -53,7 +53,7 @@ async def call_tool(
     agent_id = converter.agent_id
     arguments = converter.from_middleware(message)
     timeout_s = time_left(message, timeout_s)
-    meta = request_meta(onward(message.meta_info, agent_id))
+    meta = request_meta(onward(message.meta_info, agent_id, route.tool))
     try:
         with relays.calling() as call:
             relay = call.relay

@@ -28,7 +28,17 @@ __all__ = ["META_PREFIX", "MCPConverter", "content_to_json", "meta_from_request"
 # Request `_meta` keys carrying the task across MCP hops (MCP reserves prefixes like this one),
 # and the call options a client may set there: `configurable` (a thread id) and `resume`.
 META_PREFIX = "agent-reach/"
-_CARRIED = ("task_id", "trace_id", "source", "deadline", "depth", "lineage", "configurable", "resume")
+_CARRIED = (
+    "task_id",
+    "trace_id",
+    "source",
+    "deadline",
+    "depth",
+    "lineage",
+    "configurable",
+    "resume",
+    "caller_token",
+)
 
 _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 

@@ -16,11 +16,12 @@ from middleware.fast import amend
 from reach_adapters.router.decisions import DecisionRecord, Exclusion, ExclusionKind
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED, RETRIED
+from reach_adapters.router.guard import Guard
 from reach_adapters.router.planning import Plan, slot_for
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
-from reach_adapters.router.selection import exclusion
+from reach_adapters.router.selection import exclusion, forbidden
 from reach_adapters.router.state import Slot
 from reach_adapters.router.tracing import ATTEMPT, spanned
 
@@ -158,8 +159,10 @@ async def fall_back(
     registry: Registry,
     policy: RoutingPolicy,
     errors: AgentErrors,
+    guard: Guard | None,
 ) -> tuple[ReachResult, str]:
-    """Try the hint's fallback agents, then the policy's default agent, in that order.
+    """Try the hint's fallback agents, then the policy's default agent, in that order; those the
+    caller's principal may not reach are passed over like any excluded agent.
 
     Returns the result and the path that gave it: ``fallback``, ``default``, or ``none`` with
     the last failure when none answered.
@@ -187,6 +190,8 @@ async def fall_back(
             continue
         slot = slot_for(runtime.slots, meta.capability) or runtime.slots[0]
         excluded = exclusion(slot, meta, policy, time.monotonic())
+        if excluded is None and guard is not None and meta.principal is not None:
+            excluded = forbidden(guard, meta.principal, slot)
         if excluded is not None:
             excluded.reason = f"{path} agent: {excluded.reason}"
             exclusions.append(excluded)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.capability import Capability
-from reach_adapters.router.state import AgentRuntime, AgentState
+from reach_adapters.router.state import AgentRuntime, AgentState, Slot
 
 __all__ = ["AgentInfo", "agent_info"]
 
@@ -47,7 +47,8 @@ class AgentInfo(BaseModel):
         return "; ".join(parts) or None
 
 
-def agent_info(runtime: AgentRuntime) -> AgentInfo:
+def agent_info(runtime: AgentRuntime, slots: list[Slot] | None = None) -> AgentInfo:
+    """The agent as the catalog shows it, with the declarations of `slots` (default: all)."""
     breaker = runtime.breaker
     now = time.monotonic()
     state = breaker.state_at(now)
@@ -65,5 +66,5 @@ def agent_info(runtime: AgentRuntime) -> AgentInfo:
         calls=runtime.calls,
         failures=runtime.failures,
         avg_ms=round(runtime.avg_ms, 3),
-        capabilities=[slot.capability for slot in runtime.slots],
+        capabilities=[slot.capability for slot in (runtime.slots if slots is None else slots)],
     )

@@ -39,6 +39,8 @@ class ExclusionKind(StrEnum):
     UNREGISTERED = "unregistered"
     UNDECLARED = "undeclared"
     DEADLINE = "deadline"
+    # The caller's principal may not reach this agent (security.yaml).
+    FORBIDDEN = "forbidden"
 
 
 @dataclass(slots=True)
@@ -80,6 +82,10 @@ class DecisionRecord:
     path: str = "none"
     status: str = "pending"
     note: str | None = None
+    principal: str | None = None
+    # Kept only with `RoutingPolicy.record_payloads`: records are read by more people than results.
+    payload: Any = None
+    result_payload: Any = None
 
     def add_attempt(
         self, agent_id: str, result: ReachResult, elapsed_ms: float, path: str = "candidate"
@@ -198,11 +204,15 @@ class DecisionLog:
         if len(records) > self._size:
             records.popitem(last=False)
 
-    def recent(self, limit: int, capability: str | None = None) -> list[DecisionRecord]:
-        """The latest records, newest first, optionally for one capability."""
+    def recent(
+        self, limit: int, capability: str | None = None, principal: str | None = None
+    ) -> list[DecisionRecord]:
+        """The latest records, newest first, optionally for one capability or one principal's."""
         out: list[DecisionRecord] = []
         for record in reversed(self._records.values()):
-            if capability is None or record.capability == capability:
+            if (capability is None or record.capability == capability) and (
+                principal is None or record.principal == principal
+            ):
                 out.append(record)
                 if len(out) >= limit:
                     break

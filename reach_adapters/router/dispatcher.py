@@ -17,7 +17,14 @@ from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.faults import ANSWERED
-from reach_adapters.router.hops import reset_current_reach, set_current_reach
+from reach_adapters.router.guard import Guard, Refusal, refused_result
+from reach_adapters.router.hops import (
+    current_hop,
+    reset_current_guard,
+    reset_current_reach,
+    set_current_guard,
+    set_current_reach,
+)
 from reach_adapters.router.idempotency import IdempotencyStore, fingerprint
 from reach_adapters.router.matching import LexicalMatcher, Matcher
 from reach_adapters.router.observe import ReachObserver
@@ -68,9 +75,13 @@ class Dispatcher:
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
         self.errors = policy.agent_errors
         self.observers: list[ReachObserver] = []
+        self.guard: Guard | None = None
         # Task id → its runs going on here. The same task coming back through one of them (gateway
         # A → B → A) is a loop, refused at once rather than left waiting on itself.
         self._running: dict[str, list[Run]] = {}
+
+    def set_guard(self, guard: Guard | None) -> None:
+        self.guard = self.planner.guard = guard
 
     def reconfigure(self, policy: RoutingPolicy) -> None:
         self.policy = policy
@@ -104,6 +115,8 @@ class Dispatcher:
             came_back = runs is not None and any(other.sent_back(meta.lineage) for other in runs[:-1])
             if came_back or meta.depth > self.policy.max_depth:
                 return self._loop(message, came_back, run)
+            if self.guard is not None:
+                return await self._guarded(self.guard, message, run)
             tracer = active_tracer()
             return await spanned(tracer, DISPATCH, self._run(message, tracer, run), message)
         finally:
@@ -113,6 +126,27 @@ class Dispatcher:
             else:
                 runs.remove(run)
             reset_current_reach(token)
+
+    async def _guarded(self, guard: Guard, message: ReachMessage, run: Run) -> ReachResult:
+        hop = current_hop()
+        refusal = await guard.admit(message, None if hop is None else hop.agent_id)
+        if refusal is not None:
+            return self._refuse(message, run, refusal)
+        tracer = active_tracer()
+        # Agents passing the task on to another gateway sign their hop with this guard.
+        token = set_current_guard(guard)
+        try:
+            return await spanned(tracer, DISPATCH, self._run(message, tracer, run), message)
+        finally:
+            reset_current_guard(token)
+
+    def _refuse(
+        self, message: ReachMessage, run: Run, refusal: Refusal, record: DecisionRecord | None = None
+    ) -> ReachResult:
+        record = new_record(message, None) if record is None else record
+        return self._finish(
+            run, message, record, refused_result(message, refusal), time.perf_counter(), "none"
+        )
 
     def _run(
         self, message: ReachMessage, tracer: Tracer | None, run: Run
@@ -213,6 +247,11 @@ class Dispatcher:
                 )
             deadline = meta.deadline or 0.0
             if hint.mode == "broadcast":
+                principal = meta.principal
+                if self.guard is not None and principal is not None:
+                    refusal = await self.guard.fan_out(principal, len(plan.slots))
+                    if refusal is not None:
+                        return self._refuse(message, run, refusal, record)
                 run.targets.update(slot.runtime.agent_id for slot in plan.slots)
                 merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.errors)
                 return self._finish(run, message, record, merged, start, "candidate", plan.queued_ms)
@@ -252,7 +291,7 @@ class Dispatcher:
         run: Run,
     ) -> ReachResult:
         result, path = await fall_back(
-            message, record, result, caller_deadline, run, self.registry, self.policy, self.errors
+            message, record, result, caller_deadline, run, self.registry, self.policy, self.errors, self.guard
         )
         return self._finish(run, message, record, result, start, path, queued_ms)
 
@@ -270,6 +309,9 @@ class Dispatcher:
         keep: bool = True,
     ) -> ReachResult:
         settle(message, record, result, start, path, queued_ms, routed)
+        if self.policy.record_payloads:
+            record.payload = message.raw_payload
+            record.result_payload = result.payload
         # An open stream is not over yet: it records the outcome when it ends.
         if run.stream is None or not run.stream.takes_over(record, result, keep):
             record_outcome(self.decisions, self.observers, record, result, keep)

@@ -10,16 +10,20 @@ from typing import TYPE_CHECKING
 from middleware import MetaInfo
 
 if TYPE_CHECKING:
+    from reach_adapters.router.guard import Guard
     from reach_adapters.router.state import Slot
 
 __all__ = [
     "Hop",
+    "current_guard",
     "current_hop",
     "current_reach",
     "enter_hop",
     "free_slot",
     "leave_hop",
+    "reset_current_guard",
     "reset_current_reach",
+    "set_current_guard",
     "set_current_reach",
 ]
 
@@ -110,3 +114,19 @@ def set_current_reach(meta: MetaInfo) -> Token[MetaInfo | None]:
 
 def reset_current_reach(token: Token[MetaInfo | None]) -> None:
     _reach.reset(token)
+
+
+_guard: ContextVar[Guard | None] = ContextVar("agent_reach_guard", default=None)
+
+
+def current_guard() -> Guard | None:
+    """The guard of the router dispatching the running code's task, for tokens on onward hops."""
+    return _guard.get()
+
+
+def set_current_guard(guard: Guard) -> Token[Guard | None]:
+    return _guard.set(guard)
+
+
+def reset_current_guard(token: Token[Guard | None]) -> None:
+    _guard.reset(token)

@@ -44,6 +44,8 @@ class Fingerprint(NamedTuple):
     target: str | None
     options: tuple[str | None, str | None, str | None, bytes | None]
     payload: bytes
+    # Another principal's task id is never the same request: it may not read that result.
+    principal: str | None = None
 
     def request(self) -> str:
         if self.mode == "directed":
@@ -55,7 +57,10 @@ class Fingerprint(NamedTuple):
         return f"{verb} {self.capability!r}"
 
     def differences(self, first: Fingerprint) -> list[str]:
-        """What this request changes from the `first` one under the same task id."""
+        """What this request changes from the `first` one under the same task id; nothing of the
+        first request when another principal made it."""
+        if self.principal != first.principal:
+            return ["another caller uses it; choose task ids of your own"]
         out = []
         if (self.mode, self.capability, self.target) != (first.mode, first.capability, first.target):
             out.append(f"it was first used to {first.request()}, this request would {self.request()}")
@@ -87,7 +92,7 @@ def fingerprint(message: ReachMessage, capability: str | None = None) -> Fingerp
     if capability is None:
         # A task matched from its text is defined by that text.
         payload = [meta.text, payload]
-    return Fingerprint(hint.mode, capability, hint.target, options, _digest(payload))
+    return Fingerprint(hint.mode, capability, hint.target, options, _digest(payload), meta.principal)
 
 
 def _digest(value: object) -> bytes:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, RoutingHint, ensure_json
 from middleware.fast import build_trusted
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
-from reach_adapters.router.hops import current_hop
+from reach_adapters.router.hops import current_guard, current_hop
 from reach_adapters.router.options import CALL_OPTIONS, CallOptions
 
 __all__ = [
@@ -168,14 +168,20 @@ def inherit_hop(message: ReachMessage) -> None:
         meta.deadline = parent.deadline if meta.deadline is None else min(meta.deadline, parent.deadline)
 
 
-def onward(meta: MetaInfo, agent_id: str) -> MetaInfo:
+def onward(meta: MetaInfo, agent_id: str, target: str | None = None) -> MetaInfo:
     """The task as the next router sees it when agent `agent_id` passes it on over the network
-    (an MCP or A2A hop): same ids and deadline, one level deeper, `agent_id` in the lineage.
+    (an MCP or A2A hop) to `target` (the tool or skill it calls there): same ids and deadline, one
+    level deeper, `agent_id` in the lineage, and a hop token signed for that hop when the router
+    has a guard with hop tokens. The caller's own principal stays behind: the far side
+    authenticates this hop itself.
 
     `inherit_hop` is the same step for calls inside this process; carrying it across hops is
     what lets the far side refuse a task that loops back instead of serving it again.
     """
-    return meta.model_copy(update={"depth": meta.depth + 1, "lineage": [*meta.lineage, agent_id]})
+    guard = current_guard()
+    token = None if guard is None or target is None else guard.hop_token(meta, agent_id, target)
+    update = {"depth": meta.depth + 1, "lineage": [*meta.lineage, agent_id], "caller_token": token}
+    return meta.model_copy(update={**update, "principal": None})
 
 
 def time_left(message: ReachMessage, cap_s: float) -> float:

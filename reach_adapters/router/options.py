@@ -26,6 +26,11 @@ class CallOptions(TypedDict, total=False):
     """Only agents in this namespace serve."""
     source: str | None
     """Agent id of the caller, when an agent calls."""
+    principal: str | None
+    """Who the call is made for, under the router's guard (security.yaml): its permissions, quota
+    and visibility apply. None: the program itself."""
+    caller_token: str | None
+    """A hop token another gateway signed for its calling agent (see docs/security.md)."""
     text: str | None
     """The task in words, matched against capabilities when none is named."""
     tags: list[str]

@@ -59,6 +59,8 @@ class ErrorKind(StrEnum):
     NO_CANDIDATE = "NoCandidateError"
     OUTPUT_VALIDATION = "OutputValidationError"
     PAYLOAD_VALIDATION = "PayloadValidationError"
+    PERMISSION_DENIED = "PermissionDeniedError"
+    QUOTA_EXCEEDED = "QuotaExceededError"
     TIMEOUT = "ReachTimeoutError"
     UNKNOWN_AGENT = "UnknownAgentError"
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from middleware import Fault, ReachMessage, ResultStatus
 from middleware.fast import amend
+from reach_adapters.router.capability import Capability
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import resumes
+from reach_adapters.router.guard import Guard
 from reach_adapters.router.matching import Matcher, task_text
 from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.selection import Problem, screen, why_no_candidate
+from reach_adapters.router.selection import Problem, forbidden, permitted, screen, why_no_candidate
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy
 
@@ -46,6 +49,7 @@ class Planner:
         self.registry = registry
         self.policy = policy
         self.matcher = matcher
+        self.guard: Guard | None = None
 
     async def plan(self, message: ReachMessage, record: DecisionRecord, strategy: Strategy) -> Plan:
         """Find the slots that may serve, waiting while every candidate is saturated or reconnecting."""
@@ -133,7 +137,7 @@ class Planner:
             )
             return [], Problem(ResultStatus.INVALID, ErrorKind.INVALID_MESSAGE, error, Fault.CALLER)
         try:
-            scores = await self.matcher.match(text, self.registry.declarations())
+            scores = await self.matcher.match(text, self._declarations(message.meta_info.principal))
         except Exception as exc:
             # An embedding service that is down must not break routing: the task is answered,
             # by the fallback or default agent if there is one, else with this error.
@@ -158,6 +162,24 @@ class Planner:
         record.capability = record.matches[0][0]
         return [name for name, _ in record.matches], None
 
+    def _declarations(self, principal: str | None) -> dict[str, Capability]:
+        """What a task's text is matched against: the capabilities `principal` may reach."""
+        declared = self.registry.declarations()
+        visible = self._visible(principal)
+        return declared if visible is None else {name: cap for name, cap in declared.items() if visible(name)}
+
+    def _visible(self, principal: str | None) -> Callable[[str], bool] | None:
+        """Whether `principal` may reach some agent declaring a capability; None: it may reach all."""
+        guard = self.guard
+        if guard is None or principal is None:
+            return None
+        registry = self.registry
+
+        def visible(name: str) -> bool:
+            return any(forbidden(guard, principal, slot) is None for slot in registry.slots_named(name))
+
+        return visible
+
     def _select(
         self, message: ReachMessage, record: DecisionRecord, names: list[str] | None
     ) -> tuple[list[Slot], Problem | None, bool]:
@@ -173,12 +195,17 @@ class Planner:
         else:
             slots = self.registry.candidates(meta.capability or "", meta.version, meta.namespace)
         if not slots:
-            missing = why_no_candidate(self.registry, meta)
+            missing = why_no_candidate(self.registry, meta, self._visible(meta.principal))
             return (
                 [],
                 Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, missing, Fault.ROUTER),
                 False,
             )
+        if self.guard is not None and meta.principal is not None:
+            allowed, refused = permitted(self.guard, meta.principal, slots, meta.capability)
+            if refused is not None:
+                return [], refused, False
+            slots = tuple(allowed)
         usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
         if meta.deadline is None:
             timeout_ms = (usable or slots)[0].capability.timeout_ms
@@ -195,6 +222,14 @@ class Planner:
             error = f"agent {target} is not registered; see router.catalog()"
             return [], Problem(ResultStatus.NO_CANDIDATE, ErrorKind.UNKNOWN_AGENT, error, Fault.ROUTER), False
         slots = runtime.slots
+        if self.guard is not None and meta.principal is not None:
+            # Only what the principal may reach is named back to it, in errors as in records.
+            named = None if meta.capability is None else slot_for(slots, meta.capability)
+            slots, refused = permitted(
+                self.guard, meta.principal, slots if named is None else [named], meta.capability or target
+            )
+            if refused is not None:
+                return [], refused, False
         if meta.capability is None and len(slots) > 1:
             error = f"agent {target} declares several capabilities {_names(slots)}; name the one to call "
             error += "(capability=...)"

@@ -174,6 +174,14 @@ class RoutingPolicy(_Strict):
             "by code waiting for this very call."
         ),
     )
+    record_payloads: bool = Field(
+        False,
+        strict=True,
+        description=(
+            "Whether decision records keep each task's payload and its result's. Records are read "
+            "through explain() and /api/decisions by more people than results are; off by default."
+        ),
+    )
     expose_agent_errors: bool = Field(
         True,
         strict=True,

@@ -32,6 +32,8 @@ def new_record(message: ReachMessage, strategy: Strategy | None) -> DecisionReco
     )
     if hint.target is not None:
         record.target = hint.target
+    if meta.principal is not None:
+        record.principal = meta.principal
     return record
 
 

@@ -18,12 +18,14 @@ from reach_adapters.errors import (
     InvalidPolicyError,
     RouterClosedError,
     UnknownAgentError,
+    UnknownTaskError,
 )
 from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.capability import Capability, cautious
 from reach_adapters.router.catalog import AgentInfo, agent_info
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.guard import Guard
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.health import HealthMonitor
 from reach_adapters.router.matching import Matcher
@@ -33,7 +35,8 @@ from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState, StateSource
+from reach_adapters.router.selection import forbidden
+from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState, Slot, StateSource
 from reach_adapters.router.streaming import stream_message
 
 __all__ = ["Router"]
@@ -56,6 +59,7 @@ class Router:
         *,
         default_agent: str | None = None,
         matcher: Matcher | None = None,
+        guard: Guard | None = None,
     ) -> None:
         policy = policy or RoutingPolicy()
         if default_agent is not None:
@@ -66,6 +70,7 @@ class Router:
             msg = f"matcher must have async match(text, capabilities), got {type(matcher).__name__}"
             raise InvalidDeclarationError(msg)
         self._dispatcher = Dispatcher(self._registry, policy, matcher=matcher, on_dispatch=self._bind)
+        self._dispatcher.set_guard(guard)
         self._health = HealthMonitor(self._registry, policy, self._set_state)
         self._portal = Portal(start_timeout=policy.sync_start_timeout_s)
         self._listeners: list[Callable[[], None]] = []
@@ -161,26 +166,53 @@ class Router:
         """Whether an agent with this id is registered: ``"support:refund:01" in router``."""
         return agent_id in self._registry
 
-    def catalog(self) -> list[AgentInfo]:
-        """Every registered agent with its state, load, breaker and declarations."""
-        return [agent_info(runtime) for runtime in self._registry]
+    @property
+    def guard(self) -> Guard | None:
+        """The security rules in force (see `set_guard`), or None: every caller may reach all."""
+        return self._dispatcher.guard
 
-    def reachable(self) -> dict[str, Capability]:
+    def set_guard(self, guard: Guard | None) -> None:
+        """Enforce `guard`'s rules on every call from now on (a gateway does this from
+        security.yaml, again on each reload); None lifts them."""
+        self._dispatcher.set_guard(guard)
+
+    def catalog(self, *, principal: str | None = None) -> list[AgentInfo]:
+        """Every registered agent with its state, load, breaker and declarations; for a
+        `principal`, only the agents and capabilities it may reach."""
+        visible = self._visible(principal)
+        if visible is None:
+            return [agent_info(runtime) for runtime in self._registry]
+        out = []
+        for runtime in self._registry:
+            info = agent_info(runtime, [slot for slot in runtime.slots if visible(slot)])
+            if info.capabilities:
+                out.append(info)
+        return out
+
+    def reachable(self, *, principal: str | None = None) -> dict[str, Capability]:
         """Each capability some usable agent declares, with one declaration standing for it: the
-        first registered, with the most cautious flags of all usable replicas (`cautious`).
+        first registered, with the most cautious flags of all usable replicas (`cautious`); for a
+        `principal`, only the agents it may reach count.
 
         What the LangChain toolkit and the MCP server offer as tools.
         """
+        visible = self._visible(principal)
         out: dict[str, Capability] = {}
         for name in self._registry.capability_names():
             usable = [
                 s.capability
                 for s in self._registry.slots_named(name)
-                if s.runtime.state not in UNUSABLE_STATES
+                if s.runtime.state not in UNUSABLE_STATES and (visible is None or visible(s))
             ]
             if usable:
                 out[name] = cautious(usable)
         return out
+
+    def _visible(self, principal: str | None) -> Callable[[Slot], bool] | None:
+        guard = self._dispatcher.guard
+        if guard is None or principal is None:
+            return None
+        return lambda slot: forbidden(guard, principal, slot) is None
 
     def declarations(self) -> dict[str, Capability]:
         """Each capability any registered agent declares, usable now or not, with one declaration
@@ -223,17 +255,30 @@ class Router:
             raise InvalidDeclarationError(msg)
         self._dispatcher.observers.append(observer)
 
-    def explain(self, task_id: str) -> DecisionRecord:
+    def explain(self, task_id: str, *, principal: str | None = None) -> DecisionRecord:
         """The decision record of a recent task: candidates, scores, exclusions, attempts.
 
-        ``router.explain(task_id).why_not(agent_id)`` answers "why not that agent?".
+        ``router.explain(task_id).why_not(agent_id)`` answers "why not that agent?". For a
+        `principal`, only its own tasks are found (all of them for an admin).
         """
-        return self._dispatcher.decisions.get(task_id)
+        record = self._dispatcher.decisions.get(task_id)
+        if self._owner_only(principal) and record.principal != principal:
+            msg = f"no decision record for task {task_id!r} of principal {principal!r}"
+            raise UnknownTaskError(msg)
+        return record
 
-    def recent_decisions(self, limit: int = 20, capability: str | None = None) -> list[DecisionRecord]:
+    def recent_decisions(
+        self, limit: int = 20, capability: str | None = None, *, principal: str | None = None
+    ) -> list[DecisionRecord]:
         """The latest decision records, newest first, optionally for one capability; the router
-        keeps the last ``policy.decision_log_size``."""
-        return self._dispatcher.decisions.recent(limit, capability)
+        keeps the last ``policy.decision_log_size``. For a `principal`, only its own (all for an
+        admin)."""
+        owner = principal if self._owner_only(principal) else None
+        return self._dispatcher.decisions.recent(limit, capability, owner)
+
+    def _owner_only(self, principal: str | None) -> bool:
+        guard = self._dispatcher.guard
+        return principal is not None and guard is not None and not guard.sees_all(principal)
 
     async def probe_now(self) -> None:
         """Probe every probe-able agent once, now (the background loop does it on an interval)."""

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from middleware import Fault, MetaInfo, ResultStatus
 from reach_adapters.router.decisions import Exclusion, ExclusionKind
+from reach_adapters.router.guard import Guard
 from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState, Slot
 
-__all__ = ["Problem", "exclusion", "loop_chain", "screen", "why_no_candidate"]
+__all__ = ["Problem", "exclusion", "forbidden", "loop_chain", "permitted", "screen", "why_no_candidate"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -70,6 +71,35 @@ def exclusion(
     return None if busy is None else Exclusion(runtime.agent_id, busy, ExclusionKind.SATURATED)
 
 
+def forbidden(guard: Guard, principal: str, slot: Slot) -> Exclusion | None:
+    """An exclusion when `principal` may not reach `slot`, naming the rule."""
+    runtime = slot.runtime
+    rule = guard.forbids(principal, slot.capability.name, runtime.agent_id, runtime.ident.namespace)
+    return None if rule is None else Exclusion(runtime.agent_id, rule, ExclusionKind.FORBIDDEN)
+
+
+def permitted(
+    guard: Guard, principal: str, slots: Sequence[Slot], capability: str | None
+) -> tuple[list[Slot], Problem | None]:
+    """The slots `principal` may reach; when none, a `rejected` problem naming the rule.
+
+    Agents it may not reach are left out of the record, not listed as exclusions: a principal
+    learns nothing of what it cannot reach from its own records.
+    """
+    allowed: list[Slot] = []
+    rule: str | None = None
+    for slot in slots:
+        refused = forbidden(guard, principal, slot)
+        if refused is None:
+            allowed.append(slot)
+        elif rule is None:
+            rule = refused.reason
+    if allowed or rule is None:
+        return allowed, None
+    error = f"principal {principal!r} may not reach {capability!r}: {rule}"
+    return [], Problem(ResultStatus.REJECTED, ErrorKind.PERMISSION_DENIED, error, Fault.CALLER)
+
+
 def screen(
     slots: Sequence[Slot], meta: MetaInfo, policy: RoutingPolicy, exclusions: list[Exclusion]
 ) -> tuple[list[Slot], Problem | None, bool]:
@@ -121,12 +151,15 @@ def screen(
     return [], problem, False
 
 
-def why_no_candidate(registry: Registry, meta: MetaInfo) -> str:
-    """Say why no agent declares the capability in scope, and what would fix it."""
+def why_no_candidate(registry: Registry, meta: MetaInfo, visible: Callable[[str], bool] | None = None) -> str:
+    """Say why no agent declares the capability in scope, and what would fix it; the
+    capabilities it suggests are those `visible` lets the caller see."""
     name = meta.capability or ""
     versions = registry.versions(name)
     if not versions:
         known = registry.capability_names()
+        if visible is not None:
+            known = [known_name for known_name in known if visible(known_name)]
         shown = ", ".join(known[:20]) + (" ..." if len(known) > 20 else "")
         return (
             f"no agent declares capability {name!r}; register one that does, or use one of: "
