@@ -38,6 +38,9 @@ class ReachToolkit(BaseToolkit):
     To give an agent only what concerns it: ``capabilities`` (name globs such as ``"orders_*"``),
     ``namespace`` (only agents of that namespace are offered, and reached), ``max_tools`` (at
     most that many capability tools, by name; the rest stay reachable through ``reach_agent``).
+
+    ``principal``: the calls are made for that principal of the router's guard (security.yaml),
+    and only what it may reach is offered.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -48,6 +51,7 @@ class ReachToolkit(BaseToolkit):
     capabilities: list[str] | None = None
     namespace: str | None = Field(None, min_length=1)
     max_tools: int | None = Field(None, ge=0)
+    principal: str | None = Field(None, min_length=1)
 
     _names: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -72,6 +76,7 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
+                    principal=self.principal,
                 )
             )
         shown = sorted(offered)
@@ -92,6 +97,7 @@ class ReachToolkit(BaseToolkit):
                     name=names[name],
                     handle_tool_error=self.handle_tool_error,
                     namespace=self.namespace,
+                    principal=self.principal,
                 )
             )
         return tools
@@ -101,11 +107,11 @@ class ReachToolkit(BaseToolkit):
         return self.capabilities is not None or self.namespace is not None
 
     def _offered(self) -> dict[str, Capability]:
-        reachable = self.router.reachable()
+        reachable = self.router.reachable(principal=self.principal)
         if self.namespace is not None:
             declared = {
                 cap.name
-                for info in self.router.catalog()
+                for info in self.router.catalog(principal=self.principal)
                 if parse_agent_id(info.agent_id).namespace == self.namespace
                 for cap in info.capabilities
             }
@@ -134,7 +140,10 @@ class ReachToolkit(BaseToolkit):
                 else f"capability {capability!r} is not one this toolkit offers"
             )
         declared = [
-            cap.name for info in self.router.catalog() if info.agent_id == target for cap in info.capabilities
+            cap.name
+            for info in self.router.catalog(principal=self.principal)
+            if info.agent_id == target
+            for cap in info.capabilities
         ]
         if declared and not any(self._matches(name) for name in declared):
             return "the agent offers none of the capabilities this toolkit offers"

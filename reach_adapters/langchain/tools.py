@@ -84,6 +84,7 @@ class RoutedCall:
     resume: JsonValue = None
     resumes: bool = False
     namespace: str | None = None
+    principal: str | None = None
 
     def options(self) -> dict[str, Any]:
         """The call options: the capability of a directed call, the answer it resumes with, and
@@ -96,6 +97,8 @@ class RoutedCall:
             options["resume"] = self.resume
         if self.namespace is not None:
             options["namespace"] = self.namespace
+        if self.principal is not None:
+            options["principal"] = self.principal
         thread = thread_of(var_child_runnable_config.get())
         if thread is not None:
             options["configurable"] = {"thread_id": thread}
@@ -107,6 +110,8 @@ class ReachTool(BaseTool):
 
     router: Router = Field(exclude=True)
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    # Whom the calls are made for, under the router's guard (see ReachToolkit).
+    principal: str | None = None
 
     # The key of the compiled validator (cached by the core) for the arguments; None: unchecked.
     _schema_key: str | None = PrivateAttr(None)
@@ -239,6 +244,7 @@ class CapabilityTool(ReachTool):
         name: str,
         handle_tool_error: bool,
         namespace: str | None = None,
+        principal: str | None = None,
     ) -> CapabilityTool:
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
@@ -252,6 +258,7 @@ class CapabilityTool(ReachTool):
             args_schema=for_models(args_schema),
             handle_tool_error=handle_tool_error,
             namespace=namespace,
+            principal=principal,
         )
         if wrapped or capability.checks_input:
             tool._schema_key = schema_key(args_schema)
@@ -260,7 +267,9 @@ class CapabilityTool(ReachTool):
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         self._check(arguments)
         payload: JsonValue = arguments.get("input") if self.wrapped else arguments
-        return RoutedCall("route", self.capability.name, payload, namespace=self.namespace)
+        return RoutedCall(
+            "route", self.capability.name, payload, namespace=self.namespace, principal=self.principal
+        )
 
 
 def for_models(schema: dict[str, Any]) -> dict[str, Any]:
@@ -333,6 +342,7 @@ class ReachAnyTool(ReachTool):
         handle_tool_error: bool,
         refuse: Callable[[str, str | None], str | None] | None = None,
         namespace: str | None = None,
+        principal: str | None = None,
     ) -> ReachAnyTool:
         shown = ", ".join(capability_names[:_LISTED]) + (" ..." if len(capability_names) > _LISTED else "")
         tool = cls(
@@ -348,6 +358,7 @@ class ReachAnyTool(ReachTool):
             handle_tool_error=handle_tool_error,
             refuse=refuse,
             namespace=namespace,
+            principal=principal,
         )
         tool._schema_key = _GENERIC_KEY
         return tool
@@ -373,7 +384,9 @@ class ReachAnyTool(ReachTool):
             mode = "send"
             namespace = None
         resume = arguments.get("resume")
-        call = RoutedCall(mode, target, arguments.get("payload"), capability, resume, resumes, namespace)
+        call = RoutedCall(
+            mode, target, arguments.get("payload"), capability, resume, resumes, namespace, self.principal
+        )
         refused = self.refuse(call.target, call.capability) if self.refuse is not None else None
         if refused is not None:
             msg = f"{self.name} may not reach {call.target!r}: {refused}"

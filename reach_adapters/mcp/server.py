@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, cast
 
 from mcp.server import Server
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
@@ -120,7 +121,13 @@ class RouterMCPServer:
             self._loop = asyncio.get_running_loop()
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._remember(ctx.session)
-        return ListToolsResult(tools=[served.tool for served in self._catalog().values()])
+        served = self._catalog()
+        principal = _principal(ctx)
+        if principal is not None and self.router.guard is not None:
+            # Each principal sees the tools it may reach, and no others.
+            visible = self.router.reachable(principal=principal)
+            return ListToolsResult(tools=[served[name].tool for name in served if name in visible])
+        return ListToolsResult(tools=[entry.tool for entry in served.values()])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
@@ -151,6 +158,7 @@ class RouterMCPServer:
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams, served: _Served
     ) -> ReachResult:
         meta = meta_from_request(cast("Mapping[str, Any] | None", ctx.meta), params.name)
+        meta.principal = _principal(ctx)
         message = self._converter.to_middleware(params.arguments, meta)
         if served.wrapped and isinstance(message.raw_payload, dict):
             message.raw_payload = message.raw_payload.get("input")
@@ -212,6 +220,14 @@ class _Server(Server[Any]):
             experimental_capabilities,
             extensions,
         )
+
+
+def _principal(ctx: ServerRequestContext[Any]) -> str | None:
+    """The principal the gateway authenticated for this request: None over stdio, or when the
+    server runs without security.yaml."""
+    scope = getattr(ctx.request, "scope", None)
+    user = None if scope is None else scope.get("user")
+    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
 
 
 def _serve(capability: Capability) -> _Served:

@@ -9,12 +9,13 @@ from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.decisions import ExclusionKind
+from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.identity import AgentId, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward, time_left
 from reach_adapters.router.options import CallOptions
-from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, error_result
+from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
 from reach_adapters.router.portal import Portal, running_loop
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import (
@@ -35,12 +36,15 @@ __all__ = [
     "CallOptions",
     "CallStyle",
     "Capability",
+    "ErrorKind",
     "ExclusionKind",
     "Fault",
+    "Guard",
     "ImportPathError",
     "Portal",
     "ReachMessage",
     "ReachResult",
+    "Refusal",
     "ResultStatus",
     "Router",
     "check_schema",
