@@ -8,10 +8,12 @@ clients and proxies back off. 4xx means the request itself was wrong, and the bo
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -22,9 +24,9 @@ from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describ
 from reach_adapters.gateway.gateway import Gateway
 from reach_adapters.gateway.limits import ServerLimits, nested_deeper
 from reach_adapters.gateway.views import catalog_view, health_view
-from reach_adapters.router import CallOptions, ExclusionKind
+from reach_adapters.router import CallOptions, ErrorKind, ExclusionKind
 
-__all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest"]
+__all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest", "principal_of"]
 
 API_PREFIX = "/api"
 _MAX_DECISIONS = 1000
@@ -34,11 +36,13 @@ _NO_METRICS = (
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
-# Named by the request itself, so never an option.
-RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload"})
+# Named by the request itself, or by the server (who called), so never an option.
+RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload", "principal"})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # A call that waited for capacity until its deadline times out; one that could not wait has none.
 _UNDELIVERED_BY_LOAD = frozenset({ResultStatus.NO_CANDIDATE, ResultStatus.TIMEOUT})
+# Refusals of security.yaml's rules, as HTTP says them.
+_REFUSED = {ErrorKind.PERMISSION_DENIED.value: 403, ErrorKind.QUOTA_EXCEEDED.value: 429}
 
 
 def _no_reserved(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -122,32 +126,30 @@ class GatewayAPI:
         return JSONResponse(health_view(status), 503 if status.status == "unavailable" else 200)
 
     async def catalog(self, request: Request) -> Response:
-        return JSONResponse(catalog_view(self.gateway.router.catalog()))
+        return JSONResponse(catalog_view(self.gateway.router.catalog(principal=principal_of(request))))
 
     async def route(self, request: Request) -> Response:
         body = await self._body(request, RouteRequest)
         if isinstance(body, Response):
             return body
         router = self.gateway.router
-        return await self._routed(
-            lambda: router.route(body.capability, body.payload, **cast(CallOptions, body.options))
-        )
+        options = cast(CallOptions, {**body.options, "principal": principal_of(request)})
+        return await self._routed(lambda: router.route(body.capability, body.payload, **options))
 
     async def send(self, request: Request) -> Response:
         body = await self._body(request, SendRequest)
         if isinstance(body, Response):
             return body
         router = self.gateway.router
+        options = cast(CallOptions, {**body.options, "principal": principal_of(request)})
         return await self._routed(
-            lambda: router.send(
-                body.agent_id, body.payload, capability=body.capability, **cast(CallOptions, body.options)
-            )
+            lambda: router.send(body.agent_id, body.payload, capability=body.capability, **options)
         )
 
     async def explain(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
         try:
-            record = self.gateway.router.explain(task_id)
+            record = self.gateway.router.explain(task_id, principal=principal_of(request))
         except UnknownTaskError as exc:
             return _error(404, exc)
         out = record.to_dict()
@@ -163,7 +165,9 @@ class GatewayAPI:
                 f"query parameter 'limit' must be a whole number from 1 to {_MAX_DECISIONS}, got {raw!r}"
             )
             return _error(400, InvalidMessageError(problem))
-        records = self.gateway.router.recent_decisions(int(raw), request.query_params.get("capability"))
+        records = self.gateway.router.recent_decisions(
+            int(raw), request.query_params.get("capability"), principal=principal_of(request)
+        )
         return JSONResponse([record.to_dict() for record in records])
 
     async def prometheus(self, request: Request) -> Response:
@@ -203,13 +207,19 @@ class GatewayAPI:
         return body
 
     async def _routed(self, call: Callable[[], Coroutine[Any, Any, ReachResult]]) -> Response:
-        """Run one routed call; mistakes in the call itself are 400s, a call no agent had capacity
+        """Run one routed call; mistakes in the call itself are 400s, a call security.yaml refuses
+        a 403 (not allowed) or 429 with ``Retry-After`` (over quota), a call no agent had capacity
         for a 503 with ``Retry-After``, every other outcome a 200."""
         try:
             result = await call()
         except InvalidMessageError as exc:
             return _error(400, exc)
         body = result.model_dump(mode="json")
+        refused = _REFUSED.get(result.error_type or "") if result.status is ResultStatus.REJECTED else None
+        if refused is not None:
+            wait = result.extra.get("retry_after_s")
+            headers = {"Retry-After": str(math.ceil(wait))} if isinstance(wait, float | int) else None
+            return JSONResponse(body, refused, headers=headers)
         if self._saturated(result):
             return JSONResponse(body, 503, headers={"Retry-After": str(self.limits.retry_after_s)})
         return JSONResponse(body)
@@ -224,6 +234,12 @@ class GatewayAPI:
         except UnknownTaskError:
             return False
         return any(exclusion.kind is ExclusionKind.SATURATED for exclusion in record.exclusions)
+
+
+def principal_of(request: Request) -> str | None:
+    """The principal the server authenticated for `request`; None without security.yaml."""
+    user = request.scope.get("user")
+    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
 
 
 def foreign(request: Request, loopback_only: bool) -> Response | None:

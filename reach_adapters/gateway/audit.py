@@ -1,6 +1,6 @@
 """The audit log: one JSON line per routed call, written off the event loop.
 
-Who called (`principal`, null until the gateway authenticates callers), what was asked, which
+Who called (`principal`, as security.yaml authenticated it; null without one), what was asked, which
 agent answered, how it ended; never the payload. The router's loop only queues a small record;
 a `logging.handlers.QueueListener` thread formats and writes it, so a slow disk never stalls
 routing. The queue is bounded: when the writer falls behind, lines are dropped and counted
@@ -95,7 +95,7 @@ class AuditLog:
 
     def on_reach(self, record: DecisionRecord, result: ReachResult) -> None:
         fields = {
-            "principal": None,
+            "principal": record.principal,
             "capability": record.capability,
             "agent_id": result.agent_id,
             "status": result.status.value,

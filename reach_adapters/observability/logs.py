@@ -22,11 +22,15 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # Control characters a text line must not carry as they are: a newline in a capability name or an
 # error would start a forged line, an escape sequence would rewrite the terminal.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x80-\x9f]")
-_TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [task=%(task_id)s trace=%(trace_id)s] %(message)s"
+_TEXT_FORMAT = (
+    "%(asctime)s %(levelname)s %(name)s [task=%(task_id)s trace=%(trace_id)s principal=%(principal)s] "
+    "%(message)s"
+)
 
 
 class ReachLogFilter(logging.Filter):
-    """Adds ``task_id``, ``trace_id`` and ``agent_id`` of the reach the code runs in (or "-").
+    """Adds ``task_id``, ``trace_id``, ``agent_id`` and ``principal`` of the reach the code runs in
+    (or "-").
 
     Attach it to handlers: any library's log line written while a task is routed or served then
     carries the ids, so one search by trace id shows the whole hop chain.
@@ -41,6 +45,8 @@ class ReachLogFilter(logging.Filter):
             record.trace_id = meta.trace_id if meta is not None else "-"
         if not hasattr(record, "agent_id"):
             record.agent_id = hop.agent_id if hop is not None else "-"
+        if not hasattr(record, "principal"):
+            record.principal = (meta.principal if meta is not None else None) or "-"
         return True
 
 

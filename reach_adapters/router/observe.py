@@ -58,6 +58,7 @@ def log_decision(record: DecisionRecord, result: ReachResult) -> None:
         extra={
             "task_id": record.task_id,
             "trace_id": record.trace_id,
+            "principal": record.principal,
             "agent_id": result.agent_id,
             "capability": record.capability,
             "decision_type": kind,
