@@ -4,7 +4,9 @@ what a refusal says, the OAuth metadata, reloads, and binding beyond loopback.""
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.gateway.conftest import ECHO, ReachServer, run_reach, write
+from tests.gateway.conftest import ECHO, REACH, ROOT, ReachServer, run_reach, write
 from tests.security.keys import AUDIENCE, ISSUER, jwks, jwks_server, rsa_key, sign
 from tests.waiting import wait_until
 
@@ -165,7 +167,25 @@ def test_a_reload_rotates_tokens_and_an_invalid_security_yaml_is_refused(
     assert metadata.status_code == 404
 
 
-def test_reach_check_validates_security_yaml(config_dir: Path) -> None:
+def test_reach_check_validates_security_yaml(config_dir: Path, jwks_url: str) -> None:
+    write(config_dir, "security.yaml", security_yaml(jwks_url, ops_sha=OPS_SHA))
+    done = run_reach("check", str(config_dir))
+    assert done.returncode == 3
+    assert "security.yaml:2: field 'principals.alice.token_env'" in done.stderr
+    done = subprocess.run(
+        [*REACH, "check", str(config_dir)],
+        cwd=ROOT,
+        env={**os.environ, "REACH_TEST_ALICE": ALICE},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"security: 2 principal(s), JWTs from {ISSUER}, open: metrics" in done.stdout
+    assert ALICE not in done.stdout
+    assert OPS_SHA not in done.stdout
+
     write(config_dir, "security.yaml", "principals:\n  alice: {token_env: REACH_TEST_UNSET_TOKEN}\n")
     done = run_reach("check", str(config_dir))
     assert done.returncode == 3
