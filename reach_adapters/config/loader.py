@@ -35,6 +35,7 @@ from reach_adapters.config.models import (
 )
 from reach_adapters.config.source import Document, Loc, parse_document
 from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
+from reach_adapters.extras import require_extra
 from reach_adapters.mcp.options import resolve_command
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
@@ -188,6 +189,7 @@ def _security(directory: Path, name: str, raw: bytes) -> SecuritySpec:
     """The typed ``security.yaml``, checked further by building its authenticator: every token
     variable set, every key file there (``reach check`` says so before ``reach serve`` starts)."""
     # Imported here: the JWT and crypto libraries only load for a directory that needs them.
+    require_extra("gateway", f"{name} (authentication)")
     from reach_adapters.security.credentials import Authenticator
     from reach_adapters.security.errors import SecurityConfigError
 
