@@ -283,7 +283,10 @@ class Gateway:
         return GatewaySecurity.build(new)
 
     def _security_changed(self, security: GatewaySecurity | None) -> None:
-        """Put `security` in force: every request from now on is authenticated with it."""
+        """Put `security` in force: every request from now on is authenticated with it.
+
+        The one place a ``security.yaml`` takes effect, at start and on each reload that changed it.
+        """
         self.security = security
 
     def _refuse_clashes(self, new: GatewayConfig, added: list[str]) -> None:

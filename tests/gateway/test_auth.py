@@ -16,7 +16,11 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.auth.middleware.auth_context import get_access_token
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
 
+from reach_adapters.gateway import Authentication, Gateway
 from tests.gateway.conftest import ECHO, REACH, ROOT, ReachServer, run_reach, write
 from tests.security.keys import AUDIENCE, ISSUER, jwks, jwks_server, rsa_key, sign
 from tests.waiting import wait_until
@@ -230,3 +234,32 @@ def test_security_yaml_cannot_be_removed_while_serving_beyond_loopback(
     error = server.api("GET", "/health", headers=bearer(ALICE)).json()["last_error"]
     assert "security.yaml was removed, but the server listens on 0.0.0.0:" in error
     assert server.api("GET", "/catalog").status_code == 401
+
+
+# -- the middleware, in process -------------------------------------------------------------
+
+
+async def test_the_middleware_hands_the_principal_to_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REACH_TEST_ALICE", ALICE)
+    (tmp_path / "security.yaml").write_text(
+        "principals:\n  alice: {token_env: REACH_TEST_ALICE}\nopen: [health]\n"
+    )
+    seen: list[tuple[str, str | None]] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        access = get_access_token()
+        seen.append((scope["user"].access_token.client_id, None if access is None else access.client_id))
+        await PlainTextResponse("ok")(scope, receive, send)
+
+    async with await Gateway.start(tmp_path) as gateway:
+        transport = httpx.ASGITransport(app=Authentication(app, gateway))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            assert (
+                await client.get("/api/catalog", headers={"Authorization": f"Bearer {ALICE}"})
+            ).text == "ok"
+            assert (await client.get("/api/health")).text == "ok"
+            assert (await client.get("/mcp")).status_code == 401
+    assert seen == [("alice", "alice"), ("anonymous", "anonymous")]
+    assert get_access_token() is None
