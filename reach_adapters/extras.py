@@ -21,7 +21,7 @@ EXTRAS: dict[Extra, tuple[str, ...]] = {
     "langchain": ("langchain_core",),
     "mcp": ("mcp", "tenacity"),
     "metrics": ("prometheus_client",),
-    "gateway": ("mcp", "tenacity", "httpx", "starlette", "uvicorn"),
+    "gateway": ("mcp", "tenacity", "httpx", "starlette", "uvicorn", "jwt"),
 }
 
 

@@ -8,6 +8,7 @@ from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.render import render_check, render_json
 from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
 from reach_adapters.security import redact_args, redact_url
+from reach_adapters.security.spec import SecuritySpec
 
 __all__ = ["run_check"]
 
@@ -18,6 +19,7 @@ def run_check(args: argparse.Namespace) -> int:
         "config_dir": str(config.directory),
         "policy": config.policy.model_dump(mode="json"),
         "agents": [_described(spec) for spec in config.agents.values()],
+        "security": None if config.security is None else _security(config.security),
     }
     print(render_json(report) if args.json else render_check(report))
     return EXIT_OK
@@ -35,3 +37,12 @@ def _described(spec: AgentSpec) -> dict[str, str]:
     else:
         source = model.function
     return {"agent_id": spec.agent_id, "kind": model.kind, "source": source, "file": spec.file.name}
+
+
+def _security(spec: SecuritySpec) -> dict[str, object]:
+    # Names only: which principals exist, not how their tokens are given.
+    return {
+        "principals": sorted(spec.principals),
+        "jwt_issuer": None if spec.jwt is None else spec.jwt.issuer,
+        "open": list(spec.open),
+    }

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from reach_adapters.cli.codes import EXIT_USAGE
-from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_limits
+from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_insecure, add_limits
 from reach_adapters.version import package_version
 
 __all__ = ["build_parser"]
@@ -128,6 +128,7 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="seconds of grace for open connections at stop (default: %(default)s)",
     )
     add_config_safety(sub)
+    add_insecure(sub)
     add_audit_log(sub)
     add_limits(sub)
     sub.set_defaults(run=_run_serve, extra="gateway", default_level="INFO")
@@ -312,17 +313,17 @@ def _schema(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         "schema",
         parents,
         "print the JSON Schema of config files",
-        "Print the JSON Schema of the routing policy file or of agent files, for editors and CI; "
-        "--write regenerates the copies shipped in the package.",
+        "Print the JSON Schema of the routing policy file, of agent files or of security.yaml, for "
+        "editors and CI; --write regenerates the copies shipped in the package.",
     )
-    sub.add_argument("kind", nargs="?", choices=("policy", "agent"), help="which file kind")
+    sub.add_argument("kind", nargs="?", choices=("policy", "agent", "security"), help="which file kind")
     sub.add_argument("--write", action="store_true", help="rewrite the schema files shipped in the package")
     sub.set_defaults(run=_schema_checked)
 
 
 def _schema_checked(args: argparse.Namespace) -> int:
     if bool(args.kind) == args.write:
-        args.parser.error("give a kind to print (policy or agent), or --write to regenerate both")
+        args.parser.error("give a kind to print (policy, agent or security), or --write to regenerate all")
     from reach_adapters.cli.schema import run_schema
 
     return run_schema(args)

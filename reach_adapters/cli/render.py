@@ -100,6 +100,17 @@ def render_check(report: Mapping[str, Any]) -> str:
     default = policy.get("default_agent") or "none"
     summary = (
         f"{report['config_dir']}: valid; policy {policy['strategy']}, max_retries {policy['max_retries']}, "
-        f"default agent {default}; {len(rows)} agent(s)"
+        f"default agent {default}; {len(rows)} agent(s); {_security_summary(report['security'])}"
     )
     return summary + ("\n" + table(["agent", "kind", "from", "file"], rows) if rows else "")
+
+
+def _security_summary(security: Mapping[str, Any] | None) -> str:
+    if security is None:
+        return "no security.yaml (serve on loopback only)"
+    parts = [f"{len(security['principals'])} principal(s)"]
+    if security["jwt_issuer"] is not None:
+        parts.append(f"JWTs from {security['jwt_issuer']}")
+    if security["open"]:
+        parts.append(f"open: {', '.join(security['open'])}")
+    return "security: " + ", ".join(parts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["LIMIT_FLAGS", "add_audit_log", "add_config_safety", "add_limits"]
+__all__ = ["LIMIT_FLAGS", "add_audit_log", "add_config_safety", "add_insecure", "add_limits"]
 
 # flag → (ServerLimits field, type, help). Defaults stay ServerLimits' own: the parser imports
 # nothing heavy, so an unset flag is None and the help repeats the default in words.
@@ -35,6 +35,15 @@ def add_config_safety(sub: argparse.ArgumentParser) -> None:
         dest="allow_insecure_config",
         action="store_true",
         help="accept a config directory or file that other users may write (default: refuse it)",
+    )
+
+
+def add_insecure(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve a non-loopback --host without security.yaml, when something in front of the server "
+        "authenticates (default: refuse)",
     )
 
 

@@ -19,8 +19,16 @@ from typing import NoReturn, TextIO
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.progress import progress
 from reach_adapters.cli.safety import LIMIT_FLAGS
-from reach_adapters.config import load_config
-from reach_adapters.gateway import Gateway, GatewayEndpoint, GatewayError, ServerLimits, listen, serve_http
+from reach_adapters.config import ConfigError, load_config
+from reach_adapters.gateway import (
+    Gateway,
+    GatewayEndpoint,
+    GatewayError,
+    ServerLimits,
+    listen,
+    serve_http,
+    unprotected_exposure,
+)
 from reach_adapters.gateway.audit import AuditLog
 from reach_adapters.mcp import serve_mcp
 
@@ -65,6 +73,12 @@ async def _run(
     stdio = args.transport == "stdio"
     port, flag = (args.api_port, "--api-port") if stdio else (args.port, "--port")
     sock = None if port is None else _listen(args.host, port, flag)
+    if sock is not None:
+        # Refused before any agent starts; --insecure: something in front authenticates.
+        exposed = unprotected_exposure(sock, secured=config.security is not None or args.insecure)
+        if exposed is not None:
+            sock.close()
+            raise ConfigError(exposed)
     try:
         starting = f"reach serve: starting {len(config.agents)} agent(s) from {config.directory}"
         async with progress(starting, quiet=args.log_json):
@@ -90,7 +104,12 @@ async def _run(
     try:
         if sock is not None:
             endpoint = await serve_http(
-                gateway, sock, name=args.name, shutdown_timeout_s=args.shutdown_timeout, limits=limits
+                gateway,
+                sock,
+                name=args.name,
+                shutdown_timeout_s=args.shutdown_timeout,
+                limits=limits,
+                insecure=args.insecure,
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:

@@ -6,6 +6,7 @@ Needs the ``gateway`` extra: ``pip install 'agent-reach[gateway]'``. See docs/co
 from reach_adapters.config.directory import (
     CONFIG_SUFFIXES,
     POLICY_STEM,
+    SECURITY_STEM,
     config_files,
     file_stems,
     read_config_dir,
@@ -39,6 +40,7 @@ __all__ = [
     "POLICY_STEM",
     "SCHEMA_DIR",
     "SCHEMA_FILES",
+    "SECURITY_STEM",
     "AgentFile",
     "AgentFileModel",
     "AgentSpec",

@@ -6,10 +6,11 @@ from pathlib import Path
 
 from reach_adapters.config.errors import ConfigError
 
-__all__ = ["CONFIG_SUFFIXES", "POLICY_STEM", "config_files", "file_stems", "read_config_dir"]
+__all__ = ["CONFIG_SUFFIXES", "POLICY_STEM", "SECURITY_STEM", "config_files", "file_stems", "read_config_dir"]
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 POLICY_STEM = "routing_policy"
+SECURITY_STEM = "security"
 # File systems that forbid ':' in names (Windows) spell the id's separators as '__'.
 _ALT_SEPARATOR = "__"
 

@@ -17,7 +17,13 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from reach_adapters.config.directory import POLICY_STEM, config_files, file_stems, read_config_dir
+from reach_adapters.config.directory import (
+    POLICY_STEM,
+    SECURITY_STEM,
+    config_files,
+    file_stems,
+    read_config_dir,
+)
 from reach_adapters.config.errors import ConfigError, ConfigFileError
 from reach_adapters.config.models import (
     AGENT_KINDS,
@@ -29,11 +35,13 @@ from reach_adapters.config.models import (
 )
 from reach_adapters.config.source import Document, Loc, parse_document
 from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
+from reach_adapters.extras import require_extra
 from reach_adapters.mcp.options import resolve_command
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.schemas import check_schema
+from reach_adapters.security.spec import SecuritySpec
 
 __all__ = [
     "INSECURE_CONFIG_FLAG",
@@ -79,12 +87,14 @@ class AgentSpec:
 
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
-    """A valid configuration directory: the policy, and the agents by id."""
+    """A valid configuration directory: the policy, the agents by id, and ``security.yaml``
+    (None without one: no authentication)."""
 
     directory: Path
     files: Mapping[str, bytes]
     policy: RoutingPolicy
     agents: Mapping[str, AgentSpec]
+    security: SecuritySpec | None = None
 
 
 def load_config(directory: str | Path, *, allow_insecure: bool = False) -> GatewayConfig:
@@ -119,17 +129,16 @@ def check_permissions(directory: Path) -> None:
 
 def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
     """Validate the config files `files` (name → bytes) read from `directory`."""
-    policy_names = [name for name in files if Path(name).stem == POLICY_STEM]
-    if len(policy_names) > 1:
-        msg = f"{directory}: {' and '.join(policy_names)} both hold the routing policy; keep one"
-        raise ConfigError(msg)
+    policy_name = _single(directory, files, POLICY_STEM, "the routing policy")
+    security_name = _single(directory, files, SECURITY_STEM, "the security settings")
     policy = RoutingPolicy()
     policy_doc: Document | None = None
-    if policy_names:
-        policy_doc, policy = _policy(directory / policy_names[0], files[policy_names[0]])
+    if policy_name is not None:
+        policy_doc, policy = _policy(directory / policy_name, files[policy_name])
+    security = None if security_name is None else _security(directory, security_name, files[security_name])
     agents: dict[str, AgentSpec] = {}
     for name, raw in files.items():
-        if name in policy_names:
+        if name in (policy_name, security_name):
             continue
         spec = _agent(directory, directory / name, raw)
         twin = agents.get(spec.agent_id)
@@ -143,7 +152,16 @@ def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
             "add that agent's file or remove default_agent"
         )
         raise policy_doc.error(("default_agent",), problem)
-    return GatewayConfig(directory, dict(files), policy, agents)
+    return GatewayConfig(directory, dict(files), policy, agents, security)
+
+
+def _single(directory: Path, files: Mapping[str, bytes], stem: str, what: str) -> str | None:
+    """The one file named `stem` (any suffix), or None; two of them are an error."""
+    names = [name for name in files if Path(name).stem == stem]
+    if len(names) > 1:
+        msg = f"{directory}: {' and '.join(names)} both hold {what}; keep one"
+        raise ConfigError(msg)
+    return names[0] if names else None
 
 
 def server_cwd(directory: Path, model: MCPAgentFile) -> Path | None:
@@ -162,6 +180,26 @@ def _policy(path: Path, raw: bytes) -> tuple[Document, RoutingPolicy]:
         return doc, RoutingPolicy(**data)
     except InvalidPolicyError as exc:
         raise ConfigFileError(path, str(exc)) from None
+
+
+# -- security ---------------------------------------------------------------------------------
+
+
+def _security(directory: Path, name: str, raw: bytes) -> SecuritySpec:
+    """The typed ``security.yaml``, checked further by building its authenticator: every token
+    variable set, every key file there (``reach check`` says so before ``reach serve`` starts)."""
+    # Imported here: the JWT and crypto libraries only load for a directory that needs them.
+    require_extra("gateway", f"{name} (authentication)")
+    from reach_adapters.security.credentials import Authenticator
+    from reach_adapters.security.errors import SecurityConfigError
+
+    doc = parse_document(directory / name, raw)
+    spec = _validate(doc, SecuritySpec, _mapping(doc))
+    try:
+        Authenticator.from_spec(spec, directory)
+    except SecurityConfigError as exc:
+        raise doc.error(exc.loc, exc.problem) from None
+    return spec
 
 
 # -- agent files -------------------------------------------------------------------------------

@@ -9,13 +9,18 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from reach_adapters.config.models import AGENT_KINDS, AgentFile, PolicyFile
+from reach_adapters.security.spec import SecuritySpec
 
 __all__ = ["SCHEMA_DIR", "SCHEMA_FILES", "SchemaKind", "json_schema", "schema_text"]
 
-SchemaKind = Literal["policy", "agent"]
+SchemaKind = Literal["policy", "agent", "security"]
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
-SCHEMA_FILES: dict[SchemaKind, str] = {"policy": "routing_policy.schema.json", "agent": "agent.schema.json"}
+SCHEMA_FILES: dict[SchemaKind, str] = {
+    "policy": "routing_policy.schema.json",
+    "agent": "agent.schema.json",
+    "security": "security.schema.json",
+}
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Editors find a JSON file's schema through this key; the loader accepts and ignores it.
@@ -23,11 +28,17 @@ _SCHEMA_PROPERTY = {"type": "string", "description": "Where the file's JSON Sche
 
 
 def json_schema(kind: SchemaKind) -> dict[str, Any]:
-    """The JSON Schema of the routing policy file or of an agent file (any kind)."""
-    if kind == "policy":
-        schema = PolicyFile.model_json_schema()
+    """The JSON Schema of the routing policy file, of an agent file (any kind) or of ``security.yaml``."""
+    if kind in ("policy", "security"):
+        model = PolicyFile if kind == "policy" else SecuritySpec
+        schema = model.model_json_schema()
         schema["properties"] = {"$schema": _SCHEMA_PROPERTY, **schema["properties"]}
-        schema["title"] = "Agent Reach routing policy file"
+        schema["title"] = f"Agent Reach {'routing policy' if kind == 'policy' else 'security'} file"
+        if kind == "security":
+            # `allow: [globs]` is shorthand for capability globs, accepted before validation.
+            allow = schema["$defs"]["PrincipalSpec"]["properties"]["allow"]
+            shorthand = {"type": "array", "items": {"type": "string"}}
+            allow["anyOf"] = [{"$ref": allow.pop("$ref")}, shorthand]
     else:
         schema = TypeAdapter(AgentFile).json_schema()
         for model in AGENT_KINDS.values():

@@ -6,8 +6,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -26,8 +27,12 @@ from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.router.agent import Agent
 from reach_adapters.router.router import Router
 from reach_adapters.router.state import UNUSABLE_STATES
+from reach_adapters.security.spec import SecuritySpec
 
-__all__ = ["Gateway", "GatewayStatus"]
+if TYPE_CHECKING:
+    from reach_adapters.security.credentials import Authenticator
+
+__all__ = ["Gateway", "GatewaySecurity", "GatewayStatus"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +65,25 @@ class GatewayStatus(BaseModel):
     uptime_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class GatewaySecurity:
+    """The ``security.yaml`` in force and what is built from it; replaced as a whole on reload."""
+
+    spec: SecuritySpec
+    authenticator: Authenticator
+
+    @classmethod
+    def build(cls, config: GatewayConfig) -> GatewaySecurity | None:
+        """None when `config` has no ``security.yaml``; raises `SecurityConfigError` if a token
+        variable or key file it names is missing."""
+        if config.security is None:
+            return None
+        # Imported here: the JWT and crypto libraries only load for a config that needs them.
+        from reach_adapters.security.credentials import Authenticator
+
+        return cls(config.security, Authenticator.from_spec(config.security, config.directory))
+
+
 class Gateway:
     """Owns a `Router` built from a config directory and keeps it in line with the directory.
 
@@ -68,6 +92,9 @@ class Gateway:
     `Router.replace` (running calls finish on the old one), removed ones drained; old agents are
     closed after their last call. An invalid change is logged with file, line and field, and the
     config in force stays. `generation` counts the configs applied, starting at 1.
+
+    `security` is the ``security.yaml`` in force (None: no authentication); `exposed_at`, set by
+    whoever serves the gateway beyond loopback, makes removing ``security.yaml`` a refused change.
     """
 
     def __init__(
@@ -78,9 +105,12 @@ class Gateway:
         *,
         drain_timeout_s: float,
         allow_insecure_config: bool = False,
+        security: GatewaySecurity | None = None,
     ) -> None:
         self.router = router
         self.config = config
+        self.security: GatewaySecurity | None = None
+        self.exposed_at: str | None = None
         self.generation = 1
         self.reloads_applied = 0
         self.reloads_rejected = 0
@@ -92,6 +122,7 @@ class Gateway:
         self._started = time.monotonic()
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
+        self._security_changed(security)
 
     @classmethod
     async def start(
@@ -108,6 +139,7 @@ class Gateway:
     async def from_config(
         cls, config: GatewayConfig, *, drain_timeout_s: float = 30.0, allow_insecure_config: bool = False
     ) -> Gateway:
+        security = GatewaySecurity.build(config)
         router = Router(config.policy)
         agents = await build_agents(config.agents.values(), config.directory)
         try:
@@ -122,6 +154,7 @@ class Gateway:
             {agent.agent_id: agent for agent in agents},
             drain_timeout_s=drain_timeout_s,
             allow_insecure_config=allow_insecure_config,
+            security=security,
         )
 
     # -- what the API shows ------------------------------------------------------------------
@@ -206,6 +239,8 @@ class Gateway:
             if agent_id in old.agents and not spec.same_as(old.agents[agent_id])
         ]
         self._refuse_clashes(new, added)
+        security_changed = new.security != old.security
+        security = self._next_security(new) if security_changed else self.security
         built = await build_agents([new.agents[agent_id] for agent_id in added + changed], new.directory)
         fresh = {agent.agent_id: agent for agent in built}
         policy_changed = new.policy != old.policy
@@ -222,18 +257,37 @@ class Gateway:
             await close_agents(list(fresh.values()))
             raise
         await asyncio.gather(*(self._retire(agent_id) for agent_id in removed))
+        if security_changed:
+            self._security_changed(security)
         self.config = new
         self.generation += 1
         self.reloads_applied += 1
         self.last_error = None
         logger.info(
-            "config generation %d in force: policy %s; added %s; changed %s; removed %s",
+            "config generation %d in force: policy %s; security %s; added %s; changed %s; removed %s",
             self.generation,
             "changed" if policy_changed else "unchanged",
+            "changed" if security_changed else "unchanged",
             added or "none",
             changed or "none",
             removed or "none",
         )
+
+    def _next_security(self, new: GatewayConfig) -> GatewaySecurity | None:
+        if new.security is None and self.exposed_at is not None:
+            msg = (
+                f"{new.directory}: security.yaml was removed, but the server listens on {self.exposed_at}, "
+                "beyond loopback, and would answer anyone; restore security.yaml, or restart with --insecure"
+            )
+            raise ConfigError(msg)
+        return GatewaySecurity.build(new)
+
+    def _security_changed(self, security: GatewaySecurity | None) -> None:
+        """Put `security` in force: every request from now on is authenticated with it.
+
+        The one place a ``security.yaml`` takes effect, at start and on each reload that changed it.
+        """
+        self.security = security
 
     def _refuse_clashes(self, new: GatewayConfig, added: list[str]) -> None:
         """Code may register its own agents on the router; a config file may not take their ids."""

@@ -2,19 +2,43 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from dataclasses import dataclass
+from typing import Any
+
+from starlette.types import ASGIApp
 
 from reach_adapters.gateway.api import API_PREFIX, GatewayAPI
+from reach_adapters.gateway.auth import Authentication, metadata_routes
 from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.gateway.gateway import Gateway
 from reach_adapters.gateway.limits import ServerLimits
 from reach_adapters.mcp import MCPEndpoint, start_mcp_server
 
-__all__ = ["MCP_PATH", "GatewayEndpoint", "listen", "serve_http"]
+__all__ = ["MCP_PATH", "GatewayEndpoint", "beyond_loopback", "listen", "serve_http", "unprotected_exposure"]
 
 MCP_PATH = "/mcp"
+
+
+def beyond_loopback(sock: socket.socket) -> str | None:
+    """``host:port`` of `sock` when that is not a loopback address; None when it is."""
+    host, port = sock.getsockname()[:2]
+    return None if ipaddress.ip_address(host.split("%", 1)[0]).is_loopback else f"{host}:{port}"
+
+
+def unprotected_exposure(sock: socket.socket, *, secured: bool) -> str | None:
+    """Why serving on `sock` would answer anyone: a non-loopback address and no ``security.yaml``
+    (`secured` False). None when it would not."""
+    address = None if secured else beyond_loopback(sock)
+    if address is None:
+        return None
+    return (
+        f"{address} is beyond loopback and the config directory has no security.yaml, so anyone "
+        "reaching the port could call every agent; add a security.yaml (docs/security.md), or pass "
+        "--insecure if something in front of the server authenticates"
+    )
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -67,18 +91,48 @@ async def serve_http(
     name: str = "agent-reach",
     shutdown_timeout_s: float = 3.0,
     limits: ServerLimits | None = None,
+    insecure: bool = False,
 ) -> GatewayEndpoint:
     """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
-    Prometheus metrics at ``/metrics``; `limits` bound every request (the defaults if None)."""
+    Prometheus metrics at ``/metrics``; `limits` bound every request (the defaults if None).
+
+    Requests are authenticated as the gateway's ``security.yaml`` says. Without one, a `sock`
+    beyond loopback is refused (`GatewayError`) unless `insecure`; with one, it may then not be
+    removed while serving (`Gateway.exposed_at`).
+    """
     limits = ServerLimits() if limits is None else limits
+    if not insecure:
+        problem = unprotected_exposure(sock, secured=gateway.security is not None)
+        if problem is not None:
+            raise GatewayError(problem)
+        gateway.exposed_at = beyond_loopback(sock)
     loopback_only = sock.getsockname()[0] in ("127.0.0.1", "::1")
+    api = GatewayAPI(gateway, loopback_only=loopback_only, limits=limits)
     endpoint = await start_mcp_server(
         gateway.router,
         path=MCP_PATH,
         name=name,
         sock=sock,
-        routes=GatewayAPI(gateway, loopback_only=loopback_only, limits=limits).routes(),
+        routes=[*api.routes(), *metadata_routes(gateway, MCP_PATH)],
         shutdown_timeout_s=shutdown_timeout_s,
-        limits=limits,
+        limits=_Authenticated(limits, gateway),
     )
     return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH))
+
+
+@dataclass(frozen=True, slots=True)
+class _Authenticated:
+    """`limits` with `Authentication` outside them: a refused request's body is never read."""
+
+    limits: ServerLimits
+    gateway: Gateway
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self.limits.max_body_bytes
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        return Authentication(self.limits.wrap(app), self.gateway, mcp_path=MCP_PATH)
+
+    def uvicorn_options(self) -> dict[str, Any]:
+        return self.limits.uvicorn_options()

@@ -39,11 +39,11 @@ class HopTokens:
         if len(secret) < _MIN_SECRET_BYTES:
             state = "is not set" if not secret else f"holds only {len(secret)} bytes"
             msg = (
-                f"hop_tokens.secret_env: {spec.secret_env} {state}; set it to the same secret of "
+                f"{spec.secret_env} {state}; set it to the same secret of "
                 f"{_MIN_SECRET_BYTES} bytes or more on every gateway that trusts the others' agents "
                 "(e.g. from 'openssl rand -hex 32')"
             )
-            raise SecurityConfigError(msg)
+            raise SecurityConfigError(msg, loc=("hop_tokens", "secret_env"))
         return cls(secret, spec.ttl_s)
 
     def mint(self, agent_id: str, target: str, principal: str | None, task_id: str) -> str:

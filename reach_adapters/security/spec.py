@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,6 +33,14 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _http_url(value: str | None) -> str | None:
+    # The protected-resource metadata names the issuer and this resource as URLs (RFC 9728).
+    if value is not None and urlsplit(value).scheme not in ("http", "https"):
+        msg = f"{value!r} is not an http(s) URL"
+        raise ValueError(msg)
+    return value
 
 
 def _env_name(value: str | None) -> str | None:
@@ -119,6 +128,7 @@ class JWTSpec(_Spec):
     leeway_s: float = Field(0.0, ge=0, le=300, description="Clock skew allowed on 'exp' and 'nbf'.")
 
     _env = field_validator("secret_env")(_env_name)
+    _urls = field_validator("issuer", "jwks_url")(_http_url)
 
     @field_validator("algorithms")
     @classmethod
@@ -173,6 +183,8 @@ class SecuritySpec(_Spec):
         description="This server's public MCP URL (https://host/mcp), named in the OAuth protected-"
         "resource metadata; default: the address it listens on.",
     )
+
+    _url = field_validator("resource_url")(_http_url)
 
     @field_validator("principals")
     @classmethod

@@ -20,7 +20,7 @@ def shipped(kind: SchemaKind) -> dict[str, Any]:
     return loaded
 
 
-@pytest.mark.parametrize("kind", ["policy", "agent"])
+@pytest.mark.parametrize("kind", ["policy", "agent", "security"])
 def test_shipped_schemas_match_the_models(kind: SchemaKind) -> None:
     # On failure, regenerate with `reach schema --write` and commit the files.
     assert (SCHEMA_DIR / SCHEMA_FILES[kind]).read_text(encoding="utf-8") == schema_text(kind)

@@ -70,7 +70,7 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
         (["explain", "task-1"], "give --url of a running `reach serve`"),
         (["scan"], "give the server's command after --"),
         (["scan", "--", "no-such-program-here"], "program 'no-such-program-here' is not found"),
-        (["schema"], "give a kind to print (policy or agent), or --write"),
+        (["schema"], "give a kind to print (policy, agent or security), or --write"),
         (["launch"], "argument COMMAND: invalid choice: 'launch'"),
     ],
 )
