@@ -6,6 +6,7 @@ started, so a directory that fails here leaves nothing half-running.
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import types
@@ -186,17 +187,20 @@ def _policy(path: Path, raw: bytes) -> tuple[Document, RoutingPolicy]:
 
 
 def _security(directory: Path, name: str, raw: bytes) -> SecuritySpec:
-    """The typed ``security.yaml``, checked further by building its authenticator: every token
-    variable set, every key file there (``reach check`` says so before ``reach serve`` starts)."""
+    """The typed ``security.yaml``, checked further by building its authenticator and guard: every
+    token variable and the hop secret set, every key file there (``reach check`` says so before
+    ``reach serve`` starts)."""
     # Imported here: the JWT and crypto libraries only load for a directory that needs them.
     require_extra("gateway", f"{name} (authentication)")
     from reach_adapters.security.credentials import Authenticator
     from reach_adapters.security.errors import SecurityConfigError
+    from reach_adapters.security.guard import SecurityGuard
 
     doc = parse_document(directory / name, raw)
     spec = _validate(doc, SecuritySpec, _mapping(doc))
     try:
         Authenticator.from_spec(spec, directory)
+        SecurityGuard(spec)
     except SecurityConfigError as exc:
         raise doc.error(exc.loc, exc.problem) from None
     return spec
@@ -279,6 +283,10 @@ def _zero_arguments(doc: Document, loc: Loc, path: str, factory: Any) -> None:
 
 def _check_server(directory: Path, doc: Document, model: MCPAgentFile) -> None:
     if model.command is None:
+        try:
+            model.http_headers(os.environ)
+        except ValueError as exc:
+            raise doc.error(("bearer_token_env",), str(exc)) from None
         return
     cwd = server_cwd(directory, model)
     if cwd is not None and not cwd.is_dir():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -119,6 +120,12 @@ class MCPAgentFile(MCPOptions):
     cwd: str | None = Field(None, description="Working directory, relative to the config directory.")
     url: str | None = Field(None, description="Streamable HTTP endpoint of a running server.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every HTTP request.")
+    bearer_token_env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Environment variable holding a bearer token for the server (e.g. another reach "
+        "serve's security.yaml token): sent as 'Authorization: Bearer ...', never written here.",
+    )
     overrides: dict[str, CapabilityPatch] = Field(
         default_factory=dict, description="Per tool name (without prefix): fields laid over its capability."
     )
@@ -131,8 +138,11 @@ class MCPAgentFile(MCPOptions):
         if self.url is not None and (self.args or self.env is not None or self.cwd is not None):
             msg = "'args', 'env' and 'cwd' apply to 'command' servers; remove them or use 'command'"
             raise ValueError(msg)
-        if self.command is not None and self.headers:
-            msg = "'headers' apply to 'url' servers; remove them or use 'url'"
+        if self.command is not None and (self.headers or self.bearer_token_env is not None):
+            msg = "'headers' and 'bearer_token_env' apply to 'url' servers; remove them or use 'url'"
+            raise ValueError(msg)
+        if self.bearer_token_env is not None and "authorization" in {h.lower() for h in self.headers}:
+            msg = "give the Authorization header in 'headers' or 'bearer_token_env', not both"
             raise ValueError(msg)
         problem = (url_problem(self.url) if self.url is not None else None) or agent_id_problem(self.agent_id)
         if problem is not None:
@@ -142,6 +152,17 @@ class MCPAgentFile(MCPOptions):
     @property
     def agent_id(self) -> str:
         return f"mcp:{self.name}:{self.instance}"
+
+    def http_headers(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The headers to send: `headers`, and the bearer token `bearer_token_env` names."""
+        headers = dict(self.headers)
+        if self.bearer_token_env is not None:
+            token = environ.get(self.bearer_token_env)
+            if not token:
+                msg = f"{self.bearer_token_env} is not set; export the server's bearer token in it"
+                raise ValueError(msg)
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
 
     def options(self) -> MCPOptions:
         """The adapter's options this file gives (timeouts, concurrency, reconnect...)."""

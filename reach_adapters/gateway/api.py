@@ -2,7 +2,10 @@
 
 A routed call answers 200 with the `ReachResult` whatever its status (the outcome is data),
 except when no agent had capacity for it: then 503 with ``Retry-After`` and the result, so
-clients and proxies back off. 4xx means the request itself was wrong, and the body says what to fix.
+clients and proxies back off; and when the caller's request is refused: 403 (security.yaml does
+not allow it), 409 (its task id is held for another request), 429 with ``Retry-After`` (over its
+quota), with the result as body. 4xx means the request itself was wrong, and the body says what
+to fix.
 """
 
 from __future__ import annotations
@@ -41,8 +44,12 @@ RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload", "principal"})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # A call that waited for capacity until its deadline times out; one that could not wait has none.
 _UNDELIVERED_BY_LOAD = frozenset({ResultStatus.NO_CANDIDATE, ResultStatus.TIMEOUT})
-# Refusals of security.yaml's rules, as HTTP says them.
-_REFUSED = {ErrorKind.PERMISSION_DENIED.value: 403, ErrorKind.QUOTA_EXCEEDED.value: 429}
+# Refusals of the caller's request, as HTTP says them.
+_REFUSED = {
+    ErrorKind.PERMISSION_DENIED.value: 403,
+    ErrorKind.IDEMPOTENCY_CONFLICT.value: 409,
+    ErrorKind.QUOTA_EXCEEDED.value: 429,
+}
 
 
 def _no_reserved(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -208,7 +215,8 @@ class GatewayAPI:
 
     async def _routed(self, call: Callable[[], Coroutine[Any, Any, ReachResult]]) -> Response:
         """Run one routed call; mistakes in the call itself are 400s, a call security.yaml refuses
-        a 403 (not allowed) or 429 with ``Retry-After`` (over quota), a call no agent had capacity
+        a 403 (not allowed) or 429 with ``Retry-After`` (over quota), a task id held for another
+        request a 409, a call no agent had capacity
         for a 503 with ``Retry-After``, every other outcome a 200."""
         try:
             result = await call()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -125,11 +126,12 @@ def _call_factory(spec: AgentSpec, loc: Loc, path: str) -> Any:
 async def _mcp_agent(spec: AgentSpec, model: MCPAgentFile, directory: Path) -> Agent:
     loc: Loc = ("url",) if model.url is not None else ("command",)
     try:
+        headers = model.http_headers(os.environ)
+    except ValueError as exc:
+        raise spec.error(("bearer_token_env",), str(exc)) from None
+    try:
         return await MCPServerAgent.connect(
-            model.name,
-            _server(model, directory),
-            headers=model.headers or None,
-            options=model.options(),
+            model.name, _server(model, directory), headers=headers or None, options=model.options()
         )
     except ReachError as exc:
         raise spec.error(loc, str(exc)) from None

@@ -31,6 +31,7 @@ from reach_adapters.security.spec import SecuritySpec
 
 if TYPE_CHECKING:
     from reach_adapters.security.credentials import Authenticator
+    from reach_adapters.security.guard import SecurityGuard
 
 __all__ = ["Gateway", "GatewaySecurity", "GatewayStatus"]
 
@@ -71,17 +72,24 @@ class GatewaySecurity:
 
     spec: SecuritySpec
     authenticator: Authenticator
+    guard: SecurityGuard
 
     @classmethod
-    def build(cls, config: GatewayConfig) -> GatewaySecurity | None:
+    def build(cls, config: GatewayConfig, previous: GatewaySecurity | None = None) -> GatewaySecurity | None:
         """None when `config` has no ``security.yaml``; raises `SecurityConfigError` if a token
-        variable or key file it names is missing."""
+        variable or key file it names is missing. Quota counts carry over from `previous`."""
         if config.security is None:
             return None
         # Imported here: the JWT and crypto libraries only load for a config that needs them.
         from reach_adapters.security.credentials import Authenticator
+        from reach_adapters.security.guard import SecurityGuard
 
-        return cls(config.security, Authenticator.from_spec(config.security, config.directory))
+        quotas = None if previous is None else previous.guard.quotas
+        return cls(
+            config.security,
+            Authenticator.from_spec(config.security, config.directory),
+            SecurityGuard(config.security, quotas=quotas),
+        )
 
 
 class Gateway:
@@ -280,14 +288,16 @@ class Gateway:
                 "beyond loopback, and would answer anyone; restore security.yaml, or restart with --insecure"
             )
             raise ConfigError(msg)
-        return GatewaySecurity.build(new)
+        return GatewaySecurity.build(new, self.security)
 
     def _security_changed(self, security: GatewaySecurity | None) -> None:
-        """Put `security` in force: every request from now on is authenticated with it.
+        """Put `security` in force: every request from now on is authenticated with it, and every
+        call held to its permissions and quotas.
 
         The one place a ``security.yaml`` takes effect, at start and on each reload that changed it.
         """
         self.security = security
+        self.router.set_guard(None if security is None else security.guard)
 
     def _refuse_clashes(self, new: GatewayConfig, added: list[str]) -> None:
         """Code may register its own agents on the router; a config file may not take their ids."""
