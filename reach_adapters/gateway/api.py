@@ -16,7 +16,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -27,9 +26,10 @@ from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describ
 from reach_adapters.gateway.gateway import Gateway
 from reach_adapters.gateway.limits import ServerLimits, nested_deeper
 from reach_adapters.gateway.views import catalog_view, health_view
+from reach_adapters.mcp import request_principal
 from reach_adapters.router import CallOptions, ErrorKind, ExclusionKind
 
-__all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest", "principal_of"]
+__all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest"]
 
 API_PREFIX = "/api"
 _MAX_DECISIONS = 1000
@@ -39,8 +39,9 @@ _NO_METRICS = (
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
-# Named by the request itself, or by the server (who called), so never an option.
-RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload", "principal"})
+# Named by the request itself, or by the server (who called), so never an option; hop tokens
+# come from other gateways, over MCP.
+RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload", "principal", "caller_token"})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # A call that waited for capacity until its deadline times out; one that could not wait has none.
 _UNDELIVERED_BY_LOAD = frozenset({ResultStatus.NO_CANDIDATE, ResultStatus.TIMEOUT})
@@ -133,14 +134,16 @@ class GatewayAPI:
         return JSONResponse(health_view(status), 503 if status.status == "unavailable" else 200)
 
     async def catalog(self, request: Request) -> Response:
-        return JSONResponse(catalog_view(self.gateway.router.catalog(principal=principal_of(request))))
+        return JSONResponse(
+            catalog_view(self.gateway.router.catalog(principal=request_principal(request.scope)))
+        )
 
     async def route(self, request: Request) -> Response:
         body = await self._body(request, RouteRequest)
         if isinstance(body, Response):
             return body
         router = self.gateway.router
-        options = cast(CallOptions, {**body.options, "principal": principal_of(request)})
+        options = cast(CallOptions, {**body.options, "principal": request_principal(request.scope)})
         return await self._routed(lambda: router.route(body.capability, body.payload, **options))
 
     async def send(self, request: Request) -> Response:
@@ -148,7 +151,7 @@ class GatewayAPI:
         if isinstance(body, Response):
             return body
         router = self.gateway.router
-        options = cast(CallOptions, {**body.options, "principal": principal_of(request)})
+        options = cast(CallOptions, {**body.options, "principal": request_principal(request.scope)})
         return await self._routed(
             lambda: router.send(body.agent_id, body.payload, capability=body.capability, **options)
         )
@@ -156,7 +159,7 @@ class GatewayAPI:
     async def explain(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
         try:
-            record = self.gateway.router.explain(task_id, principal=principal_of(request))
+            record = self.gateway.router.explain(task_id, principal=request_principal(request.scope))
         except UnknownTaskError as exc:
             return _error(404, exc)
         out = record.to_dict()
@@ -173,7 +176,7 @@ class GatewayAPI:
             )
             return _error(400, InvalidMessageError(problem))
         records = self.gateway.router.recent_decisions(
-            int(raw), request.query_params.get("capability"), principal=principal_of(request)
+            int(raw), request.query_params.get("capability"), principal=request_principal(request.scope)
         )
         return JSONResponse([record.to_dict() for record in records])
 
@@ -242,12 +245,6 @@ class GatewayAPI:
         except UnknownTaskError:
             return False
         return any(exclusion.kind is ExclusionKind.SATURATED for exclusion in record.exclusions)
-
-
-def principal_of(request: Request) -> str | None:
-    """The principal the server authenticated for `request`; None without security.yaml."""
-    user = request.scope.get("user")
-    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
 
 
 def foreign(request: Request, loopback_only: bool) -> Response | None:

@@ -62,6 +62,10 @@ def resource_url(spec: SecuritySpec, scope: Scope, mcp_path: str) -> AnyHttpUrl 
         return None
 
 
+# RFC 6455's close code for a refused connection; uvicorn answers it with HTTP 403 before accepting.
+_POLICY_VIOLATION = 1008
+
+
 class Authentication:
     """ASGI middleware: authenticate each request with the gateway's current `Authenticator`.
 
@@ -77,6 +81,10 @@ class Authentication:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         security = self.gateway.security
+        if scope["type"] == "websocket" and security is not None:
+            # Nothing is served over WebSocket; none may open past authentication unchecked.
+            await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
+            return
         if scope["type"] != "http" or security is None or scope["path"].startswith(METADATA_PATH):
             await self.app(scope, receive, send)
             return

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from reach_adapters.mcp.legacy import HttpTarget, InProcessTarget, MCPServerConfig, StdioTarget
     from reach_adapters.mcp.options import MCPOptions, ReconnectPolicy
     from reach_adapters.mcp.serve import MCPEndpoint, serve_mcp, start_mcp_server
-    from reach_adapters.mcp.server import RouterMCPServer
+    from reach_adapters.mcp.server import RouterMCPServer, request_principal
     from reach_adapters.mcp.spec import ServerParameters
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "ServerParameters",
     "StdioTarget",
     "content_to_json",
+    "request_principal",
     "serve_mcp",
     "start_mcp_server",
 ]
@@ -55,6 +56,7 @@ _MODULES = {
     "META_PREFIX": "converter",
     "MCPConverter": "converter",
     "content_to_json": "converter",
+    "request_principal": "server",
     "MCPConnectionError": "errors",
     "MCPOfflineError": "errors",
     "MCPProtocolError": "errors",

@@ -292,8 +292,11 @@ class MCPServerAgent:
             tools = sorted(self._routes)
             msg = f"agent {self._agent_id} has no tool for capability {capability!r}; it has {tools}"
             raise InvalidMessageError(msg)
-        timeout_s = self._spec.options.timeout_ms / 1000.0
-        return await call_tool(client, route, message, self._converter, timeout_s, self._relays)
+        options = self._spec.options
+        timeout_s = options.timeout_ms / 1000.0
+        return await call_tool(
+            client, route, message, self._converter, timeout_s, self._relays, signed=options.hop_tokens
+        )
 
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------
 

@@ -43,8 +43,11 @@ async def call_tool(
     converter: MCPConverter,
     timeout_s: float,
     relays: Relays,
+    *,
+    signed: bool = False,
 ) -> ReachResult:
-    """Call `route.tool` with the message's arguments within its deadline.
+    """Call `route.tool` with the message's arguments within its deadline; `signed`: with a hop
+    token for the server (another reach serve).
 
     A tool error is an error result nobody should retry; a server that misbehaves gives a
     retryable one; a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
@@ -53,7 +56,7 @@ async def call_tool(
     agent_id = converter.agent_id
     arguments = converter.from_middleware(message)
     timeout_s = time_left(message, timeout_s)
-    meta = request_meta(onward(message.meta_info, agent_id, route.tool))
+    meta = request_meta(onward(message.meta_info, agent_id, route.tool if signed else None))
     try:
         with relays.calling() as call:
             relay = call.relay

@@ -104,6 +104,13 @@ class MCPOptions(BaseModel):
             "calling through the router; off, the server sees a client without them."
         ),
     )
+    hop_tokens: bool = Field(
+        False,
+        description=(
+            "The server is another reach serve that trusts this one's agents: each call carries a "
+            "hop token signed with security.yaml's hop_tokens secret (docs/security.md)."
+        ),
+    )
     http_timeout_s: float = Field(
         30.0, gt=0, le=3600, description="URL servers: connect, write and pool timeout."
     )

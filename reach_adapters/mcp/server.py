@@ -40,7 +40,7 @@ from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.router import Capability, Router, running_loop, wrap_field
 from reach_adapters.version import package_version
 
-__all__ = ["RouterMCPServer"]
+__all__ = ["RouterMCPServer", "request_principal"]
 
 logger = logging.getLogger(__name__)
 
@@ -222,12 +222,16 @@ class _Server(Server[Any]):
         )
 
 
-def _principal(ctx: ServerRequestContext[Any]) -> str | None:
-    """The principal the gateway authenticated for this request: None over stdio, or when the
-    server runs without security.yaml."""
-    scope = getattr(ctx.request, "scope", None)
+def request_principal(scope: Mapping[str, Any] | None) -> str | None:
+    """The principal authenticated for an HTTP request (its ASGI `scope`): the MCP SDK's
+    authenticated user, as the gateway's security.yaml sets it; None without one."""
     user = None if scope is None else scope.get("user")
     return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
+
+
+def _principal(ctx: ServerRequestContext[Any]) -> str | None:
+    """Who makes this MCP request: None over stdio, or when the server runs without security."""
+    return request_principal(getattr(ctx.request, "scope", None))
 
 
 def _serve(capability: Capability) -> _Served:

@@ -162,7 +162,7 @@ async def fall_back(
     guard: Guard | None,
 ) -> tuple[ReachResult, str]:
     """Try the hint's fallback agents, then the policy's default agent, in that order; those the
-    caller's principal may not reach are passed over like any excluded agent.
+    caller's principal may not reach are passed over.
 
     Returns the result and the path that gave it: ``fallback``, ``default``, or ``none`` with
     the last failure when none answered.
@@ -189,9 +189,10 @@ async def fall_back(
             exclusions.append(Exclusion(agent_id, reason, ExclusionKind.UNDECLARED))
             continue
         slot = slot_for(runtime.slots, meta.capability) or runtime.slots[0]
+        if guard is not None and meta.principal is not None and forbidden(guard, meta.principal, slot):
+            # Passed over unrecorded: the caller's records name nothing it may not reach.
+            continue
         excluded = exclusion(slot, meta, policy, time.monotonic())
-        if excluded is None and guard is not None and meta.principal is not None:
-            excluded = forbidden(guard, meta.principal, slot)
         if excluded is not None:
             excluded.reason = f"{path} agent: {excluded.reason}"
             exclusions.append(excluded)

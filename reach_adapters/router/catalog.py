@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from reach_adapters.router.breaker import BreakerState
-from reach_adapters.router.capability import Capability
-from reach_adapters.router.state import AgentRuntime, AgentState, Slot
+from reach_adapters.router.capability import Capability, cautious
+from reach_adapters.router.registry import Registry
+from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState, Slot
 
-__all__ = ["AgentInfo", "agent_info"]
+__all__ = ["AgentInfo", "agent_info", "list_agents", "reachable_capabilities"]
 
 
 class AgentInfo(BaseModel):
@@ -68,3 +70,33 @@ def agent_info(runtime: AgentRuntime, slots: list[Slot] | None = None) -> AgentI
         avg_ms=round(runtime.avg_ms, 3),
         capabilities=[slot.capability for slot in (runtime.slots if slots is None else slots)],
     )
+
+
+def list_agents(registry: Registry, visible: Callable[[Slot], bool] | None) -> list[AgentInfo]:
+    """The catalog: every agent, or (with `visible`) the agents and capabilities a principal may
+    reach."""
+    if visible is None:
+        return [agent_info(runtime) for runtime in registry]
+    out = []
+    for runtime in registry:
+        info = agent_info(runtime, [slot for slot in runtime.slots if visible(slot)])
+        if info.capabilities:
+            out.append(info)
+    return out
+
+
+def reachable_capabilities(
+    registry: Registry, visible: Callable[[Slot], bool] | None
+) -> dict[str, Capability]:
+    """Each capability some usable (and `visible`) agent declares, with its most cautious
+    declaration standing for the replicas."""
+    out: dict[str, Capability] = {}
+    for name in registry.capability_names():
+        usable = [
+            slot.capability
+            for slot in registry.slots_named(name)
+            if slot.runtime.state not in UNUSABLE_STATES and (visible is None or visible(slot))
+        ]
+        if usable:
+            out[name] = cautious(usable)
+    return out

@@ -111,12 +111,19 @@ class Dispatcher:
         else:
             runs.append(run)
         try:
-            # Loops first: a task that came back must be refused, not wait on its own first run.
+            guard = self.guard
+            if guard is not None:
+                # Who calls, first: even a refused loop is a caller's call, and counts as one.
+                hop = current_hop()
+                refusal = await guard.admit(message, None if hop is None else hop.agent_id)
+                if refusal is not None:
+                    return self._refuse(message, run, refusal)
+            # Loops next: a task that came back must be refused, not wait on its own first run.
             came_back = runs is not None and any(other.sent_back(meta.lineage) for other in runs[:-1])
             if came_back or meta.depth > self.policy.max_depth:
                 return self._loop(message, came_back, run)
-            if self.guard is not None:
-                return await self._guarded(self.guard, message, run)
+            if guard is not None:
+                return await self._guarded(guard, message, run)
             tracer = active_tracer()
             return await spanned(tracer, DISPATCH, self._run(message, tracer, run), message)
         finally:
@@ -128,10 +135,6 @@ class Dispatcher:
             reset_current_reach(token)
 
     async def _guarded(self, guard: Guard, message: ReachMessage, run: Run) -> ReachResult:
-        hop = current_hop()
-        refusal = await guard.admit(message, None if hop is None else hop.agent_id)
-        if refusal is not None:
-            return self._refuse(message, run, refusal)
         tracer = active_tracer()
         # Agents passing the task on to another gateway sign their hop with this guard.
         token = set_current_guard(guard)

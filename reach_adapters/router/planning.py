@@ -16,7 +16,7 @@ from reach_adapters.router.matching import Matcher, task_text
 from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.selection import Problem, forbidden, permitted, screen, why_no_candidate
+from reach_adapters.router.selection import Problem, permitted, screen, visible_to, why_no_candidate
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy
 
@@ -165,20 +165,20 @@ class Planner:
     def _declarations(self, principal: str | None) -> dict[str, Capability]:
         """What a task's text is matched against: the capabilities `principal` may reach."""
         declared = self.registry.declarations()
-        visible = self._visible(principal)
-        return declared if visible is None else {name: cap for name, cap in declared.items() if visible(name)}
+        named = self._named_visible(principal)
+        return declared if named is None else {name: cap for name, cap in declared.items() if named(name)}
 
-    def _visible(self, principal: str | None) -> Callable[[str], bool] | None:
+    def visible(self, principal: str | None) -> Callable[[Slot], bool] | None:
+        """Whether `principal` may reach a slot under the guard; None: it may reach all."""
+        return None if self.guard is None else visible_to(self.guard, principal)
+
+    def _named_visible(self, principal: str | None) -> Callable[[str], bool] | None:
         """Whether `principal` may reach some agent declaring a capability; None: it may reach all."""
-        guard = self.guard
-        if guard is None or principal is None:
+        visible = self.visible(principal)
+        if visible is None:
             return None
         registry = self.registry
-
-        def visible(name: str) -> bool:
-            return any(forbidden(guard, principal, slot) is None for slot in registry.slots_named(name))
-
-        return visible
+        return lambda name: any(map(visible, registry.slots_named(name)))
 
     def _select(
         self, message: ReachMessage, record: DecisionRecord, names: list[str] | None
@@ -195,7 +195,7 @@ class Planner:
         else:
             slots = self.registry.candidates(meta.capability or "", meta.version, meta.namespace)
         if not slots:
-            missing = why_no_candidate(self.registry, meta, self._visible(meta.principal))
+            missing = why_no_candidate(self.registry, meta, self._named_visible(meta.principal))
             return (
                 [],
                 Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, missing, Fault.ROUTER),
@@ -218,7 +218,10 @@ class Planner:
         meta = message.meta_info
         target = message.routing_hint.target or ""
         runtime = self.registry.get(target)
-        if runtime is None:
+        visible = self.visible(meta.principal)
+        # An agent the principal may not reach at all is answered as one that is not there: its
+        # existence is not the principal's to learn.
+        if runtime is None or (visible is not None and not any(map(visible, runtime.slots))):
             error = f"agent {target} is not registered; see router.catalog()"
             return [], Problem(ResultStatus.NO_CANDIDATE, ErrorKind.UNKNOWN_AGENT, error, Fault.ROUTER), False
         slots = runtime.slots

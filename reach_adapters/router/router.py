@@ -21,8 +21,8 @@ from reach_adapters.errors import (
     UnknownTaskError,
 )
 from reach_adapters.router.agent import Agent, close_agent
-from reach_adapters.router.capability import Capability, cautious
-from reach_adapters.router.catalog import AgentInfo, agent_info
+from reach_adapters.router.capability import Capability
+from reach_adapters.router.catalog import AgentInfo, list_agents, reachable_capabilities
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.guard import Guard
@@ -35,8 +35,7 @@ from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.selection import forbidden
-from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState, Slot, StateSource
+from reach_adapters.router.state import AgentRuntime, AgentState, StateSource
 from reach_adapters.router.streaming import stream_message
 
 __all__ = ["Router"]
@@ -179,15 +178,7 @@ class Router:
     def catalog(self, *, principal: str | None = None) -> list[AgentInfo]:
         """Every registered agent with its state, load, breaker and declarations; for a
         `principal`, only the agents and capabilities it may reach."""
-        visible = self._visible(principal)
-        if visible is None:
-            return [agent_info(runtime) for runtime in self._registry]
-        out = []
-        for runtime in self._registry:
-            info = agent_info(runtime, [slot for slot in runtime.slots if visible(slot)])
-            if info.capabilities:
-                out.append(info)
-        return out
+        return list_agents(self._registry, self._dispatcher.planner.visible(principal))
 
     def reachable(self, *, principal: str | None = None) -> dict[str, Capability]:
         """Each capability some usable agent declares, with one declaration standing for it: the
@@ -196,23 +187,7 @@ class Router:
 
         What the LangChain toolkit and the MCP server offer as tools.
         """
-        visible = self._visible(principal)
-        out: dict[str, Capability] = {}
-        for name in self._registry.capability_names():
-            usable = [
-                s.capability
-                for s in self._registry.slots_named(name)
-                if s.runtime.state not in UNUSABLE_STATES and (visible is None or visible(s))
-            ]
-            if usable:
-                out[name] = cautious(usable)
-        return out
-
-    def _visible(self, principal: str | None) -> Callable[[Slot], bool] | None:
-        guard = self._dispatcher.guard
-        if guard is None or principal is None:
-            return None
-        return lambda slot: forbidden(guard, principal, slot) is None
+        return reachable_capabilities(self._registry, self._dispatcher.planner.visible(principal))
 
     def declarations(self) -> dict[str, Capability]:
         """Each capability any registered agent declares, usable now or not, with one declaration

@@ -14,7 +14,16 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState, Slot
 
-__all__ = ["Problem", "exclusion", "forbidden", "loop_chain", "permitted", "screen", "why_no_candidate"]
+__all__ = [
+    "Problem",
+    "exclusion",
+    "forbidden",
+    "loop_chain",
+    "permitted",
+    "screen",
+    "visible_to",
+    "why_no_candidate",
+]
 
 
 @dataclass(slots=True, frozen=True)
@@ -76,6 +85,14 @@ def forbidden(guard: Guard, principal: str, slot: Slot) -> Exclusion | None:
     runtime = slot.runtime
     rule = guard.forbids(principal, slot.capability.name, runtime.agent_id, runtime.ident.namespace)
     return None if rule is None else Exclusion(runtime.agent_id, rule, ExclusionKind.FORBIDDEN)
+
+
+def visible_to(guard: Guard, principal: str | None) -> Callable[[Slot], bool] | None:
+    """Whether `principal` may reach a slot; None when it may reach all (no principal: the
+    program that owns the router)."""
+    if principal is None:
+        return None
+    return lambda slot: forbidden(guard, principal, slot) is None
 
 
 def permitted(

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from mcp.server.auth.provider import AccessToken
 
+from reach_adapters.security.environ import env_value, hmac_secret
 from reach_adapters.security.errors import SecurityConfigError
 from reach_adapters.security.spec import JWTSpec, SecuritySpec
 
@@ -39,8 +40,6 @@ ANONYMOUS = AccessToken(
 # A JWKS fetch blocks a worker thread; past this the token is refused rather than waited for.
 _JWKS_TIMEOUT_S = 5.0
 _JWKS_LIFESPAN_S = 300
-# RFC 7518 §3.2: an HMAC key at least as long as the hash output.
-_MIN_HMAC_SECRET_BYTES = 32
 # An access token without an expiry would be valid forever.
 _REQUIRED_CLAIMS = ["exp", "iss", "aud"]
 _KEY_TYPES: dict[str, tuple[type[Any], ...]] = {
@@ -72,14 +71,7 @@ class JWTVerifier:
         if spec.public_key_file is not None:
             return cls(spec, key=_public_key(directory / spec.public_key_file, spec.algorithms))
         assert spec.secret_env is not None  # one of the three, says JWTSpec
-        secret = _env(environ, spec.secret_env, ("jwt", "secret_env")).encode()
-        if len(secret) < _MIN_HMAC_SECRET_BYTES:
-            problem = (
-                f"the secret in {spec.secret_env} is {len(secret)} bytes; an HMAC secret needs at least "
-                f"{_MIN_HMAC_SECRET_BYTES} (e.g. 'openssl rand -hex 32')"
-            )
-            raise SecurityConfigError(problem, loc=("jwt", "secret_env"))
-        return cls(spec, key=secret)
+        return cls(spec, key=hmac_secret(environ, spec.secret_env, ("jwt", "secret_env")))
 
     async def verify(self, token: str) -> AccessToken | None:
         spec = self.spec
@@ -138,7 +130,9 @@ class Authenticator:
         tokens: dict[bytes, str] = {}
         for name, principal in spec.principals.items():
             if principal.token_env is not None:
-                digest = token_digest(_env(environ, principal.token_env, ("principals", name, "token_env")))
+                digest = token_digest(
+                    env_value(environ, principal.token_env, ("principals", name, "token_env"))
+                )
                 field = "token_env"
             elif principal.token_sha256 is not None:
                 digest = bytes.fromhex(principal.token_sha256)
@@ -160,14 +154,6 @@ class Authenticator:
             return await self.jwt.verify(token)
         logger.info("bearer token refused: it is no principal's token%s", "" if self.jwt else " (no jwt set)")
         return None
-
-
-def _env(environ: Mapping[str, str], name: str, loc: Sequence[str | int]) -> str:
-    value = environ.get(name, "")
-    if not value:
-        problem = f"environment variable {name} is not set or empty; set it before starting reach"
-        raise SecurityConfigError(problem, loc=loc)
-    return value
 
 
 def _public_key(path: Path, algorithms: Sequence[str]) -> Any:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from reach_adapters.errors import ReachError
 
-__all__ = ["AuthenticationError", "SecurityConfigError"]
+__all__ = ["AuthenticationError", "HopTokenError", "SecurityConfigError"]
 
 
 class SecurityConfigError(ReachError):
@@ -25,3 +25,8 @@ class SecurityConfigError(ReachError):
 
 class AuthenticationError(ReachError):
     """A request to a protected surface carried no credentials, or ones that do not verify (HTTP 401)."""
+
+
+class HopTokenError(ReachError):
+    """A hop token that does not hold: bad signature, expired, used before, or made for another
+    task or target."""

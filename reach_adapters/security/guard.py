@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from middleware import MetaInfo
 from middleware.fast import amend
 from reach_adapters.router import ErrorKind, ReachMessage, Refusal
-from reach_adapters.security.hoptokens import HopTokenError, HopTokens
+from reach_adapters.security.errors import HopTokenError
+from reach_adapters.security.hoptokens import HopTokens
 from reach_adapters.security.permissions import Globs, Permissions
 from reach_adapters.security.quotas import Quotas
 from reach_adapters.security.spec import PrincipalSpec, SecuritySpec
@@ -51,9 +52,12 @@ class SecurityGuard:
         agent = calling_agent
         token = meta.caller_token
         if token is not None and self.hops is not None:
+            refusal = self._gateway_only(meta.principal)
+            if refusal is not None:
+                return refusal
             target = meta.capability or message.routing_hint.target or ""
             try:
-                agent = self.hops.verify(token, target)
+                agent = self.hops.verify(token, target, meta.task_id)
             except HopTokenError as exc:
                 return Refusal(ErrorKind.PERMISSION_DENIED, f"call refused: {exc}")
         if agent is not None:
@@ -113,7 +117,21 @@ class SecurityGuard:
     def hop_token(self, meta: MetaInfo, agent_id: str, target: str) -> str | None:
         if self.hops is None:
             return None
-        return self.hops.mint(agent_id, target, meta.principal, meta.task_id)
+        return self.hops.mint(agent_id, target, meta.task_id)
+
+    def _gateway_only(self, principal: str | None) -> Refusal | None:
+        """Hop tokens come from gateways: another caller holding one (a server it was sent to)
+        may not use it to act as that gateway's agent. The program itself may."""
+        if principal is None:
+            return None
+        spec = self._principals.get(principal)
+        if spec is not None and spec.role == "gateway":
+            return None
+        error = (
+            f"principal {principal!r} sent a hop token, which only principals with role: gateway "
+            "(another reach serve) may send; give that gateway's principal role: gateway"
+        )
+        return Refusal(ErrorKind.PERMISSION_DENIED, error)
 
     # -- lookups -----------------------------------------------------------------------------
 

@@ -1,67 +1,61 @@
-"""Hop tokens: short-lived JWTs (HS256) that bind the calling agent, the target and an expiry,
-carried when an agent's call passes from one gateway to another (MCP request ``_meta``).
+"""Hop tokens: short-lived JWTs (HS256) that bind the calling agent, the target, the task and an
+expiry, carried when an agent's call passes from one gateway to another (MCP request ``_meta``).
 
 Gateways that trust each other's agents share the secret (``hop_tokens.secret_env``); the
-receiving one verifies the token and applies the permissions of the principal that names the
-calling agent in its own security.yaml.
+receiving one accepts a token only from a principal with ``role: gateway``, once, for the task and
+tool it names, and applies the permissions of the principal that names the calling agent in its
+own security.yaml.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import jwt
 
-from reach_adapters.security.errors import SecurityConfigError
+from reach_adapters.security.environ import hmac_secret
+from reach_adapters.security.errors import HopTokenError
 from reach_adapters.security.spec import HopTokenSpec
 
-__all__ = ["HOP_ISSUER", "HopTokenError", "HopTokens"]
+__all__ = ["HOP_ISSUER", "HopTokens"]
 
 HOP_ISSUER = "agent-reach/hop"
 _ALGORITHM = "HS256"
-# RFC 7518 §3.2: an HS256 key at least as long as the hash.
-_MIN_SECRET_BYTES = 32
-
-
-class HopTokenError(Exception):
-    """A hop token that does not hold: bad signature, expired, or made for another target."""
+_REQUIRED = ["exp", "sub", "aud", "iss", "jti", "task_id"]
+# Token ids seen while their tokens are valid; past this many the oldest are forgotten (a hop a
+# second for the longest ttl_s is 3,600 of them).
+_MAX_SEEN = 100_000
 
 
 class HopTokens:
     def __init__(self, secret: bytes, ttl_s: float) -> None:
         self._secret = secret
         self.ttl_s = ttl_s
+        self._seen: OrderedDict[str, float] = OrderedDict()
 
     @classmethod
     def from_spec(cls, spec: HopTokenSpec, environ: Mapping[str, str]) -> HopTokens:
-        secret = environ.get(spec.secret_env, "").encode()
-        if len(secret) < _MIN_SECRET_BYTES:
-            state = "is not set" if not secret else f"holds only {len(secret)} bytes"
-            msg = (
-                f"{spec.secret_env} {state}; set it to the same secret of "
-                f"{_MIN_SECRET_BYTES} bytes or more on every gateway that trusts the others' agents "
-                "(e.g. from 'openssl rand -hex 32')"
-            )
-            raise SecurityConfigError(msg, loc=("hop_tokens", "secret_env"))
-        return cls(secret, spec.ttl_s)
+        return cls(hmac_secret(environ, spec.secret_env, ("hop_tokens", "secret_env")), spec.ttl_s)
 
-    def mint(self, agent_id: str, target: str, principal: str | None, task_id: str) -> str:
+    def mint(self, agent_id: str, target: str, task_id: str) -> str:
         now = time.time()
         claims = {
             "iss": HOP_ISSUER,
             "sub": agent_id,
             "aud": target,
+            "task_id": task_id,
+            "jti": secrets.token_urlsafe(12),
             "iat": int(now),
             "exp": now + self.ttl_s,
-            "task_id": task_id,
         }
-        if principal is not None:
-            claims["on_behalf_of"] = principal
         return jwt.encode(claims, self._secret, algorithm=_ALGORITHM)
 
-    def verify(self, token: str, target: str) -> str:
-        """The calling agent's id, when `token` is good for calling `target` now."""
+    def verify(self, token: str, target: str, task_id: str) -> str:
+        """The calling agent's id, when `token` is good for calling `target` for `task_id` now,
+        and was not used before; raises `HopTokenError` saying why not."""
         try:
             claims = jwt.decode(
                 token,
@@ -69,7 +63,7 @@ class HopTokens:
                 algorithms=[_ALGORITHM],
                 audience=target,
                 issuer=HOP_ISSUER,
-                options={"require": ["exp", "sub", "aud", "iss"]},
+                options={"require": _REQUIRED},
             )
         except jwt.ExpiredSignatureError:
             msg = "the hop token has expired; the calling gateway signs a fresh one per call"
@@ -80,4 +74,18 @@ class HopTokens:
         except jwt.InvalidTokenError as exc:
             msg = f"the hop token is not valid here ({exc}); do the gateways share hop_tokens.secret_env?"
             raise HopTokenError(msg) from None
+        if claims["task_id"] != task_id:
+            msg = "the hop token was signed for another task"
+            raise HopTokenError(msg)
+        self._use(str(claims["jti"]), float(claims["exp"]))
         return str(claims["sub"])
+
+    def _use(self, jti: str, expires: float) -> None:
+        seen = self._seen
+        if jti in seen:
+            msg = "the hop token was used before; a gateway signs a fresh one for every call"
+            raise HopTokenError(msg)
+        now = time.time()
+        while seen and (len(seen) >= _MAX_SEEN or next(iter(seen.values())) < now):
+            seen.popitem(last=False)
+        seen[jti] = expires

@@ -47,14 +47,21 @@ class Permissions:
         return self.nothing() or self._refused("capabilities", self._capabilities, name)
 
     def forbids(self, capability: str, agent_id: str, namespace: str) -> str | None:
-        """The rule refusing `capability` on agent `agent_id` of `namespace`, or None."""
+        """The rule refusing `capability` on agent `agent_id` of `namespace`, or None.
+
+        The rule names the capability (the caller's own word) but never the agent or namespace: a
+        principal learns nothing from a refusal about agents it may not reach.
+        """
         return (
             self.capability(capability)
-            or self._refused("namespaces", self._namespaces, namespace)
-            or self._refused("agents", self._agents, agent_id)
+            or self._refused(
+                "namespaces", self._namespaces, namespace, "the namespace of any agent serving it"
+            )
+            or self._refused("agents", self._agents, agent_id, "any agent serving it")
         )
 
-    def _refused(self, field: str, globs: Globs | None, value: str) -> str | None:
+    def _refused(self, field: str, globs: Globs | None, value: str, shown: str | None = None) -> str | None:
         if globs is None or globs.match(value):
             return None
-        return f"allow.{field} {globs.globs} of principal {self.principal!r} does not match {value!r}"
+        shown = shown or repr(value)
+        return f"allow.{field} {globs.globs} of principal {self.principal!r} does not match {shown}"

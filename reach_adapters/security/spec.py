@@ -78,8 +78,10 @@ class PrincipalSpec(_Spec):
         default_factory=Allow,
         description="What it may reach; a list is shorthand for capability globs. Nothing when left out.",
     )
-    role: Literal["user", "admin"] = Field(
-        "user", description="'admin' sees every principal's tasks and decision records."
+    role: Literal["user", "admin", "gateway"] = Field(
+        "user",
+        description="'admin' sees every principal's tasks and decision records; 'gateway' is another "
+        "reach serve, whose calls may carry hop tokens for its agents.",
     )
     quota_per_minute: int | None = Field(None, ge=1, description="Most calls in any 60 seconds.")
     burst: int | None = Field(None, ge=1, description="Most calls in any one second.")

@@ -23,7 +23,7 @@ SECRETS = {
 }
 GATEWAY_B = """\
 principals:
-  gateway-a: {token_env: REACH_TEST_GATEWAY_A, allow: ["*"]}
+  gateway-a: {token_env: REACH_TEST_GATEWAY_A, allow: ["*"], role: gateway}
   a-agents: {agent_ids: ["mcp:gateway_b:*"], allow: [echo]}
   ops: {token_env: REACH_TEST_OPS, allow: ["*"], role: admin}
 hop_tokens: {secret_env: REACH_TEST_HOP_SECRET}
@@ -52,7 +52,10 @@ def test_a_gateway_passes_tasks_on_under_the_far_sides_rules(
     write(b_dir, "security.yaml", GATEWAY_B)
     b = serve(b_dir)
     write(a_dir, "security.yaml", GATEWAY_A)
-    agent = f"kind: mcp\nname: gateway_b\nurl: {b.mcp_url}\nbearer_token_env: REACH_TEST_GATEWAY_A\n"
+    agent = (
+        f"kind: mcp\nname: gateway_b\nurl: {b.mcp_url}\nbearer_token_env: REACH_TEST_GATEWAY_A\n"
+        "hop_tokens: true\n"
+    )
     write(a_dir, "mcp:gateway_b:0.yaml", agent)
     a = serve(a_dir)
 

@@ -70,6 +70,9 @@ async def test_allowed_and_denied_capabilities_over_http_and_mcp(secured: tuple[
     # Who calls is the server's to say: a request cannot name another principal.
     forged = route(server, "alice", "shout", {"text": "hi"}, options={"principal": "ops"})
     assert forged.status_code == 400
+    # Nor present another gateway's hop token: those come over MCP, from gateways.
+    hopped = route(server, "alice", "shout", {"text": "hi"}, options={"caller_token": "x.y.z"})
+    assert hopped.status_code == 400
     async with (
         httpx2.AsyncClient(headers=bearer("alice"), timeout=30) as http,
         Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
