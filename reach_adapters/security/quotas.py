@@ -27,12 +27,15 @@ class Quotas:
         self._items: dict[tuple[int | None, int | None], list[tuple[RateLimitItem, str]]] = {}
 
     async def take(self, principal: str, spec: PrincipalSpec, cost: int = 1) -> Refusal | None:
-        """Count `cost` calls for `principal`, or refuse when a limit would be passed (nothing is
-        counted then), saying which limit and when to try again."""
-        items = self._limits(spec)
+        """Count `cost` calls for `principal`, or refuse when a limit would be passed, saying which
+        limit and when to try again.
+
+        A limit that refuses counts nothing; with both limits set, a call the minute's quota
+        refuses has used its place in the second's burst (checked first, as the cheaper wait).
+        """
         limiter = self._limiter
-        for item, name in items:
-            if not await limiter.test(item, principal, cost=cost):
+        for item, name in self._limits(spec):
+            if not await limiter.hit(item, principal, cost=cost):
                 stats = await limiter.get_window_stats(item, principal)
                 wait_s = max(math.ceil(stats.reset_time - time.time()), 1)
                 error = (
@@ -40,8 +43,6 @@ class Quotas:
                     f"{_unit(item)}; try again in {wait_s} s, or raise {name} in security.yaml"
                 )
                 return Refusal(ErrorKind.QUOTA_EXCEEDED, error, float(wait_s))
-        for item, _ in items:
-            await limiter.hit(item, principal, cost=cost)
         return None
 
     def _limits(self, spec: PrincipalSpec) -> list[tuple[RateLimitItem, str]]:
@@ -49,10 +50,10 @@ class Quotas:
         items = self._items.get(key)
         if items is None:
             items = []
-            if spec.quota_per_minute is not None:
-                items.append((RateLimitItemPerMinute(spec.quota_per_minute), "quota_per_minute"))
             if spec.burst is not None:
                 items.append((RateLimitItemPerSecond(spec.burst), "burst"))
+            if spec.quota_per_minute is not None:
+                items.append((RateLimitItemPerMinute(spec.quota_per_minute), "quota_per_minute"))
             self._items[key] = items
         return items
 
