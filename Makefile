@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench
+.PHONY: install demo test lint bench redis-server
 
 $(BIN)/python:
 	@echo "==> creating a virtual environment in $(VENV) with $(PYTHON)"
@@ -32,8 +32,19 @@ lint: install
 	@echo "==> mypy --strict (about a minute on a fresh cache)"
 	$(BIN)/mypy
 
-test: lint
-	@echo "==> pytest: the whole suite (a few minutes; real agents, real MCP servers)"
+# The cluster tests start their own throwaway redis-server (tests/redis_server.py); this only makes
+# sure one is installed: at once when it is, with apt-get once when it is not and we are root.
+redis-server:
+	@if command -v redis-server >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "==> installing redis-server with apt-get (the cluster tests start a throwaway one)"; \
+		apt-get install -y redis-server || { apt-get update && apt-get install -y redis-server; }; \
+	else \
+		echo "==> redis-server is missing, so the cluster tests will skip: install it with 'sudo apt-get install -y redis-server' (or 'brew install redis')"; \
+	fi
+
+test: lint redis-server
+	@echo "==> pytest: the whole suite (a few minutes; real agents, real MCP servers, a throwaway Redis)"
 	$(BIN)/pytest
 
 bench: install
