@@ -14,7 +14,7 @@ from reach_adapters.errors import ReachError
 
 __all__ = ["EXTRAS", "Extra", "MissingExtraError", "require_extra"]
 
-Extra = Literal["langchain", "mcp", "metrics", "gateway"]
+Extra = Literal["langchain", "mcp", "metrics", "gateway", "cluster"]
 
 # The modules each extra of pyproject.toml brings (import names, not distribution names).
 EXTRAS: dict[Extra, tuple[str, ...]] = {
@@ -22,6 +22,7 @@ EXTRAS: dict[Extra, tuple[str, ...]] = {
     "mcp": ("mcp", "tenacity"),
     "metrics": ("prometheus_client",),
     "gateway": ("mcp", "tenacity", "httpx", "starlette", "uvicorn", "jwt"),
+    "cluster": ("redis",),
 }
 
 

@@ -31,6 +31,8 @@ class AgentInfo(BaseModel):
     failures: int
     avg_ms: float
     capabilities: list[Capability]
+    # The cluster node hosting the agent when another node does (its ``hosted_on`` attribute); None: here.
+    node: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -69,6 +71,7 @@ def agent_info(runtime: AgentRuntime, slots: list[Slot] | None = None) -> AgentI
         failures=runtime.failures,
         avg_ms=round(runtime.avg_ms, 3),
         capabilities=[slot.capability for slot in (runtime.slots if slots is None else slots)],
+        node=getattr(runtime.agent, "hosted_on", None),
     )
 
 

@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
-from tests.redis_server import redis_server
+import secrets
 
-__all__ = ["redis_server"]
+import pytest
+
+from tests.redis_server import RedisServer, redis_server
+
+__all__ = ["prefix", "redis_server", "redis_url"]
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    return redis_server.url
+
+
+@pytest.fixture
+def prefix() -> str:
+    """Key prefix of its own per test: clusters of different tests never see each other."""
+    return f"test{secrets.token_hex(4)}:"

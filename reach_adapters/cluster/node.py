@@ -1,0 +1,299 @@
+"""`ClusterNode`: joins a router to the cluster named by a Redis URL.
+
+Three background tasks, none on the call path: the publisher (this node's leases, renewed every
+TTL/3 and at once on a catalog change), the listener (other nodes' changes over pub/sub), and the
+clock (a full resync every TTL/6, lease judgement, the router brought in step with the cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import socket
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+import orjson
+import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import RedisError
+
+from reach_adapters.cluster.cache import ClusterCache
+from reach_adapters.cluster.errors import ClusterError
+from reach_adapters.cluster.mirror import Mirror
+from reach_adapters.cluster.records import Keys, LeaseRecord
+from reach_adapters.router import Router
+
+__all__ = ["DEFAULT_LEASE_TTL_S", "ClusterNode"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LEASE_TTL_S = 15.0
+# Longest wait between two attempts to reach a Redis that is down.
+_MAX_BACKOFF_S = 5.0
+_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+class ClusterNode:
+    """This process as a node of a cluster: its agents leased in Redis, others' agents listed.
+
+    Use `join`; `aclose` leaves (deleting this node's leases, so the others drop its agents at
+    once). While Redis is out of reach the node keeps routing to its own agents, warns once per
+    outage, retries with a growing backoff, and resyncs when Redis is back.
+    """
+
+    def __init__(
+        self, router: Router, client: redis.Redis, *, node_id: str, lease_ttl_s: float, keys: Keys
+    ) -> None:
+        self.router = router
+        self.node_id = node_id
+        self.lease_ttl_s = lease_ttl_s
+        self.keys = keys
+        self._client = client
+        self._ttl_ms = max(int(lease_ttl_s * 1000), 3)
+        self.cache = ClusterCache(node_id)
+        self._mirror = Mirror(router, self.cache)
+        self._published: dict[str, bytes] = {}
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stop_listening = router.on_catalog_change(self._wake.set)
+        self._down_since: float | None = None
+        self._backoff = self.tick_s
+        self._closed = False
+
+    @property
+    def renew_s(self) -> float:
+        """How often this node renews its leases: TTL/3."""
+        return self.lease_ttl_s / 3
+
+    @property
+    def tick_s(self) -> float:
+        """How often the cache is resynced and leases judged: TTL/6, so staleness stays < TTL."""
+        return self.lease_ttl_s / 6
+
+    @classmethod
+    async def join(
+        cls,
+        router: Router,
+        url: str,
+        *,
+        node_id: str | None = None,
+        lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+        prefix: str = "reach:",
+    ) -> ClusterNode:
+        """Make `router` a node of the cluster at `url` (``redis://HOST:PORT/DB``).
+
+        Publishes its agents and reads the whole catalog before returning, so other nodes' agents
+        are listed at once. Raises `ClusterError` when Redis does not answer.
+        """
+        if not url.startswith(_SCHEMES):
+            msg = f"registry URL {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)"
+            raise ClusterError(msg)
+        if lease_ttl_s <= 0:
+            msg = f"lease_ttl_s must be positive, got {lease_ttl_s}"
+            raise ClusterError(msg)
+        timeout = min(max(lease_ttl_s / 6, 0.2), 2.0)
+        client = redis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(ExponentialBackoff(cap=timeout, base=0.05), retries=1),
+        )
+        node = cls(
+            router,
+            client,
+            node_id=node_id or f"{socket.gethostname()}-{secrets.token_hex(3)}",
+            lease_ttl_s=lease_ttl_s,
+            keys=Keys(prefix),
+        )
+        try:
+            await node._publish()
+            await node._resync()
+        except RedisError as exc:
+            node._stop_listening()
+            await client.aclose()
+            msg = f"cannot reach the cluster registry at {url}: {exc}; start Redis there or fix the URL"
+            raise ClusterError(msg) from exc
+        await node._mirror.apply(time.monotonic())
+        node._start()
+        logger.info(
+            "node %s joined the cluster at %s: %d agent(s) here, %d on other nodes, lease %.1f s",
+            node.node_id,
+            url,
+            len(node._published),
+            len(node.cache.leases),
+            lease_ttl_s,
+        )
+        return node
+
+    def _start(self) -> None:
+        self._spawn(self._publishing(), "publisher")
+        self._spawn(self._listening(), "listener")
+        self._spawn(self._ticking(), "clock")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self._tasks.append(asyncio.get_running_loop().create_task(work, name=f"reach cluster {name}"))
+
+    async def aclose(self, *, deregister: bool = True) -> None:
+        """Leave the cluster: stop the background tasks, delete this node's leases (unless
+        ``deregister=False``: they then expire on their own) and unlist other nodes' agents."""
+        self._stop_listening()
+        # A flag as well as cancel(): on 3.11 a cancel racing a timeout can be swallowed.
+        self._closed = True
+        self._wake.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if deregister and self._published:
+            try:
+                await self._delete(list(self._published))
+            except RedisError as exc:
+                logger.warning(
+                    "node %s left without deleting its leases (they expire): %s", self.node_id, exc
+                )
+        await self._mirror.clear()
+        await self._client.aclose()
+
+    # -- this node's leases ------------------------------------------------------------------
+
+    def _records(self) -> dict[str, bytes]:
+        return {
+            info.agent_id: LeaseRecord(
+                agent_id=info.agent_id,
+                node=self.node_id,
+                state=info.state,
+                state_reason=info.state_reason,
+                ttl_ms=self._ttl_ms,
+                capabilities=tuple(cap.model_dump(mode="json") for cap in info.capabilities),
+            ).dumps()
+            for info in self.router.catalog()
+            if info.node is None
+        }
+
+    async def _publish(self) -> None:
+        """Renew every lease of this node in one transaction; announce what changed."""
+        records = self._records()
+        removed = [agent_id for agent_id in self._published if agent_id not in records]
+        async with self._client.pipeline(transaction=True) as pipe:
+            for agent_id, raw in records.items():
+                pipe.set(self.keys.lease(agent_id), raw, px=self._ttl_ms)
+                if raw != self._published.get(agent_id):
+                    pipe.publish(self.keys.channel, b'{"op":"put","record":' + raw + b"}")
+            self._queue_deletes(pipe, removed)
+            await pipe.execute()
+        self._published = records
+
+    async def _delete(self, agent_ids: list[str]) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            self._queue_deletes(pipe, agent_ids)
+            await pipe.execute()
+        self._published = {}
+
+    def _queue_deletes(self, pipe: Any, agent_ids: list[str]) -> None:
+        for agent_id in agent_ids:
+            pipe.delete(self.keys.lease(agent_id))
+            message = {"op": "del", "agent_id": agent_id, "node": self.node_id}
+            pipe.publish(self.keys.channel, orjson.dumps(message))
+
+    async def _publishing(self) -> None:
+        while not self._closed:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._backoff if self._down_since else self.renew_s):
+                    await self._wake.wait()
+            self._wake.clear()
+            await self._guarded(self._publish())
+
+    # -- other nodes' leases -----------------------------------------------------------------
+
+    async def _resync(self) -> None:
+        """Read every lease with its remaining TTL (SCAN, then GET and PTTL in one round trip)."""
+        started = time.monotonic()
+        keys = [key async for key in self._client.scan_iter(match=self.keys.leases, count=1000)]
+        async with self._client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.get(key)
+                pipe.pttl(key)
+            replies = await pipe.execute()
+        now = time.monotonic()
+        seen: set[str] = set()
+        prefix = len(self.keys.lease(""))
+        for key, raw, left in zip(keys, replies[::2], replies[1::2], strict=True):
+            if raw is not None and left > 0:
+                self.cache.observe(raw, left, now)
+                seen.add(key.decode()[prefix:] if isinstance(key, bytes) else str(key)[prefix:])
+        self.cache.resynced(seen, started)
+
+    async def _ticking(self) -> None:
+        next_try = 0.0
+        while not self._closed:
+            now = time.monotonic()
+            if now >= next_try:
+                ok = await self._guarded(self._resync())
+                next_try = now + (self.tick_s if ok else self._backoff)
+            await self._mirror.apply(time.monotonic())
+            await asyncio.sleep(self.tick_s)
+
+    async def _listening(self) -> None:
+        while not self._closed:
+            await self._guarded(self._listen())
+            await asyncio.sleep(self._backoff)
+
+    async def _listen(self) -> None:
+        async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
+            await pubsub.subscribe(self.keys.channel)
+            while not self._closed:
+                message = await pubsub.get_message(timeout=self.tick_s)
+                if message is not None and message.get("type") == "message":
+                    self._announced(message["data"])
+                    await self._mirror.apply(time.monotonic())
+
+    def _announced(self, data: bytes) -> None:
+        try:
+            message = orjson.loads(data)
+            if message["op"] == "put":
+                raw = orjson.dumps(message["record"], option=orjson.OPT_SORT_KEYS)
+                self.cache.observe(raw, int(message["record"]["ttl_ms"]), time.monotonic())
+            elif message["op"] == "del":
+                reason = f"deregistered on node {message['node']}"
+                self.cache.forget(str(message["agent_id"]), str(message["node"]), reason)
+        except (ValueError, KeyError, TypeError):
+            logger.warning("ignoring a malformed message on the cluster channel: %.200r", data)
+
+    # -- outages -----------------------------------------------------------------------------
+
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> bool:
+        """Run one exchange with Redis; on failure, warn once per outage and back off."""
+        try:
+            await work
+        except (RedisError, OSError) as exc:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                # redis-py may turn a cancellation into a connection error: leaving wins.
+                raise asyncio.CancelledError from exc
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                logger.warning(
+                    "node %s: the cluster registry is out of reach (%s); serving this node's agents "
+                    "from the cache and retrying",
+                    self.node_id,
+                    exc,
+                )
+            else:
+                self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)
+            return False
+        if self._down_since is not None:
+            logger.warning(
+                "node %s: the cluster registry is back after %.1f s; resyncing",
+                self.node_id,
+                time.monotonic() - self._down_since,
+            )
+            self._down_since = None
+            self._backoff = self.tick_s
+            self._published = {}
+            self._wake.set()
+        return True
