@@ -127,6 +127,21 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="seconds of grace for open connections at stop (default: %(default)s)",
     )
+    sub.add_argument(
+        "--registry",
+        metavar="URL",
+        help="join the cluster whose registry is this Redis (redis://HOST:PORT/DB): this process becomes "
+        "a node, its agents are leased there and other nodes' agents are listed (default: none)",
+    )
+    sub.add_argument("--node-id", help="this node's id in the cluster (default: HOSTNAME-RANDOM)")
+    sub.add_argument(
+        "--lease-ttl",
+        type=_positive,
+        default=15.0,
+        metavar="S",
+        help="with --registry: seconds a lease of this node's agents lasts, renewed every third of it "
+        "(default: %(default)s)",
+    )
     add_config_safety(sub)
     add_insecure(sub)
     add_audit_log(sub)

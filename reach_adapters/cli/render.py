@@ -40,7 +40,13 @@ def render_catalog(agents: Sequence[Mapping[str, Any]]) -> str:
         )
         for info in agents
     ]
-    return table(["agent", "state", "breaker", "in flight", "calls", "capabilities", "problem"], rows)
+    head = ["agent", "state", "breaker", "in flight", "calls", "capabilities", "problem"]
+    if any(info.get("node") for info in agents):
+        # A node of a cluster: say where each agent runs.
+        return table(
+            [*head, "node"], [(*row, info.get("node") or "") for row, info in zip(rows, agents, strict=True)]
+        )
+    return table(head, rows)
 
 
 def render_result(result: Mapping[str, Any]) -> str:

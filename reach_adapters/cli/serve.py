@@ -14,12 +14,13 @@ import os
 import signal
 import socket
 import sys
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.progress import progress
 from reach_adapters.cli.safety import LIMIT_FLAGS
 from reach_adapters.config import ConfigError, load_config
+from reach_adapters.extras import require_extra
 from reach_adapters.gateway import (
     Gateway,
     GatewayEndpoint,
@@ -31,6 +32,9 @@ from reach_adapters.gateway import (
 )
 from reach_adapters.gateway.audit import AuditLog
 from reach_adapters.mcp import serve_mcp
+
+if TYPE_CHECKING:
+    from reach_adapters.cluster import ClusterNode
 
 __all__ = ["READY_PREFIX", "run_serve"]
 
@@ -97,6 +101,13 @@ async def _run(
             sock.close()
         await gateway.aclose()
         return EXIT_OK
+    try:
+        node = await _join(args, gateway)
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        await gateway.aclose()
+        raise
     loop = asyncio.get_running_loop()
     endpoint: GatewayEndpoint | None = None
     waits: set[asyncio.Task[object]] = {loop.create_task(stop.wait(), name="reach stop")}
@@ -129,10 +140,27 @@ async def _run(
         await asyncio.wait(waits - {stdio_task} if stdio_task is not None else waits)
         if endpoint is not None:
             await endpoint.aclose()
+        if node is not None:
+            # Before the agents close: the other nodes drop this node's agents at once.
+            await node.aclose()
         await gateway.aclose()
     if stdio_task is not None and not stdio_task.done():
         _leave(EXIT_OK)
     return EXIT_OK
+
+
+async def _join(args: argparse.Namespace, gateway: Gateway) -> ClusterNode | None:
+    """With ``--registry``: make this process a node of that cluster (its id is in the log)."""
+    if args.registry is None:
+        return None
+    require_extra("cluster", "reach serve --registry")
+    from reach_adapters.cluster import ClusterNode
+
+    node = await ClusterNode.join(
+        gateway.router, args.registry, node_id=args.node_id, lease_ttl_s=args.lease_ttl
+    )
+    gateway.node_id = node.node_id
+    return node
 
 
 def _limits(args: argparse.Namespace) -> ServerLimits:

@@ -135,7 +135,9 @@ class GatewayAPI:
 
     async def catalog(self, request: Request) -> Response:
         return JSONResponse(
-            catalog_view(self.gateway.router.catalog(principal=request_principal(request.scope)))
+            catalog_view(
+                self.gateway.router.catalog(principal=request_principal(request.scope)), self.gateway.node_id
+            )
         )
 
     async def route(self, request: Request) -> Response:

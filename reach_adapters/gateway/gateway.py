@@ -122,6 +122,8 @@ class Gateway:
         self.generation = 1
         self.reloads_applied = 0
         self.reloads_rejected = 0
+        # This process's node id when it is a node of a cluster (`reach serve --registry`).
+        self.node_id: str | None = None
         self.last_error: str | None = None
         self._agents = dict(agents)
         self._drain_timeout_s = drain_timeout_s

@@ -21,10 +21,13 @@ def health_view(status: GatewayStatus) -> dict[str, Any]:
     return out
 
 
-def catalog_view(agents: Iterable[AgentInfo]) -> list[dict[str, Any]]:
+def catalog_view(agents: Iterable[AgentInfo], node: str | None = None) -> list[dict[str, Any]]:
+    """The catalog as JSON; in a cluster, `node` (this node's id) stands for the agents hosted here."""
     out = []
     for info in agents:
         shown = info.model_dump(mode="json")
+        if info.node is None and node is not None:
+            shown["node"] = node
         shown["state_reason"] = redact_text(info.state_reason)
         if info.problem is not None:
             shown["problem"] = redact_text(info.problem)

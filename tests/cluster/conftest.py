@@ -1,4 +1,5 @@
-"""Cluster tests run against a real redis-server (see tests/redis_server.py), never a mock."""
+"""Cluster tests run against a real redis-server (see tests/redis_server.py), never a mock, and
+real `reach serve` subprocesses (the gateway tests' `serve` helper)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import secrets
 
 import pytest
 
+from tests.gateway.conftest import serve
 from tests.redis_server import RedisServer, redis_server
 
-__all__ = ["prefix", "redis_server", "redis_url"]
+__all__ = ["prefix", "redis_server", "redis_url", "serve"]
 
 
 @pytest.fixture
