@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from reach_adapters import verify_callback
-from tests.gateway.conftest import ECHO, ReachServer, write
+from tests.gateway.conftest import ECHO, ReachServer, run_reach, write
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -126,6 +126,12 @@ def test_principals_see_and_cancel_only_their_own_tasks(
         task_id
     ]
     assert server.api("GET", f"/explain/{task_id}", headers=bearer("bob")).status_code == 404
+    # The CLI calls as the principal its --token names.
+    as_alice = run_reach("task", task_id, "--url", server.url, "--token", TOKENS["alice"])
+    assert (as_alice.returncode, as_alice.stdout.split(":")[0]) == (0, f"task {task_id}")
+    as_bob = run_reach("task", task_id, "--url", server.url, "--token", TOKENS["bob"])
+    assert as_bob.returncode == 1
+    assert "no async task" in as_bob.stderr
     cancelled = server.api("DELETE", f"/tasks/{task_id}", headers=bearer("alice"))
     assert cancelled.json()["status"] == "cancelled"
 
@@ -185,3 +191,29 @@ async def test_a_signed_callback_is_retried_until_the_receiver_takes_it(
             "ok",
             {"n": 7},
         )
+
+
+def test_reach_submit_and_reach_task(served: ReachServer, tmp_path: Path) -> None:
+    submitted = run_reach("submit", "echo", '{"text": "hi"}', "--url", served.url)
+    assert submitted.returncode == 0, submitted.stderr
+    task_id = submitted.stdout.strip()
+    waited = run_reach("task", task_id, "--wait", "--timeout", "20", "--url", served.url, "--json")
+    assert waited.returncode == 0, waited.stderr
+    assert json.loads(waited.stdout)["result"]["payload"] == {"text": "hi"}
+    release = tmp_path / "release"
+    held = run_reach(
+        "submit", "hold", "-", "--url", served.url, "--json", stdin=json.dumps({"release": str(release)})
+    )
+    held_id = json.loads(held.stdout)["task_id"]
+    shown = run_reach("task", held_id, "--url", served.url)
+    assert shown.returncode == 0, shown.stderr
+    assert held_id in shown.stdout
+    assert "running" in shown.stdout or "queued" in shown.stdout
+    # Not finished within the wait: exit 1, and the task as it stands.
+    unfinished = run_reach("task", held_id, "--wait", "--timeout", "0.5", "--url", served.url)
+    assert unfinished.returncode == 1
+    cancelled = run_reach("task", held_id, "--cancel", "--url", served.url, "--json")
+    assert json.loads(cancelled.stdout)["status"] == "cancelled"
+    unknown = run_reach("task", "nope", "--url", served.url)
+    assert unknown.returncode == 1
+    assert "no async task 'nope'" in unknown.stderr
