@@ -138,6 +138,19 @@ async def test_cancel_a_queued_task() -> None:
             await router.cancel(queued.task_id)
 
 
+async def test_a_task_cancelled_before_its_worker_starts_never_runs(router: Router) -> None:
+    gate = Gate("work:gate:01")
+    router.register(gate.agent)
+    task = await router.submit("work", "never")
+    # No await between: the worker was given the task but has not started it.
+    cancelled = await router.cancel(task.task_id)
+    assert cancelled.status is TaskStatus.CANCELLED
+    assert cancelled.result is not None
+    assert cancelled.result.delivered is False
+    assert gate.calls == {}
+    assert router.async_tasks.running == 0
+
+
 async def test_cancel_a_running_task_stops_the_agent(router: Router) -> None:
     stopped = asyncio.Event()
     started = asyncio.Event()

@@ -52,7 +52,7 @@ class AsyncTasks:
         self._dispatch = dispatch
         self._policy = policy
         self._waiting: deque[TaskRecord] = deque()
-        self._running: dict[str, asyncio.Task[None]] = {}
+        self._running: dict[str, _Run] = {}
         self._done: dict[str, asyncio.Event] = {}
         self._notifying: set[asyncio.Task[None]] = set()
 
@@ -136,10 +136,10 @@ class AsyncTasks:
             self._waiting.remove(waiting)
             await self._finish(waiting, _cancelled(waiting.message, running=False))
         else:
-            running = self._running.get(task_id)
-            if running is not None:
-                running.cancel()
-                await asyncio.wait([running])
+            run = self._running.get(task_id)
+            if run is not None:
+                run.stop(closing=False)
+                await asyncio.wait([run.task])
         return await self.get(task_id, owner)
 
     async def aclose(self) -> None:
@@ -148,43 +148,56 @@ class AsyncTasks:
         for record in waiting:
             await self._finish(record, _cancelled(record.message, running=False, closing=True))
         running = list(self._running.values())
-        for task in running:
-            task.cancel("closing")
+        for run in running:
+            run.stop(closing=True)
         if running:
-            await asyncio.wait(running)
+            await asyncio.wait([run.task for run in running])
         for notifying in list(self._notifying):
             notifying.cancel()
         if self._notifying:
             await asyncio.wait(self._notifying)
 
     def _start_waiting(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._waiting and len(self._running) < self._policy.task_workers:
             record = self._waiting.popleft()
+            run = _Run(record)
             # A context of its own: the submitter's (an enclosing routed call) is in the message.
-            task = asyncio.get_running_loop().create_task(self._run(record), context=contextvars.Context())
-            self._running[record.task_id] = task
+            run.task = loop.create_task(self._run(run), context=contextvars.Context())
+            self._running[record.task_id] = run
 
-    async def _run(self, record: TaskRecord) -> None:
-        closing = False
+    async def _run(self, run: _Run) -> None:
+        record = run.record
+        run.started = True
+        try:
+            if run.stopped is not None:
+                result = _cancelled(record.message, running=False, closing=run.stopped == _CLOSING)
+            else:
+                result = await self._deliver(run)
+            await self._finish(record, result)
+        finally:
+            self._running.pop(record.task_id, None)
+            if run.stopped != _CLOSING:
+                self._start_waiting()
+
+    async def _deliver(self, run: _Run) -> ReachResult:
+        record = run.record
         try:
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
             await self.store.save(record)
             result = await self._dispatch(record.message)
-        except asyncio.CancelledError as exc:
-            closing = exc.args == ("closing",)
-            result = _cancelled(record.message, running=True, closing=closing)
+        except asyncio.CancelledError:
+            # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
+            return _cancelled(record.message, running=True, closing=run.stopped != _CALLER)
         except Exception as exc:
             logger.exception("async task %s failed in the router", record.task_id)
-            result = error_result(
+            return error_result(
                 record.message, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER
             )
-        try:
-            await self._finish(record, result)
         finally:
-            self._running.pop(record.task_id, None)
-            if not closing:
-                self._start_waiting()
+            run.delivering = False
+        return result
 
     async def _finish(self, record: TaskRecord, result: ReachResult) -> None:
         record.status = TaskStatus(result.status.value)
@@ -206,6 +219,31 @@ class AsyncTasks:
         except Exception:
             # A callback never fails the task: it finished, and is kept for polling.
             logger.exception("the callback of async task %s failed", record.task_id)
+
+
+_CALLER = "caller"
+_CLOSING = "closing"
+
+
+class _Run:
+    """A task given to a worker. Stopped before it starts, it never runs (a task cancelled
+    before its first step would end without a word); once delivering, its call is cancelled;
+    once finishing, it is left to finish."""
+
+    __slots__ = ("delivering", "record", "started", "stopped", "task")
+
+    def __init__(self, record: TaskRecord) -> None:
+        self.record = record
+        self.task: asyncio.Task[None]
+        self.started = False
+        self.delivering = True
+        self.stopped: str | None = None
+
+    def stop(self, *, closing: bool) -> None:
+        if self.stopped is None:
+            self.stopped = _CLOSING if closing else _CALLER
+            if self.started and self.delivering:
+                self.task.cancel()
 
 
 def _cancelled(message: ReachMessage, *, running: bool, closing: bool = False) -> ReachResult:
