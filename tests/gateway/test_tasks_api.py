@@ -97,6 +97,9 @@ def test_a_full_queue_answers_503_with_retry_after(serve: Serve, config_dir: Pat
     first = submit(server, "hold", {"release": str(release)})
     assert first.status_code == 202
     refused = submit(server, "hold", {"release": str(release)})
+    metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
+    assert 'reach_tasks{state="running"} 1.0' in metrics
+    assert 'reach_tasks{state="queued"} 0.0' in metrics
     assert refused.status_code == 503
     assert refused.headers["retry-after"] == "1"
     assert refused.json()["error_type"] == "TaskQueueFullError"
