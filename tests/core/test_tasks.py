@@ -194,6 +194,8 @@ async def test_principals_see_and_cancel_only_their_own_tasks() -> None:
             await router.submit("work", 3, principal="bob", task_id=alices.task_id)
         again = await router.submit("work", 1, principal="alice", task_id=alices.task_id)
         assert again.task_id == alices.task_id
+        with pytest.raises(IdempotencyConflictError, match="payload differ"):
+            await router.submit("work", 9, principal="alice", task_id=alices.task_id)
         gate.release.set()
         assert (await router.wait(alices.task_id, timeout=10, principal="alice")).status is TaskStatus.OK
         assert gate.calls["1"] == 1

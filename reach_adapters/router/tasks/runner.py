@@ -94,6 +94,13 @@ class AsyncTasks:
             if held.principal != principal:
                 msg = f"task id {record.task_id!r} is taken by another caller's task; use a new task id"
                 raise IdempotencyConflictError(msg)
+            asked, kept = message.meta_info, held.message.meta_info
+            if (asked.capability, message.raw_payload) != (kept.capability, held.message.raw_payload):
+                msg = (
+                    f"task id {record.task_id!r} is your task for another request (capability or "
+                    "payload differ); use a new task id"
+                )
+                raise IdempotencyConflictError(msg)
             return held
         self._done[record.task_id] = asyncio.Event()
         self._waiting.append(record)
