@@ -22,6 +22,8 @@ if TYPE_CHECKING:
         ReachTimeoutError,
         RouterClosedError,
         SyncCallError,
+        TaskFinishedError,
+        TaskQueueFullError,
         UnknownAgentError,
         UnknownTaskError,
         raise_for_status,
@@ -38,6 +40,14 @@ if TYPE_CHECKING:
     from reach_adapters.router.policy import BreakerSettings, RoutingPolicy, ScoringWeights
     from reach_adapters.router.router import Router
     from reach_adapters.router.state import AgentState
+    from reach_adapters.router.tasks import (
+        MemoryTaskStore,
+        TaskRecord,
+        TaskStatus,
+        TaskStore,
+        sign_callback,
+        verify_callback,
+    )
 
 # Where each public name lives. They are imported on first use: `reach --version` and the adapters'
 # missing-extra messages then cost no more than the modules they need.
@@ -74,6 +84,14 @@ _EXPORTS = {
     "RoutingPolicy": "reach_adapters.router.policy",
     "ScoringWeights": "reach_adapters.router.policy",
     "SyncCallError": "reach_adapters.errors",
+    "TaskFinishedError": "reach_adapters.errors",
+    "TaskQueueFullError": "reach_adapters.errors",
+    "TaskRecord": "reach_adapters.router.tasks",
+    "TaskStatus": "reach_adapters.router.tasks",
+    "TaskStore": "reach_adapters.router.tasks",
+    "MemoryTaskStore": "reach_adapters.router.tasks",
+    "sign_callback": "reach_adapters.router.tasks",
+    "verify_callback": "reach_adapters.router.tasks",
     "Trigger": "reach_adapters.router.capability",
     "UnknownAgentError": "reach_adapters.errors",
     "UnknownTaskError": "reach_adapters.errors",
@@ -103,6 +121,7 @@ __all__ = [
     "InvalidMessageError",
     "InvalidPolicyError",
     "LoopDetectedError",
+    "MemoryTaskStore",
     "NoCandidateError",
     "PayloadValidationError",
     "PermissionDeniedError",
@@ -114,11 +133,18 @@ __all__ = [
     "RoutingPolicy",
     "ScoringWeights",
     "SyncCallError",
+    "TaskFinishedError",
+    "TaskQueueFullError",
+    "TaskRecord",
+    "TaskStatus",
+    "TaskStore",
     "Trigger",
     "UnknownAgentError",
     "UnknownTaskError",
     "parse_agent_id",
     "raise_for_status",
+    "sign_callback",
+    "verify_callback",
 ]
 
 

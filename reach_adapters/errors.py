@@ -41,6 +41,8 @@ __all__ = [
     "ReachTimeoutError",
     "RouterClosedError",
     "SyncCallError",
+    "TaskFinishedError",
+    "TaskQueueFullError",
     "UnknownAgentError",
     "UnknownTaskError",
     "describe_validation_error",
@@ -57,7 +59,19 @@ class DuplicateAgentError(ReachError):
 
 
 class UnknownTaskError(ReachError):
-    """No decision record is kept for that task id."""
+    """No decision record or async task is kept for that task id (or not for this principal)."""
+
+
+class TaskQueueFullError(ReachError):
+    """The router's queue of async tasks is full; submit again after `retry_after_s` seconds."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TaskFinishedError(ReachError):
+    """The async task has already finished, so it can no longer be cancelled."""
 
 
 class InvalidPolicyError(ReachError):

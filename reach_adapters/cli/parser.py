@@ -8,14 +8,14 @@ need the ``gateway`` extra, checked before their handler is imported).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from reach_adapters.cli.argtypes import json_or_text, pair, payload, port, positive
 from reach_adapters.cli.codes import EXIT_USAGE
 from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_insecure, add_limits
+from reach_adapters.cli.tasks_parser import add_task_commands, add_token
 from reach_adapters.version import package_version
 
 __all__ = ["build_parser"]
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     _catalog(commands, [logs, app_dir])
     _call(commands, [logs, app_dir])
     _explain(commands, [logs])
+    add_task_commands(commands, _command, [logs])
     _scan(commands, [logs])
     _check(commands, [logs, app_dir])
     _schema(commands, [logs])
@@ -84,7 +85,7 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     sub.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
     sub.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=8000,
         help="port for MCP and the API; 0 picks a free one (default: %(default)s)",
     )
@@ -95,14 +96,14 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="MCP over streamable HTTP or stdio (default: %(default)s)",
     )
     sub.add_argument(
-        "--api-port", type=_port, help="with --transport stdio: also serve HTTP on this port (default: none)"
+        "--api-port", type=port, help="with --transport stdio: also serve HTTP on this port (default: none)"
     )
     sub.add_argument(
         "--name", default="agent-reach", help="server name shown to MCP clients (default: %(default)s)"
     )
     sub.add_argument(
         "--reload-interval",
-        type=_positive,
+        type=positive,
         default=0.5,
         metavar="S",
         help="seconds between looks at CONFIG_DIR (default: %(default)s)",
@@ -115,14 +116,14 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     sub.add_argument(
         "--drain-timeout",
-        type=_positive,
+        type=positive,
         default=30.0,
         metavar="S",
         help="seconds a reload waits for in-flight calls (default: %(default)s)",
     )
     sub.add_argument(
         "--shutdown-timeout",
-        type=_positive,
+        type=positive,
         default=3.0,
         metavar="S",
         help="seconds of grace for open connections at stop (default: %(default)s)",
@@ -161,7 +162,8 @@ def _target(sub: argparse.ArgumentParser) -> None:
         "--url", default=os.environ.get("REACH_URL"), help="a running `reach serve` (default: $REACH_URL)"
     )
     where.add_argument("--config", type=Path, metavar="DIR", help="start the agents of this config directory")
-    sub.add_argument("--timeout", type=_positive, default=60.0, metavar="S", help="HTTP timeout with --url")
+    sub.add_argument("--timeout", type=positive, default=60.0, metavar="S", help="HTTP timeout with --url")
+    add_token(sub)
     add_config_safety(sub)
     sub.add_argument("--json", action="store_true", help="print JSON instead of text")
     sub.set_defaults(needs_target=True)
@@ -198,7 +200,7 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     sub.add_argument("target", metavar="CAPABILITY", help="a capability name, or an agent id")
     sub.add_argument(
         "payload",
-        type=_payload,
+        type=payload,
         nargs="?",
         default={},
         metavar="PAYLOAD",
@@ -207,7 +209,7 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     sub.add_argument(
         "--option",
         dest="options",
-        type=_pair,
+        type=pair,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -236,7 +238,7 @@ def _with_options(args: argparse.Namespace) -> int:
             "which reaches the best agent for it already"
         )
         raise UsageError(msg)
-    args.options = {key: _json_or_text(value) for key, value in args.options}
+    args.options = {key: json_or_text(value) for key, value in args.options}
     return run_call(args)
 
 
@@ -255,7 +257,8 @@ def _explain(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     sub.add_argument(
         "--url", default=os.environ.get("REACH_URL"), help="a running `reach serve` (default: $REACH_URL)"
     )
-    sub.add_argument("--timeout", type=_positive, default=60.0, metavar="S", help="HTTP timeout")
+    sub.add_argument("--timeout", type=positive, default=60.0, metavar="S", help="HTTP timeout")
+    add_token(sub)
     sub.add_argument("--json", action="store_true", help="print JSON instead of text")
     sub.set_defaults(run=_explain_remote, extra="gateway")
 
@@ -282,10 +285,10 @@ def _scan(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     sub.add_argument("--name", help="agent type (default: from the command or URL)")
     sub.add_argument("--instance", default="0", help="agent instance (default: 0)")
     sub.add_argument("--prefix", default="", help="prepended to each tool name")
-    sub.add_argument("--env", type=_pair, action="append", default=[], metavar="KEY=VALUE")
+    sub.add_argument("--env", type=pair, action="append", default=[], metavar="KEY=VALUE")
     sub.add_argument("--cwd", help="working directory of the command")
-    sub.add_argument("--header", type=_pair, action="append", default=[], metavar="KEY=VALUE")
-    sub.add_argument("--timeout", type=_positive, default=10.0, metavar="S", help="connect timeout")
+    sub.add_argument("--header", type=pair, action="append", default=[], metavar="KEY=VALUE")
+    sub.add_argument("--timeout", type=positive, default=10.0, metavar="S", help="connect timeout")
     sub.add_argument("--schemas", action="store_true", help="include each tool's input and output schema")
     sub.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     sub.set_defaults(run=_scan_checked, extra="gateway")
@@ -342,48 +345,3 @@ def _schema_checked(args: argparse.Namespace) -> int:
     from reach_adapters.cli.schema import run_schema
 
     return run_schema(args)
-
-
-# -- argument types ----------------------------------------------------------------------------
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        msg = f"{text!r} is not a port; give a whole number from 0 (any free port) to 65535"
-        raise argparse.ArgumentTypeError(msg)
-    return int(text)
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        msg = f"{text!r} is not a positive number of seconds"
-        raise argparse.ArgumentTypeError(msg)
-    return value
-
-
-def _pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        msg = f"{text!r} is not KEY=VALUE"
-        raise argparse.ArgumentTypeError(msg)
-    return key, value
-
-
-def _payload(text: str) -> Any:
-    raw = sys.stdin.read() if text == "-" else text
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        msg = f'not JSON ({exc.msg} at column {exc.colno}); quote it for the shell: \'{{"text": "hi"}}\''
-        raise argparse.ArgumentTypeError(msg) from None
-
-
-def _json_or_text(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value

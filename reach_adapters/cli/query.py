@@ -72,7 +72,7 @@ async def _catalog(gateway: Gateway) -> list[dict[str, Any]]:
 
 
 def _remote(args: argparse.Namespace) -> Remote:
-    return Remote(args.url, timeout_s=args.timeout)
+    return Remote(args.url, timeout_s=args.timeout, token=args.token)
 
 
 def _local(args: argparse.Namespace, work: Callable[[Gateway], Awaitable[T]]) -> T:

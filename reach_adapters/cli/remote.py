@@ -24,7 +24,7 @@ class Remote:
     """A running server, by its base URL (the ``url=`` of its ready line; ``/api`` or ``/mcp``
     at the end are accepted too)."""
 
-    def __init__(self, url: str, *, timeout_s: float) -> None:
+    def __init__(self, url: str, *, timeout_s: float, token: str | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             msg = f"--url must be an http:// or https:// URL such as http://127.0.0.1:8000, got {url!r}"
             raise InvalidMessageError(msg)
@@ -33,6 +33,7 @@ class Remote:
             base = base.removesuffix(suffix)
         self.url = base
         self._timeout = httpx.Timeout(timeout_s)
+        self._headers = {} if token is None else {"Authorization": f"Bearer {token}"}
 
     def get(self, path: str, params: dict[str, str] | None = None) -> Any:
         return self._request("GET", path, params=params)
@@ -40,10 +41,13 @@ class Remote:
     def post(self, path: str, body: dict[str, Any]) -> Any:
         return self._request("POST", path, json=body)
 
+    def delete(self, path: str) -> Any:
+        return self._request("DELETE", path)
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         url = f"{self.url}{API_PREFIX}{path}"
         try:
-            with httpx.Client(timeout=self._timeout) as client:
+            with httpx.Client(timeout=self._timeout, headers=self._headers) as client:
                 response = client.request(method, url, **kwargs)
         except httpx.TimeoutException:
             msg = f"the server at {self.url} did not answer within the timeout; raise --timeout"

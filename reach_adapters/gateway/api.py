@@ -29,7 +29,15 @@ from reach_adapters.gateway.views import catalog_view, health_view
 from reach_adapters.mcp import request_principal
 from reach_adapters.router import CallOptions, ErrorKind, ExclusionKind
 
-__all__ = ["API_PREFIX", "RESERVED_OPTIONS", "GatewayAPI", "RouteRequest", "SendRequest"]
+__all__ = [
+    "API_PREFIX",
+    "RESERVED_OPTIONS",
+    "GatewayAPI",
+    "RouteRequest",
+    "SendRequest",
+    "SubmitRequest",
+    "error_response",
+]
 
 API_PREFIX = "/api"
 _MAX_DECISIONS = 1000
@@ -89,7 +97,13 @@ class SendRequest(BaseModel):
     _options = field_validator("options")(_no_reserved)
 
 
-B = TypeVar("B", RouteRequest, SendRequest)
+class SubmitRequest(RouteRequest):
+    """``POST /api/tasks``: the body of ``/api/route``, and where to POST the finished task."""
+
+    callback_url: str | None = Field(None, min_length=1, max_length=2048)
+
+
+B = TypeVar("B", RouteRequest, SendRequest, SubmitRequest)
 
 
 class GatewayAPI:
@@ -111,6 +125,9 @@ class GatewayAPI:
             self.metrics = GatewayMetrics(gateway)
 
     def routes(self) -> list[Route]:
+        # Imported here: the task routes build on this module's request models.
+        from reach_adapters.gateway.tasks_api import TasksAPI
+
         guard = self._guarded
         return [
             Route(f"{API_PREFIX}/health", guard(self.health), methods=["GET"]),
@@ -120,6 +137,7 @@ class GatewayAPI:
             Route(f"{API_PREFIX}/explain/{{task_id}}", guard(self.explain), methods=["GET"]),
             Route(f"{API_PREFIX}/decisions", guard(self.decisions), methods=["GET"]),
             Route("/metrics", guard(self.prometheus), methods=["GET"]),
+            *TasksAPI(self).routes(guard),
         ]
 
     def _guarded(self, handler: Handler) -> Handler:
@@ -163,7 +181,7 @@ class GatewayAPI:
         try:
             record = self.gateway.router.explain(task_id, principal=request_principal(request.scope))
         except UnknownTaskError as exc:
-            return _error(404, exc)
+            return error_response(404, exc)
         out = record.to_dict()
         why_not = request.query_params.get("why_not")
         if why_not:
@@ -176,7 +194,7 @@ class GatewayAPI:
             problem = (
                 f"query parameter 'limit' must be a whole number from 1 to {_MAX_DECISIONS}, got {raw!r}"
             )
-            return _error(400, InvalidMessageError(problem))
+            return error_response(400, InvalidMessageError(problem))
         records = self.gateway.router.recent_decisions(
             int(raw), request.query_params.get("capability"), principal=request_principal(request.scope)
         )
@@ -192,7 +210,7 @@ class GatewayAPI:
         if media != "application/json":
             got = media or "none"
             problem = f"send the request body as JSON with 'Content-Type: application/json', got {got!r}"
-            return _error(415, InvalidMessageError(problem))
+            return error_response(415, InvalidMessageError(problem))
         # Already read, within the size and time limits, by `BodyLimit`.
         raw = await request.body()
         limit = self.limits.max_json_depth
@@ -204,18 +222,18 @@ class GatewayAPI:
             if any(error["type"] == "json_invalid" for error in errors):
                 # The parser's own depth limit, above ours: the same answer as ours.
                 if any("recursion limit" in error["msg"] for error in errors):
-                    return _error(400, self.limits.too_deep())
+                    return error_response(400, self.limits.too_deep())
                 problem = f"the request body is not JSON; {like}"
             else:
                 problem = f"invalid request: {describe_validation_error(exc)}; {like}"
-            return _error(400, InvalidMessageError(problem))
+            return error_response(400, InvalidMessageError(problem))
         # The envelope is one level, its fields two: only payload and options can go deeper. A
         # body with fewer brackets than that cannot be (counting is cheap; walking a big one is not).
         deep = raw.count(b"[") + raw.count(b"{") > limit and (
             nested_deeper(body.payload, limit - 1) or nested_deeper(body.options, limit - 1)
         )
         if deep:
-            return _error(400, self.limits.too_deep())
+            return error_response(400, self.limits.too_deep())
         return body
 
     async def _routed(self, call: Callable[[], Coroutine[Any, Any, ReachResult]]) -> Response:
@@ -226,7 +244,7 @@ class GatewayAPI:
         try:
             result = await call()
         except InvalidMessageError as exc:
-            return _error(400, exc)
+            return error_response(400, exc)
         body = result.model_dump(mode="json")
         refused = _REFUSED.get(result.error_type or "") if result.status is ResultStatus.REJECTED else None
         if refused is not None:
@@ -258,11 +276,11 @@ def foreign(request: Request, loopback_only: bool) -> Response | None:
     host = request.headers.get("host", "")
     if loopback_only and _hostname(host) not in _LOOPBACK_HOSTS:
         problem = f"Host {host!r} is not this server's loopback address; call it as 127.0.0.1 or localhost"
-        return _error(421, InvalidMessageError(problem))
+        return error_response(421, InvalidMessageError(problem))
     origin = request.headers.get("origin")
     if origin is not None and urlsplit(origin).netloc != host:
         problem = f"cross-site requests are refused (Origin {origin!r}); call the API from a program"
-        return _error(403, InvalidMessageError(problem))
+        return error_response(403, InvalidMessageError(problem))
     return None
 
 
@@ -274,10 +292,10 @@ def _hostname(host: str) -> str | None:
         return None
 
 
-def _error(status: int, exc: Exception) -> Response:
+def error_response(status: int, exc: Exception) -> Response:
     return JSONResponse({"error": str(exc), "error_type": type(exc).__name__}, status_code=status)
 
 
 def _example(model: type[BaseModel]) -> str:
-    first = "capability" if model is RouteRequest else "agent_id"
+    first = "capability" if issubclass(model, RouteRequest) else "agent_id"
     return json.dumps({first: "...", "payload": {}, "options": {}})

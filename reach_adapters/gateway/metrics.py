@@ -1,4 +1,5 @@
-"""Prometheus metrics of a gateway: the router's (`ReachMetrics`) plus the config's generation."""
+"""Prometheus metrics of a gateway: the router's (`ReachMetrics`) plus the config's generation
+and the async tasks queued and running."""
 
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ class GatewayMetrics(Collector):
         reloads.add_metric(["applied"], self.gateway.reloads_applied)
         reloads.add_metric(["rejected"], self.gateway.reloads_rejected)
         yield reloads
+        tasks = GaugeMetricFamily("reach_tasks", "Async tasks of this process, by state.", labels=["state"])
+        runner = self.gateway.router.async_tasks
+        tasks.add_metric(["queued"], runner.queued)
+        tasks.add_metric(["running"], runner.running)
+        yield tasks
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -192,6 +192,26 @@ class RoutingPolicy(_Strict):
         ),
     )
 
+    task_workers: int = Field(
+        64, ge=1, strict=True, description="Async tasks (router.submit, POST /api/tasks) run at once."
+    )
+    task_queue_size: int = Field(
+        10_000,
+        ge=0,
+        strict=True,
+        description="Async tasks that may wait for a worker; a submit beyond them is refused.",
+    )
+    task_result_ttl_s: float = Field(
+        3600.0,
+        gt=0,
+        strict=True,
+        allow_inf_nan=False,
+        description="How long a finished async task and its result are kept for polling.",
+    )
+    task_max_kept: int = Field(
+        10_000, ge=1, strict=True, description="Finished async tasks kept at most; the oldest go first."
+    )
+
     _agent_errors: AgentErrors = PrivateAttr(AGENT_ERRORS)
 
     @field_validator("transient_errors")

@@ -37,6 +37,7 @@ from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import AgentRuntime, AgentState, StateSource
 from reach_adapters.router.streaming import stream_message
+from reach_adapters.router.tasks import AsyncTasks, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore
 
 __all__ = ["Router"]
 
@@ -59,7 +60,9 @@ class Router:
         default_agent: str | None = None,
         matcher: Matcher | None = None,
         guard: Guard | None = None,
+        task_store: TaskStore | None = None,
     ) -> None:
+        """`task_store`: where submitted tasks are kept (default: this process's memory)."""
         policy = policy or RoutingPolicy()
         if default_agent is not None:
             policy = policy.model_copy(update={"default_agent": require_name(default_agent, "default_agent")})
@@ -72,6 +75,8 @@ class Router:
         self._dispatcher.set_guard(guard)
         self._health = HealthMonitor(self._registry, policy, self._set_state)
         self._portal = Portal(start_timeout=policy.sync_start_timeout_s)
+        store = MemoryTaskStore() if task_store is None else task_store
+        self._tasks = AsyncTasks(self._dispatcher.dispatch, policy, store)
         self._listeners: list[Callable[[], None]] = []
         self._probing_wanted = False
         self._closing: set[asyncio.Task[None]] = set()
@@ -220,6 +225,7 @@ class Router:
         self._registry.reconfigure(policy.breaker)
         self._dispatcher.reconfigure(policy)
         self._health.reconfigure(policy)
+        self._tasks.reconfigure(policy)
         self._portal.start_timeout = policy.sync_start_timeout_s
         logger.info("routing policy updated: strategy %s", policy.strategy)
 
@@ -237,7 +243,8 @@ class Router:
         `principal`, only its own tasks are found (all of them for an admin).
         """
         record = self._dispatcher.decisions.get(task_id)
-        if self._owner_only(principal) and record.principal != principal:
+        owner = self._owner(principal)
+        if owner is not None and record.principal != owner:
             msg = f"no decision record for task {task_id!r} of principal {principal!r}"
             raise UnknownTaskError(msg)
         return record
@@ -248,12 +255,13 @@ class Router:
         """The latest decision records, newest first, optionally for one capability; the router
         keeps the last ``policy.decision_log_size``. For a `principal`, only its own (all for an
         admin)."""
-        owner = principal if self._owner_only(principal) else None
-        return self._dispatcher.decisions.recent(limit, capability, owner)
+        return self._dispatcher.decisions.recent(limit, capability, self._owner(principal))
 
-    def _owner_only(self, principal: str | None) -> bool:
+    def _owner(self, principal: str | None) -> str | None:
+        """The principal whose tasks and records alone `principal` sees; None: it sees all."""
         guard = self._dispatcher.guard
-        return principal is not None and guard is not None and not guard.sees_all(principal)
+        owner_only = principal is not None and guard is not None and not guard.sees_all(principal)
+        return principal if owner_only else None
 
     async def probe_now(self) -> None:
         """Probe every probe-able agent once, now (the background loop does it on an interval)."""
@@ -268,6 +276,7 @@ class Router:
         if self._closed:
             return
         self._closed = True
+        await self._tasks.aclose()
         await self._health.aclose()
         if self._closing:
             await asyncio.gather(*self._closing)
@@ -365,6 +374,49 @@ class Router:
             async for chunk in chunks:
                 yield chunk
 
+    # -- async tasks -------------------------------------------------------------------------
+
+    @property
+    def async_tasks(self) -> AsyncTasks:
+        """The runner of submitted tasks: its ``store``, and the ``notifier`` sending callbacks."""
+        return self._tasks
+
+    async def submit(
+        self,
+        capability: str,
+        payload: Any = None,
+        *,
+        callback_url: str | None = None,
+        **options: Unpack[CallOptions],
+    ) -> TaskRecord:
+        """`route` in the background: the task is answered at once (status ``queued``); follow it
+        with `task`, `wait`, `cancel` or a `callback_url`. Raises `TaskQueueFullError` when
+        ``policy.task_queue_size`` tasks wait already."""
+        self._check_open()
+        require_name(capability, "capability")
+        message = build_message(payload, options, capability=capability, mode="unicast")
+        return await self._tasks.submit(message, message.meta_info.principal, callback_url)
+
+    async def task(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
+        """A submitted task as it stands; for a `principal`, only its own (all for an admin)."""
+        return await self._tasks.get(task_id, self._owner(principal))
+
+    async def wait(
+        self, task_id: str, *, timeout: float | None = None, principal: str | None = None
+    ) -> TaskRecord:
+        """A submitted task once finished, or as it stands after `timeout` seconds."""
+        return await self._tasks.wait(task_id, self._owner(principal), timeout)
+
+    async def cancel(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
+        """Cancel a queued or running task (status ``cancelled``); `TaskFinishedError` if it ended."""
+        return await self._tasks.cancel(task_id, self._owner(principal))
+
+    async def list_tasks(
+        self, *, status: TaskStatus | None = None, limit: int = 100, principal: str | None = None
+    ) -> list[TaskRecord]:
+        """Submitted tasks kept, newest first; for a `principal`, only its own (all for an admin)."""
+        return await self._tasks.list(self._owner(principal), status, limit)
+
     def route_sync(
         self, capability: str | None, payload: Any = None, **options: Unpack[CallOptions]
     ) -> ReachResult:
@@ -396,6 +448,29 @@ class Router:
 
     def dispatch_sync(self, message: ReachMessage | Mapping[str, Any]) -> ReachResult:
         return self._portal.call(self.dispatch(message), method="dispatch_sync")
+
+    def submit_sync(
+        self,
+        capability: str,
+        payload: Any = None,
+        *,
+        callback_url: str | None = None,
+        **options: Unpack[CallOptions],
+    ) -> TaskRecord:
+        return self._portal.call(
+            self.submit(capability, payload, callback_url=callback_url, **options), method="submit_sync"
+        )
+
+    def task_sync(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
+        return self._portal.call(self.task(task_id, principal=principal), method="task_sync")
+
+    def wait_sync(
+        self, task_id: str, *, timeout: float | None = None, principal: str | None = None
+    ) -> TaskRecord:
+        return self._portal.call(self.wait(task_id, timeout=timeout, principal=principal), method="wait_sync")
+
+    def cancel_sync(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
+        return self._portal.call(self.cancel(task_id, principal=principal), method="cancel_sync")
 
     def deregister_sync(self, agent_id: str, *, drain_timeout: float = 30.0) -> None:
         self._portal.call(self.deregister(agent_id, drain_timeout=drain_timeout), method="deregister_sync")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "SURFACES",
     "Allow",
+    "CallbackSpec",
     "HopTokenSpec",
     "JWTSpec",
     "PrincipalSpec",
@@ -167,6 +168,21 @@ class HopTokenSpec(_Spec):
     _env = field_validator("secret_env")(_env_name)
 
 
+class CallbackSpec(_Spec):
+    """How finished async tasks are POSTed to their ``callback_url``: signed with an HMAC secret
+    (header ``Reach-Signature``, see docs/tasks.md), retried with exponential backoff."""
+
+    secret_env: str = Field(
+        "REACH_CALLBACK_SECRET",
+        description="Environment variable holding the HMAC secret (32 bytes or more) receivers verify with.",
+    )
+    max_attempts: int = Field(5, ge=1, le=20, description="Deliveries tried before giving up.")
+    backoff_s: float = Field(1.0, gt=0, le=60, description="Wait before the first retry; doubles each time.")
+    timeout_s: float = Field(10.0, gt=0, le=120, description="How long one delivery may take.")
+
+    _env = field_validator("secret_env")(_env_name)
+
+
 class SecuritySpec(_Spec):
     """The whole ``security.yaml``. Its presence turns authentication on for every surface not
     listed in ``open``, and denies whatever no principal is allowed."""
@@ -179,6 +195,7 @@ class SecuritySpec(_Spec):
         "made there act as the principal 'anonymous', if one is declared.",
     )
     hop_tokens: HopTokenSpec | None = None
+    callbacks: CallbackSpec = Field(default_factory=CallbackSpec)
     max_broadcast_targets: int = Field(16, ge=1, description="Most agents one broadcast may reach.")
     resource_url: str | None = Field(
         None,

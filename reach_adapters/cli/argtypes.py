@@ -1,0 +1,52 @@
+"""Types of the ``reach`` command's arguments: each turns one text into a value, or says what is wrong."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["json_or_text", "pair", "payload", "port", "positive"]
+
+
+def port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        msg = f"{text!r} is not a port; give a whole number from 0 (any free port) to 65535"
+        raise argparse.ArgumentTypeError(msg)
+    return int(text)
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        msg = f"{text!r} is not a positive number of seconds"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        msg = f"{text!r} is not KEY=VALUE"
+        raise argparse.ArgumentTypeError(msg)
+    return key, value
+
+
+def payload(text: str) -> Any:
+    raw = sys.stdin.read() if text == "-" else text
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        msg = f'not JSON ({exc.msg} at column {exc.colno}); quote it for the shell: \'{{"text": "hi"}}\''
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def json_or_text(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value

@@ -1,0 +1,261 @@
+"""Async tasks: submitted, answered with a task id at once, run in the background.
+
+A bounded number run at once (``policy.task_workers``); more wait in a bounded queue
+(``policy.task_queue_size``), and a submit beyond it is refused, never queued without limit.
+Finished tasks are kept ``policy.task_result_ttl_s`` seconds, at most ``policy.task_max_kept``.
+Running tasks live in this process: a store shared with other routers keeps their records, but
+the work of one that stops is lost with it (the Redis queue of the cluster reclaims it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from reach_adapters.errors import (
+    IdempotencyConflictError,
+    InvalidMessageError,
+    TaskFinishedError,
+    TaskQueueFullError,
+    UnknownTaskError,
+)
+from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
+from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
+from reach_adapters.router.tasks.store import TaskStore
+
+__all__ = ["AsyncTasks", "Notifier"]
+
+logger = logging.getLogger(__name__)
+
+Notifier = Callable[[TaskRecord], Awaitable[None]]
+"""Tells a task's ``callback_url`` it finished; the gateway's signs and retries (see callbacks)."""
+
+
+class AsyncTasks:
+    """Runs submitted tasks through `dispatch` and keeps them in `store`; owned by the `Router`."""
+
+    def __init__(
+        self,
+        dispatch: Callable[[ReachMessage], Awaitable[ReachResult]],
+        policy: RoutingPolicy,
+        store: TaskStore,
+    ) -> None:
+        self.store = store
+        self.notifier: Notifier | None = None
+        self._dispatch = dispatch
+        self._policy = policy
+        self._waiting: deque[TaskRecord] = deque()
+        self._running: dict[str, _Run] = {}
+        self._done: dict[str, asyncio.Event] = {}
+        self._notifying: set[asyncio.Task[None]] = set()
+
+    def reconfigure(self, policy: RoutingPolicy) -> None:
+        self._policy = policy
+        self._start_waiting()
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
+
+    async def submit(
+        self, message: ReachMessage, principal: str | None, callback_url: str | None
+    ) -> TaskRecord:
+        """Keep the task and start it, or queue it; raise `TaskQueueFullError` when the queue is full."""
+        policy = self._policy
+        if len(self._running) >= policy.task_workers and len(self._waiting) >= policy.task_queue_size:
+            msg = (
+                f"the router's queue of async tasks is full ({policy.task_queue_size} waiting, "
+                f"{policy.task_workers} running); submit again later, or raise task_queue_size"
+            )
+            raise TaskQueueFullError(msg)
+        if callback_url is not None and urlsplit(callback_url).scheme not in ("http", "https"):
+            msg = f"callback_url must be an http:// or https:// URL, got {callback_url!r}"
+            raise InvalidMessageError(msg)
+        if callback_url is not None and self.notifier is None:
+            msg = "callback_url needs a callback sender (reach serve sets one); poll the task instead"
+            raise InvalidMessageError(msg)
+        await self.store.expire(policy.task_max_kept)
+        record = TaskRecord(
+            task_id=message.meta_info.task_id, message=message, principal=principal, callback_url=callback_url
+        )
+        held = await self.store.create(record)
+        if held is not None:
+            if held.principal != principal:
+                msg = f"task id {record.task_id!r} is taken by another caller's task; use a new task id"
+                raise IdempotencyConflictError(msg)
+            asked, kept = message.meta_info, held.message.meta_info
+            if (asked.capability, message.raw_payload) != (kept.capability, held.message.raw_payload):
+                msg = (
+                    f"task id {record.task_id!r} is your task for another request (capability or "
+                    "payload differ); use a new task id"
+                )
+                raise IdempotencyConflictError(msg)
+            return held
+        self._done[record.task_id] = asyncio.Event()
+        self._waiting.append(record)
+        self._start_waiting()
+        return record.model_copy()
+
+    async def get(self, task_id: str, owner: str | None) -> TaskRecord:
+        """The task; `owner` given, only if it submitted it (`UnknownTaskError` otherwise)."""
+        record = await self.store.get(task_id)
+        if record is None or (owner is not None and record.principal != owner):
+            who = "" if owner is None else f" of principal {owner!r}"
+            msg = f"no async task {task_id!r}{who}: unknown, or finished longer ago than task_result_ttl_s"
+            raise UnknownTaskError(msg)
+        return record
+
+    async def wait(self, task_id: str, owner: str | None, timeout: float | None) -> TaskRecord:
+        """The task once it has finished, or as it stands after `timeout` seconds."""
+        record = await self.get(task_id, owner)
+        done = self._done.get(task_id)
+        if record.finished or done is None:
+            return record
+        try:
+            async with asyncio.timeout(timeout):
+                await done.wait()
+        except TimeoutError:
+            pass
+        return await self.get(task_id, owner)
+
+    async def list(self, owner: str | None, status: TaskStatus | None, limit: int) -> list[TaskRecord]:
+        return await self.store.list(principal=owner, status=status, limit=limit)
+
+    async def cancel(self, task_id: str, owner: str | None) -> TaskRecord:
+        """Cancel a queued or running task; `TaskFinishedError` when it has ended already."""
+        record = await self.get(task_id, owner)
+        if record.finished:
+            msg = f"task {task_id!r} has finished already ({record.status}); there is nothing to cancel"
+            raise TaskFinishedError(msg)
+        waiting = next((queued for queued in self._waiting if queued.task_id == task_id), None)
+        if waiting is not None:
+            self._waiting.remove(waiting)
+            await self._finish(waiting, _cancelled(waiting.message, running=False))
+        else:
+            run = self._running.get(task_id)
+            if run is not None:
+                run.stop(closing=False)
+                await asyncio.wait([run.task])
+        return await self.get(task_id, owner)
+
+    async def aclose(self) -> None:
+        """Cancel every queued and running task; pending callbacks are dropped."""
+        waiting, self._waiting = list(self._waiting), deque()
+        for record in waiting:
+            await self._finish(record, _cancelled(record.message, running=False, closing=True))
+        running = list(self._running.values())
+        for run in running:
+            run.stop(closing=True)
+        if running:
+            await asyncio.wait([run.task for run in running])
+        for notifying in list(self._notifying):
+            notifying.cancel()
+        if self._notifying:
+            await asyncio.wait(self._notifying)
+
+    def _start_waiting(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._waiting and len(self._running) < self._policy.task_workers:
+            record = self._waiting.popleft()
+            run = _Run(record)
+            # A context of its own: the submitter's (an enclosing routed call) is in the message.
+            run.task = loop.create_task(self._run(run), context=contextvars.Context())
+            self._running[record.task_id] = run
+
+    async def _run(self, run: _Run) -> None:
+        record = run.record
+        run.started = True
+        try:
+            if run.stopped is not None:
+                result = _cancelled(record.message, running=False, closing=run.stopped == _CLOSING)
+            else:
+                result = await self._deliver(run)
+            await self._finish(record, result)
+        finally:
+            self._running.pop(record.task_id, None)
+            if run.stopped != _CLOSING:
+                self._start_waiting()
+
+    async def _deliver(self, run: _Run) -> ReachResult:
+        record = run.record
+        try:
+            record.status = TaskStatus.RUNNING
+            record.started_at = time.time()
+            await self.store.save(record)
+            result = await self._dispatch(record.message)
+        except asyncio.CancelledError:
+            # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
+            return _cancelled(record.message, running=True, closing=run.stopped != _CALLER)
+        except Exception as exc:
+            logger.exception("async task %s failed in the router", record.task_id)
+            return error_result(
+                record.message, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER
+            )
+        finally:
+            run.delivering = False
+        return result
+
+    async def _finish(self, record: TaskRecord, result: ReachResult) -> None:
+        record.status = TaskStatus(result.status.value)
+        record.result = result
+        record.finished_at = time.time()
+        await self.store.save(record, keep_s=self._policy.task_result_ttl_s)
+        done = self._done.pop(record.task_id, None)
+        if done is not None:
+            done.set()
+        if record.callback_url is not None and self.notifier is not None:
+            notifying = asyncio.get_running_loop().create_task(self._notify(self.notifier, record))
+            self._notifying.add(notifying)
+            notifying.add_done_callback(self._notifying.discard)
+
+    @staticmethod
+    async def _notify(notifier: Notifier, record: TaskRecord) -> None:
+        try:
+            await notifier(record)
+        except Exception:
+            # A callback never fails the task: it finished, and is kept for polling.
+            logger.exception("the callback of async task %s failed", record.task_id)
+
+
+_CALLER = "caller"
+_CLOSING = "closing"
+
+
+class _Run:
+    """A task given to a worker. Stopped before it starts, it never runs (a task cancelled
+    before its first step would end without a word); once delivering, its call is cancelled;
+    once finishing, it is left to finish."""
+
+    __slots__ = ("delivering", "record", "started", "stopped", "task")
+
+    def __init__(self, record: TaskRecord) -> None:
+        self.record = record
+        self.task: asyncio.Task[None]
+        self.started = False
+        self.delivering = True
+        self.stopped: str | None = None
+
+    def stop(self, *, closing: bool) -> None:
+        if self.stopped is None:
+            self.stopped = _CLOSING if closing else _CALLER
+            if self.started and self.delivering:
+                self.task.cancel()
+
+
+def _cancelled(message: ReachMessage, *, running: bool, closing: bool = False) -> ReachResult:
+    who, fault = ("the router closed", Fault.ROUTER) if closing else ("the caller cancelled it", Fault.CALLER)
+    error = f"{who} while it ran; {UNKNOWN_OUTCOME}" if running else f"{who} before it ran"
+    return error_result(
+        message, ResultStatus.CANCELLED, ErrorKind.CANCELLED, error, fault=fault, delivered=running
+    )
