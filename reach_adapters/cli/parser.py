@@ -137,7 +137,7 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     sub.add_argument("--node-id", help="this node's id in the cluster (default: HOSTNAME-RANDOM)")
     sub.add_argument(
         "--lease-ttl",
-        type=_positive,
+        type=positive,
         default=15.0,
         metavar="S",
         help="with --registry: seconds a lease of this node's agents lasts, renewed every third of it "

@@ -37,14 +37,15 @@ from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import AgentRuntime, AgentState, StateSource
 from reach_adapters.router.streaming import stream_message
-from reach_adapters.router.tasks import AsyncTasks, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore
+from reach_adapters.router.tasks import AsyncTasks, MemoryTaskStore, TaskStore
+from reach_adapters.router.tasks.calls import TaskCalls
 
 __all__ = ["Router"]
 
 logger = logging.getLogger(__name__)
 
 
-class Router:
+class Router(TaskCalls):
     """Finds the right agent for each task and delivers it.
 
     The embedded default keeps everything in memory. `route` (unicast by capability), `broadcast`
@@ -374,49 +375,6 @@ class Router:
             async for chunk in chunks:
                 yield chunk
 
-    # -- async tasks -------------------------------------------------------------------------
-
-    @property
-    def async_tasks(self) -> AsyncTasks:
-        """The runner of submitted tasks: its ``store``, and the ``notifier`` sending callbacks."""
-        return self._tasks
-
-    async def submit(
-        self,
-        capability: str,
-        payload: Any = None,
-        *,
-        callback_url: str | None = None,
-        **options: Unpack[CallOptions],
-    ) -> TaskRecord:
-        """`route` in the background: the task is answered at once (status ``queued``); follow it
-        with `task`, `wait`, `cancel` or a `callback_url`. Raises `TaskQueueFullError` when
-        ``policy.task_queue_size`` tasks wait already."""
-        self._check_open()
-        require_name(capability, "capability")
-        message = build_message(payload, options, capability=capability, mode="unicast")
-        return await self._tasks.submit(message, message.meta_info.principal, callback_url)
-
-    async def task(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
-        """A submitted task as it stands; for a `principal`, only its own (all for an admin)."""
-        return await self._tasks.get(task_id, self._owner(principal))
-
-    async def wait(
-        self, task_id: str, *, timeout: float | None = None, principal: str | None = None
-    ) -> TaskRecord:
-        """A submitted task once finished, or as it stands after `timeout` seconds."""
-        return await self._tasks.wait(task_id, self._owner(principal), timeout)
-
-    async def cancel(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
-        """Cancel a queued or running task (status ``cancelled``); `TaskFinishedError` if it ended."""
-        return await self._tasks.cancel(task_id, self._owner(principal))
-
-    async def list_tasks(
-        self, *, status: TaskStatus | None = None, limit: int = 100, principal: str | None = None
-    ) -> list[TaskRecord]:
-        """Submitted tasks kept, newest first; for a `principal`, only its own (all for an admin)."""
-        return await self._tasks.list(self._owner(principal), status, limit)
-
     def route_sync(
         self, capability: str | None, payload: Any = None, **options: Unpack[CallOptions]
     ) -> ReachResult:
@@ -448,29 +406,6 @@ class Router:
 
     def dispatch_sync(self, message: ReachMessage | Mapping[str, Any]) -> ReachResult:
         return self._portal.call(self.dispatch(message), method="dispatch_sync")
-
-    def submit_sync(
-        self,
-        capability: str,
-        payload: Any = None,
-        *,
-        callback_url: str | None = None,
-        **options: Unpack[CallOptions],
-    ) -> TaskRecord:
-        return self._portal.call(
-            self.submit(capability, payload, callback_url=callback_url, **options), method="submit_sync"
-        )
-
-    def task_sync(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
-        return self._portal.call(self.task(task_id, principal=principal), method="task_sync")
-
-    def wait_sync(
-        self, task_id: str, *, timeout: float | None = None, principal: str | None = None
-    ) -> TaskRecord:
-        return self._portal.call(self.wait(task_id, timeout=timeout, principal=principal), method="wait_sync")
-
-    def cancel_sync(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
-        return self._portal.call(self.cancel(task_id, principal=principal), method="cancel_sync")
 
     def deregister_sync(self, agent_id: str, *, drain_timeout: float = 30.0) -> None:
         self._portal.call(self.deregister(agent_id, drain_timeout=drain_timeout), method="deregister_sync")
