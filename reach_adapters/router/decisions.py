@@ -83,6 +83,9 @@ class DecisionRecord:
     status: str = "pending"
     note: str | None = None
     principal: str | None = None
+    # Set when the candidates were too many to screen them all (`RoutingPolicy.sample_above`):
+    # how many there were; `candidates` and `exclusions` then hold only those drawn at random.
+    sampled_from: int | None = None
     # Kept only with `RoutingPolicy.record_payloads`: records are read by more people than results.
     payload: Any = None
     result_payload: Any = None
@@ -139,6 +142,13 @@ class DecisionRecord:
         for rank, scored in enumerate(self.candidates):
             if scored.agent_id == agent_id:
                 return self._ranked(rank, scored)
+        if self.sampled_from is not None:
+            return (
+                f"{agent_id} was not drawn: the task had {self.sampled_from} candidates, too many to "
+                f"screen them all (RoutingPolicy.sample_above), and the router scored the "
+                f"{len(self.candidates)} usable ones it drew at random; an agent not declaring "
+                f"{self.capability!r} in scope is never drawn"
+            )
         if self.capability is None:
             best = ", ".join(f"{name} {score:.2f}" for name, score in self.best_matches)
             return (

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from middleware import Fault, ReachMessage, ResultStatus
+from middleware import Fault, MetaInfo, ReachMessage, ResultStatus
 from middleware.fast import amend
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.decisions import DecisionRecord
@@ -16,7 +16,14 @@ from reach_adapters.router.matching import Matcher, task_text
 from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.selection import Problem, permitted, screen, visible_to, why_no_candidate
+from reach_adapters.router.selection import (
+    Problem,
+    permitted,
+    sample,
+    screen,
+    visible_to,
+    why_no_candidate,
+)
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy
 
@@ -201,16 +208,36 @@ class Planner:
                 Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, missing, Fault.ROUTER),
                 False,
             )
-        if self.guard is not None and meta.principal is not None:
-            allowed, refused = permitted(self.guard, meta.principal, slots, meta.capability)
-            if refused is not None:
-                return [], refused, False
-            slots = tuple(allowed)
-        usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
+        usable = None
+        if len(slots) > self.policy.sample_above and message.routing_hint.mode == "unicast":
+            usable = self._sample(slots, meta, record)
+        if usable is not None:
+            problem, forced = None, False
+        else:
+            if self.guard is not None and meta.principal is not None:
+                allowed, refused = permitted(self.guard, meta.principal, slots, meta.capability)
+                if refused is not None:
+                    return [], refused, False
+                slots = tuple(allowed)
+            usable, problem, forced = screen(slots, meta, self.policy, record.exclusions)
         if meta.deadline is None:
             timeout_ms = (usable or slots)[0].capability.timeout_ms
             amend(meta, {"deadline": time.time() + timeout_ms / 1000.0})
         return usable, problem, forced
+
+    def _sample(self, slots: tuple[Slot, ...], meta: MetaInfo, record: DecisionRecord) -> list[Slot] | None:
+        """A random sample of the usable among many candidates, so one call's work does not grow
+        with the replicas; the record says it sampled. None when the draw found none usable."""
+        policy = self.policy
+        exclusions = record.exclusions
+        mark = len(exclusions)
+        usable = sample(slots, policy.sample_size, meta, policy, exclusions, self.visible(meta.principal))
+        if usable:
+            record.sampled_from = len(slots)
+            return usable
+        # Screening them all records every exclusion, these among them.
+        del exclusions[mark:]
+        return None
 
     def _directed(
         self, message: ReachMessage, record: DecisionRecord

@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from reach_adapters.errors import InvalidPolicyError, describe_validation_error
 from reach_adapters.router.imports import ImportPathError, import_object
@@ -118,6 +126,25 @@ class RoutingPolicy(_Strict):
     )
     retry_budget_floor: float = Field(10.0, ge=0, strict=True, description="Retries available at start.")
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    sample_above: int = Field(
+        32,
+        ge=1,
+        strict=True,
+        description=(
+            "Candidates above which a unicast call screens and scores a random sample of them instead "
+            "of every one (power of d choices), so selection among thousands of replicas stays bounded; "
+            "up to this many, every candidate is ranked."
+        ),
+    )
+    sample_size: int = Field(
+        8,
+        ge=1,
+        strict=True,
+        description=(
+            "Usable candidates a sampled call draws and scores (at most sample_above): the best "
+            "serves, the others take retries (max_retries is at most 3, so 4 are ever tried)."
+        ),
+    )
     max_waiting: int = Field(
         1000, ge=0, strict=True, description="Callers that may wait for capacity, per capability."
     )
@@ -220,6 +247,16 @@ class RoutingPolicy(_Strict):
         for path in paths:
             _exception_type(path)
         return paths
+
+    @model_validator(mode="after")
+    def _sample_fits(self) -> Self:
+        if self.sample_size > self.sample_above:
+            msg = (
+                f"sample_size {self.sample_size} is above sample_above {self.sample_above}: a sample "
+                "is drawn from more candidates than that; lower sample_size or raise sample_above"
+            )
+            raise ValueError(msg)
+        return self
 
     def model_post_init(self, context: Any, /) -> None:
         transient = tuple(_exception_type(path) for path in self.transient_errors)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ __all__ = [
     "forbidden",
     "loop_chain",
     "permitted",
+    "sample",
     "screen",
     "visible_to",
     "why_no_candidate",
@@ -166,6 +168,45 @@ def screen(
     wait_for = "capacity" if saturated else "a reconnecting agent" if reconnecting else None
     problem = Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, Fault.ROUTER, wait_for)
     return [], problem, False
+
+
+def sample(
+    slots: Sequence[Slot],
+    size: int,
+    meta: MetaInfo,
+    policy: RoutingPolicy,
+    exclusions: list[Exclusion],
+    visible: Callable[[Slot], bool] | None,
+) -> list[Slot]:
+    """Up to `size` usable slots drawn at random from many (power of d choices), the exclusions
+    of those drawn appended; those `visible` rejects are passed over unrecorded, as by `permitted`.
+
+    At most 4·size are drawn (or half of them, if fewer): the work is bounded, and random draws
+    starve no replica. An empty list means the draw found none usable; the caller then screens
+    them all, so waiting for capacity, the last-candidate rule and refusals stay exact.
+    """
+    count = len(slots)
+    limit = min(count, max(size, min(4 * size, count // 2)))
+    drawn: set[int] = set()
+    usable: list[Slot] = []
+    draw = random.random
+    now = time.monotonic()
+    while len(drawn) < limit:
+        index = int(draw() * count)
+        if index in drawn:
+            continue
+        drawn.add(index)
+        slot = slots[index]
+        if visible is not None and not visible(slot):
+            continue
+        excluded = exclusion(slot, meta, policy, now)
+        if excluded is not None:
+            exclusions.append(excluded)
+            continue
+        usable.append(slot)
+        if len(usable) == size:
+            break
+    return usable
 
 
 def why_no_candidate(registry: Registry, meta: MetaInfo, visible: Callable[[str], bool] | None = None) -> str:
