@@ -123,11 +123,13 @@ class Registry:
         """Whether `cap` can serve under `name`: no agent of its namespace declares it in that
         version, or those who do take and give the same shapes (and, for a generated name, were
         renamed to it from the same name)."""
-        return all(
-            slot.capability.same_schemas(cap) and (not renamed or slot.own_name == cap.name)
-            for slot in self._slots.get(name, ())
-            if slot.capability.version == cap.version and slot.runtime.ident.namespace == namespace
-        )
+        for slot in self._slots.get(name, ()):
+            if slot.capability.version == cap.version and slot.runtime.ident.namespace == namespace:
+                # Agents serving one name, version and namespace all take the same shapes (a
+                # newcomer that does not is renamed), so the first stands for every replica:
+                # registering the thousandth replica compares once, not a thousand times.
+                return slot.capability.same_schemas(cap) and (not renamed or slot.own_name == cap.name)
+        return True
 
     def _add(self, slot: Slot) -> None:
         name = slot.capability.name
