@@ -45,8 +45,8 @@ redis-server:
 	fi
 
 test: lint redis-server
-	@echo "==> pytest: the whole suite (a few minutes; real agents, real MCP servers, a throwaway Redis)"
-	$(BIN)/pytest
+	@echo "==> pytest: the whole suite on two workers (a few minutes; real agents, real MCP servers, a throwaway Redis)"
+	$(BIN)/pytest -n 2
 
 bench: install
 	@echo "==> benchmarks: every script under benchmarks/"
