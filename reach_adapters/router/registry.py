@@ -63,7 +63,13 @@ class Registry:
             getattr(agent, "capabilities", None) or [],
             allow_empty=callable(getattr(agent, "attach", None)),
         )
-        runtime = AgentRuntime(agent=agent, agent_id=agent_id, ident=ident, breaker=Breaker(self._breaker))
+        runtime = AgentRuntime(
+            agent=agent,
+            agent_id=agent_id,
+            ident=ident,
+            breaker=Breaker(self._breaker),
+            remote=getattr(agent, "hosted_on", None) is not None,
+        )
         self._agents[agent_id] = runtime
         self._index(runtime, capabilities)
         return runtime

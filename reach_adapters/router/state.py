@@ -84,6 +84,9 @@ class AgentRuntime:
     slots: list[Slot] = field(default_factory=list)
     # Who waits for the agent to have nothing in flight (a drain, a deferred close); made on demand.
     idle: Waitlist | None = None
+    # Hosted on another cluster node (a stand-in with a ``hosted_on`` attribute): listed, and not
+    # chosen while delivery across nodes is not built.
+    remote: bool = False
 
     @property
     def health(self) -> float:

@@ -8,7 +8,7 @@ import pytest
 import redis.asyncio as redis
 
 from reach_adapters import FunctionAgent, Router
-from reach_adapters.cluster import REMOTE_DELIVERY, ClusterError, ClusterNode, Keys
+from reach_adapters.cluster import ClusterError, ClusterNode, Keys
 from reach_adapters.router import AgentState, Fault, ResultStatus
 from tests.waiting import eventually
 
@@ -79,12 +79,16 @@ async def test_a_call_to_a_remote_agent_fails_over_to_a_local_one_and_blames_no_
     node1 = await join(one, "n1")
     node2 = await join(two, "n2")
     try:
+        # Until delivery across nodes is built, remote agents are listed, never chosen.
         directed = await two.send("util:echo:one", {"text": "hi"})
-        assert directed.status is ResultStatus.ERROR
-        assert directed.error_type == REMOTE_DELIVERY
-        assert directed.fault is Fault.ROUTER
-        assert "node n1" in (directed.error or "")
-        for _ in range(6):
+        assert (directed.status, directed.fault, directed.delivered) == (
+            ResultStatus.NO_CANDIDATE,
+            Fault.ROUTER,
+            False,
+        )
+        assert "delivery across nodes is not built yet" in (directed.error or "")
+        # Enough calls to spend a retry budget, were remote picks failing attempts.
+        for _ in range(60):
             routed = await two.route("echo", {"text": "hi"})
             assert routed.status is ResultStatus.OK
             assert routed.agent_id == "util:echo:two"

@@ -277,3 +277,10 @@ def test_sync_twins() -> None:
             router.cancel_sync(task.task_id)
     finally:
         router.close()
+
+
+def test_the_policy_changes_outside_any_event_loop() -> None:
+    # A sync caller (or another thread) changing the policy must not need the tasks' loop.
+    router = Router()
+    router.update_policy(RoutingPolicy(task_workers=2))
+    assert router.policy.task_workers == 2

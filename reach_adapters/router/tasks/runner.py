@@ -55,10 +55,15 @@ class AsyncTasks:
         self._running: dict[str, _Run] = {}
         self._done: dict[str, asyncio.Event] = {}
         self._notifying: set[asyncio.Task[None]] = set()
+        # The loop tasks run on, known from the first submit.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def reconfigure(self, policy: RoutingPolicy) -> None:
         self._policy = policy
-        self._start_waiting()
+        if self._waiting and self._loop is not None:
+            # More workers may start queued tasks now, on the loop they were queued on: the policy
+            # may change from any thread, or outside any loop.
+            self._loop.call_soon_threadsafe(self._start_waiting)
 
     @property
     def queued(self) -> int:
@@ -72,6 +77,7 @@ class AsyncTasks:
         self, message: ReachMessage, principal: str | None, callback_url: str | None
     ) -> TaskRecord:
         """Keep the task and start it, or queue it; raise `TaskQueueFullError` when the queue is full."""
+        self._loop = asyncio.get_running_loop()
         policy = self._policy
         if len(self._running) >= policy.task_workers and len(self._waiting) >= policy.task_queue_size:
             msg = (
