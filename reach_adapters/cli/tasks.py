@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 from typing import Any
+from urllib.parse import quote
 
 from reach_adapters.cli.argtypes import json_or_text
 from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
@@ -41,7 +42,7 @@ def run_submit(args: argparse.Namespace) -> int:
 
 
 def run_task(args: argparse.Namespace) -> int:
-    path = f"/tasks/{args.task_id}"
+    path = f"/tasks/{quote(args.task_id, safe='')}"
     if args.cancel:
         task = Remote(args.url, timeout_s=_HTTP_MARGIN_S, token=args.token).delete(path)
     elif args.wait:

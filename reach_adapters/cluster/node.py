@@ -28,11 +28,12 @@ from reach_adapters.cluster.mirror import Mirror
 from reach_adapters.cluster.records import Keys, LeaseRecord
 from reach_adapters.router import Router
 
-__all__ = ["DEFAULT_LEASE_TTL_S", "ClusterNode"]
+__all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "ClusterNode"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL_S = 15.0
+MIN_LEASE_TTL_S = 0.5
 # Longest wait between two attempts to reach a Redis that is down.
 _MAX_BACKOFF_S = 5.0
 _SCHEMES = ("redis://", "rediss://", "unix://")
@@ -93,8 +94,9 @@ class ClusterNode:
         if not url.startswith(_SCHEMES):
             msg = f"registry URL {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)"
             raise ClusterError(msg)
-        if lease_ttl_s <= 0:
-            msg = f"lease_ttl_s must be positive, got {lease_ttl_s}"
+        if not lease_ttl_s >= MIN_LEASE_TTL_S:
+            # Renewals every TTL/3 and resyncs every TTL/6: a tiny lease floods Redis with both.
+            msg = f"lease_ttl_s must be at least {MIN_LEASE_TTL_S} seconds, got {lease_ttl_s}"
             raise ClusterError(msg)
         timeout = min(max(lease_ttl_s / 6, 0.2), 2.0)
         client = redis.Redis.from_url(

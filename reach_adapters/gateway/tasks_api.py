@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -51,8 +52,9 @@ class TasksAPI:
         return [
             Route(tasks, guard(self.submit), methods=["POST"]),
             Route(tasks, guard(self.list), methods=["GET"]),
-            Route(f"{tasks}/{{task_id}}", guard(self.get), methods=["GET"]),
-            Route(f"{tasks}/{{task_id}}", guard(self.cancel), methods=["DELETE"]),
+            # Task ids are the caller's own strings: one with '/' must still name one task.
+            Route(f"{tasks}/{{task_id:path}}", guard(self.get), methods=["GET"]),
+            Route(f"{tasks}/{{task_id:path}}", guard(self.cancel), methods=["DELETE"]),
         ]
 
     def _callbacks(self) -> CallbackSpec:
@@ -81,7 +83,7 @@ class TasksAPI:
             response = error_response(503, exc)
             response.headers["Retry-After"] = wait
             return response
-        location = f"{API_PREFIX}/tasks/{task.task_id}"
+        location = f"{API_PREFIX}/tasks/{quote(task.task_id, safe='')}"
         return JSONResponse(task.to_dict(), 202, headers={"Location": location})
 
     async def get(self, request: Request) -> Response:

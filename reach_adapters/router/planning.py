@@ -231,9 +231,12 @@ class Planner:
         policy = self.policy
         exclusions = record.exclusions
         mark = len(exclusions)
-        usable = sample(slots, policy.sample_size, meta, policy, exclusions, self.visible(meta.principal))
+        visible = self.visible(meta.principal)
+        usable = sample(slots, policy.sample_size, meta, policy, exclusions, visible)
         if usable:
-            record.sampled_from = len(slots)
+            # The count would tell a principal how many agents it may not reach: kept for the
+            # program's own calls only.
+            record.sampled_from = len(slots) if visible is None else None
             return usable
         # Screening them all records every exclusion, these among them.
         del exclusions[mark:]

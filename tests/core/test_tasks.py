@@ -61,8 +61,8 @@ async def test_submit_answers_at_once_and_the_task_runs_in_the_background(router
     router.register(gate.agent)
     task = await router.submit("work", {"n": 1})
     assert task.status is TaskStatus.QUEUED
+    await eventually(lambda: gate.running == 1, what="the task running")
     assert (await router.wait(task.task_id, timeout=0.05)).status is TaskStatus.RUNNING
-    assert gate.running == 1
     gate.release.set()
     done = await router.wait(task.task_id, timeout=10)
     assert done.status is TaskStatus.OK
@@ -91,6 +91,8 @@ async def test_wait_with_a_timeout_returns_the_task_as_it_stands() -> None:
         router.register(gate.agent)
         first = await router.submit("work", 1)
         second = await router.submit("work", 2)
+        await eventually(lambda: gate.running == 1, what="the first task running")
+        # One worker, held by the first task: however long the wait, the second stays queued.
         assert (await router.wait(second.task_id, timeout=0.05)).status is TaskStatus.QUEUED
         gate.release.set()
         assert (await router.wait(first.task_id, timeout=10)).status is TaskStatus.OK

@@ -220,3 +220,12 @@ def test_reach_submit_and_reach_task(served: ReachServer, tmp_path: Path) -> Non
     unknown = run_reach("task", "nope", "--url", served.url)
     assert unknown.returncode == 1
     assert "no async task 'nope'" in unknown.stderr
+
+
+def test_a_task_id_with_url_characters_names_its_task(served: ReachServer) -> None:
+    for task_id in ("a/b", "q?x=1", "h#1"):
+        accepted = submit(served, "echo", {"n": 1}, options={"task_id": task_id})
+        assert accepted.status_code == 202, accepted.text
+        location = accepted.headers["location"]
+        polled = httpx.get(f"{served.url}{location}", params={"wait": "10"}, timeout=30)
+        assert (polled.status_code, polled.json()["task_id"]) == (200, task_id), location

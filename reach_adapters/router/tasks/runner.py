@@ -79,12 +79,6 @@ class AsyncTasks:
         """Keep the task and start it, or queue it; raise `TaskQueueFullError` when the queue is full."""
         self._loop = asyncio.get_running_loop()
         policy = self._policy
-        if len(self._running) >= policy.task_workers and len(self._waiting) >= policy.task_queue_size:
-            msg = (
-                f"the router's queue of async tasks is full ({policy.task_queue_size} waiting, "
-                f"{policy.task_workers} running); submit again later, or raise task_queue_size"
-            )
-            raise TaskQueueFullError(msg)
         if callback_url is not None and urlsplit(callback_url).scheme not in ("http", "https"):
             msg = f"callback_url must be an http:// or https:// URL, got {callback_url!r}"
             raise InvalidMessageError(msg)
@@ -92,22 +86,22 @@ class AsyncTasks:
             msg = "callback_url needs a callback sender (reach serve sets one); poll the task instead"
             raise InvalidMessageError(msg)
         await self.store.expire(policy.task_max_kept)
+        # A repeat of a kept task is answered with it, even when the queue is full.
+        held = await self.store.get(message.meta_info.task_id)
+        if held is not None:
+            return _repeated(held, message, principal)
+        if len(self._running) >= policy.task_workers and len(self._waiting) >= policy.task_queue_size:
+            msg = (
+                f"the router's queue of async tasks is full ({policy.task_queue_size} waiting, "
+                f"{policy.task_workers} running); submit again later, or raise task_queue_size"
+            )
+            raise TaskQueueFullError(msg)
         record = TaskRecord(
             task_id=message.meta_info.task_id, message=message, principal=principal, callback_url=callback_url
         )
         held = await self.store.create(record)
         if held is not None:
-            if held.principal != principal:
-                msg = f"task id {record.task_id!r} is taken by another caller's task; use a new task id"
-                raise IdempotencyConflictError(msg)
-            asked, kept = message.meta_info, held.message.meta_info
-            if (asked.capability, message.raw_payload) != (kept.capability, held.message.raw_payload):
-                msg = (
-                    f"task id {record.task_id!r} is your task for another request (capability or "
-                    "payload differ); use a new task id"
-                )
-                raise IdempotencyConflictError(msg)
-            return held
+            return _repeated(held, message, principal)
         self._done[record.task_id] = asyncio.Event()
         self._waiting.append(record)
         self._start_waiting()
@@ -265,3 +259,18 @@ def _cancelled(message: ReachMessage, *, running: bool, closing: bool = False) -
     return error_result(
         message, ResultStatus.CANCELLED, ErrorKind.CANCELLED, error, fault=fault, delivered=running
     )
+
+
+def _repeated(held: TaskRecord, message: ReachMessage, principal: str | None) -> TaskRecord:
+    """The kept task a submit repeats; `IdempotencyConflictError` when it is not the same request."""
+    if held.principal != principal:
+        msg = f"task id {held.task_id!r} cannot be used for this task; use a new task id"
+        raise IdempotencyConflictError(msg)
+    asked, kept = message.meta_info, held.message.meta_info
+    if (asked.capability, message.raw_payload) != (kept.capability, held.message.raw_payload):
+        msg = (
+            f"task id {held.task_id!r} is your task for another request (capability or "
+            "payload differ); use a new task id"
+        )
+        raise IdempotencyConflictError(msg)
+    return held

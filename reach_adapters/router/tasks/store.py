@@ -62,6 +62,7 @@ class MemoryTaskStore:
         return None
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        self._sweep()
         record = self._tasks.get(task_id)
         return None if record is None else record.model_copy()
 
@@ -72,6 +73,7 @@ class MemoryTaskStore:
             self._forget[record.task_id] = self._clock() + (keep_s if keep_s is not None else 0.0)
 
     async def list(self, *, principal: str | None, status: TaskStatus | None, limit: int) -> list[TaskRecord]:
+        self._sweep()
         found: list[TaskRecord] = []
         for record in reversed(self._tasks.values()):
             if len(found) >= limit:
@@ -81,12 +83,23 @@ class MemoryTaskStore:
         return found
 
     async def expire(self, max_finished: int) -> int:
+        dropped = self._sweep()
+        forget = self._forget
+        while len(forget) > max_finished:
+            task_id = next(iter(forget))
+            del forget[task_id]
+            self._tasks.pop(task_id, None)
+            dropped += 1
+        return dropped
+
+    def _sweep(self) -> int:
+        """Forget the finished tasks whose time is up, so none is read past it; how many."""
         now = self._clock()
         forget = self._forget
         dropped = 0
         while forget:
             task_id, at = next(iter(forget.items()))
-            if at > now and len(forget) <= max_finished:
+            if at > now:
                 break
             del forget[task_id]
             self._tasks.pop(task_id, None)
