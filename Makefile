@@ -46,7 +46,7 @@ redis-server:
 
 test: lint redis-server
 	@echo "==> pytest: the whole suite on two workers (a few minutes; real agents, real MCP servers, a throwaway Redis)"
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: install
 	@echo "==> benchmarks: every script under benchmarks/"

@@ -51,9 +51,6 @@ class MemoryTaskStore:
         # Finished tasks in the order they finished, with the time each is forgotten.
         self._forget: OrderedDict[str, float] = OrderedDict()
 
-    def __len__(self) -> int:
-        return len(self._tasks)
-
     async def create(self, record: TaskRecord) -> TaskRecord | None:
         held = self._tasks.get(record.task_id)
         if held is not None:
