@@ -8,6 +8,7 @@ never changes the task: it has finished, and stays there to be polled.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -20,9 +21,11 @@ from reach_adapters.router.tasks import SIGNATURE_HEADER, TaskRecord, sign_callb
 from reach_adapters.security.environ import MIN_HMAC_SECRET_BYTES
 from reach_adapters.security.spec import CallbackSpec
 
-__all__ = ["CallbackSender", "callback_secret"]
+__all__ = ["MAX_DELIVERIES", "CallbackSender", "callback_secret"]
 
 logger = logging.getLogger(__name__)
+
+MAX_DELIVERIES = 64
 
 
 class _RetryableAnswerError(Exception):
@@ -43,15 +46,23 @@ def callback_secret(spec: CallbackSpec, environ: Mapping[str, str] = os.environ)
 
 
 class CallbackSender:
-    """The router's task notifier in a gateway: reads the settings in force at each delivery."""
+    """The router's task notifier in a gateway: reads the settings in force at each delivery.
+
+    At most `MAX_DELIVERIES` deliveries run at once (each with its connection); the others wait
+    their turn, so many tasks finishing against a slow receiver cannot open sockets without end.
+    """
 
     def __init__(self, settings: Callable[[], CallbackSpec]) -> None:
         self._settings = settings
+        self._turns = asyncio.Semaphore(MAX_DELIVERIES)
 
     async def __call__(self, record: TaskRecord) -> None:
-        url = record.callback_url
-        if url is None:
+        if record.callback_url is None:
             return
+        async with self._turns:
+            await self._deliver(record, record.callback_url)
+
+    async def _deliver(self, record: TaskRecord, url: str) -> None:
         spec = self._settings()
         secret = callback_secret(spec)
         if isinstance(secret, str):

@@ -19,8 +19,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from middleware import ReachMessage
 from reach_adapters import verify_callback
+from reach_adapters.gateway.callbacks import MAX_DELIVERIES, CallbackSender
+from reach_adapters.router.tasks import TaskRecord
+from reach_adapters.security.spec import CallbackSpec
 from tests.gateway.conftest import ECHO, ReachServer, run_reach, write
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -229,3 +234,44 @@ def test_a_task_id_with_url_characters_names_its_task(served: ReachServer) -> No
         location = accepted.headers["location"]
         polled = httpx.get(f"{served.url}{location}", params={"wait": "10"}, timeout=30)
         assert (polled.status_code, polled.json()["task_id"]) == (200, task_id), location
+
+
+async def test_callbacks_are_delivered_a_bounded_number_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many tasks finishing against a slow receiver: at most MAX_DELIVERIES connections at once."""
+    monkeypatch.setenv("REACH_CALLBACK_SECRET", SECRET)
+    held = asyncio.Event()
+    now = 0
+    most = 0
+
+    async def hook(request: Request) -> JSONResponse:
+        nonlocal now, most
+        now += 1
+        most = max(most, now)
+        await held.wait()
+        now -= 1
+        return JSONResponse({})
+
+    app = Starlette(routes=[Route("/hook", hook, methods=["POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/hook"
+    sender = CallbackSender(CallbackSpec)
+    records = [
+        TaskRecord(task_id=f"t-{i}", message=ReachMessage(), principal=None, callback_url=url)
+        for i in range(MAX_DELIVERIES + 16)
+    ]
+    try:
+        deliveries = [asyncio.create_task(sender(record)) for record in records]
+        await eventually(lambda: now == MAX_DELIVERIES, what="the first deliveries at the receiver")
+        # The rest wait for a turn however long the receiver takes.
+        await asyncio.sleep(0.2)
+        assert most == MAX_DELIVERIES
+        held.set()
+        await asyncio.wait_for(asyncio.gather(*deliveries), 30)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 10)
+        sock.close()
+    assert most == MAX_DELIVERIES
