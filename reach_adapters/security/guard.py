@@ -12,7 +12,7 @@ from reach_adapters.security.errors import HopTokenError
 from reach_adapters.security.hoptokens import HopTokens
 from reach_adapters.security.permissions import Globs, Permissions
 from reach_adapters.security.quotas import Quotas
-from reach_adapters.security.spec import PrincipalSpec, SecuritySpec
+from reach_adapters.security.spec import SecuritySpec
 
 __all__ = ["SecurityGuard"]
 
@@ -134,9 +134,6 @@ class SecurityGuard:
         return Refusal(ErrorKind.PERMISSION_DENIED, error)
 
     # -- lookups -----------------------------------------------------------------------------
-
-    def principal(self, name: str) -> PrincipalSpec | None:
-        return self._principals.get(name)
 
     def agent_principal(self, agent_id: str) -> str | None:
         """The principal whose ``agent_ids`` name `agent_id` (the first in the file), or None."""
