@@ -1,4 +1,5 @@
-"""Types of the ``reach`` command's arguments: each turns one text into a value, or says what is wrong."""
+"""Types of the ``reach`` command's arguments: each turns one text into a value, or says what is
+wrong; and the ``--option`` argument the commands that route a call share."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["json_or_text", "pair", "payload", "port", "positive"]
+__all__ = ["add_call_options", "json_or_text", "pair", "payload", "port", "positive"]
 
 
 def port(text: str) -> int:
@@ -50,3 +51,16 @@ def json_or_text(value: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError:
         return value
+
+
+def add_call_options(parser: argparse.ArgumentParser, examples: str) -> None:
+    """``--option KEY=VALUE``, repeatable, into ``args.options``; `examples` names a few keys."""
+    parser.add_argument(
+        "--option",
+        dest="options",
+        type=pair,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"call option ({examples}...); VALUE is JSON or text",
+    )

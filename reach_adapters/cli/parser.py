@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, NoReturn
 
-from reach_adapters.cli.argtypes import json_or_text, pair, payload, port, positive
+from reach_adapters.cli.argtypes import add_call_options, json_or_text, pair, payload, port, positive
 from reach_adapters.cli.codes import EXIT_USAGE
 from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_insecure, add_limits
 from reach_adapters.cli.tasks_parser import add_task_commands, add_token
@@ -206,15 +206,7 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="PAYLOAD",
         help="JSON ('-' reads stdin; default {})",
     )
-    sub.add_argument(
-        "--option",
-        dest="options",
-        type=pair,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="call option (timeout_ms, priority, namespace, fallback...); VALUE is JSON or text",
-    )
+    add_call_options(sub, "timeout_ms, priority, namespace, fallback")
     sub.add_argument(
         "--capability", metavar="NAME", help="with an agent id: the capability to call, if it has several"
     )

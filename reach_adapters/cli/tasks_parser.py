@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from reach_adapters.cli.argtypes import pair, payload, positive
+from reach_adapters.cli.argtypes import add_call_options, payload, positive
 
 __all__ = ["add_task_commands", "add_token"]
 
@@ -45,15 +45,7 @@ def add_task_commands(commands: Any, command: Command, parents: list[argparse.Ar
     sub.add_argument(
         "payload", type=payload, nargs="?", default={}, metavar="PAYLOAD", help="JSON ('-' reads stdin)"
     )
-    sub.add_argument(
-        "--option",
-        dest="options",
-        type=pair,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="call option (timeout_ms, priority, task_id...); VALUE is JSON or text",
-    )
+    add_call_options(sub, "timeout_ms, priority, task_id")
     sub.add_argument("--callback-url", metavar="URL", help="where the server POSTs the finished task")
     sub.add_argument("--timeout", type=positive, default=60.0, metavar="S", help="HTTP timeout")
     _server(sub)
