@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from middleware import Fault
+from middleware import Fault, ResultStatus
 from reach_adapters import (
     Capability,
     FunctionAgent,
@@ -286,3 +286,9 @@ def test_the_policy_changes_outside_any_event_loop() -> None:
     router = Router()
     router.update_policy(RoutingPolicy(task_workers=2))
     assert router.policy.task_workers == 2
+
+
+def test_every_result_status_is_a_task_status() -> None:
+    # A finished task takes its result's status (runner: TaskStatus(result.status.value)); an enum
+    # cannot extend another, so this keeps the two lists in step.
+    assert {status.value for status in ResultStatus} <= {status.value for status in TaskStatus}
