@@ -13,6 +13,7 @@ from reach_adapters.cluster.errors import ClusterError  # noqa: E402
 from reach_adapters.cluster.node import DEFAULT_LEASE_TTL_S, ClusterNode  # noqa: E402
 from reach_adapters.cluster.records import Keys, LeaseRecord  # noqa: E402
 from reach_adapters.cluster.remote import REMOTE_DELIVERY, RemoteAgent  # noqa: E402
+from reach_adapters.cluster.stats import NodeStats  # noqa: E402
 
 __all__ = [
     "DEFAULT_LEASE_TTL_S",
@@ -22,6 +23,7 @@ __all__ = [
     "ClusterNode",
     "Keys",
     "LeaseRecord",
+    "NodeStats",
     "RemoteAgent",
     "lease_state",
 ]

@@ -35,6 +35,42 @@ class Keys:
     def channel(self) -> str:
         return f"{self.prefix}catalog"
 
+    def inbox(self, node: str) -> str:
+        """The stream of calls (and cancellations) for the agents `node` hosts."""
+        return f"{self.prefix}inbox:{node}"
+
+    def replies(self, node: str) -> str:
+        """The stream of answers to the calls `node` sent."""
+        return f"{self.prefix}replies:{node}"
+
+    def task(self, task_id: str) -> str:
+        """An async task's record (JSON), created with ``SET NX``: one task per id in the cluster."""
+        return f"{self.prefix}task:{task_id}"
+
+    @property
+    def task_index(self) -> str:
+        """Sorted set of async task ids by submit time, for listing."""
+        return f"{self.prefix}tasks:index"
+
+    @property
+    def task_queue(self) -> str:
+        """The stream async tasks wait in; read by every node through one consumer group."""
+        return f"{self.prefix}tasks:queue"
+
+    @property
+    def task_group(self) -> str:
+        return "workers"
+
+    @property
+    def dead_letters(self) -> str:
+        """The stream of tasks given up after too many deliveries."""
+        return f"{self.prefix}tasks:dead"
+
+    @property
+    def task_events(self) -> str:
+        """Pub/sub channel: ``{"op": "done"|"cancel", "task_id": ...}``."""
+        return f"{self.prefix}tasks:events"
+
 
 @dataclass(frozen=True, slots=True)
 class LeaseRecord:
