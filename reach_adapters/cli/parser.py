@@ -132,16 +132,20 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--registry",
         metavar="URL",
         help="join the cluster whose registry is this Redis (redis://HOST:PORT/DB): this process becomes "
-        "a node, its agents are leased there and other nodes' agents are listed (default: none)",
+        "a node, its agents are leased there and other nodes' agents are listed (default: registry.url "
+        "of the policy file, else none)",
     )
-    sub.add_argument("--node-id", help="this node's id in the cluster (default: HOSTNAME-RANDOM)")
+    sub.add_argument(
+        "--node-id",
+        help="this node's id in the cluster (default: registry.node_id of the policy file, else "
+        "HOSTNAME-RANDOM)",
+    )
     sub.add_argument(
         "--lease-ttl",
         type=positive,
-        default=15.0,
         metavar="S",
-        help="with --registry: seconds a lease of this node's agents lasts, renewed every third of it "
-        "(default: %(default)s)",
+        help="in a cluster: seconds a lease of this node's agents lasts, renewed every third of it "
+        "(default: registry.lease_ttl_s of the policy file, else 15)",
     )
     add_config_safety(sub)
     add_insecure(sub)

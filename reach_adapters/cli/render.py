@@ -106,9 +106,20 @@ def render_check(report: Mapping[str, Any]) -> str:
     default = policy.get("default_agent") or "none"
     summary = (
         f"{report['config_dir']}: valid; policy {policy['strategy']}, max_retries {policy['max_retries']}, "
-        f"default agent {default}; {len(rows)} agent(s); {_security_summary(report['security'])}"
+        f"default agent {default}; {len(rows)} agent(s); {_security_summary(report['security'])}; "
+        f"{_registry_summary(report['registry'])}"
     )
     return summary + ("\n" + table(["agent", "kind", "from", "file"], rows) if rows else "")
+
+
+def _registry_summary(registry: Mapping[str, Any] | None) -> str:
+    if registry is None:
+        return "no registry (not a cluster node unless reach serve --registry)"
+    node = registry["node_id"] or "HOSTNAME-RANDOM"
+    return (
+        f"registry {registry['url']} (node {node}, lease {registry['lease_ttl_s']} s, "
+        f"prefix {registry['prefix']})"
+    )
 
 
 def _security_summary(security: Mapping[str, Any] | None) -> str:

@@ -32,6 +32,7 @@ from reach_adapters.config.models import (
     MCPAgentFile,
     PolicyFile,
 )
+from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.config.source import Document, Loc, parse_document
 from reach_adapters.config.validation import mapping_of, validate
 from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
@@ -84,14 +85,15 @@ class AgentSpec:
 
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
-    """A valid configuration directory: the policy, the agents by id, and ``security.yaml``
-    (None without one: no authentication)."""
+    """A valid configuration directory: the policy, the agents by id, ``security.yaml`` (None
+    without one: no authentication) and the policy file's ``registry`` (None: not a cluster node)."""
 
     directory: Path
     files: Mapping[str, bytes]
     policy: RoutingPolicy
     agents: Mapping[str, AgentSpec]
     security: SecuritySpec | None = None
+    registry: RegistrySettings | None = None
 
 
 def load_config(directory: str | Path, *, allow_insecure: bool = False) -> GatewayConfig:
@@ -130,8 +132,9 @@ def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
     security_name = _single(directory, files, SECURITY_STEM, "the security settings")
     policy = RoutingPolicy()
     policy_doc: Document | None = None
+    registry = None
     if policy_name is not None:
-        policy_doc, policy = _policy(directory / policy_name, files[policy_name])
+        policy_doc, policy, registry = _policy(directory / policy_name, files[policy_name])
     security = None if security_name is None else _security(directory, security_name, files[security_name])
     agents: dict[str, AgentSpec] = {}
     for name, raw in files.items():
@@ -149,7 +152,7 @@ def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
             "add that agent's file or remove default_agent"
         )
         raise policy_doc.error(("default_agent",), problem)
-    return GatewayConfig(directory, dict(files), policy, agents, security)
+    return GatewayConfig(directory, dict(files), policy, agents, security, registry)
 
 
 def _single(directory: Path, files: Mapping[str, bytes], stem: str, what: str) -> str | None:
@@ -169,12 +172,13 @@ def server_cwd(directory: Path, model: MCPAgentFile) -> Path | None:
 # -- the policy --------------------------------------------------------------------------------
 
 
-def _policy(path: Path, raw: bytes) -> tuple[Document, RoutingPolicy]:
+def _policy(path: Path, raw: bytes) -> tuple[Document, RoutingPolicy, RegistrySettings | None]:
     doc = parse_document(path, raw)
     data = mapping_of(doc)
-    validate(doc, PolicyFile, data)
+    registry = validate(doc, PolicyFile, data).registry
+    data.pop("registry", None)
     try:
-        return doc, RoutingPolicy(**data)
+        return doc, RoutingPolicy(**data), registry
     except InvalidPolicyError as exc:
         raise ConfigFileError(path, str(exc)) from None
 
