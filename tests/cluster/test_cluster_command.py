@@ -121,7 +121,7 @@ def test_an_empty_cluster(redis_url: str, prefix: str, capsys: pytest.CaptureFix
             "--registry 'http://127.0.0.1:6379/0': Redis URL must specify",
         ),
         (
-            f"redis://127.0.0.1:{free_port()}/0",
+            "redis://127.0.0.1:{free_port}/0",
             EXIT_UNAVAILABLE,
             "cannot reach the cluster registry at redis://",
         ),
@@ -130,6 +130,8 @@ def test_an_empty_cluster(redis_url: str, prefix: str, capsys: pytest.CaptureFix
 def test_a_bad_url_or_no_redis_is_one_line(
     url: str, code: int, says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A port nobody listens on, picked when the test runs (ids must match across xdist workers).
+    url = url.format(free_port=free_port())
     assert main(["cluster", "--registry", url, "--timeout", "2"]) == code
     err = capsys.readouterr().err
     assert err.count("\n") == 1
