@@ -29,6 +29,7 @@ _EXIT_CODES = (
     ("reach_adapters.cli.errors", "UsageError", EXIT_USAGE),
     ("reach_adapters.config.errors", "ConfigError", EXIT_CONFIG),
     ("reach_adapters.gateway.errors", "GatewayError", EXIT_UNAVAILABLE),
+    ("reach_adapters.cluster.errors", "ClusterError", EXIT_UNAVAILABLE),
     ("reach_adapters.mcp.errors", "MCPConnectionError", EXIT_UNAVAILABLE),
     ("reach_adapters.mcp.errors", "MCPTimeoutError", EXIT_UNAVAILABLE),
     ("reach_adapters.errors", "ReachError", EXIT_FAILED),

@@ -7,6 +7,7 @@ import argparse
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.render import render_check, render_json
 from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.security import redact_args, redact_url
 from reach_adapters.security.spec import SecuritySpec
 
@@ -20,6 +21,7 @@ def run_check(args: argparse.Namespace) -> int:
         "policy": config.policy.model_dump(mode="json"),
         "agents": [_described(spec) for spec in config.agents.values()],
         "security": None if config.security is None else _security(config.security),
+        "registry": None if config.registry is None else _registry(config.registry),
     }
     print(render_json(report) if args.json else render_check(report))
     return EXIT_OK
@@ -37,6 +39,11 @@ def _described(spec: AgentSpec) -> dict[str, str]:
     else:
         source = model.function
     return {"agent_id": spec.agent_id, "kind": model.kind, "source": source, "file": spec.file.name}
+
+
+def _registry(settings: RegistrySettings) -> dict[str, object]:
+    # A password in the URL stays in the file.
+    return {**settings.model_dump(mode="json"), "url": redact_url(settings.url)}
 
 
 def _security(spec: SecuritySpec) -> dict[str, object]:

@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     _explain(commands, [logs])
     add_task_commands(commands, _command, [logs])
     _scan(commands, [logs])
+    _cluster(commands, [logs])
     _check(commands, [logs, app_dir])
     _schema(commands, [logs])
     return parser
@@ -132,16 +133,20 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--registry",
         metavar="URL",
         help="join the cluster whose registry is this Redis (redis://HOST:PORT/DB): this process becomes "
-        "a node, its agents are leased there and other nodes' agents are listed (default: none)",
+        "a node, its agents are leased there and other nodes' agents are listed (default: registry.url "
+        "of the policy file, else none)",
     )
-    sub.add_argument("--node-id", help="this node's id in the cluster (default: HOSTNAME-RANDOM)")
+    sub.add_argument(
+        "--node-id",
+        help="this node's id in the cluster (default: registry.node_id of the policy file, else "
+        "HOSTNAME-RANDOM)",
+    )
     sub.add_argument(
         "--lease-ttl",
         type=positive,
-        default=15.0,
         metavar="S",
-        help="with --registry: seconds a lease of this node's agents lasts, renewed every third of it "
-        "(default: %(default)s)",
+        help="in a cluster: seconds a lease of this node's agents lasts, renewed every third of it "
+        "(default: registry.lease_ttl_s of the policy file, else 15)",
     )
     add_config_safety(sub)
     add_insecure(sub)
@@ -294,6 +299,35 @@ def _scan_checked(args: argparse.Namespace) -> int:
     args.env = dict(args.env)
     args.header = dict(args.header)
     return run_scan(args)
+
+
+def _cluster(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
+    sub = _command(
+        commands,
+        "cluster",
+        parents,
+        "show the nodes of a cluster, their leases and task queue",
+        "Read a cluster's Redis directly (no node needs to run): every node with its agents, their "
+        "states and how long ago its leases were renewed, and the async task queue with its dead letters.",
+    )
+    sub.add_argument(
+        "--registry",
+        required=True,
+        metavar="URL",
+        help="the cluster's Redis, as given to reach serve --registry (redis://HOST:PORT/DB)",
+    )
+    sub.add_argument("--prefix", default="reach:", help="the cluster's key prefix (default: %(default)s)")
+    sub.add_argument(
+        "--timeout", type=positive, default=5.0, metavar="S", help="Redis connect and read timeout"
+    )
+    sub.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sub.set_defaults(run=_run_cluster, extra="cluster")
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    from reach_adapters.cli.cluster import run_cluster
+
+    return run_cluster(args)
 
 
 def _check(commands: Any, parents: list[argparse.ArgumentParser]) -> None:

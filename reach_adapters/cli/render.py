@@ -10,7 +10,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["render_catalog", "render_check", "render_decision", "render_json", "render_result", "table"]
+__all__ = [
+    "render_catalog",
+    "render_check",
+    "render_cluster",
+    "render_decision",
+    "render_json",
+    "render_result",
+    "table",
+]
 
 
 def render_json(value: Any) -> str:
@@ -47,6 +55,45 @@ def render_catalog(agents: Sequence[Mapping[str, Any]]) -> str:
             [*head, "node"], [(*row, info.get("node") or "") for row, info in zip(rows, agents, strict=True)]
         )
     return table(head, rows)
+
+
+def render_cluster(report: Mapping[str, Any]) -> str:
+    """`reach cluster`: a line per node, a line per agent, then the async task queue if any."""
+    nodes = report["nodes"]
+    where = f"{report['registry']} (prefix {report['prefix']})"
+    if not nodes:
+        lines = [f"no nodes in the cluster at {where}"]
+    else:
+        agents = [(agent, node["node"]) for node in nodes for agent in node["agents"]]
+        lines = [f"cluster at {where}: {len(nodes)} node(s), {len(agents)} agent(s)", ""]
+        rows = [
+            (
+                node["node"],
+                len(node["agents"]),
+                ", ".join(f"{state} {count}" for state, count in node["states"].items()),
+                _seconds(node["lease_left_ms"]),
+                f"{_seconds(node['renewed_ms_ago'])} ago",
+            )
+            for node in nodes
+        ]
+        lines += [table(["node", "agents", "states", "lease left", "renewed"], rows), ""]
+        listed = [(a["agent_id"], node, a["state"], _seconds(a["lease_left_ms"])) for a, node in agents]
+        lines.append(table(["agent", "node", "state", "lease left"], listed))
+    if report["malformed_leases"]:
+        lines.append(f"{report['malformed_leases']} lease key(s) under the prefix hold no lease record")
+    queue = report["task_queue"]
+    if queue is not None:
+        lag = "" if queue["lag"] is None else f", lag {queue['lag']}"
+        lines += [
+            "",
+            f"task queue: {queue['length']} entr(ies), {queue['pending']} delivered and not acked{lag}, "
+            f"{queue['consumers']} consumer(s); {queue['dead_letters']} dead letter(s)",
+        ]
+    return "\n".join(lines)
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:.1f} s"
 
 
 def render_result(result: Mapping[str, Any]) -> str:
@@ -106,9 +153,20 @@ def render_check(report: Mapping[str, Any]) -> str:
     default = policy.get("default_agent") or "none"
     summary = (
         f"{report['config_dir']}: valid; policy {policy['strategy']}, max_retries {policy['max_retries']}, "
-        f"default agent {default}; {len(rows)} agent(s); {_security_summary(report['security'])}"
+        f"default agent {default}; {len(rows)} agent(s); {_security_summary(report['security'])}; "
+        f"{_registry_summary(report['registry'])}"
     )
     return summary + ("\n" + table(["agent", "kind", "from", "file"], rows) if rows else "")
+
+
+def _registry_summary(registry: Mapping[str, Any] | None) -> str:
+    if registry is None:
+        return "no registry (not a cluster node unless reach serve --registry)"
+    node = registry["node_id"] or "HOSTNAME-RANDOM"
+    return (
+        f"registry {registry['url']} (node {node}, lease {registry['lease_ttl_s']} s, "
+        f"prefix {registry['prefix']})"
+    )
 
 
 def _security_summary(security: Mapping[str, Any] | None) -> str:

@@ -20,6 +20,7 @@ from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.progress import progress
 from reach_adapters.cli.safety import LIMIT_FLAGS
 from reach_adapters.config import ConfigError, load_config
+from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.extras import require_extra
 from reach_adapters.gateway import (
     Gateway,
@@ -150,17 +151,24 @@ async def _run(
 
 
 async def _join(args: argparse.Namespace, gateway: Gateway) -> ClusterNode | None:
-    """With ``--registry``: make this process a node of that cluster (its id is in the log)."""
-    if args.registry is None:
+    """With ``--registry``, or ``registry:`` in the policy file: make this process a node of that
+    cluster (its id is in the log). Each flag given wins over the file's field."""
+    settings = gateway.config.registry
+    url = args.registry or (settings.url if settings is not None else None)
+    if url is None:
         return None
     require_extra("cluster", "reach serve --registry")
     from reach_adapters.cluster import ClusterNode
 
-    node = await ClusterNode.join(
-        gateway.router, args.registry, node_id=args.node_id, lease_ttl_s=args.lease_ttl
+    file = settings if settings is not None else RegistrySettings.model_construct(url=url)
+    gateway.node = await ClusterNode.join(
+        gateway.router,
+        url,
+        node_id=args.node_id or file.node_id,
+        lease_ttl_s=args.lease_ttl or file.lease_ttl_s,
+        prefix=file.prefix,
     )
-    gateway.node_id = node.node_id
-    return node
+    return gateway.node
 
 
 def _limits(args: argparse.Namespace) -> ServerLimits:

@@ -9,14 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel
 
 from reach_adapters.config.directory import (
     POLICY_STEM,
@@ -34,7 +32,9 @@ from reach_adapters.config.models import (
     MCPAgentFile,
     PolicyFile,
 )
+from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.config.source import Document, Loc, parse_document
+from reach_adapters.config.validation import mapping_of, validate
 from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
 from reach_adapters.extras import require_extra
 from reach_adapters.mcp.options import resolve_command
@@ -56,9 +56,6 @@ __all__ = [
     "server_cwd",
 ]
 
-M = TypeVar("M", bound=BaseModel)
-
-_SCHEMA_KEY = "$schema"
 INSECURE_CONFIG_FLAG = "--allow-insecure-config"
 _GROUP_OR_OTHER_WRITE = stat.S_IWGRP | stat.S_IWOTH
 _LANGCHAIN_EXTRA = "kind 'langchain' needs the langchain extra: pip install 'agent-reach[langchain]'"
@@ -88,14 +85,15 @@ class AgentSpec:
 
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
-    """A valid configuration directory: the policy, the agents by id, and ``security.yaml``
-    (None without one: no authentication)."""
+    """A valid configuration directory: the policy, the agents by id, ``security.yaml`` (None
+    without one: no authentication) and the policy file's ``registry`` (None: not a cluster node)."""
 
     directory: Path
     files: Mapping[str, bytes]
     policy: RoutingPolicy
     agents: Mapping[str, AgentSpec]
     security: SecuritySpec | None = None
+    registry: RegistrySettings | None = None
 
 
 def load_config(directory: str | Path, *, allow_insecure: bool = False) -> GatewayConfig:
@@ -134,8 +132,9 @@ def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
     security_name = _single(directory, files, SECURITY_STEM, "the security settings")
     policy = RoutingPolicy()
     policy_doc: Document | None = None
+    registry = None
     if policy_name is not None:
-        policy_doc, policy = _policy(directory / policy_name, files[policy_name])
+        policy_doc, policy, registry = _policy(directory / policy_name, files[policy_name])
     security = None if security_name is None else _security(directory, security_name, files[security_name])
     agents: dict[str, AgentSpec] = {}
     for name, raw in files.items():
@@ -153,7 +152,7 @@ def parse_config(directory: Path, files: Mapping[str, bytes]) -> GatewayConfig:
             "add that agent's file or remove default_agent"
         )
         raise policy_doc.error(("default_agent",), problem)
-    return GatewayConfig(directory, dict(files), policy, agents, security)
+    return GatewayConfig(directory, dict(files), policy, agents, security, registry)
 
 
 def _single(directory: Path, files: Mapping[str, bytes], stem: str, what: str) -> str | None:
@@ -173,12 +172,13 @@ def server_cwd(directory: Path, model: MCPAgentFile) -> Path | None:
 # -- the policy --------------------------------------------------------------------------------
 
 
-def _policy(path: Path, raw: bytes) -> tuple[Document, RoutingPolicy]:
+def _policy(path: Path, raw: bytes) -> tuple[Document, RoutingPolicy, RegistrySettings | None]:
     doc = parse_document(path, raw)
-    data = _mapping(doc)
-    _validate(doc, PolicyFile, data)
+    data = mapping_of(doc)
+    registry = validate(doc, PolicyFile, data).registry
+    data.pop("registry", None)
     try:
-        return doc, RoutingPolicy(**data)
+        return doc, RoutingPolicy(**data), registry
     except InvalidPolicyError as exc:
         raise ConfigFileError(path, str(exc)) from None
 
@@ -197,7 +197,7 @@ def _security(directory: Path, name: str, raw: bytes) -> SecuritySpec:
     from reach_adapters.security.guard import SecurityGuard
 
     doc = parse_document(directory / name, raw)
-    spec = _validate(doc, SecuritySpec, _mapping(doc))
+    spec = validate(doc, SecuritySpec, mapping_of(doc))
     try:
         Authenticator.from_spec(spec, directory)
         SecurityGuard(spec)
@@ -211,7 +211,7 @@ def _security(directory: Path, name: str, raw: bytes) -> SecuritySpec:
 
 def _agent(directory: Path, path: Path, raw: bytes) -> AgentSpec:
     doc = parse_document(path, raw)
-    data = _mapping(doc)
+    data = mapping_of(doc)
     kind = data.get("kind")
     kinds = ", ".join(AGENT_KINDS)
     if kind is None:
@@ -219,7 +219,7 @@ def _agent(directory: Path, path: Path, raw: bytes) -> AgentSpec:
     model_cls = AGENT_KINDS.get(kind) if isinstance(kind, str) else None
     if model_cls is None:
         raise doc.error(("kind",), f"unknown kind {kind!r}; give one of {kinds}")
-    model = _validate(doc, model_cls, data)
+    model = validate(doc, model_cls, data)
     stems = file_stems(model.agent_id)
     if path.stem not in stems:
         problem = (
@@ -335,74 +335,3 @@ def _check_overrides(doc: Document, overrides: Mapping[str, BaseModel]) -> None:
             problem = None if schema is None else check_schema(schema)
             if problem is not None:
                 raise doc.error(("overrides", name, field), f"not a valid JSON Schema: {problem}")
-
-
-# -- shared ------------------------------------------------------------------------------------
-
-
-def _mapping(doc: Document) -> dict[str, Any]:
-    data = doc.data
-    if data is None:
-        raise ConfigFileError(doc.path, "is empty; it must hold a mapping of keys to values", line=1)
-    if not isinstance(data, dict):
-        problem = f"must hold a mapping of keys to values, not a {type(data).__name__}"
-        raise ConfigFileError(doc.path, problem, line=doc.line_of(()))
-    schema = data.pop(_SCHEMA_KEY, None)
-    if schema is not None and not isinstance(schema, str):
-        raise doc.error((_SCHEMA_KEY,), "must be a string: the URL or path of the file's JSON Schema")
-    return data
-
-
-def _validate(doc: Document, model: type[M], data: dict[str, Any]) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        problem = _problem(model, errors[0])
-        if len(errors) > 1:
-            problem += f" (and {len(errors) - 1} more problem(s) in this file)"
-        raise doc.error(errors[0]["loc"], problem) from None
-
-
-def _problem(model: type[BaseModel], error: ErrorDetails) -> str:
-    if error["type"] == "extra_forbidden":
-        known = _keys_at(model, error["loc"][:-1])
-        return f"unknown key; the keys allowed here are: {', '.join(known)}" if known else "unknown key"
-    if error["type"] == "missing":
-        return "missing; this field is required"
-    return error["msg"].removeprefix("Value error, ")
-
-
-def _keys_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
-    """The fields of the model found at `loc`, following nested models, lists and dicts."""
-    annotation: Any = model
-    for part in loc:
-        annotation = _unwrap(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            field = annotation.model_fields.get(str(part))
-            if field is None:
-                return []
-            annotation = field.annotation
-        elif get_origin(annotation) in (list, dict):
-            annotation = get_args(annotation)[-1]
-        else:
-            return []
-    annotation = _unwrap(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return list(annotation.model_fields)
-    return []
-
-
-def _unwrap(annotation: Any) -> Any:
-    """``X | None`` and ``Annotated[X, ...]`` → ``X``."""
-    while True:
-        origin = get_origin(annotation)
-        if origin in (Union, types.UnionType):
-            options = [arg for arg in get_args(annotation) if arg is not type(None)]
-            if len(options) != 1:
-                return annotation
-            annotation = options[0]
-        elif origin is not None and hasattr(annotation, "__metadata__"):
-            annotation = get_args(annotation)[0]
-        else:
-            return annotation

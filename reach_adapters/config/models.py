@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
 from reach_adapters.router.agent import CallStyle
@@ -40,7 +41,9 @@ ImportPath = Annotated[
 if TYPE_CHECKING:
     CapabilityDecl = BaseModel
     CapabilityPatch = BaseModel
-    PolicyFile = BaseModel
+
+    class PolicyFile(BaseModel):
+        registry: RegistrySettings | None
 else:
     from reach_adapters.config.twins import plain_model
 
@@ -52,7 +55,16 @@ else:
         optional=True,
         doc="Fields laid over a capability's declaration; the capability keeps its name.",
     )
-    PolicyFile = plain_model(RoutingPolicy)
+    # The policy file also holds `registry`, which `reach serve` reads and the router does not.
+    PolicyFile = create_model(
+        "RoutingPolicy",
+        __base__=plain_model(RoutingPolicy),
+        __doc__=RoutingPolicy.__doc__,
+        registry=(
+            RegistrySettings | None,
+            Field(None, description="The cluster reach serve joins as a node (docs/cluster.md)."),
+        ),
+    )
 
 
 class _File(BaseModel):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from reach_adapters.config.models import AGENT_KINDS, AgentFile, PolicyFile
 from reach_adapters.security.spec import SecuritySpec
@@ -30,7 +30,7 @@ _SCHEMA_PROPERTY = {"type": "string", "description": "Where the file's JSON Sche
 def json_schema(kind: SchemaKind) -> dict[str, Any]:
     """The JSON Schema of the routing policy file, of an agent file (any kind) or of ``security.yaml``."""
     if kind in ("policy", "security"):
-        model = PolicyFile if kind == "policy" else SecuritySpec
+        model: type[BaseModel] = PolicyFile if kind == "policy" else SecuritySpec
         schema = model.model_json_schema()
         schema["properties"] = {"$schema": _SCHEMA_PROPERTY, **schema["properties"]}
         schema["title"] = f"Agent Reach {'routing policy' if kind == 'policy' else 'security'} file"

@@ -30,6 +30,7 @@ from reach_adapters.router.state import UNUSABLE_STATES
 from reach_adapters.security.spec import SecuritySpec
 
 if TYPE_CHECKING:
+    from reach_adapters.cluster import ClusterNode
     from reach_adapters.security.credentials import Authenticator
     from reach_adapters.security.guard import SecurityGuard
 
@@ -122,8 +123,8 @@ class Gateway:
         self.generation = 1
         self.reloads_applied = 0
         self.reloads_rejected = 0
-        # This process's node id when it is a node of a cluster (`reach serve --registry`).
-        self.node_id: str | None = None
+        # This process as a node of a cluster (`reach serve --registry`), else None.
+        self.node: ClusterNode | None = None
         self.last_error: str | None = None
         self._agents = dict(agents)
         self._drain_timeout_s = drain_timeout_s
@@ -168,6 +169,11 @@ class Gateway:
         )
 
     # -- what the API shows ------------------------------------------------------------------
+
+    @property
+    def node_id(self) -> str | None:
+        """This process's node id in its cluster; None when it is not a node."""
+        return None if self.node is None else self.node.node_id
 
     def status(self) -> GatewayStatus:
         catalog = self.router.catalog()
@@ -269,6 +275,13 @@ class Gateway:
         await asyncio.gather(*(self._retire(agent_id) for agent_id in removed))
         if security_changed:
             self._security_changed(security)
+        if new.registry != old.registry:
+            # Moving a live node to another cluster would drop calls in flight between nodes.
+            logger.warning(
+                "registry in the policy file changed: it takes effect when reach serve restarts; "
+                "until then this process %s",
+                "is not a node" if self.node is None else f"stays node {self.node.node_id} of its cluster",
+            )
         self.config = new
         self.generation += 1
         self.reloads_applied += 1

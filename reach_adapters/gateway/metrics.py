@@ -1,5 +1,5 @@
-"""Prometheus metrics of a gateway: the router's (`ReachMetrics`) plus the config's generation
-and the async tasks queued and running."""
+"""Prometheus metrics of a gateway: the router's (`ReachMetrics`) plus the config's generation,
+the async tasks queued and running, and, on a node of a cluster, the node's (`node_metrics`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from reach_adapters.gateway.gateway import Gateway
+from reach_adapters.gateway.node_metrics import node_metrics
 from reach_adapters.observability.metrics import ReachMetrics
 
 __all__ = ["GatewayMetrics"]
@@ -43,6 +44,8 @@ class GatewayMetrics(Collector):
         tasks.add_metric(["queued"], runner.queued)
         tasks.add_metric(["running"], runner.running)
         yield tasks
+        if self.gateway.node is not None:
+            yield from node_metrics(self.gateway.node, self.gateway.router)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -1,0 +1,50 @@
+"""``registry:`` in the routing policy file: the cluster `reach serve` joins without ``--registry``.
+
+Not a `RoutingPolicy` field: the router never reads it, and a running node does not move to
+another cluster on a hot reload (see `Gateway`); it is read when `reach serve` starts.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "REGISTRY_SCHEMES", "RegistrySettings"]
+
+# The same values as ClusterNode's (reach_adapters.cluster.node, which needs redis-py): the
+# config is checked without the cluster extra; tests/config/test_registry.py keeps them equal.
+DEFAULT_LEASE_TTL_S = 15.0
+MIN_LEASE_TTL_S = 0.5
+REGISTRY_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+class RegistrySettings(BaseModel):
+    """The Redis whose cluster this process joins as a node; command-line flags win over each field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(
+        description="The cluster's Redis: redis://HOST:PORT/DB (or rediss://, unix://); --registry wins.",
+        examples=["redis://127.0.0.1:6379/0"],
+    )
+    node_id: str | None = Field(
+        None, min_length=1, description="This node's id; --node-id wins (default: HOSTNAME-RANDOM)."
+    )
+    lease_ttl_s: float = Field(
+        DEFAULT_LEASE_TTL_S,
+        ge=MIN_LEASE_TTL_S,
+        strict=True,
+        allow_inf_nan=False,
+        description="Seconds a lease of this node's agents lasts, renewed every third of it; "
+        "--lease-ttl wins.",
+    )
+    prefix: str = Field(
+        "reach:", min_length=1, description="Prefix of the cluster's Redis keys: clusters sharing a database."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _scheme(cls, url: str) -> str:
+        if not url.startswith(REGISTRY_SCHEMES):
+            msg = f"{url!r} is not a Redis URL; give redis://HOST:PORT/DB (or rediss://, unix://)"
+            raise ValueError(msg)
+        return url
