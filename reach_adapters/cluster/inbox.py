@@ -82,6 +82,9 @@ class Inbox:
         # not on every reply (one round trip fewer per call).
         self._expiry_set: dict[str, float] = {}
         self._reader: asyncio.Task[None] | None = None
+        # A flag as well as cancel(): on 3.11 a cancel racing redis-py's read timeout can be
+        # swallowed, and the reader must still stop (each blocking read is bounded).
+        self._closed = False
 
     async def start(self) -> None:
         start_id = await last_entry_id(self._client, self._inbox)
@@ -91,6 +94,7 @@ class Inbox:
 
     async def aclose(self) -> None:
         """Stop reading; calls still running are cancelled, and their callers told so."""
+        self._closed = True
         if self._reader is not None:
             self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
@@ -114,7 +118,7 @@ class Inbox:
                 await self._reply(call.reply_to, request_id, result)
 
     async def _reading(self, last_id: bytes | str) -> None:
-        while True:
+        while not self._closed:
             try:
                 reply = await self._client.xread({self._inbox: last_id}, count=_BATCH, block=self._block_ms)
             except (RedisError, OSError) as exc:

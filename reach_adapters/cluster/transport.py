@@ -108,6 +108,9 @@ class Transport:
         self._pending: dict[str, _Pending] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
+        # A flag as well as cancel(): on 3.11 a cancel racing redis-py's read timeout can be
+        # swallowed, and the reader must still stop (each blocking read is bounded).
+        self._closed = False
         # Set by the node while it finds Redis out of reach: calls fail at once instead of waiting
         # for a connection attempt to time out.
         self.reachable: Callable[[], bool] = lambda: True
@@ -119,6 +122,7 @@ class Transport:
         )
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._reader is not None:
             self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
@@ -220,7 +224,7 @@ class Transport:
         task.add_done_callback(self._background.discard)
 
     async def _reading(self, last_id: bytes | str) -> None:
-        while True:
+        while not self._closed:
             try:
                 reply = await self._client.xread({self._replies: last_id}, count=_BATCH, block=self._block_ms)
             except (RedisError, OSError) as exc:
