@@ -12,8 +12,9 @@ from reach_adapters.cluster.cache import ClusterCache, lease_state  # noqa: E402
 from reach_adapters.cluster.errors import ClusterError  # noqa: E402
 from reach_adapters.cluster.node import DEFAULT_LEASE_TTL_S, ClusterNode  # noqa: E402
 from reach_adapters.cluster.records import Keys, LeaseRecord  # noqa: E402
-from reach_adapters.cluster.remote import REMOTE_DELIVERY, RemoteAgent  # noqa: E402
+from reach_adapters.cluster.remote import RemoteAgent  # noqa: E402
 from reach_adapters.cluster.stats import NodeStats  # noqa: E402
+from reach_adapters.cluster.transport import REMOTE_DELIVERY, Transport  # noqa: E402
 
 __all__ = [
     "DEFAULT_LEASE_TTL_S",
@@ -25,5 +26,6 @@ __all__ = [
     "LeaseRecord",
     "NodeStats",
     "RemoteAgent",
+    "Transport",
     "lease_state",
 ]

@@ -4,19 +4,26 @@ Routing never asks Redis: it reads the router, which the node keeps in step with
 cache learns from pub/sub messages (at once) and from a full resync every TTL/6 (expiry events and
 pub/sub messages can be lost), and judges leases on its own clock between resyncs, so an agent
 whose node went silent is found out even while Redis is down.
+
+Leases are kept per (node, agent id): two nodes hosting one agent id hold two leases, and one
+ending leaves the other in place.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from reach_adapters.cluster.records import LeaseRecord
 from reach_adapters.router import AgentState
 
-__all__ = ["CachedLease", "ClusterCache", "lease_state"]
+__all__ = ["CachedLease", "ClusterCache", "LeaseKey", "lease_state"]
 
 logger = logging.getLogger(__name__)
+
+# (node, agent id): what one lease is about.
+LeaseKey = tuple[str, str]
 
 # States another node's agent may show here; one that is leaving or reconnecting there is offline
 # here, since this node can neither wait for it nor drain it.
@@ -49,44 +56,56 @@ def lease_state(lease: CachedLease, now: float) -> tuple[AgentState, str]:
 
 
 class ClusterCache:
-    """Other nodes' leases by agent id; records of this node (`node_id`) are left out."""
+    """Other nodes' leases by (node, agent id); records of this node (`node_id`) are left out."""
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
-        self.leases: dict[str, CachedLease] = {}
-        # Agents dropped since the router was last brought in step, with why.
-        self.gone: dict[str, str] = {}
+        self.leases: dict[LeaseKey, CachedLease] = {}
+        # Leases ended since the router was last brought in step, with why.
+        self.gone: dict[LeaseKey, str] = {}
+        # When each lease was deregistered: a resync that read it before then must not revive it.
+        self._forgotten: dict[LeaseKey, float] = {}
 
-    def observe(self, raw: bytes, ttl_left_ms: int, now: float) -> None:
-        """A lease seen in Redis (or announced) with `ttl_left_ms` left at `now`."""
+    def observe(
+        self, raw: bytes, ttl_left_ms: int, now: float, read_since: float | None = None
+    ) -> LeaseKey | None:
+        """A lease seen in Redis (or announced) with `ttl_left_ms` left at `now`; its key, or
+        None when it is this node's own or malformed. `read_since`: when the resync that read it
+        began (a lease deregistered since then is gone, whatever that read saw)."""
         try:
             record = LeaseRecord.loads(raw)
         except (ValueError, KeyError, TypeError):
             logger.warning("ignoring a malformed lease record in the cluster registry: %.200r", raw)
-            return
+            return None
         if record.node == self.node_id:
-            return
-        self.gone.pop(record.agent_id, None)
-        self.leases[record.agent_id] = CachedLease(record, now + ttl_left_ms / 1000.0, now)
+            return None
+        key = (record.node, record.agent_id)
+        if read_since is None:
+            self._forgotten.pop(key, None)
+        elif self._forgotten.get(key, read_since) > read_since:
+            return None
+        self.gone.pop(key, None)
+        self.leases[key] = CachedLease(record, now + ttl_left_ms / 1000.0, now)
+        return key
 
     def forget(self, agent_id: str, node: str, reason: str) -> None:
-        """Drop `agent_id` when `node` still holds it (a late message of an old owner is ignored)."""
-        lease = self.leases.get(agent_id)
-        if lease is not None and lease.record.node == node:
-            del self.leases[agent_id]
-            self.gone[agent_id] = reason
+        """Drop `node`'s lease of `agent_id` (deregistered there, or the node left)."""
+        self._forgotten[(node, agent_id)] = time.monotonic()
+        if self.leases.pop((node, agent_id), None) is not None:
+            self.gone[(node, agent_id)] = reason
 
-    def resynced(self, seen: set[str], started: float) -> None:
+    def resynced(self, seen: set[LeaseKey], started: float) -> None:
         """After a full read of the registry begun at `started`: leases not in it have ended,
         unless announced after the read began (the read may have passed their key before)."""
+        self._forgotten = {key: at for key, at in self._forgotten.items() if at >= started}
         ended = [key for key, lease in self.leases.items() if key not in seen and lease.seen_at < started]
-        for agent_id in ended:
-            node = self.leases.pop(agent_id).record.node
-            self.gone[agent_id] = f"lease of node {node} expired"
+        for key in ended:
+            del self.leases[key]
+            self.gone[key] = f"lease of node {key[0]} expired"
 
     def expire(self, now: float) -> None:
         """Drop leases that ended by this node's clock (Redis may be out of reach to tell)."""
-        for agent_id, lease in list(self.leases.items()):
+        for key, lease in list(self.leases.items()):
             if lease.expires_at <= now:
-                del self.leases[agent_id]
-                self.gone[agent_id] = f"lease of node {lease.record.node} expired"
+                del self.leases[key]
+                self.gone[key] = f"lease of node {key[0]} expired"

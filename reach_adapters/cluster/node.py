@@ -3,6 +3,8 @@
 Three background tasks, none on the call path: the publisher (this node's leases, renewed every
 TTL/3 and at once on a catalog change), the listener (other nodes' changes over pub/sub), and the
 clock (a full resync every TTL/6, lease judgement, the router brought in step with the cache).
+Two more carry calls between nodes: the reader of this node's replies (`Transport`) and the
+reader of its inbox (`Inbox`).
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
-from reach_adapters.cluster.cache import ClusterCache
+from reach_adapters.cluster.cache import ClusterCache, LeaseKey
 from reach_adapters.cluster.errors import ClusterError
+from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.mirror import Mirror
 from reach_adapters.cluster.records import Keys, LeaseRecord
+from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.cluster.transport import Transport
 from reach_adapters.router import Router
 
 __all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "ClusterNode"]
@@ -39,12 +44,18 @@ _MAX_BACKOFF_S = 5.0
 _SCHEMES = ("redis://", "rediss://", "unix://")
 
 
+def io_timeout_s(lease_ttl_s: float) -> float:
+    """How long one exchange with Redis may take before the node counts it failed: short enough
+    to notice an outage within a resync period, never under 0.2 s nor over 2 s."""
+    return min(max(lease_ttl_s / 6, 0.2), 2.0)
+
+
 class ClusterNode:
     """This process as a node of a cluster: its agents leased in Redis, others' agents listed.
 
     Use `join`; `aclose` leaves (deleting this node's leases, so the others drop its agents at
-    once). While Redis is out of reach the node keeps routing to its own agents, warns once per
-    outage, retries with a growing backoff, and resyncs when Redis is back.
+    once), and so does closing the router. While Redis is out of reach the node keeps routing to
+    its own agents, warns once per outage, retries with a growing backoff, and resyncs when Redis is back.
     """
 
     def __init__(
@@ -57,14 +68,33 @@ class ClusterNode:
         self._client = client
         self._ttl_ms = max(int(lease_ttl_s * 1000), 3)
         self.cache = ClusterCache(node_id)
-        self._mirror = Mirror(router, self.cache)
+        self.stats = NodeStats()
+        # Blocking reads return well within the socket timeout, which would cut them off.
+        block_ms = max(int(io_timeout_s(lease_ttl_s) * 500), 50)
+        self.transport = Transport(client, keys, node_id, self.stats, block_ms=block_ms)
+        self.transport.reachable = lambda: self._down_since is None
+        self._mirror = Mirror(router, self.cache, self.transport)
+        self.inbox = Inbox(
+            router,
+            client,
+            keys,
+            node_id,
+            self.stats,
+            self._hosts,
+            block_ms=block_ms,
+            # A replies stream outlives its last reply by this much: a dead caller's goes away.
+            reply_ttl_ms=max(self._ttl_ms * 2, 10_000),
+        )
         self._published: dict[str, bytes] = {}
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stop_listening = router.on_catalog_change(self._wake.set)
+        # A node must not outlive its router: closing the router makes it leave.
+        self._stop_closing = router.on_close(self.aclose)
         self._down_since: float | None = None
         self._backoff = self.tick_s
         self._closed = False
+        self._left = False
 
     @property
     def renew_s(self) -> float:
@@ -98,7 +128,7 @@ class ClusterNode:
             # Renewals every TTL/3 and resyncs every TTL/6: a tiny lease floods Redis with both.
             msg = f"lease_ttl_s must be at least {MIN_LEASE_TTL_S} seconds, got {lease_ttl_s}"
             raise ClusterError(msg)
-        timeout = min(max(lease_ttl_s / 6, 0.2), 2.0)
+        timeout = io_timeout_s(lease_ttl_s)
         client = redis.Redis.from_url(
             url,
             socket_timeout=timeout,
@@ -113,11 +143,13 @@ class ClusterNode:
             keys=Keys(prefix),
         )
         try:
+            # Reading the inbox before the leases are out: no call can come before its reader.
+            await node.inbox.start()
+            await node.transport.start()
             await node._publish()
             await node._resync()
         except RedisError as exc:
-            node._stop_listening()
-            await client.aclose()
+            await node.aclose(deregister=False)
             msg = f"cannot reach the cluster registry at {url}: {exc}; start Redis there or fix the URL"
             raise ClusterError(msg) from exc
         await node._mirror.apply(time.monotonic())
@@ -141,9 +173,16 @@ class ClusterNode:
         self._tasks.append(asyncio.get_running_loop().create_task(work, name=f"reach cluster {name}"))
 
     async def aclose(self, *, deregister: bool = True) -> None:
-        """Leave the cluster: stop the background tasks, delete this node's leases (unless
-        ``deregister=False``: they then expire on their own) and unlist other nodes' agents."""
+        """Leave the cluster: stop the background tasks, answer calls from other nodes still
+        running here (outcome unknown), delete this node's leases (unless ``deregister=False``:
+        they then expire on their own) and unlist other nodes' agents. Closing again does nothing.
+        """
+        if self._left:
+            return
+        self._left = True
         self._stop_listening()
+        self._stop_closing()
+        await self.inbox.aclose()
         # A flag as well as cancel(): on 3.11 a cancel racing a timeout can be swallowed.
         self._closed = True
         self._wake.set()
@@ -158,8 +197,13 @@ class ClusterNode:
                 logger.warning(
                     "node %s left without deleting its leases (they expire): %s", self.node_id, exc
                 )
+        await self.transport.aclose()
         await self._mirror.clear()
         await self._client.aclose()
+
+    def _hosts(self, agent_id: str) -> bool:
+        """Whether `agent_id` is one of this node's own agents (not another node's, listed here)."""
+        return agent_id in self.router and agent_id not in self._mirror.remote
 
     # -- this node's leases ------------------------------------------------------------------
 
@@ -183,7 +227,7 @@ class ClusterNode:
         removed = [agent_id for agent_id in self._published if agent_id not in records]
         async with self._client.pipeline(transaction=True) as pipe:
             for agent_id, raw in records.items():
-                pipe.set(self.keys.lease(agent_id), raw, px=self._ttl_ms)
+                pipe.set(self.keys.lease(self.node_id, agent_id), raw, px=self._ttl_ms)
                 if raw != self._published.get(agent_id):
                     pipe.publish(self.keys.channel, b'{"op":"put","record":' + raw + b"}")
             self._queue_deletes(pipe, removed)
@@ -198,7 +242,7 @@ class ClusterNode:
 
     def _queue_deletes(self, pipe: Any, agent_ids: list[str]) -> None:
         for agent_id in agent_ids:
-            pipe.delete(self.keys.lease(agent_id))
+            pipe.delete(self.keys.lease(self.node_id, agent_id))
             message = {"op": "del", "agent_id": agent_id, "node": self.node_id}
             pipe.publish(self.keys.channel, orjson.dumps(message))
 
@@ -208,7 +252,10 @@ class ClusterNode:
                 async with asyncio.timeout(self._backoff if self._down_since else self.renew_s):
                     await self._wake.wait()
             self._wake.clear()
-            await self._guarded(self._publish())
+            if await self._guarded(self._publish()):
+                self.stats.lease_renewals += 1
+            else:
+                self.stats.lease_renewal_failures += 1
 
     # -- other nodes' leases -----------------------------------------------------------------
 
@@ -222,12 +269,12 @@ class ClusterNode:
                 pipe.pttl(key)
             replies = await pipe.execute()
         now = time.monotonic()
-        seen: set[str] = set()
-        prefix = len(self.keys.lease(""))
-        for key, raw, left in zip(keys, replies[::2], replies[1::2], strict=True):
+        seen: set[LeaseKey] = set()
+        for raw, left in zip(replies[::2], replies[1::2], strict=True):
             if raw is not None and left > 0:
-                self.cache.observe(raw, left, now)
-                seen.add(key.decode()[prefix:] if isinstance(key, bytes) else str(key)[prefix:])
+                observed = self.cache.observe(raw, left, now, started)
+                if observed is not None:
+                    seen.add(observed)
         self.cache.resynced(seen, started)
 
     async def _ticking(self) -> None:

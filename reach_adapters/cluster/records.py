@@ -1,6 +1,6 @@
 """What a node publishes about each of its agents (a lease record), and where it lives in Redis.
 
-One key per lease (``{prefix}lease:{agent_id}``, set with ``SET ... PX ttl``): Redis 7.0 has no
+One key per lease (``{prefix}lease:{node}:{agent_id}``, set with ``SET ... PX ttl``): Redis 7.0 has no
 per-field hash TTL, and a key that expires on its own is the lease. Catalog changes go out on one
 pub/sub channel (``{prefix}catalog``) as ``{"op": "put", "record": ...}`` or ``{"op": "del", ...}``.
 """
@@ -23,8 +23,9 @@ class Keys:
 
     prefix: str = "reach:"
 
-    def lease(self, agent_id: str) -> str:
-        return f"{self.prefix}lease:{agent_id}"
+    def lease(self, node: str, agent_id: str) -> str:
+        """One agent's lease on one node: two nodes hosting one agent id hold two leases."""
+        return f"{self.prefix}lease:{node}:{agent_id}"
 
     @property
     def leases(self) -> str:

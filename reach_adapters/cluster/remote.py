@@ -1,41 +1,43 @@
-"""`RemoteAgent`: an agent another node hosts, as this node's router lists it."""
+"""`RemoteAgent`: an agent another node hosts, as this node's router lists and calls it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reach_adapters.cluster.transport import Transport
 from reach_adapters.router import (
     AgentHandle,
     Capability,
-    Fault,
     ReachMessage,
     ReachResult,
-    ResultStatus,
-    error_result,
+    time_left,
     validate_capabilities,
 )
 
-__all__ = ["REMOTE_DELIVERY", "RemoteAgent"]
-
-# The error_type of a call to an agent of another node, until delivery across nodes is built.
-REMOTE_DELIVERY = "RemoteDeliveryError"
+__all__ = ["RemoteAgent"]
 
 
 class RemoteAgent:
-    """A placeholder for an agent hosted on node `node`: listed in the catalog with its node, its
-    capabilities and its lease state, so callers see every agent of the cluster.
+    """An agent hosted on node `hosted_on`, listed here with that node, its capabilities (the
+    declarations its node leased: timeout, concurrency, idempotency, schemas, all as there) and its
+    lease state; calls go to it over the cluster's Redis (`Transport`).
 
-    Delivery to another node is not built yet: a call chosen for it answers at once with a
-    router-fault error that was never delivered, so the router goes on to the next candidate and
-    no breaker counts it.
+    The declarations are the host's own, so this router retries, times out and fails over across
+    nodes as it would in one process: a failure in transit is a router fault, never delivered (the
+    next candidate at once); a host gone mid-call an outcome unknown, resent only where safe.
     """
 
     def __init__(
-        self, agent_id: str, node: str, capabilities: Sequence[Capability | dict[str, object]]
+        self,
+        agent_id: str,
+        node: str,
+        capabilities: Sequence[Capability | dict[str, object]],
+        transport: Transport,
     ) -> None:
         self._agent_id = agent_id
         self.hosted_on = node
         self._capabilities = validate_capabilities(agent_id, capabilities, allow_empty=True)
+        self._transport = transport
         self.handle: AgentHandle | None = None
 
     @property
@@ -53,17 +55,6 @@ class RemoteAgent:
         return f"RemoteAgent({self._agent_id!r}, node={self.hosted_on!r})"
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
-        error = (
-            f"agent {self._agent_id} is hosted on node {self.hosted_on}; delivery to node {self.hosted_on} "
-            "is not built yet, so only this node's own agents take calls"
-        )
-        return error_result(
-            message,
-            ResultStatus.ERROR,
-            REMOTE_DELIVERY,
-            error,
-            fault=Fault.ROUTER,
-            agent_id=self._agent_id,
-            retryable=True,
-            delivered=False,
-        )
+        cap_s = max((cap.timeout_ms for cap in self._capabilities), default=30_000) / 1000.0
+        timeout_s = time_left(message, cap_s)
+        return await self._transport.call(self.hosted_on, self._agent_id, message, timeout_s)

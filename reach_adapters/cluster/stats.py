@@ -17,6 +17,8 @@ class NodeStats:
     remote_calls_sent: int = 0
     remote_calls_served: int = 0
     remote_calls_failed: int = 0
+    # Calls to other nodes given up (cancelled or past their deadline); each sends a cancel entry.
+    remote_calls_cancelled: int = 0
     tasks_run: int = 0
     tasks_reclaimed: int = 0
     tasks_redelivered: int = 0

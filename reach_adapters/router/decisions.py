@@ -41,8 +41,6 @@ class ExclusionKind(StrEnum):
     DEADLINE = "deadline"
     # The caller's principal may not reach this agent (security.yaml).
     FORBIDDEN = "forbidden"
-    # Hosted on another cluster node, which this one cannot deliver to yet.
-    REMOTE = "remote"
 
 
 @dataclass(slots=True)

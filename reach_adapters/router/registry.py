@@ -68,7 +68,6 @@ class Registry:
             agent_id=agent_id,
             ident=ident,
             breaker=Breaker(self._breaker),
-            remote=getattr(agent, "hosted_on", None) is not None,
         )
         self._agents[agent_id] = runtime
         self._index(runtime, capabilities)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any, Unpack
@@ -79,6 +79,7 @@ class Router(TaskCalls):
         store = MemoryTaskStore() if task_store is None else task_store
         self._tasks = AsyncTasks(self._dispatcher.dispatch, policy, store)
         self._listeners: list[Callable[[], None]] = []
+        self._on_close: list[Callable[[], Awaitable[None]]] = []
         self._probing_wanted = False
         self._closing: set[asyncio.Task[None]] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
@@ -136,7 +137,7 @@ class Router(TaskCalls):
             if runtime.in_flight:
                 self._close_later(runtime)
             else:
-                await _close(runtime)
+                await close_agent(runtime.agent)
 
     async def replace(self, agent: Agent, *, close: bool = True) -> None:
         """Swap the registered agent with `agent`'s id for `agent`, with no gap in service.
@@ -163,7 +164,7 @@ class Router(TaskCalls):
 
     def _close_later(self, runtime: AgentRuntime) -> None:
         """Close the agent in the background once its calls are done; `aclose` waits for it."""
-        closing = asyncio.get_running_loop().create_task(_close_when_idle(runtime))
+        closing = asyncio.get_running_loop().create_task(runtime.close_when_idle())
         self._closing.add(closing)
         closing.add_done_callback(self._closing.discard)
 
@@ -206,12 +207,13 @@ class Router(TaskCalls):
         Returns a function that removes the listener.
         """
         self._listeners.append(listener)
+        return partial(_discard, self._listeners, listener)
 
-        def remove() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return remove
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+        """Await `callback` first thing in `aclose`, for what must not outlive the router (a
+        cluster node leaves before the agents close). Returns a function that removes it."""
+        self._on_close.append(callback)
+        return partial(_discard, self._on_close, callback)
 
     def update_policy(self, policy: RoutingPolicy) -> None:
         """Apply a new policy to a running router (hot reload).
@@ -277,12 +279,14 @@ class Router(TaskCalls):
         if self._closed:
             return
         self._closed = True
+        for callback in list(self._on_close):
+            await callback()
         await self._tasks.aclose()
         await self._health.aclose()
         if self._closing:
             await asyncio.gather(*self._closing)
         for runtime in self._registry:
-            await _close(runtime)
+            await close_agent(runtime.agent)
 
     def close(self) -> None:
         """Synchronous `aclose`; also stops the thread that served sync calls, if one started."""
@@ -447,12 +451,6 @@ class Router(TaskCalls):
         self._changed()
 
 
-async def _close(runtime: AgentRuntime) -> None:
-    await close_agent(runtime.agent)
-
-
-async def _close_when_idle(runtime: AgentRuntime) -> None:
-    """Close the agent once its calls are done, or their longest timeout has passed."""
-    limit_s = max((slot.capability.timeout_ms for slot in runtime.slots), default=30_000) / 1000.0
-    await runtime.until_idle(limit_s)
-    await _close(runtime)
+def _discard(items: list[Any], item: object) -> None:
+    if item in items:
+        items.remove(item)

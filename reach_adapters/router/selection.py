@@ -65,9 +65,6 @@ def exclusion(
     if state in UNUSABLE_STATES:
         reason = f"state {state}" + (f" ({runtime.state_reason})" if runtime.state_reason else "")
         return Exclusion(runtime.agent_id, reason, ExclusionKind.STATE)
-    if runtime.remote:
-        reason = "hosted on another node of the cluster; delivery across nodes is not built yet"
-        return Exclusion(runtime.agent_id, reason, ExclusionKind.REMOTE)
     if state is AgentState.BUSY and meta.priority < policy.high_priority:
         reason = f"state busy and priority {meta.priority} < {policy.high_priority}"
         return Exclusion(runtime.agent_id, reason, ExclusionKind.PRIORITY)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from reach_adapters.router.agent import Agent
+from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
@@ -84,9 +84,6 @@ class AgentRuntime:
     slots: list[Slot] = field(default_factory=list)
     # Who waits for the agent to have nothing in flight (a drain, a deferred close); made on demand.
     idle: Waitlist | None = None
-    # Hosted on another cluster node (a stand-in with a ``hosted_on`` attribute): listed, and not
-    # chosen while delivery across nodes is not built.
-    remote: bool = False
 
     @property
     def health(self) -> float:
@@ -132,6 +129,12 @@ class AgentRuntime:
             for slot in self.slots:
                 slot.waitlist.wake_all()
         return True
+
+    async def close_when_idle(self) -> None:
+        """Close the agent once its calls are done, or their longest timeout has passed."""
+        limit_s = max((slot.capability.timeout_ms for slot in self.slots), default=30_000) / 1000.0
+        await self.until_idle(limit_s)
+        await close_agent(self.agent)
 
     async def until_idle(self, timeout: float) -> bool:
         """Wait until no call is in flight on the agent, for at most `timeout` seconds; whether

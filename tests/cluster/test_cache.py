@@ -14,22 +14,22 @@ def record(agent_id: str = "util:echo:01", node: str = "b", state: AgentState = 
 def test_a_lease_is_suspicious_once_its_renewal_is_a_period_late_then_it_ends() -> None:
     cache = ClusterCache("a")
     cache.observe(record(), 3000, now=100.0)  # just renewed: 3 s left, renewals every 1 s
-    lease = cache.leases["util:echo:01"]
+    lease = cache.leases[("b", "util:echo:01")]
     assert lease_state(lease, 101.9)[0] is AgentState.ONLINE  # 1.1 s left: > TTL/3
     state, reason = lease_state(lease, 102.1)
     assert state is AgentState.SUSPICIOUS
     assert "node b" in reason
     cache.expire(102.9)
-    assert "util:echo:01" in cache.leases
+    assert ("b", "util:echo:01") in cache.leases
     cache.expire(103.0)
     assert cache.leases == {}
-    assert cache.gone == {"util:echo:01": "lease of node b expired"}
+    assert cache.gone == {("b", "util:echo:01"): "lease of node b expired"}
 
 
 def test_what_another_node_cannot_serve_for_us_shows_offline_here() -> None:
     cache = ClusterCache("a")
     cache.observe(record(state=AgentState.DRAINING), 3000, now=0.0)
-    assert lease_state(cache.leases["util:echo:01"], 0.0) == (AgentState.OFFLINE, "draining on node b")
+    assert lease_state(cache.leases[("b", "util:echo:01")], 0.0) == (AgentState.OFFLINE, "draining on node b")
 
 
 def test_own_records_and_malformed_ones_are_left_out() -> None:
@@ -44,14 +44,15 @@ def test_a_resync_drops_only_leases_it_should_have_seen() -> None:
     cache.observe(record("util:echo:old"), 3000, now=0.0)
     cache.observe(record("util:echo:new"), 3000, now=5.0)  # announced while the resync ran
     cache.resynced(set(), started=4.0)
-    assert set(cache.leases) == {"util:echo:new"}
-    assert set(cache.gone) == {"util:echo:old"}
+    assert set(cache.leases) == {("b", "util:echo:new")}
+    assert set(cache.gone) == {("b", "util:echo:old")}
 
 
-def test_a_late_deregistration_of_a_former_owner_is_ignored() -> None:
+def test_two_nodes_hosting_one_agent_id_hold_two_leases_and_one_ending_leaves_the_other() -> None:
     cache = ClusterCache("a")
+    cache.observe(record(node="b"), 3000, now=0.0)
     cache.observe(record(node="c"), 3000, now=0.0)
+    assert set(cache.leases) == {("b", "util:echo:01"), ("c", "util:echo:01")}
     cache.forget("util:echo:01", "b", "deregistered on node b")
-    assert "util:echo:01" in cache.leases
-    cache.forget("util:echo:01", "c", "deregistered on node c")
-    assert cache.gone == {"util:echo:01": "deregistered on node c"}
+    assert set(cache.leases) == {("c", "util:echo:01")}
+    assert cache.gone == {("b", "util:echo:01"): "deregistered on node b"}

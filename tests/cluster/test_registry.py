@@ -9,7 +9,7 @@ import redis.asyncio as redis
 
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.cluster import ClusterError, ClusterNode, Keys
-from reach_adapters.router import AgentState, Fault, ResultStatus
+from reach_adapters.router import AgentState, ResultStatus
 from tests.waiting import eventually
 
 Join = Callable[..., Awaitable[ClusterNode]]
@@ -72,29 +72,55 @@ async def test_two_nodes_list_each_others_agents_with_their_node(
         await node2.aclose()
 
 
-async def test_a_call_to_a_remote_agent_fails_over_to_a_local_one_and_blames_no_agent(
-    routers: tuple[Router, Router], join: Join
+async def test_two_nodes_hosting_one_agent_id_keep_their_own_leases(
+    routers: tuple[Router, Router], join: Join, redis_url: str, prefix: str
 ) -> None:
     one, two = routers
+    one.register(agent("util:echo:same"))
+    two.register(agent("util:echo:same"))
+    three = Router()
     node1 = await join(one, "n1")
     node2 = await join(two, "n2")
+    node3 = await join(three, "n3")
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(prefix)
     try:
-        # Until delivery across nodes is built, remote agents are listed, never chosen.
-        directed = await two.send("util:echo:one", {"text": "hi"})
-        assert (directed.status, directed.fault, directed.delivered) == (
-            ResultStatus.NO_CANDIDATE,
-            Fault.ROUTER,
-            False,
+        # One lease per (node, agent): neither node's renewal overwrites the other's.
+        both = (keys.lease("n1", "util:echo:same"), keys.lease("n2", "util:echo:same"))
+        assert await client.exists(*both) == 2
+        assert nodes_of(three)["util:echo:same"] in {"n1", "n2"}
+        first = nodes_of(three)["util:echo:same"]
+        leaving, staying = (node1, "n2") if first == "n1" else (node2, "n1")
+        await leaving.aclose()
+        # The leaving node deleted its own lease only; the other node's takes its place.
+        await eventually(
+            lambda: nodes_of(three).get("util:echo:same") == staying, timeout=10, what="the other host listed"
         )
-        assert "delivery across nodes is not built yet" in (directed.error or "")
-        # Enough calls to spend a retry budget, were remote picks failing attempts.
-        for _ in range(60):
-            routed = await two.route("echo", {"text": "hi"})
-            assert routed.status is ResultStatus.OK
-            assert routed.agent_id == "util:echo:two"
-        assert states(two)["util:echo:one"] is AgentState.ONLINE
+        assert await client.exists(keys.lease(staying, "util:echo:same")) == 1
+        served = await three.send("util:echo:same", {"text": "hi"})
+        assert (served.status, served.payload) == (ResultStatus.OK, "hi")
+        # Each host still serves its own agent under that id.
+        assert (await one.send("util:echo:same", {"text": "1"})).payload == "1"
+        assert (await two.send("util:echo:same", {"text": "2"})).payload == "2"
     finally:
-        await node1.aclose()
+        await client.aclose()
+        for node in (node1, node2, node3):
+            await node.aclose()
+        await three.aclose()
+
+
+async def test_closing_the_router_makes_its_node_leave(routers: tuple[Router, Router], join: Join) -> None:
+    one, two = routers
+    node1 = await join(one, "n1")
+    node2 = await join(two, "n2", ttl=60.0)
+    try:
+        assert "util:echo:one" in two
+        await one.aclose()
+        # Long before a 60 s lease could end: the node left with its router.
+        await eventually(lambda: "util:echo:one" not in two, timeout=10, what="node 1's agent unlisted")
+        assert node1.stats.lease_renewals >= 1
+        await node1.aclose()  # closing it again does nothing
+    finally:
         await node2.aclose()
 
 
@@ -169,7 +195,7 @@ async def test_leases_are_one_key_each_with_the_ttl(
     node1 = await join(one, "n1", ttl=30.0)
     client = redis.Redis.from_url(redis_url)
     try:
-        key = Keys(prefix).lease("util:echo:one")
+        key = Keys(prefix).lease("n1", "util:echo:one")
         assert 20_000 < await client.pttl(key) <= 30_000
         assert [k async for k in client.scan_iter(match=Keys(prefix).leases)] == [key.encode()]
     finally:

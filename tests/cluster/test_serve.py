@@ -79,3 +79,13 @@ def test_a_node_frozen_past_its_lease_goes_suspicious_then_offline_and_comes_bac
         what="node B's agent back on node A after SIGCONT",
     )
     assert catalog(a)["util:shout:01"]["node"] == "node-b"
+
+
+def test_a_node_calls_over_its_http_api_a_capability_hosted_only_on_another(
+    serve: Serve, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    a, _ = start_pair(serve, tmp_path, redis_server, "15")
+    routed = a.api("POST", "/route", json={"capability": "shout", "payload": {"text": "hi"}}).json()
+    assert (routed["status"], routed["payload"], routed["agent_id"]) == ("ok", "HI", "util:shout:01")
+    served_there = catalog(a)["util:shout:01"]
+    assert served_there["node"] == "node-b"

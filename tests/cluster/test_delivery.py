@@ -1,0 +1,253 @@
+"""Calls across nodes over a real redis-server: routers in one process, each joined as a node."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from middleware import ReachMessage
+from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters.cluster import REMOTE_DELIVERY, ClusterNode
+from reach_adapters.router import UNKNOWN_OUTCOME, Fault, ResultStatus
+from tests.redis_server import RedisServer
+from tests.waiting import eventually
+
+TTL = 1.2
+Join = Callable[..., Awaitable[ClusterNode]]
+
+
+def cap(name: str, **flags: Any) -> Capability:
+    return Capability(name=name, description=name, input_schema={"type": "object"}, **flags)
+
+
+@pytest.fixture
+async def cluster(redis_url: str, prefix: str) -> AsyncIterator[Join]:
+    """`join(router, node_id)`; every node and router is closed after the test."""
+    nodes: list[ClusterNode] = []
+    routers: list[Router] = []
+
+    async def join(router: Router, node_id: str, url: str = redis_url) -> ClusterNode:
+        node = await ClusterNode.join(router, url, node_id=node_id, lease_ttl_s=TTL, prefix=prefix)
+        nodes.append(node)
+        routers.append(router)
+        return node
+
+    try:
+        yield join
+    finally:
+        for node in nodes:
+            await node.aclose()
+        for router in routers:
+            await router.aclose()
+
+
+async def listed(router: Router, agent_id: str) -> None:
+    await eventually(lambda: agent_id in router, timeout=10, what=f"{agent_id} listed")
+
+
+def silence(node: ClusterNode) -> None:
+    """The node stops renewing its leases, as a dead or frozen node does, with calls running."""
+    for task in node._tasks:
+        task.cancel()
+
+
+async def test_a_call_reaches_an_agent_only_on_another_node_with_its_ids(cluster: Join) -> None:
+    seen: list[ReachMessage] = []
+
+    def shout(message: ReachMessage) -> str:
+        seen.append(message)
+        return str(message.raw_payload["text"]).upper()  # type: ignore[index,call-overload]
+
+    a, b = Router(), Router()
+    b.register(FunctionAgent(shout, agent_id="util:shout:01", capabilities=[cap("shout")]))
+    node_a = await cluster(a, "a")
+    node_b = await cluster(b, "b")
+    await listed(a, "util:shout:01")
+    result = await a.route("shout", {"text": "hi"}, task_id="task-1", trace_id="trace-1", principal="ada")
+    assert (result.status, result.payload, result.agent_id) == (ResultStatus.OK, "HI", "util:shout:01")
+    assert (result.task_id, result.trace_id) == ("task-1", "trace-1")
+    meta = seen[0].meta_info
+    assert (meta.task_id, meta.trace_id, meta.principal, meta.capability) == (
+        "task-1",
+        "trace-1",
+        "ada",
+        "shout",
+    )
+    assert meta.deadline is not None
+    assert (node_a.stats.remote_calls_sent, node_b.stats.remote_calls_served) == (1, 1)
+    # A retry of the same task to this node is not taken for a reused task id there.
+    again = await a.route("shout", {"text": "ho"}, task_id="task-2")
+    assert again.payload == "HO"
+
+
+async def test_an_agent_error_on_the_host_comes_back_as_the_agents_fault(cluster: Join) -> None:
+    def broken(text: str) -> str:
+        raise ValueError("no luck")
+
+    a, b = Router(), Router()
+    b.register(FunctionAgent(broken, agent_id="util:broken:01", capabilities=[cap("broken")]))
+    await cluster(a, "a")
+    await cluster(b, "b")
+    await listed(a, "util:broken:01")
+    result = await a.route("broken", {"text": "x"})
+    assert (result.status, result.fault, result.error_type) == (ResultStatus.ERROR, Fault.AGENT, "ValueError")
+    assert result.delivered is True
+
+
+async def test_a_transient_failure_on_the_host_fails_over_to_a_local_replica(cluster: Join) -> None:
+    def down(text: str) -> str:
+        raise ConnectionError("backend down")
+
+    def fine(text: str) -> str:
+        return f"local {text}"
+
+    a, b = Router(), Router()
+    # The remote replica scores higher, so it is tried first.
+    b.register(FunctionAgent(down, agent_id="util:work:remote", capabilities=[cap("work", weight=100)]))
+    a.register(FunctionAgent(fine, agent_id="util:work:local", capabilities=[cap("work", weight=1)]))
+    await cluster(a, "a")
+    await cluster(b, "b")
+    await listed(a, "util:work:remote")
+    result = await a.route("work", {"text": "x"})
+    assert (result.status, result.payload, result.agent_id) == (ResultStatus.OK, "local x", "util:work:local")
+    assert result.attempts == 2
+
+
+async def test_the_deadline_holds_across_nodes_and_the_host_stops_the_agent(cluster: Join) -> None:
+    cancelled = asyncio.Event()
+
+    async def slow(text: str) -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return text
+
+    a, b = Router(), Router()
+    b.register(FunctionAgent(slow, agent_id="util:slow:01", capabilities=[cap("slow")]))
+    await cluster(a, "a")
+    await cluster(b, "b")
+    await listed(a, "util:slow:01")
+    async with asyncio.timeout(10):
+        result = await a.route("slow", {"text": "x"}, timeout_ms=300)
+        await cancelled.wait()
+    assert result.status is ResultStatus.TIMEOUT
+
+
+async def test_a_task_routed_back_by_the_host_agent_is_refused_as_a_loop(cluster: Join) -> None:
+    a, b = Router(), Router()
+
+    async def bounce(message: ReachMessage) -> str | None:
+        # The same task, passed on to a capability served on the calling node.
+        nested = await b.route("echo", {"text": "x"}, task_id=message.meta_info.task_id)
+        return nested.error_type
+
+    def echo(text: str) -> str:
+        return text
+
+    b.register(FunctionAgent(bounce, agent_id="util:bounce:01", capabilities=[cap("bounce")]))
+    a.register(FunctionAgent(echo, agent_id="util:echo:01", capabilities=[cap("echo")]))
+    await cluster(a, "a")
+    await cluster(b, "b")
+    await listed(a, "util:bounce:01")
+    await listed(b, "util:echo:01")
+    result = await a.route("bounce", {}, task_id="looping")
+    assert (result.status, result.payload) == (ResultStatus.OK, "LoopDetectedError")
+
+
+async def test_cancelling_the_caller_cancels_the_agent_on_the_host(cluster: Join) -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def wait(text: str) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return text
+
+    a, b = Router(), Router()
+    b.register(FunctionAgent(wait, agent_id="util:wait:01", capabilities=[cap("wait")]))
+    node_a = await cluster(a, "a")
+    await cluster(b, "b")
+    await listed(a, "util:wait:01")
+    call = asyncio.get_running_loop().create_task(a.route("wait", {"text": "x"}))
+    async with asyncio.timeout(10):
+        await started.wait()
+        call.cancel()
+        await cancelled.wait()
+    assert node_a.stats.remote_calls_cancelled == 1
+
+
+@pytest.mark.parametrize("idempotent", [False, True])
+async def test_a_host_dying_mid_call_ends_it_within_the_lease(cluster: Join, idempotent: bool) -> None:
+    started = asyncio.Event()
+
+    async def hang(text: str) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return text
+
+    def fine(text: str) -> str:
+        return f"local {text}"
+
+    a, b = Router(), Router()
+    flags = {"idempotent": idempotent, "timeout_ms": 20_000}
+    b.register(
+        FunctionAgent(hang, agent_id="util:job:remote", capabilities=[cap("job", weight=100, **flags)])
+    )
+    a.register(FunctionAgent(fine, agent_id="util:job:local", capabilities=[cap("job", weight=1, **flags)]))
+    await cluster(a, "a")
+    node_b = await cluster(b, "b")
+    await listed(a, "util:job:remote")
+    call = asyncio.get_running_loop().create_task(a.route("job", {"text": "x"}, timeout_ms=15_000))
+    async with asyncio.timeout(10):  # the lease (1.2 s) bounds it, not the call's 15 s
+        await started.wait()
+        silence(node_b)
+        result = await call
+    if idempotent:
+        # Safe to repeat: the router sends it to the replica left.
+        assert (result.status, result.agent_id) == (ResultStatus.OK, "util:job:local")
+    else:
+        assert (result.status, result.error_type, result.delivered) == (
+            ResultStatus.ERROR,
+            REMOTE_DELIVERY,
+            True,
+        )
+        assert UNKNOWN_OUTCOME in (result.error or "")
+        assert "node b" in (result.error or "")
+
+
+@pytest.fixture
+def own_redis(redis_server: RedisServer, tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(redis_server.binary, tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_calls_fail_fast_and_undelivered_when_redis_is_down(
+    cluster: Join, own_redis: RedisServer
+) -> None:
+    def shout(text: str) -> str:
+        return text.upper()
+
+    a, b = Router(), Router()
+    b.register(FunctionAgent(shout, agent_id="util:shout:01", capabilities=[cap("shout")]))
+    await cluster(a, "a", own_redis.url)
+    await cluster(b, "b", own_redis.url)
+    await listed(a, "util:shout:01")
+    own_redis.stop()
+    async with asyncio.timeout(5):
+        result = await a.send("util:shout:01", {"text": "x"})
+    assert (result.error_type, result.fault, result.delivered) == (REMOTE_DELIVERY, Fault.ROUTER, False)
+    assert "node b" in (result.error or "")
+    assert "Redis" in (result.error or "")
