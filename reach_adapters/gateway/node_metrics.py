@@ -23,6 +23,10 @@ STATS_METRICS: dict[str, tuple[Literal["counter", "gauge"], str]] = {
     "remote_calls_sent": ("counter", "Calls this node sent to agents on other nodes."),
     "remote_calls_served": ("counter", "Calls from other nodes this node's agents served."),
     "remote_calls_failed": ("counter", "Calls to other nodes that ended without their answer."),
+    "remote_calls_cancelled": (
+        "counter",
+        "Calls to other nodes given up (cancelled or past their deadline).",
+    ),
     "tasks_run": ("counter", "Async tasks of the cluster's queue this node ran."),
     "tasks_reclaimed": ("counter", "Async tasks this node took over from a node that went silent."),
     "tasks_redelivered": ("counter", "Reclaimed async tasks run again (safe to repeat)."),
@@ -39,14 +43,11 @@ STATS_METRICS: dict[str, tuple[Literal["counter", "gauge"], str]] = {
 def node_metrics(node: ClusterNode, router: Router) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
     """The families of `node`, read when scraped."""
     labels = [node.node_id]
-    # Until ClusterNode.stats is on main (issue 15): then `node.stats`.
-    stats = getattr(node, "stats", None)
-    if stats is not None:
-        for field, (kind, help_text) in STATS_METRICS.items():
-            family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
-            metric = family(f"reach_cluster_{field}", help_text, labels=["node"])
-            metric.add_metric(labels, getattr(stats, field))
-            yield metric
+    for field, (kind, help_text) in STATS_METRICS.items():
+        family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+        metric = family(f"reach_cluster_{field}", help_text, labels=["node"])
+        metric.add_metric(labels, getattr(node.stats, field))
+        yield metric
     listed = Counter((info.node or node.node_id, info.state.value) for info in router.catalog())
     agents = GaugeMetricFamily(
         "reach_cluster_agents",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 import tracemalloc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 import pytest
 
@@ -27,9 +28,12 @@ def summarize(text: str) -> str:
 
 def node_agents(node: int) -> list[FunctionAgent]:
     return [
-        FunctionAgent(summarize, agent_id=f"text:summarize:n{node}-{i}")
-        for i in range(node, AGENTS, NODES)
+        FunctionAgent(summarize, agent_id=f"text:summarize:n{node}-{i}") for i in range(node, AGENTS, NODES)
     ]
+
+
+def listed_all(router: Router) -> bool:
+    return len(router.catalog()) == AGENTS
 
 
 @pytest.fixture
@@ -48,7 +52,7 @@ async def routers() -> AsyncIterator[list[Router]]:
 
 
 async def test_a_hundred_agents_on_three_nodes_are_listed_everywhere_and_a_dead_node_found_out(
-    routers: list[Router], redis_url: str, prefix: str, record_property: pytest.RecordProperty
+    routers: list[Router], redis_url: str, prefix: str, record_property: Callable[[str, object], None]
 ) -> None:
     nodes = await asyncio.gather(
         *(
@@ -60,10 +64,12 @@ async def test_a_hundred_agents_on_three_nodes_are_listed_everywhere_and_a_dead_
     watcher: ClusterNode | None = None
     try:
         for router in routers:
-            await eventually(lambda r=router: len(r.catalog()) == AGENTS, timeout=10, what="all 100 listed")
+            await eventually(partial(listed_all, router), timeout=10, what="all 100 listed")
         tracemalloc.start()
         before = tracemalloc.take_snapshot()
-        watcher = await ClusterNode.join(observer, redis_url, node_id="watcher", lease_ttl_s=TTL, prefix=prefix)
+        watcher = await ClusterNode.join(
+            observer, redis_url, node_id="watcher", lease_ttl_s=TTL, prefix=prefix
+        )
         after = tracemalloc.take_snapshot()
         tracemalloc.stop()
         assert len(observer.catalog()) == AGENTS

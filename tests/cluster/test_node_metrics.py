@@ -4,6 +4,7 @@ the agents listed per hosting node and state (two routers joined to a real redis
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from reach_adapters import FunctionAgent, Router
@@ -35,16 +36,18 @@ async def test_metrics_of_a_node(tmp_path: Path, redis_url: str, prefix: str) ->
         node2 = await ClusterNode.join(other, redis_url, node_id="n2", lease_ttl_s=1.2, prefix=prefix)
         try:
             metrics = GatewayMetrics(gateway)
-            stats = NodeStats(lease_renewals=7, tasks_reclaimed=2, queue_depth=5, dead_letters_kept=1)
-            # Until ClusterNode.stats is on main; then the fields are set on `gateway.node.stats`.
-            gateway.node.__dict__["stats"] = stats
+            stats = gateway.node.stats
+            stats.tasks_reclaimed = 2
+            stats.queue_depth, stats.dead_letters_kept = 5, 1
             await eventually(lambda: "util:shout:01" in gateway.router, timeout=10, what="n2's agent on n1")
             text = metrics.render().decode()
         finally:
             await node2.aclose()
             await gateway.node.aclose()
             await other.aclose()
-    assert 'reach_cluster_lease_renewals_total{node="n1"} 7.0' in text
+    renewals = re.search(r'reach_cluster_lease_renewals_total\{node="n1"\} (\d+)', text)
+    assert renewals is not None
+    assert int(renewals.group(1)) >= 1
     assert 'reach_cluster_tasks_reclaimed_total{node="n1"} 2.0' in text
     assert 'reach_cluster_tasks_dead_lettered_total{node="n1"} 0.0' in text
     assert 'reach_cluster_queue_depth{node="n1"} 5.0' in text

@@ -3,6 +3,7 @@ flag given wins over its field; its /metrics shows the node's ``reach_cluster_*`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,3 +52,6 @@ def test_a_node_joins_through_its_policy_file_and_flags_win(
     metrics = httpx.get(f"{a.url}/metrics", timeout=30).text
     assert 'reach_cluster_agents{node="from-file-a",state="online"} 1.0' in metrics
     assert 'reach_cluster_agents{node="flag-b",state="online"} 1.0' in metrics
+    renewals = re.search(r'reach_cluster_lease_renewals_total\{node="from-file-a"\} (\d+)', metrics)
+    assert renewals is not None
+    assert int(renewals.group(1)) >= 1
