@@ -168,6 +168,8 @@ async def _join(args: argparse.Namespace, gateway: Gateway) -> ClusterNode | Non
         lease_ttl_s=args.lease_ttl or file.lease_ttl_s,
         prefix=file.prefix,
     )
+    # Principals' quotas hold for the cluster as a whole, not per node.
+    gateway.share_quotas(url, file.prefix)
     return gateway.node
 
 

@@ -172,7 +172,8 @@ class Inbox:
             call.message = message
         result = self._refusal(message, agent_id)
         if result is None:
-            result = await self._router.dispatch(message)
+            # Admitted by the calling node: its principal's quota is not taken twice.
+            result = await self._router.dispatch(message, admitted=True)
             self._stats.remote_calls_served += 1
         await self._reply(reply_to, request_id, result)
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from reach_adapters.cluster import ClusterNode
     from reach_adapters.security.credentials import Authenticator
     from reach_adapters.security.guard import SecurityGuard
+    from reach_adapters.security.quotas import Quotas
 
 __all__ = ["Gateway", "GatewaySecurity", "GatewayStatus"]
 
@@ -76,16 +77,20 @@ class GatewaySecurity:
     guard: SecurityGuard
 
     @classmethod
-    def build(cls, config: GatewayConfig, previous: GatewaySecurity | None = None) -> GatewaySecurity | None:
+    def build(
+        cls, config: GatewayConfig, previous: GatewaySecurity | None = None, quotas: Quotas | None = None
+    ) -> GatewaySecurity | None:
         """None when `config` has no ``security.yaml``; raises `SecurityConfigError` if a token
-        variable or key file it names is missing. Quota counts carry over from `previous`."""
+        variable or key file it names is missing. Quota counts carry over from `previous`, or are
+        kept in `quotas` (a cluster's, shared by its nodes)."""
         if config.security is None:
             return None
         # Imported here: the JWT and crypto libraries only load for a config that needs them.
         from reach_adapters.security.credentials import Authenticator
         from reach_adapters.security.guard import SecurityGuard
 
-        quotas = None if previous is None else previous.guard.quotas
+        if quotas is None and previous is not None:
+            quotas = previous.guard.quotas
         return cls(
             config.security,
             Authenticator.from_spec(config.security, config.directory),
@@ -125,6 +130,8 @@ class Gateway:
         self.reloads_rejected = 0
         # This process as a node of a cluster (`reach serve --registry`), else None.
         self.node: ClusterNode | None = None
+        self._quota_store: tuple[str, str] | None = None
+        self._shared_quotas: Quotas | None = None
         self.last_error: str | None = None
         self._agents = dict(agents)
         self._drain_timeout_s = drain_timeout_s
@@ -303,7 +310,24 @@ class Gateway:
                 "beyond loopback, and would answer anyone; restore security.yaml, or restart with --insecure"
             )
             raise ConfigError(msg)
-        return GatewaySecurity.build(new, self.security)
+        store = self._quota_store
+        shared = None if new.security is None or store is None else self._quotas(store)
+        return GatewaySecurity.build(new, self.security, shared)
+
+    def share_quotas(self, url: str, prefix: str) -> None:
+        """Count principals' quotas in the Redis at `url` from now on (a cluster's, shared by its
+        nodes), in the security in force and in every one a reload builds."""
+        self._quota_store = (url, prefix)
+        if self.security is not None:
+            self.security.guard.quotas = self._quotas(self._quota_store)
+
+    def _quotas(self, store: tuple[str, str]) -> Quotas:
+        if self._shared_quotas is None:
+            # Imported here, as security is: limits loads only for a config with security.yaml.
+            from reach_adapters.security.quotas import Quotas
+
+            self._shared_quotas = Quotas.shared(*store)
+        return self._shared_quotas
 
     def _security_changed(self, security: GatewaySecurity | None) -> None:
         """Put `security` in force: every request from now on is authenticated with it, and every

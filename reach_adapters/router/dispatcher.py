@@ -97,8 +97,14 @@ class Dispatcher:
         )
         self.budget.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
 
-    async def dispatch(self, message: ReachMessage, stream: Opener | None = None) -> ReachResult:
-        """Deliver `message`; with `stream`, its attempts open streams (see `streaming`)."""
+    async def dispatch(
+        self, message: ReachMessage, stream: Opener | None = None, *, admitted: bool = False
+    ) -> ReachResult:
+        """Deliver `message`; with `stream`, its attempts open streams (see `streaming`).
+
+        `admitted`: another router of the cluster admitted the call (its caller, permissions and
+        quota): the guard does not take it again, though selection still keeps to what it allows.
+        """
         if self._on_dispatch is not None:
             self._on_dispatch()
         meta = message.meta_info
@@ -112,7 +118,7 @@ class Dispatcher:
             runs.append(run)
         try:
             guard = self.guard
-            if guard is not None:
+            if guard is not None and not admitted:
                 # Who calls, first: even a refused loop is a caller's call, and counts as one.
                 hop = current_hop()
                 refusal = await guard.admit(message, None if hop is None else hop.agent_id)

@@ -354,17 +354,20 @@ class Router(TaskCalls):
         message = build_message(payload, options, capability=capability, mode="directed", target=agent_id)
         return await self._dispatcher.dispatch(message)
 
-    async def dispatch(self, message: ReachMessage | Mapping[str, Any]) -> ReachResult:
+    async def dispatch(
+        self, message: ReachMessage | Mapping[str, Any], *, admitted: bool = False
+    ) -> ReachResult:
         """The core: deliver a `ReachMessage` as its routing hint says.
 
         The message is left as it was given: the router fills in deadlines, the matched
         capability and, inside a routed call, the trace, depth and lineage on its own copy, so one
-        message can be dispatched again.
+        message can be dispatched again. ``admitted=True`` is for a call another router of the
+        cluster admitted already (its guard took the caller's quota): it is not taken twice.
         """
         self._check_open()
         message = parse_message(message)
         inherit_hop(message)
-        return await self._dispatcher.dispatch(message)
+        return await self._dispatcher.dispatch(message, admitted=admitted)
 
     async def stream(
         self, capability: str, payload: Any = None, **options: Unpack[CallOptions]
