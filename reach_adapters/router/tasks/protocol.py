@@ -23,9 +23,13 @@ __all__ = ["TaskRunner"]
 class TaskRunner(Protocol):
     """Runs submitted tasks and keeps their records; `owner` None means every principal's."""
 
-    store: TaskStore
     notifier: Notifier | None
     """Sends a finished task to its ``callback_url``; the gateway sets it (signed, retried)."""
+
+    @property
+    def store(self) -> TaskStore:
+        """Where the tasks are kept."""
+        ...
 
     @property
     def queued(self) -> int:

@@ -32,7 +32,16 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.store import TaskStore
 
-__all__ = ["AsyncTasks", "Notifier", "cancelled_result", "notify", "repeated_task"]
+__all__ = [
+    "AsyncTasks",
+    "Notifier",
+    "cancelled_result",
+    "check_callback_url",
+    "check_cancellable",
+    "notify",
+    "owned",
+    "repeated_task",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -81,12 +90,7 @@ class AsyncTasks:
         """Keep the task and start it, or queue it; raise `TaskQueueFullError` when the queue is full."""
         self._loop = asyncio.get_running_loop()
         policy = self._policy
-        if callback_url is not None and urlsplit(callback_url).scheme not in ("http", "https"):
-            msg = f"callback_url must be an http:// or https:// URL, got {callback_url!r}"
-            raise InvalidMessageError(msg)
-        if callback_url is not None and self.notifier is None:
-            msg = "callback_url needs a callback sender (reach serve sets one); poll the task instead"
-            raise InvalidMessageError(msg)
+        check_callback_url(callback_url, self.notifier)
         await self.store.expire(policy.task_max_kept)
         # A repeat of a kept task is answered with it, even when the queue is full.
         held = await self.store.get(message.meta_info.task_id)
@@ -111,12 +115,7 @@ class AsyncTasks:
 
     async def get(self, task_id: str, owner: str | None) -> TaskRecord:
         """The task; `owner` given, only if it submitted it (`UnknownTaskError` otherwise)."""
-        record = await self.store.get(task_id)
-        if record is None or (owner is not None and record.principal != owner):
-            who = "" if owner is None else f" of principal {owner!r}"
-            msg = f"no async task {task_id!r}{who}: unknown, or finished longer ago than task_result_ttl_s"
-            raise UnknownTaskError(msg)
-        return record
+        return owned(await self.store.get(task_id), task_id, owner)
 
     async def wait(self, task_id: str, owner: str | None, timeout: float | None) -> TaskRecord:
         """The task once it has finished, or as it stands after `timeout` seconds."""
@@ -141,9 +140,7 @@ class AsyncTasks:
     async def cancel(self, task_id: str, owner: str | None) -> TaskRecord:
         """Cancel a queued or running task; `TaskFinishedError` when it has ended already."""
         record = await self.get(task_id, owner)
-        if record.finished:
-            msg = f"task {task_id!r} has finished already ({record.status}); there is nothing to cancel"
-            raise TaskFinishedError(msg)
+        check_cancellable(record)
         waiting = next((queued for queued in self._waiting if queued.task_id == task_id), None)
         if waiting is not None:
             self._waiting.remove(waiting)
@@ -224,6 +221,32 @@ class AsyncTasks:
             notifying = asyncio.get_running_loop().create_task(notify(self.notifier, record))
             self._notifying.add(notifying)
             notifying.add_done_callback(self._notifying.discard)
+
+
+def check_callback_url(callback_url: str | None, notifier: Notifier | None) -> None:
+    """Refuse a `callback_url` that is not http(s), or that nothing would send to."""
+    if callback_url is not None and urlsplit(callback_url).scheme not in ("http", "https"):
+        msg = f"callback_url must be an http:// or https:// URL, got {callback_url!r}"
+        raise InvalidMessageError(msg)
+    if callback_url is not None and notifier is None:
+        msg = "callback_url needs a callback sender (reach serve sets one); poll the task instead"
+        raise InvalidMessageError(msg)
+
+
+def owned(record: TaskRecord | None, task_id: str, owner: str | None) -> TaskRecord:
+    """`record` if `owner` may see it; `UnknownTaskError` when it is missing or another's."""
+    if record is None or (owner is not None and record.principal != owner):
+        who = "" if owner is None else f" of principal {owner!r}"
+        msg = f"no async task {task_id!r}{who}: unknown, or finished longer ago than task_result_ttl_s"
+        raise UnknownTaskError(msg)
+    return record
+
+
+def check_cancellable(record: TaskRecord) -> None:
+    """`TaskFinishedError` when `record` has ended: there is nothing to cancel."""
+    if record.finished:
+        msg = f"task {record.task_id!r} has finished already ({record.status}); there is nothing to cancel"
+        raise TaskFinishedError(msg)
 
 
 async def notify(notifier: Notifier, record: TaskRecord) -> None:
