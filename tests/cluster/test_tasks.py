@@ -16,6 +16,7 @@ from reach_adapters.cluster.queue import DEAD_LETTER, OUTCOME_UNKNOWN
 from reach_adapters.cluster.tasks import ClusterTasks
 from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
+from tests.redis_server import node_client
 from tests.waiting import eventually
 
 VISIBILITY = 1.0  # short, so a node taken for dead is found out quickly
@@ -54,7 +55,7 @@ async def start(redis_url: str, prefix: str) -> AsyncIterator[Start]:
 
     async def started(router: Router, node_id: str, *, take: bool = True, **options: Any) -> ClusterTasks:
         """`take=False`: the node reads, waits for and cancels tasks, but runs none."""
-        client = redis.Redis.from_url(redis_url, socket_timeout=1.0, socket_connect_timeout=1.0)
+        client = node_client(redis_url)
         clients.append(client)
         routers.append(router)
         options.setdefault("visibility_timeout_s", VISIBILITY)
