@@ -26,6 +26,7 @@ from reach_adapters.cluster.cache import ClusterCache
 from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.mirror import Mirror
 from reach_adapters.cluster.records import Keys, LeaseRecord
+from reach_adapters.cluster.tasks import ClusterTasks
 from reach_adapters.router import Router
 
 __all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "ClusterNode"]
@@ -65,6 +66,7 @@ class ClusterNode:
         self._down_since: float | None = None
         self._backoff = self.tick_s
         self._closed = False
+        self.tasks: ClusterTasks | None = None
 
     @property
     def renew_s(self) -> float:
@@ -85,11 +87,13 @@ class ClusterNode:
         node_id: str | None = None,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         prefix: str = "reach:",
+        tasks: bool = True,
     ) -> ClusterNode:
         """Make `router` a node of the cluster at `url` (``redis://HOST:PORT/DB``).
 
         Publishes its agents and reads the whole catalog before returning, so other nodes' agents
-        are listed at once. Raises `ClusterError` when Redis does not answer.
+        are listed at once. With `tasks`, the router's async tasks are kept and run in the
+        cluster's Redis (`ClusterTasks`). Raises `ClusterError` when Redis does not answer.
         """
         if not url.startswith(_SCHEMES):
             msg = f"registry URL {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)"
@@ -121,6 +125,8 @@ class ClusterNode:
             msg = f"cannot reach the cluster registry at {url}: {exc}; start Redis there or fix the URL"
             raise ClusterError(msg) from exc
         await node._mirror.apply(time.monotonic())
+        if tasks:
+            node.tasks = await ClusterTasks.start(router, client, node_id=node.node_id, keys=node.keys)
         node._start()
         logger.info(
             "node %s joined the cluster at %s: %d agent(s) here, %d on other nodes, lease %.1f s",
@@ -144,6 +150,8 @@ class ClusterNode:
         """Leave the cluster: stop the background tasks, delete this node's leases (unless
         ``deregister=False``: they then expire on their own) and unlist other nodes' agents."""
         self._stop_listening()
+        if self.tasks is not None:
+            await self.tasks.aclose()
         # A flag as well as cancel(): on 3.11 a cancel racing a timeout can be swallowed.
         self._closed = True
         self._wake.set()
