@@ -30,9 +30,9 @@ class Outage:
         if self.down_since is None:
             self.down_since = time.monotonic()
             logger.warning(
-                "node %s: the cluster's Redis is out of reach for %s (%s); retrying with backoff",
-                self.node_id,
+                "%s of node %s: the cluster's Redis is out of reach (%s); retrying with backoff",
                 self.what,
+                self.node_id,
                 exc,
             )
             self._pause_s = self._first_s
@@ -44,9 +44,9 @@ class Outage:
         """Note a successful exchange, ending the outage if there was one."""
         if self.down_since is not None:
             logger.warning(
-                "node %s: the cluster's Redis is back for %s after %.1f s",
-                self.node_id,
+                "%s of node %s: the cluster's Redis is back after %.1f s",
                 self.what,
+                self.node_id,
                 time.monotonic() - self.down_since,
             )
             self.down_since = None

@@ -79,6 +79,6 @@ async def test_a_redis_restart_under_load_loses_no_accepted_task(
         outages = [
             r
             for r in caplog.records
-            if r.getMessage().startswith(f"node {node}: ") and "out of reach" in r.getMessage()
+            if r.getMessage().startswith(f"async tasks of node {node}: ") and "out of reach" in r.getMessage()
         ]
         assert len(outages) == 1, [r.getMessage() for r in outages]  # warned once, not per attempt
