@@ -43,6 +43,7 @@ __all__ = [
     "SyncCallError",
     "TaskFinishedError",
     "TaskQueueFullError",
+    "TaskStoreUnavailableError",
     "UnknownAgentError",
     "UnknownTaskError",
     "describe_validation_error",
@@ -68,6 +69,15 @@ class TaskQueueFullError(ReachError):
     def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class TaskStoreUnavailableError(ReachError):
+    """The shared store of async tasks (a cluster's Redis) is out of reach; try again later.
+
+    A submit refused with it was either not kept at all or kept whole: submitting again with the
+    same task id is safe, and answers the task if it was kept."""
+
+    retry_after_s = 1.0
 
 
 class TaskFinishedError(ReachError):

@@ -16,8 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 
-__all__ = ["INSTALL_HINT", "RedisServer", "free_port", "redis_server"]
+__all__ = ["INSTALL_HINT", "RedisServer", "free_port", "node_client", "redis_server"]
 
 INSTALL_HINT = (
     "redis-server is not installed: `make test` as root installs it, "
@@ -30,6 +33,17 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def node_client(url: str, timeout: float = 0.5) -> redis.Redis:
+    """A client set up as a cluster node sets up its own: short timeouts, one retry (a pooled
+    connection a restarted server closed fails once, then reconnects)."""
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(ExponentialBackoff(cap=timeout, base=0.05), retries=1),
+    )
 
 
 class RedisServer:
@@ -79,10 +93,15 @@ class RedisServer:
             time.sleep(0.02)
         pytest.fail(f"redis-server did not answer on port {self.port} within {timeout} s")
 
-    def stop(self) -> None:
+    def stop(self, *, graceful: bool = False) -> None:
+        """Kill it; `graceful`: SIGTERM, so it writes its append-only file out before it exits
+        (a restart, as an operator does one; with ``appendfsync everysec`` a kill may lose 1 s)."""
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
-            process.kill()
+            if graceful:
+                process.terminate()
+            else:
+                process.kill()
             process.wait(timeout=10)
 
 

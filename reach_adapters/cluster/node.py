@@ -30,6 +30,7 @@ from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.mirror import Mirror
 from reach_adapters.cluster.records import Keys, LeaseRecord
 from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.cluster.tasks import ClusterTasks
 from reach_adapters.cluster.transport import Transport
 from reach_adapters.router import Router
 
@@ -95,6 +96,7 @@ class ClusterNode:
         self._backoff = self.tick_s
         self._closed = False
         self._left = False
+        self.tasks: ClusterTasks | None = None
 
     @property
     def renew_s(self) -> float:
@@ -115,11 +117,13 @@ class ClusterNode:
         node_id: str | None = None,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         prefix: str = "reach:",
+        tasks: bool = True,
     ) -> ClusterNode:
         """Make `router` a node of the cluster at `url` (``redis://HOST:PORT/DB``).
 
         Publishes its agents and reads the whole catalog before returning, so other nodes' agents
-        are listed at once. Raises `ClusterError` when Redis does not answer.
+        are listed at once. With `tasks`, the router's async tasks are kept and run in the
+        cluster's Redis (`ClusterTasks`). Raises `ClusterError` when Redis does not answer.
         """
         if not url.startswith(_SCHEMES):
             msg = f"registry URL {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)"
@@ -153,6 +157,14 @@ class ClusterNode:
             msg = f"cannot reach the cluster registry at {url}: {exc}; start Redis there or fix the URL"
             raise ClusterError(msg) from exc
         await node._mirror.apply(time.monotonic())
+        if tasks:
+            try:
+                node.tasks = await ClusterTasks.start(
+                    router, client, node_id=node.node_id, keys=node.keys, stats=node.stats
+                )
+            except ClusterError:
+                await node.aclose()
+                raise
         node._start()
         logger.info(
             "node %s joined the cluster at %s: %d agent(s) here, %d on other nodes, lease %.1f s",
@@ -182,6 +194,8 @@ class ClusterNode:
         self._left = True
         self._stop_listening()
         self._stop_closing()
+        if self.tasks is not None:
+            await self.tasks.aclose()
         await self.inbox.aclose()
         # A flag as well as cancel(): on 3.11 a cancel racing a timeout can be swallowed.
         self._closed = True

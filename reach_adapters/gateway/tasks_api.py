@@ -1,7 +1,9 @@
 """The API's async tasks: ``POST /api/tasks`` answers 202 with a task id at once, the task runs in
 the background; ``GET /api/tasks/{task_id}`` (``?wait=S`` to wait for the end), ``DELETE`` to
 cancel, ``GET /api/tasks`` to list. A principal sees and cancels only its own tasks (an admin,
-every one): another's task is answered 404, as an unknown one is. See docs/tasks.md.
+every one): another's task is answered 404, as an unknown one is. ``GET /api/tasks?status=dead_letter``
+lists the tasks a cluster's queue gave up after too many deliveries. While a cluster's Redis is out
+of reach, every route answers 503 with ``Retry-After``. See docs/tasks.md.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from reach_adapters.errors import (
     InvalidMessageError,
     TaskFinishedError,
     TaskQueueFullError,
+    TaskStoreUnavailableError,
     UnknownTaskError,
 )
 from reach_adapters.gateway.api import API_PREFIX, SubmitRequest, error_response
@@ -36,7 +39,9 @@ __all__ = ["TasksAPI"]
 
 _MAX_LIST = 1000
 _MAX_WAIT_S = 60.0
-_STATUSES = frozenset(TaskStatus)
+# Not a task status: the tasks a cluster's queue gave up, listed from its dead-letter stream.
+_DEAD_LETTER = "dead_letter"
+_STATUSES = frozenset(TaskStatus) | {_DEAD_LETTER}
 
 
 class TasksAPI:
@@ -50,11 +55,11 @@ class TasksAPI:
     def routes(self, guard: Callable[[Handler], Handler]) -> list[Route]:
         tasks = f"{API_PREFIX}/tasks"
         return [
-            Route(tasks, guard(self.submit), methods=["POST"]),
-            Route(tasks, guard(self.list), methods=["GET"]),
+            Route(tasks, guard(_unavailable(self.submit)), methods=["POST"]),
+            Route(tasks, guard(_unavailable(self.list)), methods=["GET"]),
             # Task ids are the caller's own strings: one with '/' must still name one task.
-            Route(f"{tasks}/{{task_id:path}}", guard(self.get), methods=["GET"]),
-            Route(f"{tasks}/{{task_id:path}}", guard(self.cancel), methods=["DELETE"]),
+            Route(f"{tasks}/{{task_id:path}}", guard(_unavailable(self.get)), methods=["GET"]),
+            Route(f"{tasks}/{{task_id:path}}", guard(_unavailable(self.cancel)), methods=["DELETE"]),
         ]
 
     def _callbacks(self) -> CallbackSpec:
@@ -122,14 +127,32 @@ class TasksAPI:
             return error_response(400, InvalidMessageError(problem))
         status = query.get("status")
         if status is not None and status not in _STATUSES:
-            problem = f"query parameter 'status' must be one of {', '.join(TaskStatus)}, got {status!r}"
+            choices = ", ".join([*TaskStatus, _DEAD_LETTER])
+            problem = f"query parameter 'status' must be one of {choices}, got {status!r}"
             return error_response(400, InvalidMessageError(problem))
+        principal = request_principal(request.scope)
+        if status == _DEAD_LETTER:
+            return JSONResponse(await self.router.dead_letters(limit=int(raw), principal=principal))
         tasks = await self.router.list_tasks(
             status=None if status is None else TaskStatus(status),
             limit=int(raw),
-            principal=request_principal(request.scope),
+            principal=principal,
         )
         return JSONResponse([task.to_dict() for task in tasks])
+
+
+def _unavailable(handler: Handler) -> Handler:
+    """`handler`, answering 503 with ``Retry-After`` while the shared task store is out of reach."""
+
+    async def handle(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except TaskStoreUnavailableError as exc:
+            response = error_response(503, exc)
+            response.headers["Retry-After"] = str(math.ceil(exc.retry_after_s))
+            return response
+
+    return handle
 
 
 def _seconds(raw: str) -> float | None:

@@ -1,5 +1,6 @@
 """Async tasks: submit, get a task id at once, poll, wait, cancel, or be called back."""
 
+from reach_adapters.router.tasks.protocol import TaskRunner
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.runner import AsyncTasks, Notifier
 from reach_adapters.router.tasks.signing import SIGNATURE_HEADER, sign_callback, verify_callback
@@ -11,6 +12,7 @@ __all__ = [
     "MemoryTaskStore",
     "Notifier",
     "TaskRecord",
+    "TaskRunner",
     "TaskStatus",
     "TaskStore",
     "sign_callback",

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Unpack
 
+from pydantic import JsonValue
+
+from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.router.messages import build_message, require_name
 from reach_adapters.router.options import CallOptions
+from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
+from reach_adapters.router.tasks.protocol import TaskRunner
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
-from reach_adapters.router.tasks.runner import AsyncTasks
 
 __all__ = ["TaskCalls"]
 
@@ -18,15 +22,38 @@ class TaskCalls:
     """Mixed into `Router`, which holds what these methods use: its task runner, its portal for
     the sync twins, and its rules on who sees which tasks."""
 
-    _tasks: AsyncTasks
+    _tasks: TaskRunner
     _portal: Portal
     _check_open: Callable[[], None]
     _owner: Callable[[str | None], str | None]
+    policy: RoutingPolicy
 
     @property
-    def async_tasks(self) -> AsyncTasks:
+    def async_tasks(self) -> TaskRunner:
         """The runner of submitted tasks: its ``store``, and the ``notifier`` sending callbacks."""
         return self._tasks
+
+    async def use_task_runner(self, runner: TaskRunner) -> None:
+        """Run submitted tasks with `runner` from now on (a cluster's, keeping them in Redis).
+
+        Refused with `InvalidDeclarationError` while the current runner has queued or running
+        tasks: their work would be lost. Otherwise the current runner is closed; the finished
+        tasks it kept are forgotten (the in-memory runner keeps them in this process only). The
+        callback sender of the current runner goes on to `runner` unless it has its own.
+        """
+        self._check_open()
+        current = self._tasks
+        if current.queued or current.running:
+            msg = (
+                f"cannot change the task runner: {current.queued} task(s) queued and {current.running} "
+                "running in the current one; install the new runner before submitting tasks"
+            )
+            raise InvalidDeclarationError(msg)
+        runner.reconfigure(self.policy)
+        if runner.notifier is None:
+            runner.notifier = current.notifier
+        self._tasks = runner
+        await current.aclose()
 
     async def submit(
         self,
@@ -63,6 +90,13 @@ class TaskCalls:
     ) -> list[TaskRecord]:
         """Submitted tasks kept, newest first; for a `principal`, only its own (all for an admin)."""
         return await self._tasks.list(self._owner(principal), status, limit)
+
+    async def dead_letters(
+        self, *, limit: int = 100, principal: str | None = None
+    ) -> list[dict[str, JsonValue]]:
+        """Tasks given up after too many deliveries (a cluster's queue), newest first; for a
+        `principal`, only its own. The in-memory runner never gives a task up: always empty."""
+        return await self._tasks.dead_letters(self._owner(principal), limit)
 
     def submit_sync(
         self,

@@ -17,6 +17,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
+from pydantic import JsonValue
+
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.errors import (
     IdempotencyConflictError,
@@ -30,7 +32,16 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.store import TaskStore
 
-__all__ = ["AsyncTasks", "Notifier"]
+__all__ = [
+    "AsyncTasks",
+    "Notifier",
+    "cancelled_result",
+    "check_callback_url",
+    "check_cancellable",
+    "notify",
+    "owned",
+    "repeated_task",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -79,17 +90,12 @@ class AsyncTasks:
         """Keep the task and start it, or queue it; raise `TaskQueueFullError` when the queue is full."""
         self._loop = asyncio.get_running_loop()
         policy = self._policy
-        if callback_url is not None and urlsplit(callback_url).scheme not in ("http", "https"):
-            msg = f"callback_url must be an http:// or https:// URL, got {callback_url!r}"
-            raise InvalidMessageError(msg)
-        if callback_url is not None and self.notifier is None:
-            msg = "callback_url needs a callback sender (reach serve sets one); poll the task instead"
-            raise InvalidMessageError(msg)
+        check_callback_url(callback_url, self.notifier)
         await self.store.expire(policy.task_max_kept)
         # A repeat of a kept task is answered with it, even when the queue is full.
         held = await self.store.get(message.meta_info.task_id)
         if held is not None:
-            return _repeated(held, message, principal)
+            return repeated_task(held, message, principal)
         if len(self._running) >= policy.task_workers and len(self._waiting) >= policy.task_queue_size:
             msg = (
                 f"the router's queue of async tasks is full ({policy.task_queue_size} waiting, "
@@ -101,7 +107,7 @@ class AsyncTasks:
         )
         held = await self.store.create(record)
         if held is not None:
-            return _repeated(held, message, principal)
+            return repeated_task(held, message, principal)
         self._done[record.task_id] = asyncio.Event()
         self._waiting.append(record)
         self._start_waiting()
@@ -109,12 +115,7 @@ class AsyncTasks:
 
     async def get(self, task_id: str, owner: str | None) -> TaskRecord:
         """The task; `owner` given, only if it submitted it (`UnknownTaskError` otherwise)."""
-        record = await self.store.get(task_id)
-        if record is None or (owner is not None and record.principal != owner):
-            who = "" if owner is None else f" of principal {owner!r}"
-            msg = f"no async task {task_id!r}{who}: unknown, or finished longer ago than task_result_ttl_s"
-            raise UnknownTaskError(msg)
-        return record
+        return owned(await self.store.get(task_id), task_id, owner)
 
     async def wait(self, task_id: str, owner: str | None, timeout: float | None) -> TaskRecord:
         """The task once it has finished, or as it stands after `timeout` seconds."""
@@ -129,19 +130,21 @@ class AsyncTasks:
             pass
         return await self.get(task_id, owner)
 
+    async def dead_letters(self, owner: str | None, limit: int) -> list[dict[str, JsonValue]]:
+        """None here: a task of this process runs once, and is never given up for redelivery."""
+        return []
+
     async def list(self, owner: str | None, status: TaskStatus | None, limit: int) -> list[TaskRecord]:
         return await self.store.list(principal=owner, status=status, limit=limit)
 
     async def cancel(self, task_id: str, owner: str | None) -> TaskRecord:
         """Cancel a queued or running task; `TaskFinishedError` when it has ended already."""
         record = await self.get(task_id, owner)
-        if record.finished:
-            msg = f"task {task_id!r} has finished already ({record.status}); there is nothing to cancel"
-            raise TaskFinishedError(msg)
+        check_cancellable(record)
         waiting = next((queued for queued in self._waiting if queued.task_id == task_id), None)
         if waiting is not None:
             self._waiting.remove(waiting)
-            await self._finish(waiting, _cancelled(waiting.message, running=False))
+            await self._finish(waiting, cancelled_result(waiting.message, running=False))
         else:
             run = self._running.get(task_id)
             if run is not None:
@@ -153,7 +156,7 @@ class AsyncTasks:
         """Cancel every queued and running task; pending callbacks are dropped."""
         waiting, self._waiting = list(self._waiting), deque()
         for record in waiting:
-            await self._finish(record, _cancelled(record.message, running=False, closing=True))
+            await self._finish(record, cancelled_result(record.message, running=False, closing=True))
         running = list(self._running.values())
         for run in running:
             run.stop(closing=True)
@@ -178,7 +181,7 @@ class AsyncTasks:
         run.started = True
         try:
             if run.stopped is not None:
-                result = _cancelled(record.message, running=False, closing=run.stopped == _CLOSING)
+                result = cancelled_result(record.message, running=False, closing=run.stopped == _CLOSING)
             else:
                 result = await self._deliver(run)
             await self._finish(record, result)
@@ -196,7 +199,7 @@ class AsyncTasks:
             result = await self._dispatch(record.message)
         except asyncio.CancelledError:
             # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
-            return _cancelled(record.message, running=True, closing=run.stopped != _CALLER)
+            return cancelled_result(record.message, running=True, closing=run.stopped != _CALLER)
         except Exception as exc:
             logger.exception("async task %s failed in the router", record.task_id)
             return error_result(
@@ -215,17 +218,44 @@ class AsyncTasks:
         if done is not None:
             done.set()
         if record.callback_url is not None and self.notifier is not None:
-            notifying = asyncio.get_running_loop().create_task(self._notify(self.notifier, record))
+            notifying = asyncio.get_running_loop().create_task(notify(self.notifier, record))
             self._notifying.add(notifying)
             notifying.add_done_callback(self._notifying.discard)
 
-    @staticmethod
-    async def _notify(notifier: Notifier, record: TaskRecord) -> None:
-        try:
-            await notifier(record)
-        except Exception:
-            # A callback never fails the task: it finished, and is kept for polling.
-            logger.exception("the callback of async task %s failed", record.task_id)
+
+def check_callback_url(callback_url: str | None, notifier: Notifier | None) -> None:
+    """Refuse a `callback_url` that is not http(s), or that nothing would send to."""
+    if callback_url is not None and urlsplit(callback_url).scheme not in ("http", "https"):
+        msg = f"callback_url must be an http:// or https:// URL, got {callback_url!r}"
+        raise InvalidMessageError(msg)
+    if callback_url is not None and notifier is None:
+        msg = "callback_url needs a callback sender (reach serve sets one); poll the task instead"
+        raise InvalidMessageError(msg)
+
+
+def owned(record: TaskRecord | None, task_id: str, owner: str | None) -> TaskRecord:
+    """`record` if `owner` may see it; `UnknownTaskError` when it is missing or another's."""
+    if record is None or (owner is not None and record.principal != owner):
+        who = "" if owner is None else f" of principal {owner!r}"
+        msg = f"no async task {task_id!r}{who}: unknown, or finished longer ago than task_result_ttl_s"
+        raise UnknownTaskError(msg)
+    return record
+
+
+def check_cancellable(record: TaskRecord) -> None:
+    """`TaskFinishedError` when `record` has ended: there is nothing to cancel."""
+    if record.finished:
+        msg = f"task {record.task_id!r} has finished already ({record.status}); there is nothing to cancel"
+        raise TaskFinishedError(msg)
+
+
+async def notify(notifier: Notifier, record: TaskRecord) -> None:
+    """Send a finished task's callback; a failure is logged, never raised."""
+    try:
+        await notifier(record)
+    except Exception:
+        # A callback never fails the task: it finished, and is kept for polling.
+        logger.exception("the callback of async task %s failed", record.task_id)
 
 
 _CALLER = "caller"
@@ -253,7 +283,7 @@ class _Run:
                 self.task.cancel()
 
 
-def _cancelled(message: ReachMessage, *, running: bool, closing: bool = False) -> ReachResult:
+def cancelled_result(message: ReachMessage, *, running: bool, closing: bool = False) -> ReachResult:
     who, fault = ("the router closed", Fault.ROUTER) if closing else ("the caller cancelled it", Fault.CALLER)
     error = f"{who} while it ran; {UNKNOWN_OUTCOME}" if running else f"{who} before it ran"
     return error_result(
@@ -261,7 +291,7 @@ def _cancelled(message: ReachMessage, *, running: bool, closing: bool = False) -
     )
 
 
-def _repeated(held: TaskRecord, message: ReachMessage, principal: str | None) -> TaskRecord:
+def repeated_task(held: TaskRecord, message: ReachMessage, principal: str | None) -> TaskRecord:
     """The kept task a submit repeats; `IdempotencyConflictError` when it is not the same request."""
     if held.principal != principal:
         msg = f"task id {held.task_id!r} cannot be used for this task; use a new task id"

@@ -1,0 +1,430 @@
+"""`TaskWorkers`: a node's share of the cluster's task queue (a Redis stream, consumer group
+``workers``, this node's id as consumer name).
+
+Up to ``policy.task_workers`` tasks run here at once, taken with XREADGROUP and run through the
+node's router. Every visibility_timeout/3 the node re-claims its running entries (XCLAIM JUSTID,
+which resets their idle time), so only the entries of a node that stopped go idle; every node
+then takes those over with XAUTOCLAIM. A task taken over is acked if it finished, run again if
+it never started or is safe to repeat, finished as outcome-unknown when it was running and is not
+(never run twice), and dead-lettered past `max_deliveries`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
+from typing import Any, TypeVar, cast
+
+import orjson
+import redis.asyncio as redis
+from redis.exceptions import RedisError, ResponseError
+
+from reach_adapters.cluster.outage import Outage
+from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.cluster.taskstore import RedisTaskStore
+from reach_adapters.router import Fault, ReachResult, ResultStatus, Router, error_result
+from reach_adapters.router.outcomes import UNKNOWN_OUTCOME
+from reach_adapters.router.tasks import TaskRecord, TaskStatus
+from reach_adapters.router.tasks.runner import cancelled_result
+
+__all__ = ["DEAD_LETTER", "OUTCOME_UNKNOWN", "TaskWorkers", "block_seconds"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# The error_type of tasks the queue ended itself.
+OUTCOME_UNKNOWN = "OutcomeUnknown"
+DEAD_LETTER = "DeadLetter"
+
+CALLER = "caller"
+CLOSING = "closing"
+# Taken over by another node (this one was silent too long) or finished elsewhere: moot here.
+LOST = "lost"
+_EXPIRE_EVERY = 10
+
+# KEYS: queue. ARGV: group, consumer, entry ids. Re-claims (resetting the idle time of) those
+# entries still pending for this consumer, never one another node took over; returns them.
+_REFRESH = """
+local mine = {}
+local claim = {'XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0}
+for i = 3, #ARGV do
+  local pending = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1, ARGV[2])
+  if #pending > 0 then
+    table.insert(mine, ARGV[i])
+    table.insert(claim, ARGV[i])
+  end
+end
+if #mine > 0 then
+  table.insert(claim, 'JUSTID')
+  redis.call(unpack(claim))
+end
+return mine
+"""
+
+
+def block_seconds(client: redis.Redis) -> float:
+    """How long a blocking read may wait: well inside the client's socket timeout."""
+    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    return min(1.0, float(timeout) / 2) if timeout else 1.0
+
+
+class _Run:
+    """One task taken here. A stop before it delivers is a flag (a task cancelled before its
+    first step would end without a word); while it delivers, its call is cancelled."""
+
+    __slots__ = ("delivering", "entry_id", "started", "stopped", "task", "task_id")
+
+    def __init__(self, entry_id: str, task_id: str) -> None:
+        self.entry_id = entry_id
+        self.task_id = task_id
+        self.task: asyncio.Task[None]
+        self.started = False
+        self.delivering = False
+        self.stopped: str | None = None
+
+    def stop(self, why: str) -> None:
+        if self.stopped is not None:
+            return
+        self.stopped = why
+        # Closing also cuts a run waiting on Redis; a lost or cancelled one only stops its call.
+        if (why == CLOSING and self.started) or self.delivering:
+            self.task.cancel()
+
+
+class TaskWorkers:
+    """Takes, runs, keeps alive and takes over the entries of the task queue for one node."""
+
+    def __init__(
+        self,
+        router: Router,
+        client: redis.Redis,
+        store: RedisTaskStore,
+        *,
+        node_id: str,
+        stats: NodeStats,
+        outage: Outage,
+        visibility_timeout_s: float,
+        max_deliveries: int,
+        finished: Callable[[TaskRecord], None],
+    ) -> None:
+        self.policy = router.policy
+        self.running: dict[str, _Run] = {}
+        self._router = router
+        self._client = client
+        self._store = store
+        self._keys = store.keys
+        self._node_id = node_id
+        self._stats = stats
+        self._outage = outage
+        self._visibility_s = visibility_timeout_s
+        self._max_deliveries = max_deliveries
+        self._finished = finished
+        self._block_ms = int(block_seconds(client) * 1000)
+        self._refresh = client.register_script(_REFRESH)
+        self._reclaim_from = "0-0"
+        self._slot = asyncio.Event()
+        self._loops: list[asyncio.Task[None]] = []
+        self._closed = False
+
+    async def ensure_group(self) -> None:
+        """Create the consumer group (and the stream) unless it exists; from the stream's first
+        entry, so tasks queued before any node read them are not skipped."""
+        try:
+            await self._client.xgroup_create(
+                self._keys.task_queue, self._keys.task_group, id="0", mkstream=True
+            )
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def start(self) -> None:
+        self._spawn(self._reading(), "task reader")
+        self._spawn(self._maintaining(), "task keeper")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self._loops.append(asyncio.get_running_loop().create_task(work, name=f"reach cluster {name}"))
+
+    def stop(self, task_id: str, why: str) -> asyncio.Task[None] | None:
+        """Stop the run of `task_id` here, if this node runs it; its asyncio task to wait for."""
+        run = self.running.get(task_id)
+        if run is None:
+            return None
+        run.stop(why)
+        return run.task
+
+    async def aclose(self) -> None:
+        """Stop taking tasks and cut the running ones without a word to Redis: their entries stay
+        pending, and another node takes them over after the visibility timeout."""
+        self._closed = True
+        self._slot.set()
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        runs = list(self.running.values())
+        for run in runs:
+            run.stop(CLOSING)
+        if runs:
+            await asyncio.wait([run.task for run in runs])
+
+    # -- taking and running ----------------------------------------------------------------------
+
+    async def _reading(self) -> None:
+        keys = self._keys
+        while not self._closed:
+            free = self.policy.task_workers - len(self.running)
+            if free <= 0:
+                self._slot.clear()
+                await self._slot.wait()
+                continue
+            try:
+                reply = await self._client.xreadgroup(
+                    keys.task_group, self._node_id, {keys.task_queue: ">"}, count=free, block=self._block_ms
+                )
+                self._outage.ok()
+            except ResponseError as exc:
+                # NOGROUP: Redis came back without the group (flushed, or no persistence).
+                if "NOGROUP" not in str(exc):
+                    raise
+                await self._guarded(self.ensure_group())
+                continue
+            except (RedisError, OSError) as exc:
+                if self._closed:
+                    return
+                await asyncio.sleep(self._outage.failed(exc))
+                continue
+            for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
+                for entry_id, fields in entries:
+                    self._take(_text(entry_id), _text(fields[b"t"]))
+
+    def _take(self, entry_id: str, task_id: str) -> None:
+        if task_id in self.running:
+            logger.warning("task %s is queued twice; entry %s is left to be taken over", task_id, entry_id)
+            return
+        run = _Run(entry_id, task_id)
+        # A context of its own: nothing of the loop that read the entry belongs to the task.
+        run.task = asyncio.get_running_loop().create_task(self._run(run), context=contextvars.Context())
+        self.running[task_id] = run
+
+    async def _run(self, run: _Run) -> None:
+        run.started = True
+        try:
+            if run.stopped in (CLOSING, LOST):
+                return
+            record = await self._retrying(partial(self._store.get, run.task_id))
+            if record is None or record.finished:
+                await self._retrying(partial(self._ack, run.entry_id))
+                return
+            record.status = TaskStatus.RUNNING
+            record.started_at = time.time()
+            if not await self._retrying(partial(self._store.start, record)):
+                await self._retrying(partial(self._ack, run.entry_id))
+                return
+            result = await self._deliver(run, record)
+            if result is None:
+                return
+            self._stats.tasks_run += 1
+            await self.finish(record, result, run.entry_id)
+        finally:
+            self.running.pop(run.task_id, None)
+            self._slot.set()
+
+    async def _deliver(self, run: _Run, record: TaskRecord) -> ReachResult | None:
+        """The task's result, or None when this node let go of it (closing, or taken over)."""
+        if run.stopped == CALLER:
+            return cancelled_result(record.message, running=False)
+        run.delivering = True
+        try:
+            return await self._router.dispatch(record.message)
+        except asyncio.CancelledError:
+            if run.stopped == CALLER:
+                return cancelled_result(record.message, running=True)
+            if run.stopped is not None:
+                return None
+            raise
+        except Exception as exc:
+            logger.exception("async task %s failed in the router", record.task_id)
+            return error_result(
+                record.message, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER
+            )
+        finally:
+            run.delivering = False
+
+    async def finish(
+        self,
+        record: TaskRecord,
+        result: ReachResult,
+        entry_id: str | None,
+        *,
+        dead_letter: dict[str, Any] | None = None,
+        only_from: TaskStatus | None = None,
+        patient: bool = True,
+    ) -> bool:
+        """Finish the task with `result` in Redis; whether this node finished it (not another
+        first). `patient`: wait out an outage (a worker's result is only here), else raise."""
+        record.status = TaskStatus(result.status.value)
+        record.result = result
+        record.finished_at = time.time()
+        finishing = partial(
+            self._store.finish,
+            record,
+            keep_s=self.policy.task_result_ttl_s,
+            entry_id=entry_id,
+            dead_letter=dead_letter,
+            dead_kept=self.policy.task_max_kept,
+            only_from=only_from,
+        )
+        won = await (self._retrying(finishing) if patient else finishing())
+        if won:
+            self._finished(record)
+        return won
+
+    async def _ack(self, entry_id: str) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.xack(self._keys.task_queue, self._keys.task_group, entry_id)
+            pipe.xdel(self._keys.task_queue, entry_id)
+            await pipe.execute()
+
+    # -- keeping entries alive, taking over others' ----------------------------------------------
+
+    async def _maintaining(self) -> None:
+        ticks = 0
+        while not self._closed:
+            await asyncio.sleep(self._visibility_s / 3)
+            ticks += 1
+            await self._guarded(self._maintain(expire=ticks % _EXPIRE_EVERY == 1))
+
+    async def _maintain(self, *, expire: bool) -> None:
+        await self._refresh_own()
+        await self._reclaim()
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.xlen(self._keys.task_queue)
+            pipe.xlen(self._keys.dead_letters)
+            self._stats.queue_depth, self._stats.dead_letters_kept = await pipe.execute()
+        if expire:
+            await self._store.expire(self.policy.task_max_kept)
+
+    async def _refresh_own(self) -> None:
+        runs = [run for run in self.running.values() if run.started]
+        if not runs:
+            return
+        keys = self._keys
+        mine = {
+            _text(entry_id)
+            for entry_id in await self._refresh(
+                keys=[keys.task_queue], args=[keys.task_group, self._node_id, *(run.entry_id for run in runs)]
+            )
+        }
+        raws = await self._client.mget([keys.task(run.task_id) for run in runs])
+        for run, raw in zip(runs, raws, strict=True):
+            ended = raw is None or orjson.loads(raw)["status"] not in (TaskStatus.QUEUED, TaskStatus.RUNNING)
+            if run.delivering and (run.entry_id not in mine or ended):
+                logger.warning(
+                    "node %s: task %s was finished or taken over elsewhere (this node may have been "
+                    "silent past the %.1f s visibility timeout); its run here is dropped",
+                    self._node_id,
+                    run.task_id,
+                    self._visibility_s,
+                )
+                run.stop(LOST)
+
+    async def _reclaim(self) -> None:
+        keys = self._keys
+        free = max(self.policy.task_workers - len(self.running), 1)
+        reply = await self._client.xautoclaim(
+            keys.task_queue,
+            keys.task_group,
+            self._node_id,
+            min_idle_time=int(self._visibility_s * 1000),
+            start_id=self._reclaim_from,
+            count=free,
+        )
+        self._reclaim_from = _text(reply[0])
+        for entry_id, fields in reply[1]:
+            if fields:
+                self._stats.tasks_reclaimed += 1
+                await self._taken_over(_text(entry_id), _text(fields[b"t"]))
+
+    async def _taken_over(self, entry_id: str, task_id: str) -> None:
+        keys = self._keys
+        pending = await self._client.xpending_range(keys.task_queue, keys.task_group, entry_id, entry_id, 1)
+        deliveries = int(pending[0]["times_delivered"]) if pending else 1
+        record = await self._store.get(task_id)
+        if record is None or record.finished:
+            await self._ack(entry_id)
+        elif deliveries > self._max_deliveries:
+            await self._dead_letter(record, entry_id, deliveries)
+        elif record.status is TaskStatus.RUNNING and not self._safe_to_repeat(record):
+            capability = record.message.meta_info.capability
+            error = (
+                f"the node running it stopped (silent past the {self._visibility_s:g} s visibility "
+                f"timeout), and capability {capability!r} is not safe to repeat (neither idempotent nor "
+                f"read-only), so it was not run again; {UNKNOWN_OUTCOME}"
+            )
+            result = error_result(
+                record.message, ResultStatus.ERROR, OUTCOME_UNKNOWN, error, fault=Fault.ROUTER, delivered=True
+            )
+            if await self.finish(record, result, entry_id):
+                self._stats.tasks_outcome_unknown += 1
+        elif task_id not in self.running:
+            self._stats.tasks_redelivered += 1
+            self._take(entry_id, task_id)
+
+    async def _dead_letter(self, record: TaskRecord, entry_id: str, deliveries: int) -> None:
+        letter = {
+            "task_id": record.task_id,
+            "capability": record.message.meta_info.capability,
+            "deliveries": deliveries,
+            "status": record.status.value,
+            "node": self._node_id,
+            "dead_at": time.time(),
+            "principal": record.principal,
+        }
+        error = (
+            f"given up after {deliveries} deliveries (max_deliveries {self._max_deliveries}): each node "
+            "that took it stopped before finishing it; it is kept among the dead letters "
+            "(GET /api/tasks?status=dead_letter)"
+        )
+        ran = record.status is TaskStatus.RUNNING
+        result = error_result(
+            record.message, ResultStatus.ERROR, DEAD_LETTER, error, fault=Fault.ROUTER, delivered=ran
+        )
+        if await self.finish(record, result, entry_id, dead_letter=letter):
+            self._stats.tasks_dead_lettered += 1
+
+    def _safe_to_repeat(self, record: TaskRecord) -> bool:
+        """Whether the capability, as this node knows it, may run twice; unknown: not."""
+        name = record.message.meta_info.capability
+        declared = self._router.declarations().get(name) if name else None
+        return declared is not None and declared.safe_to_repeat
+
+    # -- outages -----------------------------------------------------------------------------------
+
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
+        """One round of background work; a Redis failure is noted and waited out."""
+        try:
+            await work
+            self._outage.ok()
+        except (RedisError, OSError) as exc:
+            if self._closed:
+                return
+            await asyncio.sleep(self._outage.failed(exc))
+
+    async def _retrying(self, work: Callable[[], Awaitable[T]]) -> T:
+        """`work`, tried until Redis answers: a run's steps wait out an outage (closing cuts them)."""
+        while True:
+            try:
+                done = await work()
+            except (RedisError, OSError) as exc:
+                await asyncio.sleep(self._outage.failed(exc))
+                continue
+            self._outage.ok()
+            return done
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
