@@ -36,7 +36,10 @@ async def two_nodes(redis_url: str, prefix: str) -> AsyncIterator[None]:
     routers[0].register(FunctionAgent(echo, agent_id="util:echo:02"))
     routers[1].register(FunctionAgent(echo, agent_id="util:echo:03"))
     nodes = [
-        await ClusterNode.join(router, redis_url, node_id=f"n{i}", lease_ttl_s=TTL, prefix=prefix)
+        # No task workers: the test writes the queue itself, and none may take its entries.
+        await ClusterNode.join(
+            router, redis_url, node_id=f"n{i}", lease_ttl_s=TTL, prefix=prefix, tasks=False
+        )
         for i, router in enumerate(routers, 1)
     ]
     try:

@@ -50,7 +50,12 @@ async def listed(router: Router, agent_id: str) -> None:
 
 
 def silence(node: ClusterNode) -> None:
-    """The node stops renewing its leases, as a dead or frozen node does, with calls running."""
+    """The node stops renewing its leases, as a dead or frozen node does, with calls running.
+
+    The flag as well as cancel(), as `aclose` does: on 3.11 a cancel racing a timeout can be
+    swallowed, and a publisher that goes on renewing is no dead node.
+    """
+    node._closed = True
     for task in node._tasks:
         task.cancel()
 
