@@ -84,6 +84,11 @@ class AgentRuntime:
     slots: list[Slot] = field(default_factory=list)
     # Who waits for the agent to have nothing in flight (a drain, a deferred close); made on demand.
     idle: Waitlist | None = None
+    # Hosted by another node of a cluster (an agent with a ``hosted_on`` node): a call costs a hop.
+    remote: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.remote = getattr(self.agent, "hosted_on", None) is not None
 
     @property
     def health(self) -> float:

@@ -54,7 +54,8 @@ class WeightedStrategy:
     """``0.4·weight/max_weight + 0.3·health − 0.2·in_flight/max_concurrency + 0.1·affinity``.
 
     Above `busy_ratio` of max_concurrency the load term counts double, so a nearly full agent
-    sheds new work before it saturates.
+    sheds new work before it saturates. An agent of another node of a cluster scores one affinity
+    weight lower (``locality``): a local replica wins ties, a remote one takes the overflow.
     """
 
     name = "weighted"
@@ -84,6 +85,9 @@ class WeightedStrategy:
                 "load": -load_part,
                 "affinity": affinity_part,
             }
+            if slot.runtime.remote:
+                score -= self._w_aff
+                breakdown["locality"] = -self._w_aff
             out.append((slot, Scored(slot.runtime.agent_id, score, breakdown)))
         return _sorted(out)
 

@@ -256,3 +256,21 @@ async def test_calls_fail_fast_and_undelivered_when_redis_is_down(
     assert (result.error_type, result.fault, result.delivered) == (REMOTE_DELIVERY, Fault.ROUTER, False)
     assert "node b" in (result.error or "")
     assert "Redis" in (result.error or "")
+
+
+async def test_a_local_replica_wins_over_an_idle_remote_one_and_the_record_says_why(cluster: Join) -> None:
+    def echo(text: str) -> str:
+        return text
+
+    a, b = Router(), Router()
+    a.register(FunctionAgent(echo, agent_id="util:echo:local", capabilities=[cap("echo")]))
+    b.register(FunctionAgent(echo, agent_id="util:echo:remote", capabilities=[cap("echo")]))
+    await cluster(a, "a")
+    await cluster(b, "b")
+    await listed(a, "util:echo:remote")
+    served = {(await a.route("echo", {"text": "hi"})).agent_id for _ in range(20)}
+    assert served == {"util:echo:local"}
+    result = await a.route("echo", {"text": "hi"})
+    scores = {score.agent_id: score.breakdown for score in a.explain(result.task_id).candidates}
+    assert scores["util:echo:remote"]["locality"] == pytest.approx(-0.1)
+    assert "locality" not in scores["util:echo:local"]
