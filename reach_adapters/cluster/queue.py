@@ -188,9 +188,14 @@ class TaskWorkers:
                 self._outage.ok()
             except ResponseError as exc:
                 # NOGROUP: Redis came back without the group (flushed, or no persistence).
-                if "NOGROUP" not in str(exc):
-                    raise
-                await self._guarded(self.ensure_group())
+                if "NOGROUP" in str(exc):
+                    await self._guarded(self.ensure_group())
+                    continue
+                # Any other refusal (a failover's UNBLOCKED, READONLY on a replica) is an outage
+                # too: the reader must outlive it, or the node stops taking tasks for good.
+                if self._closed:
+                    return
+                await asyncio.sleep(self._outage.failed(exc))
                 continue
             except (RedisError, OSError) as exc:
                 if self._closed:
@@ -221,7 +226,7 @@ class TaskWorkers:
                 return
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
-            if not await self._retrying(partial(self._store.start, record)):
+            if not await self._retrying(partial(self._store.start, record, run.entry_id, self._node_id)):
                 await self._retrying(partial(self._ack, run.entry_id))
                 return
             result = await self._deliver(run, record)
