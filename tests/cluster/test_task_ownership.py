@@ -28,7 +28,8 @@ async def test_a_node_whose_entry_was_taken_over_cannot_start_the_task(redis_url
         await client.xgroup_create(keys.task_queue, keys.task_group, id="0", mkstream=True)
         record = TaskRecord(task_id="t1", message=ReachMessage())
         await client.set(keys.task("t1"), record.model_dump_json())
-        entry_id = (await client.xadd(keys.task_queue, {"t": "t1"})).decode()
+        added = await client.xadd(keys.task_queue, {"t": "t1"})
+        entry_id = added.decode() if isinstance(added, bytes) else added
         await client.xreadgroup(keys.task_group, "stalled", {keys.task_queue: ">"}, count=1)
         # The stalled node's entry went idle past the visibility timeout: another node claims it.
         await client.xclaim(keys.task_queue, keys.task_group, "rescuer", 0, [entry_id])
