@@ -25,6 +25,8 @@ __all__ = ["Quotas"]
 
 logger = logging.getLogger(__name__)
 
+# How long a node counts alone after shared storage failed, before it tries that storage again.
+_RETRY_SHARED_S = 5.0
 # limits names its Redis storages by scheme: redis:// becomes async+redis://, and so on.
 _SCHEMES = {"redis://": "async+redis://", "rediss://": "async+rediss://", "unix://": "async+redis+unix://"}
 
@@ -37,6 +39,7 @@ class Quotas:
         # Counts of this process alone, for when shared storage is out of reach.
         self._local = None if storage is None else MovingWindowRateLimiter(MemoryStorage())
         self._outage = False
+        self._retry_at = 0.0
         self._items: dict[tuple[int | None, int | None], list[tuple[RateLimitItem, str]]] = {}
 
     @classmethod
@@ -64,15 +67,20 @@ class Quotas:
         A limit that refuses counts nothing; with both limits set, a call the minute's quota
         refuses has used its place in the second's burst (checked first, as the cheaper wait).
         """
+        local = self._local
+        if local is not None and self._outage and time.monotonic() < self._retry_at:
+            return await self._take(local, principal, spec, cost)
         try:
             refusal = await self._take(self._limiter, principal, spec, cost)
         except StorageError as exc:
-            if self._local is None:
+            if local is None:
                 raise
             if not self._outage:
                 logger.warning("quota storage out of reach (%s): counting quotas on this node alone", exc)
                 self._outage = True
-            return await self._take(self._local, principal, spec, cost)
+            # A Redis that hangs costs its timeout once per pause, not on every call.
+            self._retry_at = time.monotonic() + _RETRY_SHARED_S
+            return await self._take(local, principal, spec, cost)
         if self._outage:
             logger.warning("quota storage is back: counting quotas with the other nodes again")
             self._outage = False

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from reach_adapters.security.quotas import Quotas
+from reach_adapters.security.spec import PrincipalSpec
 from tests.gateway.conftest import ECHO, ReachServer, write
+from tests.redis_server import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,3 +47,16 @@ def test_a_quota_holds_for_the_cluster_not_per_node(
     refused = nodes[0].api("POST", "/route", headers=headers, json=body)
     assert refused.json()["error_type"] == "QuotaExceededError"
     assert int(refused.headers["Retry-After"]) >= 1
+
+
+async def test_shared_quotas_count_together_and_alone_while_redis_is_out_of_reach(
+    redis_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = PrincipalSpec.model_validate({"token_sha256": "0" * 64, "quota_per_minute": 3})
+    one, two = Quotas.shared(redis_url, prefix), Quotas.shared(redis_url, prefix)
+    taken = [await quotas.take("bob", spec) is None for quotas in (one, two, one, two)]
+    assert taken == [True, True, True, False]
+    dead = Quotas.shared(f"redis://127.0.0.1:{free_port()}/0", prefix)
+    alone = [await dead.take("bob", spec) is None for _ in range(4)]
+    assert alone == [True, True, True, False]
+    assert caplog.text.count("counting quotas on this node alone") == 1
