@@ -9,8 +9,9 @@ from redis.backoff import ExponentialBackoff
 
 from reach_adapters.cluster.errors import ClusterError
 
-__all__ = ["MIN_LEASE_TTL_S", "SCHEMES", "connect", "io_timeout_s"]
+__all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "SCHEMES", "connect", "io_timeout_s"]
 
+DEFAULT_LEASE_TTL_S = 15.0
 MIN_LEASE_TTL_S = 0.5
 SCHEMES = ("redis://", "rediss://", "unix://")
 

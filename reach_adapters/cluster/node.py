@@ -22,7 +22,7 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from reach_adapters.cluster.cache import ClusterCache, LeaseKey
-from reach_adapters.cluster.connection import MIN_LEASE_TTL_S, connect, io_timeout_s
+from reach_adapters.cluster.connection import DEFAULT_LEASE_TTL_S, MIN_LEASE_TTL_S, connect, io_timeout_s
 from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.leases import Leases
@@ -36,8 +36,6 @@ from reach_adapters.router import Router
 __all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "ClusterNode"]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_LEASE_TTL_S = 15.0
 
 
 class ClusterNode:
