@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import redis.asyncio as redis
 
-from reach_adapters.cluster.outage import Outage
+from reach_adapters.cluster.reachability import Reachability
 from reach_adapters.cluster.records import Keys, LeaseRecord
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.router import Router
@@ -44,7 +45,6 @@ class Leases:
         self._stats = stats
         self.published: dict[str, bytes] = {}
         self._wake = asyncio.Event()
-        self._closed = False
 
     def changed(self) -> None:
         self._wake.set()
@@ -52,11 +52,6 @@ class Leases:
     def forget(self) -> None:
         """Announce every lease at the next renewal: messages sent meanwhile may have been lost."""
         self.published = {}
-        self._wake.set()
-
-    def stop(self) -> None:
-        # A flag as well as cancel(): on 3.11 a cancel racing a timeout can be swallowed.
-        self._closed = True
         self._wake.set()
 
     def records(self) -> dict[str, bytes]:
@@ -101,14 +96,16 @@ class Leases:
             message = {"op": "del", "agent_id": agent_id, "node": self.node_id}
             pipe.publish(self._keys.channel, orjson.dumps(message))
 
-    async def renewing(self, outage: Outage, renew_s: float) -> None:
-        """Renew every `renew_s` (sooner when woken), backing off while Redis is out of reach."""
-        while not self._closed:
+    async def renewing(self, outage: Reachability, renew_s: float, closed: Callable[[], bool]) -> None:
+        """Renew every `renew_s` (sooner when woken), backing off while Redis is out of reach,
+        until `closed()`: a flag as well as cancel(), since on 3.11 a cancel racing a timeout can
+        be swallowed (set the flag, then wake it with `changed`)."""
+        while not closed():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(outage.backoff if outage.down_since else renew_s):
                     await self._wake.wait()
             self._wake.clear()
-            if self._closed:
+            if closed():
                 return
             if await outage.guarded(self.publish()):
                 self._stats.lease_renewals += 1

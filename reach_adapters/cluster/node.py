@@ -27,7 +27,7 @@ from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.leases import Leases
 from reach_adapters.cluster.mirror import Mirror
-from reach_adapters.cluster.outage import Outage
+from reach_adapters.cluster.reachability import Reachability
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.transport import Transport
@@ -74,7 +74,7 @@ class ClusterNode:
             reply_ttl_ms=max(self._ttl_ms * 2, 10_000),
         )
         self.leases = Leases(router, client, keys, node_id, ttl_ms=self._ttl_ms, stats=self.stats)
-        self._outage = Outage(
+        self._outage = Reachability(
             f"node {node_id}",
             self.tick_s,
             meanwhile="serving this node's agents from the cache and retrying",
@@ -144,7 +144,7 @@ class ClusterNode:
         return node
 
     def _start(self) -> None:
-        self._spawn(self.leases.renewing(self._outage, self.renew_s), "publisher")
+        self._spawn(self.leases.renewing(self._outage, self.renew_s, lambda: self._closed), "publisher")
         self._spawn(self._listening(), "listener")
         self._spawn(self._ticking(), "clock")
 
@@ -164,7 +164,7 @@ class ClusterNode:
         await self.inbox.aclose()
         # A flag as well as cancel(): on 3.11 a cancel racing a timeout can be swallowed.
         self._closed = True
-        self.leases.stop()
+        self.leases.changed()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

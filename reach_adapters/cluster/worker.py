@@ -29,7 +29,7 @@ from reach_adapters.cluster.connection import DEFAULT_LEASE_TTL_S, connect, io_t
 from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.leases import Leases
-from reach_adapters.cluster.outage import Outage
+from reach_adapters.cluster.reachability import Reachability
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.errors import InvalidDeclarationError, UnknownAgentError
@@ -149,7 +149,7 @@ class RemoteWorker:
             reply_ttl_ms=max(ttl_ms * 2, 10_000),
         )
         self._leases = Leases(self._router, client, keys, worker_id, ttl_ms=ttl_ms, stats=self.stats)
-        self._outage = Outage(
+        self._outage = Reachability(
             f"worker {worker_id}",
             lease_ttl_s / 6,
             meanwhile="its agents' leases lapse if this lasts; retrying",
@@ -159,6 +159,8 @@ class RemoteWorker:
         self._stop_listening = self._router.on_catalog_change(self._leases.changed)
         self._hosted: dict[str, _Hosted] = {}
         self._heartbeat: asyncio.Task[None] | None = None
+        # Stops the heartbeat (with cancel(), which 3.11 may swallow); `_left`: aclose ran.
+        self._stopping = False
         self._left = False
 
     @classmethod
@@ -192,8 +194,10 @@ class RemoteWorker:
             await worker.aclose()
             msg = f"cannot reach the cluster registry at {url}: {exc}; start Redis there or fix the URL"
             raise ClusterError(msg) from exc
+        renewing = worker._leases.renewing(worker._outage, lease_ttl_s / 3, lambda: worker._stopping)
         worker._heartbeat = asyncio.get_running_loop().create_task(
-            worker._leases.renewing(worker._outage, lease_ttl_s / 3), name=f"reach worker {worker_id} leases"
+            renewing,
+            name=f"reach worker {worker_id} leases",
         )
         logger.info("worker %s connected to the cluster at %s, lease %.1f s", worker_id, url, lease_ttl_s)
         return worker
@@ -278,7 +282,8 @@ class RemoteWorker:
         self._left = True
         self._stop_listening()
         await self._inbox.aclose()
-        self._leases.stop()
+        self._stopping = True
+        self._leases.changed()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)

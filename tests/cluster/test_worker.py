@@ -228,7 +228,8 @@ async def test_a_silent_worker_turns_suspicious_then_goes(cluster: Join, workers
     await cluster(a, "a")
     await listed(a, "util:echo:01")
     assert worker._heartbeat is not None
-    worker._heartbeat.cancel()  # frozen: no renewal, no deregistration
+    worker._stopping = True  # frozen: no renewal, no deregistration
+    worker._heartbeat.cancel()
     await eventually(
         lambda: state_of(a, "util:echo:01") is AgentState.SUSPICIOUS, timeout=10, what="suspicious"
     )

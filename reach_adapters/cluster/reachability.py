@@ -1,5 +1,5 @@
-"""Exchanges with a Redis that may be out of reach: one warning per outage, not one per failed
-exchange, a growing backoff between attempts, and a hook for when Redis answers again."""
+"""Whether the registry's Redis answers a node or a worker: one warning per outage, not one per
+failed exchange, a growing backoff between attempts, and a hook for when Redis answers again."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-__all__ = ["MAX_BACKOFF_S", "Outage"]
+__all__ = ["MAX_BACKOFF_S", "Reachability"]
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 MAX_BACKOFF_S = 5.0
 
 
-class Outage:
+class Reachability:
     """Whether `who` (``node a``, ``worker w``) finds the cluster's Redis out of reach.
 
     `meanwhile` says in the warning what it does during the outage, `recovery` what it does when
