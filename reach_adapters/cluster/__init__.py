@@ -15,6 +15,7 @@ from reach_adapters.cluster.records import Keys, LeaseRecord  # noqa: E402
 from reach_adapters.cluster.remote import RemoteAgent  # noqa: E402
 from reach_adapters.cluster.stats import NodeStats  # noqa: E402
 from reach_adapters.cluster.transport import REMOTE_DELIVERY, Transport  # noqa: E402
+from reach_adapters.cluster.worker import RemoteWorker  # noqa: E402
 
 __all__ = [
     "DEFAULT_LEASE_TTL_S",
@@ -26,6 +27,7 @@ __all__ = [
     "LeaseRecord",
     "NodeStats",
     "RemoteAgent",
+    "RemoteWorker",
     "Transport",
     "lease_state",
 ]

@@ -10,7 +10,6 @@ reader of its inbox (`Inbox`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import socket
@@ -20,15 +19,16 @@ from typing import Any
 
 import orjson
 import redis.asyncio as redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
 from reach_adapters.cluster.cache import ClusterCache, LeaseKey
+from reach_adapters.cluster.connection import DEFAULT_LEASE_TTL_S, MIN_LEASE_TTL_S, connect, io_timeout_s
 from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.inbox import Inbox
+from reach_adapters.cluster.leases import Leases
 from reach_adapters.cluster.mirror import Mirror
-from reach_adapters.cluster.records import Keys, LeaseRecord
+from reach_adapters.cluster.reachability import Reachability
+from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.tasks import ClusterTasks
 from reach_adapters.cluster.transport import Transport
@@ -37,18 +37,6 @@ from reach_adapters.router import Router
 __all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "ClusterNode"]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_LEASE_TTL_S = 15.0
-MIN_LEASE_TTL_S = 0.5
-# Longest wait between two attempts to reach a Redis that is down.
-_MAX_BACKOFF_S = 5.0
-_SCHEMES = ("redis://", "rediss://", "unix://")
-
-
-def io_timeout_s(lease_ttl_s: float) -> float:
-    """How long one exchange with Redis may take before the node counts it failed: short enough
-    to notice an outage within a resync period, never under 0.2 s nor over 2 s."""
-    return min(max(lease_ttl_s / 6, 0.2), 2.0)
 
 
 class ClusterNode:
@@ -73,7 +61,7 @@ class ClusterNode:
         # Blocking reads return well within the socket timeout, which would cut them off.
         block_ms = max(int(io_timeout_s(lease_ttl_s) * 500), 50)
         self.transport = Transport(client, keys, node_id, self.stats, block_ms=block_ms)
-        self.transport.reachable = lambda: self._down_since is None
+        self.transport.reachable = lambda: self._outage.down_since is None
         self._mirror = Mirror(router, self.cache, self.transport)
         self.inbox = Inbox(
             router,
@@ -86,14 +74,18 @@ class ClusterNode:
             # A replies stream outlives its last reply by this much: a dead caller's goes away.
             reply_ttl_ms=max(self._ttl_ms * 2, 10_000),
         )
-        self._published: dict[str, bytes] = {}
-        self._wake = asyncio.Event()
+        self.leases = Leases(router, client, keys, node_id, ttl_ms=self._ttl_ms, stats=self.stats)
+        self._outage = Reachability(
+            f"node {node_id}",
+            self.tick_s,
+            meanwhile="serving this node's agents from the cache and retrying",
+            recovery="resyncing",
+            on_back=self.leases.forget,
+        )
         self._tasks: list[asyncio.Task[None]] = []
-        self._stop_listening = router.on_catalog_change(self._wake.set)
+        self._stop_listening = router.on_catalog_change(self.leases.changed)
         # A node must not outlive its router: closing the router makes it leave.
         self._stop_closing = router.on_close(self.aclose)
-        self._down_since: float | None = None
-        self._backoff = self.tick_s
         self._closed = False
         self._left = False
         self.tasks: ClusterTasks | None = None
@@ -125,20 +117,7 @@ class ClusterNode:
         are listed at once. With `tasks`, the router's async tasks are kept and run in the
         cluster's Redis (`ClusterTasks`). Raises `ClusterError` when Redis does not answer.
         """
-        if not url.startswith(_SCHEMES):
-            msg = f"registry URL {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)"
-            raise ClusterError(msg)
-        if not lease_ttl_s >= MIN_LEASE_TTL_S:
-            # Renewals every TTL/3 and resyncs every TTL/6: a tiny lease floods Redis with both.
-            msg = f"lease_ttl_s must be at least {MIN_LEASE_TTL_S} seconds, got {lease_ttl_s}"
-            raise ClusterError(msg)
-        timeout = io_timeout_s(lease_ttl_s)
-        client = redis.Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(ExponentialBackoff(cap=timeout, base=0.05), retries=1),
-        )
+        client = connect(url, lease_ttl_s)
         node = cls(
             router,
             client,
@@ -150,7 +129,7 @@ class ClusterNode:
             # Reading the inbox before the leases are out: no call can come before its reader.
             await node.inbox.start()
             await node.transport.start()
-            await node._publish()
+            await node.leases.publish()
             await node._resync()
         except RedisError as exc:
             await node.aclose(deregister=False)
@@ -170,14 +149,14 @@ class ClusterNode:
             "node %s joined the cluster at %s: %d agent(s) here, %d on other nodes, lease %.1f s",
             node.node_id,
             url,
-            len(node._published),
+            len(node.leases.published),
             len(node.cache.leases),
             lease_ttl_s,
         )
         return node
 
     def _start(self) -> None:
-        self._spawn(self._publishing(), "publisher")
+        self._spawn(self.leases.renewing(self._outage, self.renew_s, lambda: self._closed), "publisher")
         self._spawn(self._listening(), "listener")
         self._spawn(self._ticking(), "clock")
 
@@ -199,14 +178,14 @@ class ClusterNode:
         await self.inbox.aclose()
         # A flag as well as cancel(): on 3.11 a cancel racing a timeout can be swallowed.
         self._closed = True
-        self._wake.set()
+        self.leases.changed()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        if deregister and self._published:
+        if deregister:
             try:
-                await self._delete(list(self._published))
+                await self.leases.delete()
             except RedisError as exc:
                 logger.warning(
                     "node %s left without deleting its leases (they expire): %s", self.node_id, exc
@@ -218,58 +197,6 @@ class ClusterNode:
     def _hosts(self, agent_id: str) -> bool:
         """Whether `agent_id` is one of this node's own agents (not another node's, listed here)."""
         return agent_id in self.router and agent_id not in self._mirror.remote
-
-    # -- this node's leases ------------------------------------------------------------------
-
-    def _records(self) -> dict[str, bytes]:
-        return {
-            info.agent_id: LeaseRecord(
-                agent_id=info.agent_id,
-                node=self.node_id,
-                state=info.state,
-                state_reason=info.state_reason,
-                ttl_ms=self._ttl_ms,
-                capabilities=tuple(cap.model_dump(mode="json") for cap in info.capabilities),
-            ).dumps()
-            for info in self.router.catalog()
-            if info.node is None
-        }
-
-    async def _publish(self) -> None:
-        """Renew every lease of this node in one transaction; announce what changed."""
-        records = self._records()
-        removed = [agent_id for agent_id in self._published if agent_id not in records]
-        async with self._client.pipeline(transaction=True) as pipe:
-            for agent_id, raw in records.items():
-                pipe.set(self.keys.lease(self.node_id, agent_id), raw, px=self._ttl_ms)
-                if raw != self._published.get(agent_id):
-                    pipe.publish(self.keys.channel, b'{"op":"put","record":' + raw + b"}")
-            self._queue_deletes(pipe, removed)
-            await pipe.execute()
-        self._published = records
-
-    async def _delete(self, agent_ids: list[str]) -> None:
-        async with self._client.pipeline(transaction=True) as pipe:
-            self._queue_deletes(pipe, agent_ids)
-            await pipe.execute()
-        self._published = {}
-
-    def _queue_deletes(self, pipe: Any, agent_ids: list[str]) -> None:
-        for agent_id in agent_ids:
-            pipe.delete(self.keys.lease(self.node_id, agent_id))
-            message = {"op": "del", "agent_id": agent_id, "node": self.node_id}
-            pipe.publish(self.keys.channel, orjson.dumps(message))
-
-    async def _publishing(self) -> None:
-        while not self._closed:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._backoff if self._down_since else self.renew_s):
-                    await self._wake.wait()
-            self._wake.clear()
-            if await self._guarded(self._publish()):
-                self.stats.lease_renewals += 1
-            else:
-                self.stats.lease_renewal_failures += 1
 
     # -- other nodes' leases -----------------------------------------------------------------
 
@@ -296,15 +223,15 @@ class ClusterNode:
         while not self._closed:
             now = time.monotonic()
             if now >= next_try:
-                ok = await self._guarded(self._resync())
-                next_try = now + (self.tick_s if ok else self._backoff)
+                ok = await self._outage.guarded(self._resync())
+                next_try = now + (self.tick_s if ok else self._outage.backoff)
             await self._mirror.apply(time.monotonic())
             await asyncio.sleep(self.tick_s)
 
     async def _listening(self) -> None:
         while not self._closed:
-            await self._guarded(self._listen())
-            await asyncio.sleep(self._backoff)
+            await self._outage.guarded(self._listen())
+            await asyncio.sleep(self._outage.backoff)
 
     async def _listen(self) -> None:
         async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
@@ -326,37 +253,3 @@ class ClusterNode:
                 self.cache.forget(str(message["agent_id"]), str(message["node"]), reason)
         except (ValueError, KeyError, TypeError):
             logger.warning("ignoring a malformed message on the cluster channel: %.200r", data)
-
-    # -- outages -----------------------------------------------------------------------------
-
-    async def _guarded(self, work: Coroutine[Any, Any, None]) -> bool:
-        """Run one exchange with Redis; on failure, warn once per outage and back off."""
-        try:
-            await work
-        except (RedisError, OSError) as exc:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                # redis-py may turn a cancellation into a connection error: leaving wins.
-                raise asyncio.CancelledError from exc
-            if self._down_since is None:
-                self._down_since = time.monotonic()
-                logger.warning(
-                    "node %s: the cluster registry is out of reach (%s); serving this node's agents "
-                    "from the cache and retrying",
-                    self.node_id,
-                    exc,
-                )
-            else:
-                self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)
-            return False
-        if self._down_since is not None:
-            logger.warning(
-                "node %s: the cluster registry is back after %.1f s; resyncing",
-                self.node_id,
-                time.monotonic() - self._down_since,
-            )
-            self._down_since = None
-            self._backoff = self.tick_s
-            self._published = {}
-            self._wake.set()
-        return True

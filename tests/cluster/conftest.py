@@ -4,13 +4,22 @@ real `reach serve` subprocesses (the gateway tests' `serve` helper)."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 
+from reach_adapters import Capability, Router
+from reach_adapters.cluster import ClusterNode
 from tests.gateway.conftest import serve
 from tests.redis_server import RedisServer, redis_server
+from tests.waiting import eventually
 
-__all__ = ["prefix", "redis_server", "redis_url", "serve"]
+__all__ = ["TTL", "Join", "cap", "cluster", "listed", "prefix", "redis_server", "redis_url", "serve"]
+
+# Leases of cluster tests: short, so that silent nodes are found out within a second or two.
+TTL = 1.2
+Join = Callable[..., Awaitable[ClusterNode]]
 
 
 @pytest.fixture
@@ -22,3 +31,32 @@ def redis_url(redis_server: RedisServer) -> str:
 def prefix() -> str:
     """Key prefix of its own per test: clusters of different tests never see each other."""
     return f"test{secrets.token_hex(4)}:"
+
+
+def cap(name: str, **flags: Any) -> Capability:
+    return Capability(name=name, description=name, input_schema={"type": "object"}, **flags)
+
+
+@pytest.fixture
+async def cluster(redis_url: str, prefix: str) -> AsyncIterator[Join]:
+    """`join(router, node_id)`; every node and router is closed after the test."""
+    nodes: list[ClusterNode] = []
+    routers: list[Router] = []
+
+    async def join(router: Router, node_id: str, url: str = redis_url) -> ClusterNode:
+        node = await ClusterNode.join(router, url, node_id=node_id, lease_ttl_s=TTL, prefix=prefix)
+        nodes.append(node)
+        routers.append(router)
+        return node
+
+    try:
+        yield join
+    finally:
+        for node in nodes:
+            await node.aclose()
+        for router in routers:
+            await router.aclose()
+
+
+async def listed(router: Router, agent_id: str) -> None:
+    await eventually(lambda: agent_id in router, timeout=10, what=f"{agent_id} listed")

@@ -3,50 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from middleware import ReachMessage
-from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters import FunctionAgent, Router
 from reach_adapters.cluster import REMOTE_DELIVERY, ClusterNode
 from reach_adapters.router import UNKNOWN_OUTCOME, Fault, ResultStatus
+from tests.cluster.conftest import Join, cap, listed
 from tests.redis_server import RedisServer
-from tests.waiting import eventually
-
-TTL = 1.2
-Join = Callable[..., Awaitable[ClusterNode]]
-
-
-def cap(name: str, **flags: Any) -> Capability:
-    return Capability(name=name, description=name, input_schema={"type": "object"}, **flags)
-
-
-@pytest.fixture
-async def cluster(redis_url: str, prefix: str) -> AsyncIterator[Join]:
-    """`join(router, node_id)`; every node and router is closed after the test."""
-    nodes: list[ClusterNode] = []
-    routers: list[Router] = []
-
-    async def join(router: Router, node_id: str, url: str = redis_url) -> ClusterNode:
-        node = await ClusterNode.join(router, url, node_id=node_id, lease_ttl_s=TTL, prefix=prefix)
-        nodes.append(node)
-        routers.append(router)
-        return node
-
-    try:
-        yield join
-    finally:
-        for node in nodes:
-            await node.aclose()
-        for router in routers:
-            await router.aclose()
-
-
-async def listed(router: Router, agent_id: str) -> None:
-    await eventually(lambda: agent_id in router, timeout=10, what=f"{agent_id} listed")
 
 
 def silence(node: ClusterNode) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reach_adapters.cli.app import main
+from reach_adapters.cluster import connection
 from reach_adapters.cluster import node as cluster_node
 from reach_adapters.config import ConfigFileError, load_config
 from reach_adapters.config import registry as settings
@@ -82,7 +83,7 @@ def test_the_defaults_are_the_cluster_nodes() -> None:
     # Kept apart so that checking a config does not need redis-py; they must not drift.
     assert settings.DEFAULT_LEASE_TTL_S == cluster_node.DEFAULT_LEASE_TTL_S
     assert settings.MIN_LEASE_TTL_S == cluster_node.MIN_LEASE_TTL_S
-    assert settings.REGISTRY_SCHEMES == cluster_node._SCHEMES
+    assert settings.REGISTRY_SCHEMES == connection.SCHEMES
 
 
 def test_reach_check_shows_it_without_its_password(

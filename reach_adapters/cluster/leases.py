@@ -1,0 +1,113 @@
+"""The leases one process holds for the agents its router hosts, whether it is a node or a
+remote worker: written in one transaction every TTL/3 and at once when its catalog changes,
+announced on the catalog channel when they change, deleted (and announced) when it leaves."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import redis.asyncio as redis
+
+from reach_adapters.cluster.reachability import Reachability
+from reach_adapters.cluster.records import Keys, LeaseRecord
+from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.router import Router
+
+__all__ = ["Leases"]
+
+
+class Leases:
+    """The leases of `router`'s own agents (those with no `node`) held under `node_id`.
+
+    `renewing` is the renewal loop; `changed` wakes it at once (the router's catalog changed,
+    Redis is back); `forget` makes its next renewal announce every lease again.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        client: redis.Redis,
+        keys: Keys,
+        node_id: str,
+        *,
+        ttl_ms: int,
+        stats: NodeStats,
+    ) -> None:
+        self._router = router
+        self._client = client
+        self._keys = keys
+        self.node_id = node_id
+        self.ttl_ms = ttl_ms
+        self._stats = stats
+        self.published: dict[str, bytes] = {}
+        self._wake = asyncio.Event()
+
+    def changed(self) -> None:
+        self._wake.set()
+
+    def forget(self) -> None:
+        """Announce every lease at the next renewal: messages sent meanwhile may have been lost."""
+        self.published = {}
+        self._wake.set()
+
+    def records(self) -> dict[str, bytes]:
+        return {
+            info.agent_id: LeaseRecord(
+                agent_id=info.agent_id,
+                node=self.node_id,
+                state=info.state,
+                state_reason=info.state_reason,
+                ttl_ms=self.ttl_ms,
+                capabilities=tuple(cap.model_dump(mode="json") for cap in info.capabilities),
+            ).dumps()
+            for info in self._router.catalog()
+            if info.node is None
+        }
+
+    async def publish(self) -> None:
+        """Renew every lease in one transaction; announce what changed."""
+        records = self.records()
+        removed = [agent_id for agent_id in self.published if agent_id not in records]
+        async with self._client.pipeline(transaction=True) as pipe:
+            for agent_id, raw in records.items():
+                pipe.set(self._keys.lease(self.node_id, agent_id), raw, px=self.ttl_ms)
+                if raw != self.published.get(agent_id):
+                    pipe.publish(self._keys.channel, b'{"op":"put","record":' + raw + b"}")
+            self._queue_deletes(pipe, removed)
+            await pipe.execute()
+        self.published = records
+
+    async def delete(self) -> None:
+        """Delete every lease published (leaving): the others drop these agents at once."""
+        if not self.published:
+            return
+        async with self._client.pipeline(transaction=True) as pipe:
+            self._queue_deletes(pipe, list(self.published))
+            await pipe.execute()
+        self.published = {}
+
+    def _queue_deletes(self, pipe: Any, agent_ids: list[str]) -> None:
+        for agent_id in agent_ids:
+            pipe.delete(self._keys.lease(self.node_id, agent_id))
+            message = {"op": "del", "agent_id": agent_id, "node": self.node_id}
+            pipe.publish(self._keys.channel, orjson.dumps(message))
+
+    async def renewing(self, outage: Reachability, renew_s: float, closed: Callable[[], bool]) -> None:
+        """Renew every `renew_s` (sooner when woken), backing off while Redis is out of reach,
+        until `closed()`: a flag as well as cancel(), since on 3.11 a cancel racing a timeout can
+        be swallowed (set the flag, then wake it with `changed`)."""
+        while not closed():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(outage.backoff if outage.down_since else renew_s):
+                    await self._wake.wait()
+            self._wake.clear()
+            if closed():
+                return
+            if await outage.guarded(self.publish()):
+                self._stats.lease_renewals += 1
+            else:
+                self._stats.lease_renewal_failures += 1
