@@ -167,6 +167,7 @@ async def _join(args: argparse.Namespace, gateway: Gateway) -> ClusterNode | Non
         node_id=args.node_id or file.node_id,
         lease_ttl_s=args.lease_ttl or file.lease_ttl_s,
         prefix=file.prefix,
+        task_visibility_timeout_s=file.task_visibility_timeout_s,
     )
     # Principals' quotas hold for the cluster as a whole, not per node.
     gateway.share_quotas(url, file.prefix)

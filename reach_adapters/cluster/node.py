@@ -30,7 +30,7 @@ from reach_adapters.cluster.mirror import Mirror
 from reach_adapters.cluster.reachability import Reachability
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
-from reach_adapters.cluster.tasks import ClusterTasks
+from reach_adapters.cluster.tasks import DEFAULT_VISIBILITY_TIMEOUT_S, ClusterTasks
 from reach_adapters.cluster.transport import Transport
 from reach_adapters.router import Router
 
@@ -110,12 +110,14 @@ class ClusterNode:
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         prefix: str = "reach:",
         tasks: bool = True,
+        task_visibility_timeout_s: float = DEFAULT_VISIBILITY_TIMEOUT_S,
     ) -> ClusterNode:
         """Make `router` a node of the cluster at `url` (``redis://HOST:PORT/DB``).
 
         Publishes its agents and reads the whole catalog before returning, so other nodes' agents
         are listed at once. With `tasks`, the router's async tasks are kept and run in the
-        cluster's Redis (`ClusterTasks`). Raises `ClusterError` when Redis does not answer.
+        cluster's Redis (`ClusterTasks`, with `task_visibility_timeout_s`). Raises `ClusterError`
+        when Redis does not answer.
         """
         client = connect(url, lease_ttl_s)
         node = cls(
@@ -139,7 +141,12 @@ class ClusterNode:
         if tasks:
             try:
                 node.tasks = await ClusterTasks.start(
-                    router, client, node_id=node.node_id, keys=node.keys, stats=node.stats
+                    router,
+                    client,
+                    node_id=node.node_id,
+                    keys=node.keys,
+                    stats=node.stats,
+                    visibility_timeout_s=task_visibility_timeout_s,
                 )
             except ClusterError:
                 await node.aclose()

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["DEFAULT_LEASE_TTL_S", "MIN_LEASE_TTL_S", "REGISTRY_SCHEMES", "RegistrySettings"]
+__all__ = [
+    "DEFAULT_LEASE_TTL_S",
+    "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "MIN_LEASE_TTL_S",
+    "MIN_VISIBILITY_TIMEOUT_S",
+    "REGISTRY_SCHEMES",
+    "RegistrySettings",
+]
 
-# The same values as ClusterNode's (reach_adapters.cluster.node, which needs redis-py): the
-# config is checked without the cluster extra; tests/config/test_registry.py keeps them equal.
+# The same values as ClusterNode's and ClusterTasks' (reach_adapters.cluster, which needs
+# redis-py): the config is checked without the cluster extra; tests/config/test_registry.py keeps
+# them equal.
 DEFAULT_LEASE_TTL_S = 15.0
 MIN_LEASE_TTL_S = 0.5
+DEFAULT_VISIBILITY_TIMEOUT_S = 30.0
+MIN_VISIBILITY_TIMEOUT_S = 0.3
 REGISTRY_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
@@ -39,6 +49,14 @@ class RegistrySettings(BaseModel):
     )
     prefix: str = Field(
         "reach:", min_length=1, description="Prefix of the cluster's Redis keys: clusters sharing a database."
+    )
+    task_visibility_timeout_s: float = Field(
+        DEFAULT_VISIBILITY_TIMEOUT_S,
+        ge=MIN_VISIBILITY_TIMEOUT_S,
+        strict=True,
+        allow_inf_nan=False,
+        description="Seconds an async task running on a node that went silent waits before another "
+        "node takes it over (again if safe to repeat, else as outcome unknown).",
     )
 
     @field_validator("url")

@@ -11,6 +11,7 @@ import pytest
 from reach_adapters.cli.app import main
 from reach_adapters.cluster import connection
 from reach_adapters.cluster import node as cluster_node
+from reach_adapters.cluster import tasks as cluster_tasks
 from reach_adapters.config import ConfigFileError, load_config
 from reach_adapters.config import registry as settings
 from reach_adapters.gateway import Gateway
@@ -22,6 +23,7 @@ REGISTRY = (
     "  url: redis://:s3cret@127.0.0.1:6390/2\n"
     "  node_id: node-7\n"
     "  lease_ttl_s: 3\n"
+    "  task_visibility_timeout_s: 2.5\n"
 )
 
 
@@ -47,11 +49,12 @@ def test_the_registry_is_read_with_defaults_for_what_is_not_given(config_dir: Pa
     assert config.registry.node_id == "node-7"
     assert config.registry.lease_ttl_s == 3.0
     assert config.registry.prefix == "reach:"
+    assert config.registry.task_visibility_timeout_s == 2.5
     assert config.policy.max_retries == 1
     write(config_dir, "routing_policy.yaml", "registry: {url: 'redis://h:1/0'}\n")
     only_url = load_config(config_dir).registry
     assert only_url is not None
-    assert (only_url.node_id, only_url.lease_ttl_s) == (None, 15.0)
+    assert (only_url.node_id, only_url.lease_ttl_s, only_url.task_visibility_timeout_s) == (None, 15.0, 30.0)
 
 
 def test_without_it_there_is_no_registry(config_dir: Path) -> None:
@@ -66,6 +69,12 @@ def test_without_it_there_is_no_registry(config_dir: Path) -> None:
         ("registry:\n  node_id: a\n", "registry.url", 1, "missing; this field is required"),
         ("registry:\n  url: http://h:1\n", "registry.url", 2, "is not a Redis URL"),
         ("registry:\n  url: redis://h:1/0\n  lease_ttl_s: 0.1\n", "registry.lease_ttl_s", 3, "0.5"),
+        (
+            "registry:\n  url: redis://h:1/0\n  task_visibility_timeout_s: 0.1\n",
+            "registry.task_visibility_timeout_s",
+            3,
+            "0.3",
+        ),
         ("registry:\n  url: redis://h:1/0\n  ttl: 3\n", "registry.ttl", 3, "url, node_id, lease_ttl_s"),
         ("registry: redis://h:1/0\n", "registry", 1, "RegistrySettings"),
     ],
@@ -84,6 +93,8 @@ def test_the_defaults_are_the_cluster_nodes() -> None:
     assert settings.DEFAULT_LEASE_TTL_S == cluster_node.DEFAULT_LEASE_TTL_S
     assert settings.MIN_LEASE_TTL_S == cluster_node.MIN_LEASE_TTL_S
     assert settings.REGISTRY_SCHEMES == connection.SCHEMES
+    assert settings.DEFAULT_VISIBILITY_TIMEOUT_S == cluster_tasks.DEFAULT_VISIBILITY_TIMEOUT_S
+    assert settings.MIN_VISIBILITY_TIMEOUT_S == cluster_tasks.MIN_VISIBILITY_TIMEOUT_S
 
 
 def test_reach_check_shows_it_without_its_password(
