@@ -226,8 +226,10 @@ class TaskWorkers:
                 return
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
-            if not await self._retrying(partial(self._store.start, record, run.entry_id, self._node_id)):
+            started = await self._retrying(partial(self._store.start, record, run.entry_id, self._node_id))
+            if started == 0:
                 await self._retrying(partial(self._ack, run.entry_id))
+            if started != 1:
                 return
             result = await self._deliver(run, record)
             if result is None:

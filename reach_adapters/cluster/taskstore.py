@@ -48,16 +48,17 @@ return {2}
 """
 
 # KEYS: record. ARGV: record JSON. Sets it only while the task is unfinished; 1, or 0.
-# KEYS: record, queue. ARGV: record JSON, group, entry id, consumer. The run starts only while
-# the task is unfinished and its entry is still this consumer's: a node that stalled past the
-# visibility timeout finds its entry taken over, and must not run the task beside its new owner.
+# KEYS: record, queue. ARGV: record JSON, group, entry id, consumer. The run starts (1) only while
+# the task is unfinished (else 0: its entry may be acked) and its entry is still this consumer's
+# (else -1: a node that stalled past the visibility timeout finds its entry taken over, and must
+# neither run the task beside its new owner nor ack the entry from under it).
 _START = (
     _UNFINISHED_LUA
     + """
+local pending = redis.call('XPENDING', KEYS[2], ARGV[2], ARGV[3], ARGV[3], 1)
+if #pending == 0 or pending[1][2] ~= ARGV[4] then return -1 end
 local held = redis.call('GET', KEYS[1])
 if not held or not unfinished(held) then return 0 end
-local pending = redis.call('XPENDING', KEYS[2], ARGV[2], ARGV[3], ARGV[3], 1)
-if #pending == 0 or pending[1][2] ~= ARGV[4] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1
 """
@@ -174,12 +175,13 @@ class RedisTaskStore:
             return TaskRecord.model_validate_json(reply[1])
         return QUEUE_FULL if reply[0] == 1 else None
 
-    async def start(self, record: TaskRecord, entry_id: str, consumer: str) -> bool:
-        """Save `record` (now running) unless the task finished meanwhile (cancelled elsewhere) or
-        its queue entry `entry_id` is no longer `consumer`'s (another node took it over)."""
+    async def start(self, record: TaskRecord, entry_id: str, consumer: str) -> int:
+        """Save `record` (now running): 1. Or 0 when the task finished meanwhile (cancelled
+        elsewhere: its entry may be acked), -1 when its queue entry `entry_id` is no longer
+        `consumer`'s (another node took it over: leave the entry alone)."""
         keys = [self.keys.task(record.task_id), self.keys.task_queue]
         args = [_dumps(record), self.keys.task_group, entry_id, consumer]
-        return bool(await self._start(keys=keys, args=args))
+        return int(await self._start(keys=keys, args=args))
 
     async def finish(
         self,

@@ -40,6 +40,8 @@ async def test_metrics_of_a_node(tmp_path: Path, redis_url: str, prefix: str) ->
             stats.tasks_reclaimed = 2
             stats.queue_depth, stats.dead_letters_kept = 5, 1
             await eventually(lambda: "util:shout:01" in gateway.router, timeout=10, what="n2's agent on n1")
+            node = gateway.node
+            await eventually(lambda: node.stats.lease_renewals >= 1, timeout=10, what="a lease renewal")
             text = metrics.render().decode()
         finally:
             await node2.aclose()

@@ -34,8 +34,11 @@ async def test_a_node_whose_entry_was_taken_over_cannot_start_the_task(redis_url
         # The stalled node's entry went idle past the visibility timeout: another node claims it.
         await client.xclaim(keys.task_queue, keys.task_group, "rescuer", 0, [entry_id])
         record.status = TaskStatus.RUNNING
-        assert not await store.start(record, entry_id, "stalled")
-        assert await store.start(record, entry_id, "rescuer")
+        assert await store.start(record, entry_id, "stalled") == -1
+        assert await store.start(record, entry_id, "rescuer") == 1
+        record.status = TaskStatus.OK
+        await client.set(keys.task("t1"), record.model_dump_json())
+        assert await store.start(record, entry_id, "rescuer") == 0
     finally:
         await client.aclose()
 
