@@ -37,7 +37,9 @@ class Agent(Protocol):
     guard itself to keep the router alive. Optional methods the router uses when present:
     ``attach(handle)``, ``async probe() -> bool``, ``astream(message)``, ``aclose()``, and
     ``adapt_payload(capability, payload) -> payload``, which reads a payload of another shape
-    (a plain text for a chat agent) before it is checked against the input schema.
+    (a plain text for a chat agent) before it is checked against the input schema, and
+    ``async compensate(message)``, which undoes what a cancelled call to a ``compensable``
+    capability may have done (see `compensation`).
     """
 
     @property
@@ -116,10 +118,17 @@ class FunctionAgent:
         agent_id: str,
         capabilities: Sequence[Capability | Mapping[str, Any]] | None = None,
         call_style: CallStyle | None = None,
+        compensate: Callable[[ReachMessage], Any] | None = None,
     ) -> None:
+        """`compensate`: a sync or async function of the cancelled call's `ReachMessage` that
+        undoes its side effects, for capabilities declared ``compensable``."""
         if not callable(fn):
             msg = f"agent {agent_id}: FunctionAgent needs a callable, got {type(fn).__name__}"
             raise InvalidDeclarationError(msg)
+        if compensate is not None and not callable(compensate):
+            msg = f"agent {agent_id}: compensate must be a callable, got {type(compensate).__name__}"
+            raise InvalidDeclarationError(msg)
+        self._compensate = compensate
         parse_agent_id(agent_id)
         self._agent_id = agent_id
         self._fn = fn
@@ -143,6 +152,15 @@ class FunctionAgent:
 
     def __repr__(self) -> str:
         return f"FunctionAgent({getattr(self._fn, '__qualname__', self._fn)!r}, agent_id={self._agent_id!r})"
+
+    async def compensate(self, message: ReachMessage) -> None:
+        """Undo a cancelled call with the `compensate` function given, if any."""
+        if self._compensate is None:
+            return
+        if inspect.iscoroutinefunction(self._compensate):
+            await self._compensate(message)
+        else:
+            await asyncio.to_thread(self._compensate, message)
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
         args, kwargs = self._arguments(message)

@@ -7,6 +7,7 @@ import time
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
+from reach_adapters.router.compensation import compensate_later
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import (
     ErrorKind,
@@ -138,6 +139,7 @@ async def deliver(
         result = timed_out(message, slot, budget)
     except asyncio.CancelledError:
         flight.abandon()
+        compensate_later(slot, message)
         raise
     except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
         result = from_exception(message, agent_id, exc, errors)
