@@ -28,7 +28,7 @@ from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.leases import Leases
 from reach_adapters.cluster.mirror import Mirror
 from reach_adapters.cluster.reachability import Reachability
-from reach_adapters.cluster.records import Keys
+from reach_adapters.cluster.records import Keys, checked_keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.tasks import DEFAULT_VISIBILITY_TIMEOUT_S, ClusterTasks
 from reach_adapters.cluster.transport import Transport
@@ -117,15 +117,16 @@ class ClusterNode:
         Publishes its agents and reads the whole catalog before returning, so other nodes' agents
         are listed at once. With `tasks`, the router's async tasks are kept and run in the
         cluster's Redis (`ClusterTasks`, with `task_visibility_timeout_s`). Raises `ClusterError`
-        when Redis does not answer.
+        when Redis does not answer, or for a malformed URL, lease or `prefix`.
         """
+        keys = checked_keys(prefix)
         client = connect(url, lease_ttl_s)
         node = cls(
             router,
             client,
             node_id=node_id or f"{socket.gethostname()}-{secrets.token_hex(3)}",
             lease_ttl_s=lease_ttl_s,
-            keys=Keys(prefix),
+            keys=keys,
         )
         try:
             # Reading the inbox before the leases are out: no call can come before its reader.

@@ -30,7 +30,7 @@ from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.leases import Leases
 from reach_adapters.cluster.reachability import Reachability
-from reach_adapters.cluster.records import Keys
+from reach_adapters.cluster.records import Keys, checked_keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.errors import InvalidDeclarationError, UnknownAgentError
 from reach_adapters.router import (
@@ -176,7 +176,8 @@ class RemoteWorker:
         "node" in the leases; default ``HOSTNAME-RANDOM``) and start reading its inbox.
 
         Raises `InvalidDeclarationError` for a malformed worker id, `ClusterError` for a
-        malformed URL, a lease under 0.5 s, or a Redis that does not answer.
+        malformed URL, a lease under 0.5 s, a `prefix` with other characters than letters, digits,
+        '_', '.', ':', '-', or a Redis that does not answer.
         """
         worker_id = worker_id or f"{socket.gethostname()}-{secrets.token_hex(3)}"
         if not isinstance(worker_id, str) or not _WORKER_ID.match(worker_id):
@@ -185,9 +186,8 @@ class RemoteWorker:
                 "with a letter or digit, at most 128 characters, e.g. 'gpu-box-1'"
             )
             raise InvalidDeclarationError(msg)
-        worker = cls(
-            connect(url, lease_ttl_s), worker_id=worker_id, lease_ttl_s=lease_ttl_s, keys=Keys(prefix)
-        )
+        keys = checked_keys(prefix)
+        worker = cls(connect(url, lease_ttl_s), worker_id=worker_id, lease_ttl_s=lease_ttl_s, keys=keys)
         try:
             await worker._inbox.start()
         except RedisError as exc:
