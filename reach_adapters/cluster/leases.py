@@ -1,6 +1,10 @@
 """The leases one process holds for the agents its router hosts, whether it is a node or a
 remote worker: written in one transaction every TTL/3 and at once when its catalog changes,
-announced on the catalog channel when they change, deleted (and announced) when it leaves."""
+announced on the catalog channel when they change, deleted (and announced) when it leaves.
+
+The same transaction keeps the process's inbox stream alive: it expires `INBOX_TTLS` leases after
+the last renewal, so a process killed without leaving (whose id, ``HOSTNAME-RANDOM`` by default,
+never comes back) leaves no stream behind; leaving deletes it at once."""
 
 from __future__ import annotations
 
@@ -17,7 +21,11 @@ from reach_adapters.cluster.records import Keys, LeaseRecord
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.router import Router
 
-__all__ = ["Leases"]
+__all__ = ["INBOX_TTLS", "Leases"]
+
+# An inbox outlives its process's last renewal by this many leases: renewed every third of one,
+# a live process's inbox never expires, even with two renewals missed.
+INBOX_TTLS = 2
 
 
 class Leases:
@@ -69,7 +77,7 @@ class Leases:
         }
 
     async def publish(self) -> None:
-        """Renew every lease in one transaction; announce what changed."""
+        """Renew every lease and the inbox's expiry in one transaction; announce what changed."""
         records = self.records()
         removed = [agent_id for agent_id in self.published if agent_id not in records]
         async with self._client.pipeline(transaction=True) as pipe:
@@ -78,15 +86,17 @@ class Leases:
                 if raw != self.published.get(agent_id):
                     pipe.publish(self._keys.channel, b'{"op":"put","record":' + raw + b"}")
             self._queue_deletes(pipe, removed)
+            # No-op until a caller first XADDs to it (which sets no expiry): the next renewal does.
+            pipe.pexpire(self._keys.inbox(self.node_id), self.ttl_ms * INBOX_TTLS)
             await pipe.execute()
         self.published = records
 
     async def delete(self) -> None:
-        """Delete every lease published (leaving): the others drop these agents at once."""
-        if not self.published:
-            return
+        """Delete every lease published and the inbox (leaving): the others drop these agents at
+        once, and nobody reads that inbox any more."""
         async with self._client.pipeline(transaction=True) as pipe:
             self._queue_deletes(pipe, list(self.published))
+            pipe.delete(self._keys.inbox(self.node_id))
             await pipe.execute()
         self.published = {}
 
