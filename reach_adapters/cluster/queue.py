@@ -66,6 +66,14 @@ end
 return mine
 """
 
+# KEYS: queue. ARGV: group, consumer. Drops the consumer from the group (1) unless entries are
+# still pending for it (0): those stay, for another node's XAUTOCLAIM.
+_LEAVE = """
+if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then return 0 end
+redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
 
 def block_seconds(client: redis.Redis) -> float:
     """How long a blocking read may wait: well inside the client's socket timeout."""
@@ -126,6 +134,7 @@ class TaskWorkers:
         self._finished = finished
         self._block_ms = int(block_seconds(client) * 1000)
         self._refresh = client.register_script(_REFRESH)
+        self._leave = client.register_script(_LEAVE)
         self._reclaim_from = "0-0"
         self._slot = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
@@ -159,7 +168,9 @@ class TaskWorkers:
 
     async def aclose(self) -> None:
         """Stop taking tasks and cut the running ones without a word to Redis: their entries stay
-        pending, and another node takes them over after the visibility timeout."""
+        pending, and another node takes them over after the visibility timeout. Without such
+        entries this node's consumer leaves the group (node ids change with each start by default:
+        the group would gather one consumer per run)."""
         self._closed = True
         self._slot.set()
         for loop in self._loops:
@@ -170,6 +181,14 @@ class TaskWorkers:
             run.stop(CLOSING)
         if runs:
             await asyncio.wait([run.task for run in runs])
+        try:
+            await self._leave(keys=[self._keys.task_queue], args=[self._keys.task_group, self._node_id])
+        except (RedisError, OSError) as exc:
+            logger.warning(
+                "node %s could not leave the task queue's consumer group (it stays listed): %s",
+                self._node_id,
+                exc,
+            )
 
     # -- taking and running ----------------------------------------------------------------------
 
