@@ -6,7 +6,7 @@ node's router. Every visibility_timeout/3 the node re-claims its running entries
 which resets their idle time), so only the entries of a node that stopped go idle; every node
 then takes those over with XAUTOCLAIM. A task taken over is acked if it finished, run again if
 it never started or is safe to repeat, finished as outcome-unknown when it was running and is not
-(never run twice), and dead-lettered past `max_deliveries`.
+(never run twice), and dead-lettered past `max_deliveries` (`TakeOver`).
 """
 
 from __future__ import annotations
@@ -25,21 +25,17 @@ from redis.exceptions import RedisError, ResponseError
 
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
 from reach_adapters.router import Fault, ReachResult, ResultStatus, Router, error_result
-from reach_adapters.router.outcomes import UNKNOWN_OUTCOME
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.runner import cancelled_result
 
-__all__ = ["DEAD_LETTER", "OUTCOME_UNKNOWN", "TaskWorkers", "block_seconds"]
+__all__ = ["CALLER", "TaskWorkers", "block_seconds"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# The error_type of tasks the queue ended itself.
-OUTCOME_UNKNOWN = "OutcomeUnknown"
-DEAD_LETTER = "DeadLetter"
 
 CALLER = "caller"
 CLOSING = "closing"
@@ -130,12 +126,20 @@ class TaskWorkers:
         self._stats = stats
         self._outage = outage
         self._visibility_s = visibility_timeout_s
-        self._max_deliveries = max_deliveries
         self._finished = finished
         self._block_ms = int(block_seconds(client) * 1000)
         self._refresh = client.register_script(_REFRESH)
         self._leave = client.register_script(_LEAVE)
-        self._reclaim_from = "0-0"
+        self._takeover = TakeOver(
+            self,
+            client,
+            store,
+            router=router,
+            node_id=node_id,
+            stats=stats,
+            visibility_timeout_s=visibility_timeout_s,
+            max_deliveries=max_deliveries,
+        )
         self._slot = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._closed = False
@@ -223,9 +227,9 @@ class TaskWorkers:
                 continue
             for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
                 for entry_id, fields in entries:
-                    self._take(_text(entry_id), _text(fields[b"t"]))
+                    self.take(text(entry_id), text(fields[b"t"]))
 
-    def _take(self, entry_id: str, task_id: str) -> None:
+    def take(self, entry_id: str, task_id: str) -> None:
         if task_id in self.running:
             logger.warning("task %s is queued twice; entry %s is left to be taken over", task_id, entry_id)
             return
@@ -241,13 +245,13 @@ class TaskWorkers:
                 return
             record = await self._retrying(partial(self._store.get, run.task_id))
             if record is None or record.finished:
-                await self._retrying(partial(self._ack, run.entry_id))
+                await self._retrying(partial(self.ack, run.entry_id))
                 return
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
             started = await self._retrying(partial(self._store.start, record, run.entry_id, self._node_id))
             if started == 0:
-                await self._retrying(partial(self._ack, run.entry_id))
+                await self._retrying(partial(self.ack, run.entry_id))
             if started != 1:
                 return
             result = await self._deliver(run, record)
@@ -309,7 +313,7 @@ class TaskWorkers:
             self._finished(record)
         return won
 
-    async def _ack(self, entry_id: str) -> None:
+    async def ack(self, entry_id: str) -> None:
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.xack(self._keys.task_queue, self._keys.task_group, entry_id)
             pipe.xdel(self._keys.task_queue, entry_id)
@@ -326,7 +330,7 @@ class TaskWorkers:
 
     async def _maintain(self, *, expire: bool) -> None:
         await self._refresh_own()
-        await self._reclaim()
+        await self._takeover.reclaim()
         async with self._client.pipeline(transaction=False) as pipe:
             pipe.xlen(self._keys.task_queue)
             pipe.xlen(self._keys.dead_letters)
@@ -340,7 +344,7 @@ class TaskWorkers:
             return
         keys = self._keys
         mine = {
-            _text(entry_id)
+            text(entry_id)
             for entry_id in await self._refresh(
                 keys=[keys.task_queue], args=[keys.task_group, self._node_id, *(run.entry_id for run in runs)]
             )
@@ -357,76 +361,6 @@ class TaskWorkers:
                     self._visibility_s,
                 )
                 run.stop(LOST)
-
-    async def _reclaim(self) -> None:
-        keys = self._keys
-        free = max(self.policy.task_workers - len(self.running), 1)
-        reply = await self._client.xautoclaim(
-            keys.task_queue,
-            keys.task_group,
-            self._node_id,
-            min_idle_time=int(self._visibility_s * 1000),
-            start_id=self._reclaim_from,
-            count=free,
-        )
-        self._reclaim_from = _text(reply[0])
-        for entry_id, fields in reply[1]:
-            if fields:
-                self._stats.tasks_reclaimed += 1
-                await self._taken_over(_text(entry_id), _text(fields[b"t"]))
-
-    async def _taken_over(self, entry_id: str, task_id: str) -> None:
-        keys = self._keys
-        pending = await self._client.xpending_range(keys.task_queue, keys.task_group, entry_id, entry_id, 1)
-        deliveries = int(pending[0]["times_delivered"]) if pending else 1
-        record = await self._store.get(task_id)
-        if record is None or record.finished:
-            await self._ack(entry_id)
-        elif deliveries > self._max_deliveries:
-            await self._dead_letter(record, entry_id, deliveries)
-        elif record.status is TaskStatus.RUNNING and not self._safe_to_repeat(record):
-            capability = record.message.meta_info.capability
-            error = (
-                f"the node running it stopped (silent past the {self._visibility_s:g} s visibility "
-                f"timeout), and capability {capability!r} is not safe to repeat (neither idempotent nor "
-                f"read-only), so it was not run again; {UNKNOWN_OUTCOME}"
-            )
-            result = error_result(
-                record.message, ResultStatus.ERROR, OUTCOME_UNKNOWN, error, fault=Fault.ROUTER, delivered=True
-            )
-            if await self.finish(record, result, entry_id):
-                self._stats.tasks_outcome_unknown += 1
-        elif task_id not in self.running:
-            self._stats.tasks_redelivered += 1
-            self._take(entry_id, task_id)
-
-    async def _dead_letter(self, record: TaskRecord, entry_id: str, deliveries: int) -> None:
-        letter = {
-            "task_id": record.task_id,
-            "capability": record.message.meta_info.capability,
-            "deliveries": deliveries,
-            "status": record.status.value,
-            "node": self._node_id,
-            "dead_at": time.time(),
-            "principal": record.principal,
-        }
-        error = (
-            f"given up after {deliveries} deliveries (max_deliveries {self._max_deliveries}): each node "
-            "that took it stopped before finishing it; it is kept among the dead letters "
-            "(GET /api/tasks?status=dead_letter)"
-        )
-        ran = record.status is TaskStatus.RUNNING
-        result = error_result(
-            record.message, ResultStatus.ERROR, DEAD_LETTER, error, fault=Fault.ROUTER, delivered=ran
-        )
-        if await self.finish(record, result, entry_id, dead_letter=letter):
-            self._stats.tasks_dead_lettered += 1
-
-    def _safe_to_repeat(self, record: TaskRecord) -> bool:
-        """Whether the capability, as this node knows it, may run twice; unknown: not."""
-        name = record.message.meta_info.capability
-        declared = self._router.declarations().get(name) if name else None
-        return declared is not None and declared.safe_to_repeat
 
     # -- outages -----------------------------------------------------------------------------------
 
@@ -450,7 +384,3 @@ class TaskWorkers:
                 continue
             self._outage.ok()
             return done
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
