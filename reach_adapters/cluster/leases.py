@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import redis.asyncio as redis
 
-from reach_adapters.cluster.reachability import Reachability
+from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys, LeaseRecord
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.router import Router
@@ -26,6 +26,8 @@ __all__ = ["INBOX_TTLS", "Leases"]
 # An inbox outlives its process's last renewal by this many leases: renewed every third of one,
 # a live process's inbox never expires, even with two renewals missed.
 INBOX_TTLS = 2
+# The renewal loop's name in its process's `Outage`.
+_LOOP = "leases"
 
 
 class Leases:
@@ -106,18 +108,19 @@ class Leases:
             message = {"op": "del", "agent_id": agent_id, "node": self.node_id}
             pipe.publish(self._keys.channel, orjson.dumps(message))
 
-    async def renewing(self, outage: Reachability, renew_s: float, closed: Callable[[], bool]) -> None:
-        """Renew every `renew_s` (sooner when woken), backing off while Redis is out of reach,
+    async def renewing(self, outage: Outage, renew_s: float, closed: Callable[[], bool]) -> None:
+        """Renew every `renew_s` (sooner when woken), backing off while Redis refuses the leases,
         until `closed()`: a flag as well as cancel(), since on 3.11 a cancel racing a timeout can
         be swallowed (set the flag, then wake it with `changed`)."""
         while not closed():
+            pause = outage.pause(_LOOP)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(outage.backoff if outage.down_since else renew_s):
+                async with asyncio.timeout(renew_s if pause is None else pause):
                     await self._wake.wait()
             self._wake.clear()
             if closed():
                 return
-            if await outage.guarded(self.publish()):
+            if await outage.guarded(_LOOP, self.publish()):
                 self._stats.lease_renewals += 1
             else:
                 self._stats.lease_renewal_failures += 1

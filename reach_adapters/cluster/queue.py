@@ -42,6 +42,8 @@ CLOSING = "closing"
 # Taken over by another node (this one was silent too long) or finished elsewhere: moot here.
 LOST = "lost"
 _EXPIRE_EVERY = 10
+# The task reader's name in the outage (the others: ``keeper``, ``task ID`` per run).
+_READER = "reader"
 
 # KEYS: queue. ARGV: group, consumer, entry ids. Re-claims (resetting the idle time of) those
 # entries still pending for this consumer, never one another node took over; returns them.
@@ -208,22 +210,22 @@ class TaskWorkers:
                 reply = await self._client.xreadgroup(
                     keys.task_group, self._node_id, {keys.task_queue: ">"}, count=free, block=self._block_ms
                 )
-                self._outage.ok()
+                self._outage.ok(_READER)
             except ResponseError as exc:
                 # NOGROUP: Redis came back without the group (flushed, or no persistence).
                 if "NOGROUP" in str(exc):
-                    await self._guarded(self.ensure_group())
+                    await self._guarded(_READER, self.ensure_group())
                     continue
                 # Any other refusal (a failover's UNBLOCKED, READONLY on a replica) is an outage
                 # too: the reader must outlive it, or the node stops taking tasks for good.
                 if self._closed:
                     return
-                await asyncio.sleep(self._outage.failed(exc))
+                await asyncio.sleep(self._outage.failed(_READER, exc))
                 continue
             except (RedisError, OSError) as exc:
                 if self._closed:
                     return
-                await asyncio.sleep(self._outage.failed(exc))
+                await asyncio.sleep(self._outage.failed(_READER, exc))
                 continue
             for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
                 for entry_id, fields in entries:
@@ -243,15 +245,16 @@ class TaskWorkers:
         try:
             if run.stopped in (CLOSING, LOST):
                 return
-            record = await self._retrying(partial(self._store.get, run.task_id))
+            retrying = partial(self._retrying, run.task_id)
+            record = await retrying(partial(self._store.get, run.task_id))
             if record is None or record.finished:
-                await self._retrying(partial(self.ack, run.entry_id))
+                await retrying(partial(self.ack, run.entry_id))
                 return
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
-            started = await self._retrying(partial(self._store.start, record, run.entry_id, self._node_id))
+            started = await retrying(partial(self._store.start, record, run.entry_id, self._node_id))
             if started == 0:
-                await self._retrying(partial(self.ack, run.entry_id))
+                await retrying(partial(self.ack, run.entry_id))
             if started != 1:
                 return
             result = await self._deliver(run, record)
@@ -308,7 +311,7 @@ class TaskWorkers:
             dead_kept=self.policy.task_max_kept,
             only_from=only_from,
         )
-        won = await (self._retrying(finishing) if patient else finishing())
+        won = await (self._retrying(record.task_id, finishing) if patient else finishing())
         if won:
             self._finished(record)
         return won
@@ -326,7 +329,7 @@ class TaskWorkers:
         while not self._closed:
             await asyncio.sleep(self._visibility_s / 3)
             ticks += 1
-            await self._guarded(self._maintain(expire=ticks % _EXPIRE_EVERY == 1))
+            await self._guarded("keeper", self._maintain(expire=ticks % _EXPIRE_EVERY == 1))
 
     async def _maintain(self, *, expire: bool) -> None:
         await self._refresh_own()
@@ -364,23 +367,20 @@ class TaskWorkers:
 
     # -- outages -----------------------------------------------------------------------------------
 
-    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
-        """One round of background work; a Redis failure is noted and waited out."""
-        try:
-            await work
-            self._outage.ok()
-        except (RedisError, OSError) as exc:
-            if self._closed:
-                return
-            await asyncio.sleep(self._outage.failed(exc))
+    async def _guarded(self, loop: str, work: Coroutine[Any, Any, None]) -> None:
+        """One round of background work of `loop`; a Redis failure is noted and waited out."""
+        if not await self._outage.guarded(loop, work) and not self._closed:
+            await asyncio.sleep(self._outage.pause(loop) or 0.0)
 
-    async def _retrying(self, work: Callable[[], Awaitable[T]]) -> T:
-        """`work`, tried until Redis answers: a run's steps wait out an outage (closing cuts them)."""
+    async def _retrying(self, task_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        """`work` for task `task_id`, tried until Redis answers: a run's steps wait out an outage
+        (closing cuts them); each task is a loop of its own in the outage."""
+        loop = f"task {task_id}"
         while True:
             try:
                 done = await work()
             except (RedisError, OSError) as exc:
-                await asyncio.sleep(self._outage.failed(exc))
+                await asyncio.sleep(self._outage.failed(loop, exc))
                 continue
-            self._outage.ok()
+            self._outage.ok(loop)
             return done
