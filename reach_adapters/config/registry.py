@@ -56,6 +56,8 @@ class RegistrySettings(BaseModel):
         "reach:",
         description="Prefix of the cluster's Redis keys: clusters sharing a database; 1 to 64 letters, "
         "digits, '_', '.', ':', '-'.",
+        # For editors; `_prefix` checks it with a message of its own.
+        json_schema_extra={"pattern": PREFIX_PATTERN},
     )
     task_visibility_timeout_s: float = Field(
         DEFAULT_VISIBILITY_TIMEOUT_S,
