@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
-__all__ = ["alive", "eventually", "wait_until"]
+__all__ = ["alive", "eventually", "until", "wait_until"]
 
 
 async def eventually(check: Callable[[], bool], *, timeout: float = 20.0, what: str = "condition") -> None:
@@ -17,6 +17,18 @@ async def eventually(check: Callable[[], bool], *, timeout: float = 20.0, what: 
     try:
         async with asyncio.timeout(timeout):
             while not check():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        pytest.fail(f"{what} did not happen within {timeout} s")
+
+
+async def until(
+    check: Callable[[], Awaitable[bool]], *, timeout: float = 20.0, what: str = "condition"
+) -> None:
+    """`eventually` for a check that asks a server: awaited until it holds, within `timeout` s."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not await check():
                 await asyncio.sleep(0.01)
     except TimeoutError:
         pytest.fail(f"{what} did not happen within {timeout} s")

@@ -19,9 +19,11 @@ import redis.asyncio as redis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
-from reach_adapters.cluster.transport import STREAM_MAXLEN, entries, last_entry_id
+from reach_adapters.cluster.streams import STREAM_MAXLEN, StreamReader
+from reach_adapters.cluster.transport import REMOTE_DELIVERY
 from reach_adapters.router import (
     UNKNOWN_OUTCOME,
     ErrorKind,
@@ -36,9 +38,6 @@ from reach_adapters.router import (
 __all__ = ["Inbox"]
 
 logger = logging.getLogger(__name__)
-
-_BATCH = 256
-_BACKOFF_S = 0.5
 
 
 @dataclass(slots=True)
@@ -67,6 +66,7 @@ class Inbox:
         *,
         block_ms: int,
         reply_ttl_ms: int,
+        outage: Outage,
     ) -> None:
         self._router = router
         self._client = client
@@ -74,31 +74,21 @@ class Inbox:
         self.node_id = node_id
         self._stats = stats
         self._hosts = hosts
-        self._block_ms = block_ms
         self._reply_ttl_ms = reply_ttl_ms
-        self._inbox = keys.inbox(node_id)
         self._calls: dict[str, _Served] = {}
         # When each caller's replies stream was last given its expiry: renewed every half of it,
         # not on every reply (one round trip fewer per call).
         self._expiry_set: dict[str, float] = {}
-        self._reader: asyncio.Task[None] | None = None
-        # A flag as well as cancel(): on 3.11 a cancel racing redis-py's read timeout can be
-        # swallowed, and the reader must still stop (each blocking read is bounded).
-        self._closed = False
+        self._reader = StreamReader(
+            client, keys.inbox(node_id), self._take, block_ms=block_ms, outage=outage, name="inbox"
+        )
 
     async def start(self) -> None:
-        start_id = await last_entry_id(self._client, self._inbox)
-        self._reader = asyncio.get_running_loop().create_task(
-            self._reading(start_id), name=f"reach cluster inbox of {self.node_id}"
-        )
+        await self._reader.start()
 
     async def aclose(self) -> None:
         """Stop reading; calls still running are cancelled, and their callers told so."""
-        self._closed = True
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.gather(self._reader, return_exceptions=True)
-            self._reader = None
+        await self._reader.aclose()
         served = list(self._calls.items())
         for _, call in served:
             call.task.cancel()
@@ -109,28 +99,13 @@ class Inbox:
                 result = error_result(
                     call.message,
                     ResultStatus.ERROR,
-                    "RemoteDeliveryError",
+                    REMOTE_DELIVERY,
                     why,
                     fault=Fault.AGENT,
                     retryable=True,
                     delivered=True,
                 )
                 await self._reply(call.reply_to, request_id, result)
-
-    async def _reading(self, last_id: bytes | str) -> None:
-        while not self._closed:
-            try:
-                reply = await self._client.xread({self._inbox: last_id}, count=_BATCH, block=self._block_ms)
-            except (RedisError, OSError) as exc:
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise asyncio.CancelledError from exc
-                logger.debug("node %s: reading its inbox failed: %s", self.node_id, exc)
-                await asyncio.sleep(_BACKOFF_S)
-                continue
-            for entry_id, raw in entries(reply):
-                last_id = entry_id
-                self._take(raw)
 
     def _take(self, raw: bytes) -> None:
         try:

@@ -1,6 +1,10 @@
 """The leases one process holds for the agents its router hosts, whether it is a node or a
 remote worker: written in one transaction every TTL/3 and at once when its catalog changes,
-announced on the catalog channel when they change, deleted (and announced) when it leaves."""
+announced on the catalog channel when they change, deleted (and announced) when it leaves.
+
+The same transaction keeps the process's inbox stream alive: it expires `INBOX_TTLS` leases after
+the last renewal, so a process killed without leaving (whose id, ``HOSTNAME-RANDOM`` by default,
+never comes back) leaves no stream behind; leaving deletes it at once."""
 
 from __future__ import annotations
 
@@ -12,12 +16,18 @@ from typing import Any
 import orjson
 import redis.asyncio as redis
 
-from reach_adapters.cluster.reachability import Reachability
+from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys, LeaseRecord
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.router import Router
 
-__all__ = ["Leases"]
+__all__ = ["INBOX_TTLS", "Leases"]
+
+# An inbox outlives its process's last renewal by this many leases: renewed every third of one,
+# a live process's inbox never expires, even with two renewals missed.
+INBOX_TTLS = 2
+# The renewal loop's name in its process's `Outage`.
+_LOOP = "leases"
 
 
 class Leases:
@@ -69,7 +79,7 @@ class Leases:
         }
 
     async def publish(self) -> None:
-        """Renew every lease in one transaction; announce what changed."""
+        """Renew every lease and the inbox's expiry in one transaction; announce what changed."""
         records = self.records()
         removed = [agent_id for agent_id in self.published if agent_id not in records]
         async with self._client.pipeline(transaction=True) as pipe:
@@ -78,15 +88,17 @@ class Leases:
                 if raw != self.published.get(agent_id):
                     pipe.publish(self._keys.channel, b'{"op":"put","record":' + raw + b"}")
             self._queue_deletes(pipe, removed)
+            # No-op until a caller first XADDs to it (which sets no expiry): the next renewal does.
+            pipe.pexpire(self._keys.inbox(self.node_id), self.ttl_ms * INBOX_TTLS)
             await pipe.execute()
         self.published = records
 
     async def delete(self) -> None:
-        """Delete every lease published (leaving): the others drop these agents at once."""
-        if not self.published:
-            return
+        """Delete every lease published and the inbox (leaving): the others drop these agents at
+        once, and nobody reads that inbox any more."""
         async with self._client.pipeline(transaction=True) as pipe:
             self._queue_deletes(pipe, list(self.published))
+            pipe.delete(self._keys.inbox(self.node_id))
             await pipe.execute()
         self.published = {}
 
@@ -96,18 +108,19 @@ class Leases:
             message = {"op": "del", "agent_id": agent_id, "node": self.node_id}
             pipe.publish(self._keys.channel, orjson.dumps(message))
 
-    async def renewing(self, outage: Reachability, renew_s: float, closed: Callable[[], bool]) -> None:
-        """Renew every `renew_s` (sooner when woken), backing off while Redis is out of reach,
+    async def renewing(self, outage: Outage, renew_s: float, closed: Callable[[], bool]) -> None:
+        """Renew every `renew_s` (sooner when woken), backing off while Redis refuses the leases,
         until `closed()`: a flag as well as cancel(), since on 3.11 a cancel racing a timeout can
         be swallowed (set the flag, then wake it with `changed`)."""
         while not closed():
+            pause = outage.pause(_LOOP)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(outage.backoff if outage.down_since else renew_s):
+                async with asyncio.timeout(renew_s if pause is None else pause):
                     await self._wake.wait()
             self._wake.clear()
             if closed():
                 return
-            if await outage.guarded(self.publish()):
+            if await outage.guarded(_LOOP, self.publish()):
                 self._stats.lease_renewals += 1
             else:
                 self._stats.lease_renewal_failures += 1

@@ -27,8 +27,8 @@ from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.leases import Leases
 from reach_adapters.cluster.mirror import Mirror
-from reach_adapters.cluster.reachability import Reachability
-from reach_adapters.cluster.records import Keys
+from reach_adapters.cluster.outage import Outage
+from reach_adapters.cluster.records import Keys, checked_keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.tasks import DEFAULT_VISIBILITY_TIMEOUT_S, ClusterTasks
 from reach_adapters.cluster.transport import Transport
@@ -58,10 +58,17 @@ class ClusterNode:
         self._ttl_ms = max(int(lease_ttl_s * 1000), 3)
         self.cache = ClusterCache(node_id)
         self.stats = NodeStats()
+        self.leases = Leases(router, client, keys, node_id, ttl_ms=self._ttl_ms, stats=self.stats)
+        self._outage = Outage(
+            f"node {node_id}",
+            first_s=self.tick_s,
+            meanwhile="serving this node's agents from the cache and retrying",
+            recovery="resyncing",
+            on_back=self.leases.forget,
+        )
         # Blocking reads return well within the socket timeout, which would cut them off.
         block_ms = max(int(io_timeout_s(lease_ttl_s) * 500), 50)
-        self.transport = Transport(client, keys, node_id, self.stats, block_ms=block_ms)
-        self.transport.reachable = lambda: self._outage.down_since is None
+        self.transport = Transport(client, keys, node_id, self.stats, block_ms=block_ms, outage=self._outage)
         self._mirror = Mirror(router, self.cache, self.transport)
         self.inbox = Inbox(
             router,
@@ -73,14 +80,7 @@ class ClusterNode:
             block_ms=block_ms,
             # A replies stream outlives its last reply by this much: a dead caller's goes away.
             reply_ttl_ms=max(self._ttl_ms * 2, 10_000),
-        )
-        self.leases = Leases(router, client, keys, node_id, ttl_ms=self._ttl_ms, stats=self.stats)
-        self._outage = Reachability(
-            f"node {node_id}",
-            self.tick_s,
-            meanwhile="serving this node's agents from the cache and retrying",
-            recovery="resyncing",
-            on_back=self.leases.forget,
+            outage=self._outage,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._stop_listening = router.on_catalog_change(self.leases.changed)
@@ -117,15 +117,16 @@ class ClusterNode:
         Publishes its agents and reads the whole catalog before returning, so other nodes' agents
         are listed at once. With `tasks`, the router's async tasks are kept and run in the
         cluster's Redis (`ClusterTasks`, with `task_visibility_timeout_s`). Raises `ClusterError`
-        when Redis does not answer.
+        when Redis does not answer, or for a malformed URL, lease or `prefix`.
         """
+        keys = checked_keys(prefix)
         client = connect(url, lease_ttl_s)
         node = cls(
             router,
             client,
             node_id=node_id or f"{socket.gethostname()}-{secrets.token_hex(3)}",
             lease_ttl_s=lease_ttl_s,
-            keys=Keys(prefix),
+            keys=keys,
         )
         try:
             # Reading the inbox before the leases are out: no call can come before its reader.
@@ -230,19 +231,23 @@ class ClusterNode:
         while not self._closed:
             now = time.monotonic()
             if now >= next_try:
-                ok = await self._outage.guarded(self._resync())
-                next_try = now + (self.tick_s if ok else self._outage.backoff)
+                await self._outage.guarded("resync", self._resync())
+                pause = self._outage.pause("resync")
+                next_try = now + (self.tick_s if pause is None else pause)
             await self._mirror.apply(time.monotonic())
             await asyncio.sleep(self.tick_s)
 
     async def _listening(self) -> None:
         while not self._closed:
-            await self._outage.guarded(self._listen())
-            await asyncio.sleep(self._outage.backoff)
+            await self._outage.guarded("listener", self._listen())
+            pause = self._outage.pause("listener")
+            await asyncio.sleep(self.tick_s if pause is None else pause)
 
     async def _listen(self) -> None:
         async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
             await pubsub.subscribe(self.keys.channel)
+            # Listening again: this loop's part of an outage is over (`_listen` returns only on leaving).
+            self._outage.ok("listener")
             while not self._closed:
                 message = await pubsub.get_message(timeout=self.tick_s)
                 if message is not None and message.get("type") == "message":

@@ -6,7 +6,7 @@ node's router. Every visibility_timeout/3 the node re-claims its running entries
 which resets their idle time), so only the entries of a node that stopped go idle; every node
 then takes those over with XAUTOCLAIM. A task taken over is acked if it finished, run again if
 it never started or is safe to repeat, finished as outcome-unknown when it was running and is not
-(never run twice), and dead-lettered past `max_deliveries`.
+(never run twice), and dead-lettered past `max_deliveries` (`TakeOver`).
 """
 
 from __future__ import annotations
@@ -25,27 +25,25 @@ from redis.exceptions import RedisError, ResponseError
 
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
 from reach_adapters.router import Fault, ReachResult, ResultStatus, Router, error_result
-from reach_adapters.router.outcomes import UNKNOWN_OUTCOME
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.runner import cancelled_result
 
-__all__ = ["DEAD_LETTER", "OUTCOME_UNKNOWN", "TaskWorkers", "block_seconds"]
+__all__ = ["CALLER", "TaskWorkers", "block_seconds"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# The error_type of tasks the queue ended itself.
-OUTCOME_UNKNOWN = "OutcomeUnknown"
-DEAD_LETTER = "DeadLetter"
 
 CALLER = "caller"
 CLOSING = "closing"
 # Taken over by another node (this one was silent too long) or finished elsewhere: moot here.
 LOST = "lost"
 _EXPIRE_EVERY = 10
+# The task reader's name in the outage (the others: ``keeper``, ``task ID`` per run).
+_READER = "reader"
 
 # KEYS: queue. ARGV: group, consumer, entry ids. Re-claims (resetting the idle time of) those
 # entries still pending for this consumer, never one another node took over; returns them.
@@ -64,6 +62,14 @@ if #mine > 0 then
   redis.call(unpack(claim))
 end
 return mine
+"""
+
+# KEYS: queue. ARGV: group, consumer. Drops the consumer from the group (1) unless entries are
+# still pending for it (0): those stay, for another node's XAUTOCLAIM.
+_LEAVE = """
+if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then return 0 end
+redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+return 1
 """
 
 
@@ -122,11 +128,20 @@ class TaskWorkers:
         self._stats = stats
         self._outage = outage
         self._visibility_s = visibility_timeout_s
-        self._max_deliveries = max_deliveries
         self._finished = finished
         self._block_ms = int(block_seconds(client) * 1000)
         self._refresh = client.register_script(_REFRESH)
-        self._reclaim_from = "0-0"
+        self._leave = client.register_script(_LEAVE)
+        self._takeover = TakeOver(
+            self,
+            client,
+            store,
+            router=router,
+            node_id=node_id,
+            stats=stats,
+            visibility_timeout_s=visibility_timeout_s,
+            max_deliveries=max_deliveries,
+        )
         self._slot = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._closed = False
@@ -159,7 +174,9 @@ class TaskWorkers:
 
     async def aclose(self) -> None:
         """Stop taking tasks and cut the running ones without a word to Redis: their entries stay
-        pending, and another node takes them over after the visibility timeout."""
+        pending, and another node takes them over after the visibility timeout. Without such
+        entries this node's consumer leaves the group (node ids change with each start by default:
+        the group would gather one consumer per run)."""
         self._closed = True
         self._slot.set()
         for loop in self._loops:
@@ -170,6 +187,14 @@ class TaskWorkers:
             run.stop(CLOSING)
         if runs:
             await asyncio.wait([run.task for run in runs])
+        try:
+            await self._leave(keys=[self._keys.task_queue], args=[self._keys.task_group, self._node_id])
+        except (RedisError, OSError) as exc:
+            logger.warning(
+                "node %s could not leave the task queue's consumer group (it stays listed): %s",
+                self._node_id,
+                exc,
+            )
 
     # -- taking and running ----------------------------------------------------------------------
 
@@ -185,28 +210,28 @@ class TaskWorkers:
                 reply = await self._client.xreadgroup(
                     keys.task_group, self._node_id, {keys.task_queue: ">"}, count=free, block=self._block_ms
                 )
-                self._outage.ok()
+                self._outage.ok(_READER)
             except ResponseError as exc:
                 # NOGROUP: Redis came back without the group (flushed, or no persistence).
                 if "NOGROUP" in str(exc):
-                    await self._guarded(self.ensure_group())
+                    await self._guarded(_READER, self.ensure_group())
                     continue
                 # Any other refusal (a failover's UNBLOCKED, READONLY on a replica) is an outage
                 # too: the reader must outlive it, or the node stops taking tasks for good.
                 if self._closed:
                     return
-                await asyncio.sleep(self._outage.failed(exc))
+                await asyncio.sleep(self._outage.failed(_READER, exc))
                 continue
             except (RedisError, OSError) as exc:
                 if self._closed:
                     return
-                await asyncio.sleep(self._outage.failed(exc))
+                await asyncio.sleep(self._outage.failed(_READER, exc))
                 continue
             for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
                 for entry_id, fields in entries:
-                    self._take(_text(entry_id), _text(fields[b"t"]))
+                    self.take(text(entry_id), text(fields[b"t"]))
 
-    def _take(self, entry_id: str, task_id: str) -> None:
+    def take(self, entry_id: str, task_id: str) -> None:
         if task_id in self.running:
             logger.warning("task %s is queued twice; entry %s is left to be taken over", task_id, entry_id)
             return
@@ -220,15 +245,16 @@ class TaskWorkers:
         try:
             if run.stopped in (CLOSING, LOST):
                 return
-            record = await self._retrying(partial(self._store.get, run.task_id))
+            retrying = partial(self._retrying, run.task_id)
+            record = await retrying(partial(self._store.get, run.task_id))
             if record is None or record.finished:
-                await self._retrying(partial(self._ack, run.entry_id))
+                await retrying(partial(self.ack, run.entry_id))
                 return
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
-            started = await self._retrying(partial(self._store.start, record, run.entry_id, self._node_id))
+            started = await retrying(partial(self._store.start, record, run.entry_id, self._node_id))
             if started == 0:
-                await self._retrying(partial(self._ack, run.entry_id))
+                await retrying(partial(self.ack, run.entry_id))
             if started != 1:
                 return
             result = await self._deliver(run, record)
@@ -285,12 +311,12 @@ class TaskWorkers:
             dead_kept=self.policy.task_max_kept,
             only_from=only_from,
         )
-        won = await (self._retrying(finishing) if patient else finishing())
+        won = await (self._retrying(record.task_id, finishing) if patient else finishing())
         if won:
             self._finished(record)
         return won
 
-    async def _ack(self, entry_id: str) -> None:
+    async def ack(self, entry_id: str) -> None:
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.xack(self._keys.task_queue, self._keys.task_group, entry_id)
             pipe.xdel(self._keys.task_queue, entry_id)
@@ -303,11 +329,11 @@ class TaskWorkers:
         while not self._closed:
             await asyncio.sleep(self._visibility_s / 3)
             ticks += 1
-            await self._guarded(self._maintain(expire=ticks % _EXPIRE_EVERY == 1))
+            await self._guarded("keeper", self._maintain(expire=ticks % _EXPIRE_EVERY == 1))
 
     async def _maintain(self, *, expire: bool) -> None:
         await self._refresh_own()
-        await self._reclaim()
+        await self._takeover.reclaim()
         async with self._client.pipeline(transaction=False) as pipe:
             pipe.xlen(self._keys.task_queue)
             pipe.xlen(self._keys.dead_letters)
@@ -321,7 +347,7 @@ class TaskWorkers:
             return
         keys = self._keys
         mine = {
-            _text(entry_id)
+            text(entry_id)
             for entry_id in await self._refresh(
                 keys=[keys.task_queue], args=[keys.task_group, self._node_id, *(run.entry_id for run in runs)]
             )
@@ -339,99 +365,22 @@ class TaskWorkers:
                 )
                 run.stop(LOST)
 
-    async def _reclaim(self) -> None:
-        keys = self._keys
-        free = max(self.policy.task_workers - len(self.running), 1)
-        reply = await self._client.xautoclaim(
-            keys.task_queue,
-            keys.task_group,
-            self._node_id,
-            min_idle_time=int(self._visibility_s * 1000),
-            start_id=self._reclaim_from,
-            count=free,
-        )
-        self._reclaim_from = _text(reply[0])
-        for entry_id, fields in reply[1]:
-            if fields:
-                self._stats.tasks_reclaimed += 1
-                await self._taken_over(_text(entry_id), _text(fields[b"t"]))
-
-    async def _taken_over(self, entry_id: str, task_id: str) -> None:
-        keys = self._keys
-        pending = await self._client.xpending_range(keys.task_queue, keys.task_group, entry_id, entry_id, 1)
-        deliveries = int(pending[0]["times_delivered"]) if pending else 1
-        record = await self._store.get(task_id)
-        if record is None or record.finished:
-            await self._ack(entry_id)
-        elif deliveries > self._max_deliveries:
-            await self._dead_letter(record, entry_id, deliveries)
-        elif record.status is TaskStatus.RUNNING and not self._safe_to_repeat(record):
-            capability = record.message.meta_info.capability
-            error = (
-                f"the node running it stopped (silent past the {self._visibility_s:g} s visibility "
-                f"timeout), and capability {capability!r} is not safe to repeat (neither idempotent nor "
-                f"read-only), so it was not run again; {UNKNOWN_OUTCOME}"
-            )
-            result = error_result(
-                record.message, ResultStatus.ERROR, OUTCOME_UNKNOWN, error, fault=Fault.ROUTER, delivered=True
-            )
-            if await self.finish(record, result, entry_id):
-                self._stats.tasks_outcome_unknown += 1
-        elif task_id not in self.running:
-            self._stats.tasks_redelivered += 1
-            self._take(entry_id, task_id)
-
-    async def _dead_letter(self, record: TaskRecord, entry_id: str, deliveries: int) -> None:
-        letter = {
-            "task_id": record.task_id,
-            "capability": record.message.meta_info.capability,
-            "deliveries": deliveries,
-            "status": record.status.value,
-            "node": self._node_id,
-            "dead_at": time.time(),
-            "principal": record.principal,
-        }
-        error = (
-            f"given up after {deliveries} deliveries (max_deliveries {self._max_deliveries}): each node "
-            "that took it stopped before finishing it; it is kept among the dead letters "
-            "(GET /api/tasks?status=dead_letter)"
-        )
-        ran = record.status is TaskStatus.RUNNING
-        result = error_result(
-            record.message, ResultStatus.ERROR, DEAD_LETTER, error, fault=Fault.ROUTER, delivered=ran
-        )
-        if await self.finish(record, result, entry_id, dead_letter=letter):
-            self._stats.tasks_dead_lettered += 1
-
-    def _safe_to_repeat(self, record: TaskRecord) -> bool:
-        """Whether the capability, as this node knows it, may run twice; unknown: not."""
-        name = record.message.meta_info.capability
-        declared = self._router.declarations().get(name) if name else None
-        return declared is not None and declared.safe_to_repeat
-
     # -- outages -----------------------------------------------------------------------------------
 
-    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
-        """One round of background work; a Redis failure is noted and waited out."""
-        try:
-            await work
-            self._outage.ok()
-        except (RedisError, OSError) as exc:
-            if self._closed:
-                return
-            await asyncio.sleep(self._outage.failed(exc))
+    async def _guarded(self, loop: str, work: Coroutine[Any, Any, None]) -> None:
+        """One round of background work of `loop`; a Redis failure is noted and waited out."""
+        if not await self._outage.guarded(loop, work) and not self._closed:
+            await asyncio.sleep(self._outage.pause(loop) or 0.0)
 
-    async def _retrying(self, work: Callable[[], Awaitable[T]]) -> T:
-        """`work`, tried until Redis answers: a run's steps wait out an outage (closing cuts them)."""
+    async def _retrying(self, task_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        """`work` for task `task_id`, tried until Redis answers: a run's steps wait out an outage
+        (closing cuts them); each task is a loop of its own in the outage."""
+        loop = f"task {task_id}"
         while True:
             try:
                 done = await work()
             except (RedisError, OSError) as exc:
-                await asyncio.sleep(self._outage.failed(exc))
+                await asyncio.sleep(self._outage.failed(loop, exc))
                 continue
-            self._outage.ok()
+            self._outage.ok(loop)
             return done
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

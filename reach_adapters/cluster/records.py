@@ -7,14 +7,21 @@ pub/sub channel (``{prefix}catalog``) as ``{"op": "put", "record": ...}`` or ``{
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.router import AgentState
 
-__all__ = ["Keys", "LeaseRecord"]
+__all__ = ["PREFIX_PATTERN", "Keys", "LeaseRecord", "checked_keys"]
+
+# The characters a cluster's key prefix may hold: none that SCAN MATCH reads as a pattern
+# (``*?[]\``), so the resync of one cluster never reads another's leases.
+PREFIX_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
+_PREFIX = re.compile(PREFIX_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,18 @@ class Keys:
     def task_events(self) -> str:
         """Pub/sub channel: ``{"op": "done"|"cancel", "task_id": ...}``."""
         return f"{self.prefix}tasks:events"
+
+
+def checked_keys(prefix: str) -> Keys:
+    """The `Keys` of the cluster under `prefix`, given by a user; `ClusterError` for a prefix
+    with characters a key pattern would read as wildcards (or none, or too many)."""
+    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+        msg = (
+            f"cluster key prefix {prefix!r}: use 1 to 64 letters, digits, '_', '.', ':', '-' "
+            "(no glob characters such as '*', '?', '[' or ']'), e.g. 'reach:' or 'team1:'"
+        )
+        raise ClusterError(msg)
+    return Keys(prefix)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from reach_adapters.cluster.cache import CachedLease, lease_state
 from reach_adapters.cluster.errors import ClusterError
-from reach_adapters.cluster.records import Keys, LeaseRecord
+from reach_adapters.cluster.records import Keys, LeaseRecord, checked_keys
 
 __all__ = ["AgentLease", "ClusterSurvey", "NodeSurvey", "TaskQueueSurvey", "survey"]
 
@@ -108,9 +108,9 @@ class ClusterSurvey:
 
 
 async def survey(url: str, *, prefix: str = "reach:", timeout_s: float = 5.0) -> ClusterSurvey:
-    """Read the cluster at `url` once. A malformed URL raises ValueError (redis-py's); a Redis
-    that does not answer within `timeout_s`, `ClusterError`."""
-    keys = Keys(prefix)
+    """Read the cluster at `url` once. A malformed URL raises ValueError (redis-py's); a malformed
+    `prefix` or a Redis that does not answer within `timeout_s`, `ClusterError`."""
+    keys = checked_keys(prefix)
     client = redis.Redis.from_url(
         url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, decode_responses=True
     )

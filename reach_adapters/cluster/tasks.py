@@ -51,6 +51,8 @@ DEFAULT_MAX_DELIVERIES = 5
 MIN_VISIBILITY_TIMEOUT_S = 0.3
 # The longest a `wait` trusts pub/sub alone before reading the record again.
 _POLL_S = 1.0
+# The events listener's name in the outage.
+_EVENTS = "events"
 
 T = TypeVar("T")
 
@@ -87,7 +89,7 @@ class ClusterTasks:
         self._client = client
         self._keys = keys
         self._policy = router.policy
-        self._outage = Outage(node_id, "async tasks")
+        self._outage = Outage(f"async tasks of node {node_id}")
         self._workers = TaskWorkers(
             router,
             client,
@@ -270,6 +272,7 @@ class ClusterTasks:
             try:
                 async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(self._keys.task_events)
+                    self._outage.ok(_EVENTS)
                     while not self._closed:
                         message = await pubsub.get_message(timeout=block)
                         if message is not None and message.get("type") == "message":
@@ -277,7 +280,7 @@ class ClusterTasks:
             except (RedisError, OSError) as exc:
                 if self._closed:
                     return
-                await asyncio.sleep(self._outage.failed(exc))
+                await asyncio.sleep(self._outage.failed(_EVENTS, exc))
 
     def _event(self, data: bytes) -> None:
         try:

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +20,10 @@ import redis.asyncio as redis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.cluster.streams import STREAM_MAXLEN, StreamReader
 from reach_adapters.router import (
     UNKNOWN_OUTCOME,
     Fault,
@@ -32,17 +33,12 @@ from reach_adapters.router import (
     error_result,
 )
 
-__all__ = ["REMOTE_DELIVERY", "STREAM_MAXLEN", "Transport", "entries", "last_entry_id", "wire_message"]
+__all__ = ["REMOTE_DELIVERY", "Transport", "wire_message"]
 
 logger = logging.getLogger(__name__)
 
 # The error_type of a call across nodes that failed in transit (Redis out of reach, host gone).
 REMOTE_DELIVERY = "RemoteDeliveryError"
-# Entries kept per inbox and replies stream (XADD MAXLEN ~): readers follow them within
-# milliseconds, so this only bounds what a stream left unread (a dead node's) can hold.
-STREAM_MAXLEN = 10_000
-_BATCH = 256
-_BACKOFF_S = 0.5
 
 
 def wire_message(message: ReachMessage, agent_id: str, deadline: float) -> dict[str, Any]:
@@ -58,25 +54,6 @@ def wire_message(message: ReachMessage, agent_id: str, deadline: float) -> dict[
     data["meta_info"]["deadline"] = deadline
     data["routing_hint"] = {"mode": "directed", "target": agent_id}
     return data
-
-
-def entries(reply: Any) -> list[tuple[bytes, bytes]]:
-    """(entry id, field ``m``) of each entry of an XREAD reply on one stream."""
-    out: list[tuple[bytes, bytes]] = []
-    for _stream, items in reply or ():
-        for entry_id, fields in items:
-            raw = fields.get(b"m")
-            if raw is not None:
-                out.append((entry_id, raw))
-    return out
-
-
-async def last_entry_id(client: redis.Redis, stream: str) -> bytes | str:
-    """Where a reader starting now begins: after the stream's last entry (older ones are for a
-    former run of this node, whose callers are gone)."""
-    last = await client.xrevrange(stream, count=1)
-    entry_id: bytes | str | None = last[0][0] if last else None
-    return entry_id or "0-0"
 
 
 @dataclass(slots=True)
@@ -97,36 +74,33 @@ class Transport:
     """
 
     def __init__(
-        self, client: redis.Redis, keys: Keys, node_id: str, stats: NodeStats, *, block_ms: int
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        node_id: str,
+        stats: NodeStats,
+        *,
+        block_ms: int,
+        outage: Outage,
     ) -> None:
         self._client = client
         self._keys = keys
         self.node_id = node_id
         self._stats = stats
-        self._block_ms = block_ms
-        self._replies = keys.replies(node_id)
+        # While the node finds Redis out of reach, calls fail at once instead of waiting for a
+        # connection attempt to time out.
+        self._outage = outage
         self._pending: dict[str, _Pending] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._reader: asyncio.Task[None] | None = None
-        # A flag as well as cancel(): on 3.11 a cancel racing redis-py's read timeout can be
-        # swallowed, and the reader must still stop (each blocking read is bounded).
-        self._closed = False
-        # Set by the node while it finds Redis out of reach: calls fail at once instead of waiting
-        # for a connection attempt to time out.
-        self.reachable: Callable[[], bool] = lambda: True
-
-    async def start(self) -> None:
-        start_id = await last_entry_id(self._client, self._replies)
-        self._reader = asyncio.get_running_loop().create_task(
-            self._reading(start_id), name=f"reach cluster replies of {self.node_id}"
+        self._reader = StreamReader(
+            client, keys.replies(node_id), self._resolve, block_ms=block_ms, outage=outage, name="replies"
         )
 
+    async def start(self) -> None:
+        await self._reader.start()
+
     async def aclose(self) -> None:
-        self._closed = True
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.gather(self._reader, return_exceptions=True)
-            self._reader = None
+        await self._reader.aclose()
         for pending in list(self._pending.values()):
             self._end(pending, f"node {self.node_id} left the cluster while the call waited")
         if self._background:
@@ -136,7 +110,7 @@ class Transport:
         """Deliver `message` to `agent_id` on node `host` and wait for its result, at most until
         the message's deadline (`timeout_s` from now when it has none)."""
         deadline = time.time() + timeout_s
-        if not self.reachable():
+        if self._outage.down_since is not None:
             return self._unreachable(message, host, agent_id, "it was out of reach a moment ago")
         request_id = secrets.token_hex(8)
         entry = {
@@ -222,22 +196,6 @@ class Transport:
         task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-    async def _reading(self, last_id: bytes | str) -> None:
-        while not self._closed:
-            try:
-                reply = await self._client.xread({self._replies: last_id}, count=_BATCH, block=self._block_ms)
-            except (RedisError, OSError) as exc:
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise asyncio.CancelledError from exc
-                # The node warns once per outage; this reader just tries again.
-                logger.debug("node %s: reading replies failed: %s", self.node_id, exc)
-                await asyncio.sleep(_BACKOFF_S)
-                continue
-            for entry_id, raw in entries(reply):
-                last_id = entry_id
-                self._resolve(raw)
 
     def _resolve(self, raw: bytes) -> None:
         try:

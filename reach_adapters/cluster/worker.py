@@ -29,8 +29,8 @@ from reach_adapters.cluster.connection import DEFAULT_LEASE_TTL_S, connect, io_t
 from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.inbox import Inbox
 from reach_adapters.cluster.leases import Leases
-from reach_adapters.cluster.reachability import Reachability
-from reach_adapters.cluster.records import Keys
+from reach_adapters.cluster.outage import Outage
+from reach_adapters.cluster.records import Keys, checked_keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.errors import InvalidDeclarationError, UnknownAgentError
 from reach_adapters.router import (
@@ -136,6 +136,14 @@ class RemoteWorker:
         self._client = client
         self._router = Router()
         ttl_ms = max(int(lease_ttl_s * 1000), 3)
+        self._leases = Leases(self._router, client, keys, worker_id, ttl_ms=ttl_ms, stats=self.stats)
+        self._outage = Outage(
+            f"worker {worker_id}",
+            first_s=lease_ttl_s / 6,
+            meanwhile="its agents' leases lapse if this lasts; retrying",
+            recovery="renewing its leases",
+            on_back=self._leases.forget,
+        )
         # Blocking reads return well within the socket timeout, which would cut them off.
         block_ms = max(int(io_timeout_s(lease_ttl_s) * 500), 50)
         self._inbox = Inbox(
@@ -147,14 +155,7 @@ class RemoteWorker:
             self._router.__contains__,
             block_ms=block_ms,
             reply_ttl_ms=max(ttl_ms * 2, 10_000),
-        )
-        self._leases = Leases(self._router, client, keys, worker_id, ttl_ms=ttl_ms, stats=self.stats)
-        self._outage = Reachability(
-            f"worker {worker_id}",
-            lease_ttl_s / 6,
-            meanwhile="its agents' leases lapse if this lasts; retrying",
-            recovery="renewing its leases",
-            on_back=self._leases.forget,
+            outage=self._outage,
         )
         self._stop_listening = self._router.on_catalog_change(self._leases.changed)
         self._hosted: dict[str, _Hosted] = {}
@@ -176,7 +177,8 @@ class RemoteWorker:
         "node" in the leases; default ``HOSTNAME-RANDOM``) and start reading its inbox.
 
         Raises `InvalidDeclarationError` for a malformed worker id, `ClusterError` for a
-        malformed URL, a lease under 0.5 s, or a Redis that does not answer.
+        malformed URL, a lease under 0.5 s, a `prefix` with other characters than letters, digits,
+        '_', '.', ':', '-', or a Redis that does not answer.
         """
         worker_id = worker_id or f"{socket.gethostname()}-{secrets.token_hex(3)}"
         if not isinstance(worker_id, str) or not _WORKER_ID.match(worker_id):
@@ -185,9 +187,8 @@ class RemoteWorker:
                 "with a letter or digit, at most 128 characters, e.g. 'gpu-box-1'"
             )
             raise InvalidDeclarationError(msg)
-        worker = cls(
-            connect(url, lease_ttl_s), worker_id=worker_id, lease_ttl_s=lease_ttl_s, keys=Keys(prefix)
-        )
+        keys = checked_keys(prefix)
+        worker = cls(connect(url, lease_ttl_s), worker_id=worker_id, lease_ttl_s=lease_ttl_s, keys=keys)
         try:
             await worker._inbox.start()
         except RedisError as exc:

@@ -6,6 +6,8 @@ another cluster on a hot reload (see `Gateway`); it is read when `reach serve` s
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
@@ -13,6 +15,7 @@ __all__ = [
     "DEFAULT_VISIBILITY_TIMEOUT_S",
     "MIN_LEASE_TTL_S",
     "MIN_VISIBILITY_TIMEOUT_S",
+    "PREFIX_PATTERN",
     "REGISTRY_SCHEMES",
     "RegistrySettings",
 ]
@@ -25,6 +28,8 @@ MIN_LEASE_TTL_S = 0.5
 DEFAULT_VISIBILITY_TIMEOUT_S = 30.0
 MIN_VISIBILITY_TIMEOUT_S = 0.3
 REGISTRY_SCHEMES = ("redis://", "rediss://", "unix://")
+# No character SCAN MATCH reads as a pattern: one cluster's resync must not read another's leases.
+PREFIX_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
 
 
 class RegistrySettings(BaseModel):
@@ -48,7 +53,11 @@ class RegistrySettings(BaseModel):
         "--lease-ttl wins.",
     )
     prefix: str = Field(
-        "reach:", min_length=1, description="Prefix of the cluster's Redis keys: clusters sharing a database."
+        "reach:",
+        description="Prefix of the cluster's Redis keys: clusters sharing a database; 1 to 64 letters, "
+        "digits, '_', '.', ':', '-'.",
+        # For editors; `_prefix` checks it with a message of its own.
+        json_schema_extra={"pattern": PREFIX_PATTERN},
     )
     task_visibility_timeout_s: float = Field(
         DEFAULT_VISIBILITY_TIMEOUT_S,
@@ -66,3 +75,14 @@ class RegistrySettings(BaseModel):
             msg = f"{url!r} is not a Redis URL; give redis://HOST:PORT/DB (or rediss://, unix://)"
             raise ValueError(msg)
         return url
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, prefix: str) -> str:
+        if not re.match(PREFIX_PATTERN, prefix):
+            msg = (
+                f"{prefix!r} is not a cluster key prefix; use 1 to 64 letters, digits, '_', '.', ':', '-' "
+                "(no glob characters such as '*', '?', '[' or ']'), e.g. 'reach:' or 'team1:'"
+            )
+            raise ValueError(msg)
+        return prefix

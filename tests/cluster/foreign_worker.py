@@ -32,8 +32,8 @@ RECORD = {
 r = redis.Redis.from_url(url)
 
 
-def leave(*_: object) -> None:  # deregister: delete the lease, announce it
-    r.delete(LEASE)
+def leave(*_: object) -> None:  # deregister: delete the lease and the inbox, announce it
+    r.delete(LEASE, INBOX)
     r.publish(CHANNEL, json.dumps({"op": "del", "agent_id": AGENT, "node": worker}))
     sys.exit(0)
 
@@ -75,4 +75,5 @@ while True:
                 answer(call)  # served at once, so there is never a call left to cancel
     if time.monotonic() - renewed >= ttl_ms / 3000:  # heartbeat every TTL/3
         r.set(LEASE, json.dumps(RECORD), px=ttl_ms)
+        r.pexpire(INBOX, 2 * ttl_ms)
         renewed = time.monotonic()

@@ -26,7 +26,7 @@ import pytest
 import redis
 
 from reach_adapters.cluster import Keys
-from reach_adapters.cluster.queue import OUTCOME_UNKNOWN
+from reach_adapters.cluster.takeover import OUTCOME_UNKNOWN
 from reach_adapters.router import UNKNOWN_OUTCOME
 from reach_adapters.router.tasks import TaskStatus
 from tests.cluster.drill_agents import EFFECTS_ENV

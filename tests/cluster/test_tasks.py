@@ -12,7 +12,7 @@ import redis.asyncio as redis
 
 from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
 from reach_adapters.cluster import Keys, NodeStats
-from reach_adapters.cluster.queue import DEAD_LETTER, OUTCOME_UNKNOWN
+from reach_adapters.cluster.takeover import DEAD_LETTER, OUTCOME_UNKNOWN
 from reach_adapters.cluster.tasks import ClusterTasks
 from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.tasks import TaskRecord, TaskStatus

@@ -17,7 +17,7 @@ import redis.asyncio as redis
 from middleware import ReachMessage
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.cluster import ClusterError, Keys, RemoteWorker
-from reach_adapters.cluster.transport import entries
+from reach_adapters.cluster.streams import entries
 from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError, UnknownAgentError
 from reach_adapters.router import AgentState, Fault, ResultStatus
 from tests.cluster.conftest import TTL, Join, cap, listed

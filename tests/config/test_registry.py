@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reach_adapters.cli.app import main
-from reach_adapters.cluster import connection
+from reach_adapters.cluster import connection, records
 from reach_adapters.cluster import node as cluster_node
 from reach_adapters.cluster import tasks as cluster_tasks
 from reach_adapters.config import ConfigFileError, load_config
@@ -77,6 +77,8 @@ def test_without_it_there_is_no_registry(config_dir: Path) -> None:
         ),
         ("registry:\n  url: redis://h:1/0\n  ttl: 3\n", "registry.ttl", 3, "url, node_id, lease_ttl_s"),
         ("registry: redis://h:1/0\n", "registry", 1, "RegistrySettings"),
+        ("registry:\n  url: redis://h:1/0\n  prefix: 'a[1]:'\n", "registry.prefix", 3, "no glob characters"),
+        ("registry:\n  url: redis://h:1/0\n  prefix: ''\n", "registry.prefix", 3, "not a cluster key prefix"),
     ],
 )
 def test_a_bad_registry_is_named_by_file_line_and_field(
@@ -95,6 +97,7 @@ def test_the_defaults_are_the_cluster_nodes() -> None:
     assert settings.REGISTRY_SCHEMES == connection.SCHEMES
     assert settings.DEFAULT_VISIBILITY_TIMEOUT_S == cluster_tasks.DEFAULT_VISIBILITY_TIMEOUT_S
     assert settings.MIN_VISIBILITY_TIMEOUT_S == cluster_tasks.MIN_VISIBILITY_TIMEOUT_S
+    assert settings.PREFIX_PATTERN == records.PREFIX_PATTERN
 
 
 def test_reach_check_shows_it_without_its_password(

@@ -1,0 +1,101 @@
+"""Following one Redis stream from now on, as a node's inbox and replies readers do: one task
+with a blocking XREAD, each entry's field ``m`` handed over in order, and a Redis out of reach
+met with the process's `Outage` (one warning, a growing pause) rather than a busy retry."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from reach_adapters.cluster.outage import Outage
+
+__all__ = ["STREAM_MAXLEN", "StreamReader", "entries", "last_entry_id"]
+
+# Entries kept per inbox and replies stream (XADD MAXLEN ~): readers follow them within
+# milliseconds, so this only bounds what a stream left unread (a dead node's) can hold.
+STREAM_MAXLEN = 10_000
+_BATCH = 256
+
+
+def entries(reply: Any) -> list[tuple[bytes, bytes]]:
+    """(entry id, field ``m``) of each entry of an XREAD reply on one stream."""
+    out: list[tuple[bytes, bytes]] = []
+    for _stream, items in reply or ():
+        for entry_id, fields in items:
+            raw = fields.get(b"m")
+            if raw is not None:
+                out.append((entry_id, raw))
+    return out
+
+
+async def last_entry_id(client: redis.Redis, stream: str) -> bytes | str:
+    """Where a reader starting now begins: after the stream's last entry (older ones are for a
+    former run of this node, whose callers are gone)."""
+    last = await client.xrevrange(stream, count=1)
+    entry_id: bytes | str | None = last[0][0] if last else None
+    return entry_id or "0-0"
+
+
+class StreamReader:
+    """Hands each new entry of `stream` to `handle`, from `start` until `aclose`.
+
+    `name` is the loop's name in `outage` and in the task's name; `block_ms` bounds each
+    blocking read, well within the client's socket timeout, which would cut it off.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        stream: str,
+        handle: Callable[[bytes], None],
+        *,
+        block_ms: int,
+        outage: Outage,
+        name: str,
+    ) -> None:
+        self._client = client
+        self._stream = stream
+        self._handle = handle
+        self._block_ms = block_ms
+        self._outage = outage
+        self._name = name
+        self._task: asyncio.Task[None] | None = None
+        # A flag as well as cancel(): on 3.11 a cancel racing redis-py's read timeout can be
+        # swallowed, and the reader must still stop (each blocking read is bounded).
+        self._closed = False
+
+    async def start(self) -> None:
+        """Read from the stream's last entry on; raises RedisError when Redis does not answer."""
+        start_id = await last_entry_id(self._client, self._stream)
+        self._task = asyncio.get_running_loop().create_task(
+            self._reading(start_id), name=f"reach cluster {self._name} of {self._outage.who}"
+        )
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _reading(self, last_id: bytes | str) -> None:
+        while not self._closed:
+            try:
+                reply = await self._client.xread({self._stream: last_id}, count=_BATCH, block=self._block_ms)
+            except (RedisError, OSError) as exc:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    # redis-py may turn a cancellation into a connection error: leaving wins.
+                    raise asyncio.CancelledError from exc
+                if self._closed:
+                    return
+                await asyncio.sleep(self._outage.failed(self._name, exc))
+                continue
+            self._outage.ok(self._name)
+            for entry_id, raw in entries(reply):
+                last_id = entry_id
+                self._handle(raw)
