@@ -181,15 +181,15 @@ class ClusterTasks:
 
     async def wait(self, task_id: str, owner: str | None, timeout: float | None) -> TaskRecord:
         """The task once finished (on any node), or as it stands after `timeout` seconds."""
-        record = await self.get(task_id, owner)
-        if record.finished:
-            return record
         loop = asyncio.get_running_loop()
         end = None if timeout is None else loop.time() + timeout
+        # Listening before the first read: a task finishing between the two is heard, not left
+        # to the next poll.
         done = asyncio.Event()
         waiters = self._waiters.setdefault(task_id, set())
         waiters.add(done)
         try:
+            record = await self.get(task_id, owner)
             while not record.finished:
                 left = _POLL_S if end is None else min(_POLL_S, end - loop.time())
                 if left <= 0:
