@@ -25,6 +25,7 @@ from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.streams import STREAM_MAXLEN, StreamReader
 from reach_adapters.cluster.transport import REMOTE_DELIVERY
 from reach_adapters.router import (
+    ABANDONED,
     UNKNOWN_OUTCOME,
     ErrorKind,
     Fault,
@@ -91,7 +92,9 @@ class Inbox:
         await self._reader.aclose()
         served = list(self._calls.items())
         for _, call in served:
-            call.task.cancel()
+            # Abandoned, not cancelled by its caller: no compensation (its caller hears "outcome
+            # unknown", and may send it to another replica).
+            call.task.cancel(ABANDONED)
         await asyncio.gather(*(call.task for _, call in served), return_exceptions=True)
         for request_id, call in served:
             if call.message is not None:

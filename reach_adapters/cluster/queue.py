@@ -27,7 +27,7 @@ from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
-from reach_adapters.router import Fault, ReachResult, ResultStatus, Router, error_result
+from reach_adapters.router import ABANDONED, Fault, ReachResult, ResultStatus, Router, error_result
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.runner import cancelled_result
 
@@ -98,8 +98,10 @@ class _Run:
             return
         self.stopped = why
         # Closing also cuts a run waiting on Redis; a lost or cancelled one only stops its call.
+        # Only the caller's cancel undoes the work: a run lost to another node, or cut by a
+        # closing node, is abandoned (its work stands, or is done again by the new owner).
         if (why == CLOSING and self.started) or self.delivering:
-            self.task.cancel()
+            self.task.cancel(None if why == CALLER else ABANDONED)
 
 
 class TaskWorkers:

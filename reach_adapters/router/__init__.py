@@ -8,6 +8,7 @@ from its modules: the names below are the stable, adapter-facing surface. Everyt
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
 from reach_adapters.router.capability import Capability, validate_capabilities
+from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.decisions import ExclusionKind
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
@@ -28,6 +29,7 @@ from reach_adapters.router.schemas import (
 from reach_adapters.router.state import AgentState
 
 __all__ = [
+    "ABANDONED",
     "UNKNOWN_OUTCOME",
     "Agent",
     "AgentHandle",

@@ -15,19 +15,25 @@ from collections.abc import Awaitable, Callable
 from middleware import ReachMessage
 from reach_adapters.router.state import Slot
 
-__all__ = ["compensate_later"]
+__all__ = ["ABANDONED", "compensate_later"]
 
 logger = logging.getLogger(__name__)
 
 Compensate = Callable[[ReachMessage], Awaitable[None]]
 
+ABANDONED = "reach: the call was abandoned, not cancelled by its caller"
+"""The message of a cancellation that must not compensate (``task.cancel(ABANDONED)``): the run
+is dropped because another node took the task over, or its router or node is closing, and the
+call's work may stand, or be done again elsewhere."""
+
 # Running compensations: held so the event loop does not drop them half way.
 _running: set[asyncio.Task[None]] = set()
 
 
-def compensate_later(slot: Slot, message: ReachMessage) -> None:
-    """Start the agent's ``compensate(message)`` when its capability is compensable and it has one."""
-    if not slot.capability.compensable:
+def compensate_later(slot: Slot, message: ReachMessage, cancelled: asyncio.CancelledError) -> None:
+    """Start the agent's ``compensate(message)`` when its capability is compensable, it has one,
+    and the call was `cancelled` for its caller (not `ABANDONED`)."""
+    if not slot.capability.compensable or cancelled.args[:1] == (ABANDONED,):
         return
     compensate: Compensate | None = getattr(slot.runtime.agent, "compensate", None)
     if compensate is None:

@@ -137,9 +137,9 @@ async def deliver(
             flight.exit()
     except TimeoutError:
         result = timed_out(message, slot, budget)
-    except asyncio.CancelledError:
+    except asyncio.CancelledError as cancelled:
         flight.abandon()
-        compensate_later(slot, message)
+        compensate_later(slot, message, cancelled)
         raise
     except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
         result = from_exception(message, agent_id, exc, errors)

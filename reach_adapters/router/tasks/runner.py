@@ -27,6 +27,7 @@ from reach_adapters.errors import (
     TaskQueueFullError,
     UnknownTaskError,
 )
+from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
@@ -280,7 +281,8 @@ class _Run:
         if self.stopped is None:
             self.stopped = _CLOSING if closing else _CALLER
             if self.started and self.delivering:
-                self.task.cancel()
+                # Only the caller's cancel undoes the work; a closing router abandons it.
+                self.task.cancel(ABANDONED if closing else None)
 
 
 def cancelled_result(message: ReachMessage, *, running: bool, closing: bool = False) -> ReachResult:
