@@ -40,6 +40,9 @@ __all__ = ["Inbox"]
 
 logger = logging.getLogger(__name__)
 
+# How many served call ids are remembered against repeats: far more than a retry's few seconds.
+_SERVED_KEPT = 10_000
+
 
 @dataclass(slots=True)
 class _Served:
@@ -77,6 +80,9 @@ class Inbox:
         self._hosts = hosts
         self._reply_ttl_ms = reply_ttl_ms
         self._calls: dict[str, _Served] = {}
+        # Ids of calls served lately, oldest first: a call XADDed twice (redis-py retrying a write
+        # that timed out but landed) runs once.
+        self._served: dict[str, None] = {}
         # When each caller's replies stream was last given its expiry: renewed every half of it,
         # not on every reply (one round trip fewer per call).
         self._expiry_set: dict[str, float] = {}
@@ -120,15 +126,22 @@ class Inbox:
                     call.message = None  # its caller is gone: nobody to answer
                     call.task.cancel()
                 return
-            if op != "call" or request_id in self._calls:
-                return  # an unknown op, or the same call sent twice
+            if op != "call" or request_id in self._calls or request_id in self._served:
+                return  # an unknown op, or the same call sent twice (a client's retry of its XADD)
             reply_to = str(data["reply_to"])
         except (ValueError, KeyError, TypeError) as exc:
             logger.warning("node %s: ignoring a malformed inbox entry %.200r: %s", self.node_id, raw, exc)
             return
         task = asyncio.get_running_loop().create_task(self._serve(request_id, reply_to, data))
         self._calls[request_id] = _Served(task, reply_to)
-        task.add_done_callback(lambda _: self._calls.pop(request_id, None))
+        task.add_done_callback(lambda _: self._done(request_id))
+
+    def _done(self, request_id: str) -> None:
+        self._calls.pop(request_id, None)
+        served = self._served
+        served[request_id] = None
+        if len(served) > _SERVED_KEPT:
+            del served[next(iter(served))]
 
     async def _serve(self, request_id: str, reply_to: str, data: dict[str, Any]) -> None:
         agent_id = str(data.get("agent_id"))

@@ -19,6 +19,7 @@ import orjson
 import redis.asyncio as redis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys
@@ -126,6 +127,12 @@ class Transport:
             try:
                 await self._client.xadd(
                     self._keys.inbox(host), {"m": orjson.dumps(entry)}, maxlen=STREAM_MAXLEN, approximate=True
+                )
+            except RedisTimeoutError:
+                # Written, maybe taken: Redis may still add it. Not "not delivered", which would
+                # let the router send it elsewhere too; the answer, or the deadline, tells.
+                logger.debug(
+                    "node %s: call %s to node %s timed out on XADD; waiting", self.node_id, request_id, host
                 )
             except (RedisError, OSError) as exc:
                 return self._unreachable(message, host, agent_id, str(exc))
