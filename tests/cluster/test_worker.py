@@ -299,33 +299,3 @@ async def test_a_worker_in_another_language_serves_a_node(cluster: Join, redis_u
         if process.returncode is None:
             process.kill()
             await process.wait()
-
-
-async def test_a_call_written_twice_runs_once(workers: Connect, redis_url: str, prefix: str) -> None:
-    ran: list[Any] = []
-
-    def record(payload: Any) -> str:
-        ran.append(payload)
-        return "done"
-
-    worker = await workers("w1")
-    worker.serve("util:echo:01", [cap("echo")], record)
-    keys = Keys(prefix)
-    client = redis.Redis.from_url(redis_url)
-    try:
-        message = {"raw_payload": {"n": 1}, "meta_info": {"task_id": "twice-1"}}
-        call = orjson.dumps(
-            {"op": "call", "id": "r2", "reply_to": "me", "agent_id": "util:echo:01", "message": message}
-        )
-        # A client retrying an XADD whose first try landed after its timeout writes it twice.
-        await client.xadd(keys.inbox("w1"), {"m": call})
-        async with asyncio.timeout(10):
-            first = await client.xread({keys.replies("me"): "0-0"}, block=10_000)
-        await client.xadd(keys.inbox("w1"), {"m": call})
-        await asyncio.sleep(0.3)
-        replies = await client.xread({keys.replies("me"): "0-0"})
-    finally:
-        await client.aclose()
-    assert len(entries(first)) == 1
-    assert len(entries(replies)) == 1
-    assert ran == [{"n": 1}]
