@@ -115,6 +115,36 @@ class Inbox:
                     delivered=True,
                 )
                 await self._reply(call.reply_to, request_id, result)
+        await self._refuse_unread()
+
+    async def _refuse_unread(self) -> None:
+        """Answer the calls written after the reader stopped, as never delivered: their callers
+        fail over at once instead of waiting for the leases to go, and blaming the agent."""
+        try:
+            unread = await self._reader.unread()
+        except (RedisError, OSError) as exc:
+            logger.debug("node %s: could not read its inbox's last calls: %s", self.node_id, exc)
+            return
+        for raw in unread:
+            try:
+                data = orjson.loads(raw)
+                if data["op"] != "call" or data["id"] in self._served:
+                    continue
+                message = ReachMessage.model_validate(data["message"])
+            except (ValueError, KeyError, TypeError, ValidationError):
+                continue
+            error = f"node {self.node_id} left the cluster before the call was read; it was not delivered"
+            refused = error_result(
+                message,
+                ResultStatus.ERROR,
+                REMOTE_DELIVERY,
+                error,
+                fault=Fault.ROUTER,
+                agent_id=str(data.get("agent_id")),
+                retryable=True,
+                delivered=False,
+            )
+            await self._reply(str(data["reply_to"]), str(data["id"]), refused)
 
     def _take(self, raw: bytes) -> None:
         try:

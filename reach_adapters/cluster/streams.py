@@ -64,13 +64,14 @@ class StreamReader:
         self._outage = outage
         self._name = name
         self._task: asyncio.Task[None] | None = None
+        self.last_id: bytes | str = "0-0"
         # A flag as well as cancel(): on 3.11 a cancel racing redis-py's read timeout can be
         # swallowed, and the reader must still stop (each blocking read is bounded).
         self._closed = False
 
     async def start(self) -> None:
         """Read from the stream's last entry on; raises RedisError when Redis does not answer."""
-        start_id = await last_entry_id(self._client, self._stream)
+        start_id = self.last_id = await last_entry_id(self._client, self._stream)
         self._task = asyncio.get_running_loop().create_task(
             self._reading(start_id), name=f"reach cluster {self._name} of {self._outage.who}"
         )
@@ -97,5 +98,10 @@ class StreamReader:
                 continue
             self._outage.ok(self._name)
             for entry_id, raw in entries(reply):
-                last_id = entry_id
+                last_id = self.last_id = entry_id
                 self._handle(raw)
+
+    async def unread(self) -> list[bytes]:
+        """Entries written after the last one handled: after `aclose`, what nobody will read."""
+        reply = await self._client.xread({self._stream: self.last_id}, count=STREAM_MAXLEN)
+        return [raw for _, raw in entries(reply)]

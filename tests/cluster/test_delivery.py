@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -241,3 +241,42 @@ async def test_a_local_replica_wins_over_an_idle_remote_one_and_the_record_says_
     scores = {score.agent_id: score.breakdown for score in a.explain(result.task_id).candidates}
     assert scores["util:echo:remote"]["locality"] == pytest.approx(-0.1)
     assert "locality" not in scores["util:echo:local"]
+
+
+async def test_a_call_sent_to_a_leaving_node_is_refused_undelivered_and_fails_over(cluster: Join) -> None:
+    runs: list[str] = []
+
+    def counter(tag: str) -> Callable[[int], str]:
+        def count(n: int) -> str:
+            runs.append(tag)
+            return f"counted by {tag}"
+
+        return count
+
+    async def stubborn(n: int) -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            await asyncio.sleep(1.0)  # its clean-up on cancel takes a second: b leaves slowly
+            raise
+        return "never"
+
+    a, b, c = Router(), Router(), Router()
+    b.register(FunctionAgent(counter("b"), agent_id="ops:count:b", capabilities=[cap("count", weight=100)]))
+    b.register(FunctionAgent(stubborn, agent_id="ops:slow:b", capabilities=[cap("slow")]))
+    c.register(FunctionAgent(counter("c"), agent_id="ops:count:c", capabilities=[cap("count", weight=10)]))
+    await cluster(a, "a")
+    node_b = await cluster(b, "b")
+    await cluster(c, "c")
+    for agent_id in ("ops:count:b", "ops:count:c", "ops:slow:b"):
+        await listed(a, agent_id)
+    slow = asyncio.get_running_loop().create_task(a.route("slow", {"n": 1}, timeout_ms=20_000))
+    await asyncio.sleep(0.3)
+    leaving = asyncio.get_running_loop().create_task(node_b.aclose())
+    await asyncio.sleep(0.2)
+    # b still leases its agents while it stops reading its inbox: the call lands there unread.
+    result = await a.route("count", {"n": 1}, timeout_ms=10_000)
+    await leaving
+    await slow
+    assert (result.status, result.agent_id) == (ResultStatus.OK, "ops:count:c")
+    assert runs == ["c"]
