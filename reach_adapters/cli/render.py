@@ -86,8 +86,8 @@ def render_cluster(report: Mapping[str, Any]) -> str:
         lag = "" if queue["lag"] is None else f", lag {queue['lag']}"
         lines += [
             "",
-            f"task queue: {queue['length']} entr(ies), {queue['pending']} delivered and not acked{lag}, "
-            f"{queue['consumers']} consumer(s); {queue['dead_letters']} dead letter(s)",
+            f"task queue: {queue['length']} entries, {queue['pending']} delivered and not acked{lag}, "
+            f"{queue['consumers']} consumers; {queue['dead_letters']} dead letters",
         ]
     return "\n".join(lines)
 

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 import redis.asyncio as redis
 
+from reach_adapters.cluster.errors import ClusterError
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys, LeaseRecord
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.router import Router
 
 __all__ = ["INBOX_TTLS", "Leases"]
+
+logger = logging.getLogger(__name__)
 
 # An inbox outlives its process's last renewal by this many leases: renewed every third of one,
 # a live process's inbox never expires, even with two renewals missed.
@@ -55,6 +61,9 @@ class Leases:
         self._stats = stats
         self.published: dict[str, bytes] = {}
         self._wake = asyncio.Event()
+        # This process's claim on its node id (`Keys.node`), and whether it holds it.
+        self._token = secrets.token_hex(8)
+        self._claimed = False
 
     def changed(self) -> None:
         self._wake.set()
@@ -78,6 +87,30 @@ class Leases:
             if info.node is None
         }
 
+    async def claim(self) -> None:
+        """Take the node id, or raise `ClusterError` when another live process holds it.
+
+        A process that died without leaving holds it until its claim lapses (one lease): a
+        restart under the same id waits that long, rather than serve an inbox beside it.
+        """
+        key = self._keys.node(self.node_id)
+        end = time.monotonic() + self.ttl_ms / 1000 + 0.5
+        waited = False
+        while not await self._client.set(key, self._token, nx=True, px=self.ttl_ms):
+            if time.monotonic() > end:
+                msg = (
+                    f"node id {self.node_id!r} is held by another live process of this cluster; give this "
+                    "one another id (--node-id, registry.node_id), or stop the other first"
+                )
+                raise ClusterError(msg)
+            if not waited:
+                waited = True
+                logger.info(
+                    "node id %s is still held (a previous run?): waiting for its claim to lapse", self.node_id
+                )
+            await asyncio.sleep(min(0.2, self.ttl_ms / 4000))
+        self._claimed = True
+
     async def publish(self) -> None:
         """Renew every lease and the inbox's expiry in one transaction; announce what changed."""
         records = self.records()
@@ -90,6 +123,8 @@ class Leases:
             self._queue_deletes(pipe, removed)
             # No-op until a caller first XADDs to it (which sets no expiry): the next renewal does.
             pipe.pexpire(self._keys.inbox(self.node_id), self.ttl_ms * INBOX_TTLS)
+            if self._claimed:
+                pipe.set(self._keys.node(self.node_id), self._token, px=self.ttl_ms)
             await pipe.execute()
         self.published = records
 
@@ -98,7 +133,8 @@ class Leases:
         once, and nobody reads that inbox any more."""
         async with self._client.pipeline(transaction=True) as pipe:
             self._queue_deletes(pipe, list(self.published))
-            pipe.delete(self._keys.inbox(self.node_id))
+            if self._claimed:
+                pipe.delete(self._keys.inbox(self.node_id), self._keys.node(self.node_id))
             await pipe.execute()
         self.published = {}
 

@@ -129,11 +129,15 @@ class ClusterNode:
             keys=keys,
         )
         try:
+            await node.leases.claim()
             # Reading the inbox before the leases are out: no call can come before its reader.
             await node.inbox.start()
             await node.transport.start()
             await node.leases.publish()
             await node._resync()
+        except ClusterError:
+            await node.aclose(deregister=False)
+            raise
         except RedisError as exc:
             await node.aclose(deregister=False)
             msg = f"cannot reach the cluster registry at {url}: {exc}; start Redis there or fix the URL"

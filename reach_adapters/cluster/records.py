@@ -43,6 +43,11 @@ class Keys:
     def channel(self) -> str:
         return f"{self.prefix}catalog"
 
+    def node(self, node: str) -> str:
+        """Who holds node id `node`: one live process's random token, renewed with its leases, so
+        two processes never serve one inbox (and run each call twice)."""
+        return f"{self.prefix}node:{node}"
+
     def inbox(self, node: str) -> str:
         """The stream of calls (and cancellations) for the agents `node` hosts."""
         return f"{self.prefix}inbox:{node}"

@@ -190,7 +190,11 @@ class RemoteWorker:
         keys = checked_keys(prefix)
         worker = cls(connect(url, lease_ttl_s), worker_id=worker_id, lease_ttl_s=lease_ttl_s, keys=keys)
         try:
+            await worker._leases.claim()
             await worker._inbox.start()
+        except ClusterError:
+            await worker.aclose()
+            raise
         except RedisError as exc:
             await worker.aclose()
             msg = f"cannot reach the cluster registry at {url}: {exc}; start Redis there or fix the URL"

@@ -62,7 +62,8 @@ def exclusion(
     """
     runtime = slot.runtime
     state = runtime.state
-    if state in UNUSABLE_STATES:
+    # Another node's agent whose lease is lapsing may be gone already: skipped, not tried.
+    if state in UNUSABLE_STATES or (state is AgentState.SUSPICIOUS and runtime.remote):
         reason = f"state {state}" + (f" ({runtime.state_reason})" if runtime.state_reason else "")
         return Exclusion(runtime.agent_id, reason, ExclusionKind.STATE)
     if state is AgentState.BUSY and meta.priority < policy.high_priority:

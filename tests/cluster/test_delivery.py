@@ -11,9 +11,10 @@ import pytest
 from middleware import ReachMessage
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.cluster import REMOTE_DELIVERY, ClusterNode
-from reach_adapters.router import UNKNOWN_OUTCOME, Fault, ResultStatus
+from reach_adapters.router import UNKNOWN_OUTCOME, AgentState, Fault, ResultStatus
 from tests.cluster.conftest import Join, cap, listed
 from tests.redis_server import RedisServer
+from tests.waiting import eventually
 
 
 def silence(node: ClusterNode) -> None:
@@ -280,3 +281,23 @@ async def test_a_call_sent_to_a_leaving_node_is_refused_undelivered_and_fails_ov
     await slow
     assert (result.status, result.agent_id) == (ResultStatus.OK, "ops:count:c")
     assert runs == ["c"]
+
+
+async def test_an_agent_whose_lease_lapses_is_skipped_while_suspicious(cluster: Join) -> None:
+    def echo(text: str) -> str:
+        return text
+
+    a, b = Router(), Router()
+    b.register(FunctionAgent(echo, agent_id="util:echo:b", capabilities=[cap("echo")]))
+    await cluster(a, "a")
+    node_b = await cluster(b, "b")
+    await listed(a, "util:echo:b")
+    silence(node_b)
+    await eventually(
+        lambda: next(i.state for i in a.catalog() if i.agent_id == "util:echo:b") is AgentState.SUSPICIOUS,
+        timeout=10,
+        what="b's agent suspicious on a",
+    )
+    result = await a.route("echo", {"text": "hi"})
+    assert (result.status, result.delivered) == (ResultStatus.NO_CANDIDATE, False)
+    assert "suspicious" in (result.error or "")

@@ -210,3 +210,20 @@ async def test_joining_an_unreachable_registry_says_so(router: Router) -> None:
         await ClusterNode.join(router, f"redis://127.0.0.1:{free_port()}/0", lease_ttl_s=1.2)
     with pytest.raises(ClusterError, match="expected redis://"):
         await ClusterNode.join(router, "http://127.0.0.1:1/0")
+
+
+async def test_a_node_id_is_held_by_one_live_process(join: Join) -> None:
+    first, second = Router(), Router()
+    first.register(agent("util:echo:first"))
+    node = await join(first, "n1")
+    try:
+        # A second process under the same id would serve the same inbox: every call twice.
+        with pytest.raises(ClusterError, match="node id 'n1' is held by another live process"):
+            await join(second, "n1")
+        await node.aclose()
+        # Left cleanly: the id is free at once.
+        node = await join(second, "n1")
+    finally:
+        await node.aclose()
+        await first.aclose()
+        await second.aclose()
