@@ -16,6 +16,9 @@ from reach_adapters.router import (
 
 __all__ = ["RemoteAgent"]
 
+# A call with neither a deadline nor a capability this agent declares (the router sets both).
+_DEFAULT_TIMEOUT_S = 30.0
+
 
 class RemoteAgent:
     """An agent hosted on node `hosted_on`, listed here with that node, its capabilities (the
@@ -37,6 +40,8 @@ class RemoteAgent:
         self._agent_id = agent_id
         self.hosted_on = node
         self._capabilities = validate_capabilities(agent_id, capabilities, allow_empty=True)
+        # The called capability's own timeout bounds a call with no deadline (computed once).
+        self._timeouts_s = {cap.name: cap.timeout_ms / 1000.0 for cap in self._capabilities}
         self._transport = transport
         self.handle: AgentHandle | None = None
 
@@ -55,6 +60,6 @@ class RemoteAgent:
         return f"RemoteAgent({self._agent_id!r}, node={self.hosted_on!r})"
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
-        cap_s = max((cap.timeout_ms for cap in self._capabilities), default=30_000) / 1000.0
+        cap_s = self._timeouts_s.get(message.meta_info.capability or "", _DEFAULT_TIMEOUT_S)
         timeout_s = time_left(message, cap_s)
         return await self._transport.call(self.hosted_on, self._agent_id, message, timeout_s)
