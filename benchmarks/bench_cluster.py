@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
 from benchmarks.stats import measure_pair, summary
+from benchmarks.throwaway_redis import throwaway_redis
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.cluster import ClusterNode
 
@@ -35,31 +31,6 @@ PAYLOAD = {"text": "x" * 1000}
 def echo(text: str) -> str:
     """Say it back."""
     return text
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        sys.exit("redis-server is not installed: apt-get install -y redis-server (or brew install redis)")
-    port = free_port()
-    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(directory)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return process, f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    sys.exit(f"redis-server did not start on port {port}")
 
 
 async def host(url: str) -> None:
@@ -121,13 +92,8 @@ def main() -> None:
     if args.host:
         asyncio.run(host(args.host))
         return
-    with tempfile.TemporaryDirectory() as directory:
-        redis, url = start_redis(Path(directory))
-        try:
-            asyncio.run(measure(url, args.calls))
-        finally:
-            redis.kill()
-            redis.wait(timeout=10)
+    with throwaway_redis() as url:
+        asyncio.run(measure(url, args.calls))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import httpx
 
 from benchmarks.rawhttp import Connection
 from benchmarks.stats import summary
-from tests.redis_server import free_port
+from benchmarks.throwaway_redis import throwaway_redis
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = 3
@@ -42,17 +41,6 @@ PAYLOAD = {"text": "x" * 1000}
 SEED_SYNC = (3200.0, 42.0)
 SEED_ASYNC = (1180.0, 145.0)
 AGENT = "kind: function\nagent_id: bench:echo:{node}\nfunction: benchmarks.cluster_agents:echo\n"
-
-
-def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        sys.exit("redis-server is not installed: apt-get install -y redis-server (or brew install redis)")
-    port = free_port()
-    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"]
-    command += ["--dir", str(directory)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return process, f"redis://127.0.0.1:{port}/0"
 
 
 def start_node(directory: Path, node: int, registry: str) -> tuple[subprocess.Popen[str], str]:
@@ -123,12 +111,10 @@ def report(
 
 
 async def run(clients: int, seconds: float) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, throwaway_redis(appendonly=True) as url:
         directory = Path(tmp)
-        redis, url = start_redis(directory)
         nodes: list[subprocess.Popen[str]] = []
         try:
-            time.sleep(0.3)
             apis = []
             for node in range(1, NODES + 1):
                 process, api = start_node(directory, node, url)
@@ -150,8 +136,6 @@ async def run(clients: int, seconds: float) -> None:
                     process.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     process.kill()
-            redis.kill()
-            redis.wait()
 
 
 def main() -> None:

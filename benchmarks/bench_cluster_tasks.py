@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 
 import redis.asyncio as redis
 
 from benchmarks.stats import percentile
+from benchmarks.throwaway_redis import throwaway_redis
 from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
 from reach_adapters.cluster import Keys
 from reach_adapters.cluster.tasks import ClusterTasks
@@ -32,29 +29,9 @@ def echo(text: str) -> str:
     return text
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def run(tasks: int, clients: int) -> None:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is not installed (apt-get install -y redis-server)")
-    port = free_port()
-    with tempfile.TemporaryDirectory() as directory:
-        server = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory],
-            stdout=subprocess.DEVNULL,
-        )
-        try:
-            await asyncio.sleep(0.3)
-            await measure(f"redis://127.0.0.1:{port}/0", tasks, clients)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+    with throwaway_redis() as url:
+        await measure(url, tasks, clients)
 
 
 async def measure(url: str, tasks: int, clients: int) -> None:
