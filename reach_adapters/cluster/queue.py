@@ -27,9 +27,9 @@ from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
-from reach_adapters.router import ABANDONED, Fault, ReachResult, ResultStatus, Router, error_result
+from reach_adapters.router import ABANDONED, ReachResult, Router
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
-from reach_adapters.router.tasks.runner import cancelled_result
+from reach_adapters.router.tasks.runner import cancelled_result, failed_in_router
 
 __all__ = ["CALLER", "TaskWorkers", "block_seconds"]
 
@@ -281,11 +281,8 @@ class TaskWorkers:
             if run.stopped is not None:
                 return None
             raise
-        except Exception as exc:
-            logger.exception("async task %s failed in the router", record.task_id)
-            return error_result(
-                record.message, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER
-            )
+        except Exception as exc:  # noqa: BLE001 - logged there, with its traceback
+            return failed_in_router(record, exc)
         finally:
             run.delivering = False
 

@@ -4,7 +4,8 @@ real `reach serve` subprocesses (the gateway tests' `serve` helper)."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,18 @@ from tests.gateway.conftest import serve
 from tests.redis_server import RedisServer, redis_server
 from tests.waiting import eventually
 
-__all__ = ["TTL", "Join", "cap", "cluster", "listed", "prefix", "redis_server", "redis_url", "serve"]
+__all__ = [
+    "TTL",
+    "Join",
+    "cap",
+    "cluster",
+    "listed",
+    "prefix",
+    "redis_server",
+    "redis_url",
+    "serve",
+    "two_servers",
+]
 
 # Leases of cluster tests: short, so that silent nodes are found out within a second or two.
 TTL = 1.2
@@ -60,3 +72,17 @@ async def cluster(redis_url: str, prefix: str) -> AsyncIterator[Join]:
 
 async def listed(router: Router, agent_id: str) -> None:
     await eventually(lambda: agent_id in router, timeout=10, what=f"{agent_id} listed")
+
+
+@pytest.fixture
+def two_servers(redis_server: RedisServer, tmp_path: Path) -> Iterator[tuple[RedisServer, RedisServer]]:
+    """Two redis-servers of their own, for tests that make one the other's replica (a failover)."""
+    servers = [RedisServer(redis_server.binary, tmp_path / name) for name in ("a", "b")]
+    for server in servers:
+        server.directory.mkdir()
+        server.start()
+    try:
+        yield servers[0], servers[1]
+    finally:
+        for server in servers:
+            server.stop()

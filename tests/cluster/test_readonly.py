@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
@@ -24,19 +22,6 @@ pytestmark = pytest.mark.timeout(60)
 def echo(text: str) -> str:
     """Say it back."""
     return text
-
-
-@pytest.fixture
-def two_servers(redis_server: RedisServer, tmp_path: Path) -> Iterator[tuple[RedisServer, RedisServer]]:
-    servers = [RedisServer(redis_server.binary, tmp_path / name) for name in ("a", "b")]
-    for server in servers:
-        server.directory.mkdir()
-        server.start()
-    try:
-        yield servers[0], servers[1]
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def warned(caplog: pytest.LogCaptureFixture, who: str, text: str) -> list[str]:

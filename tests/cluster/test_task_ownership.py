@@ -4,8 +4,6 @@ outlives any refusal from Redis (a failover's UNBLOCKED, READONLY while demoted)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
@@ -41,19 +39,6 @@ async def test_a_node_whose_entry_was_taken_over_cannot_start_the_task(redis_url
         assert await store.start(record, entry_id, "rescuer") == 0
     finally:
         await client.aclose()
-
-
-@pytest.fixture
-def two_servers(redis_server: RedisServer, tmp_path: Path) -> Iterator[tuple[RedisServer, RedisServer]]:
-    servers = [RedisServer(redis_server.binary, tmp_path / name) for name in ("a", "b")]
-    for server in servers:
-        server.directory.mkdir()
-        server.start()
-    try:
-        yield servers[0], servers[1]
-    finally:
-        for server in servers:
-            server.stop()
 
 
 async def test_the_task_reader_outlives_a_failover(two_servers: tuple[RedisServer, RedisServer]) -> None:

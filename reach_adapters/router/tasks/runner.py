@@ -201,11 +201,8 @@ class AsyncTasks:
         except asyncio.CancelledError:
             # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
             return cancelled_result(record.message, running=True, closing=run.stopped != _CALLER)
-        except Exception as exc:
-            logger.exception("async task %s failed in the router", record.task_id)
-            return error_result(
-                record.message, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER
-            )
+        except Exception as exc:  # noqa: BLE001 - logged there, with its traceback
+            return failed_in_router(record, exc)
         finally:
             run.delivering = False
         return result
@@ -283,6 +280,12 @@ class _Run:
             if self.started and self.delivering:
                 # Only the caller's cancel undoes the work; a closing router abandons it.
                 self.task.cancel(ABANDONED if closing else None)
+
+
+def failed_in_router(record: TaskRecord, exc: Exception) -> ReachResult:
+    """The result of a task whose dispatch raised: the router's fault (agents' errors are results)."""
+    logger.exception("async task %s failed in the router", record.task_id)
+    return error_result(record.message, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER)
 
 
 def cancelled_result(message: ReachMessage, *, running: bool, closing: bool = False) -> ReachResult:
