@@ -51,6 +51,8 @@ DEFAULT_MAX_DELIVERIES = 5
 MIN_VISIBILITY_TIMEOUT_S = 0.3
 # The longest a `wait` trusts pub/sub alone before reading the record again.
 _POLL_S = 1.0
+# How long a cancel waits for the node running the task to stop it, before ending it itself.
+_CANCEL_WAIT_S = 5.0
 # The events listener's name in the outage.
 _EVENTS = "events"
 
@@ -228,7 +230,8 @@ class ClusterTasks:
             return await self.get(task_id, owner)
         event = orjson.dumps({"op": "cancel", "task_id": task_id})
         await self._redis(self._client.publish(self._keys.task_events, event), f"cancel task {task_id!r}")
-        record = await self.wait(task_id, owner, self.visibility_timeout_s)
+        # A live node answers within milliseconds; one that does not is gone or lost the message.
+        record = await self.wait(task_id, owner, min(self.visibility_timeout_s, _CANCEL_WAIT_S))
         if not record.finished:
             # Its node did not answer (gone, or the message lost): end it here. Should that node
             # still run it, it drops the run when it sees the task finished.
