@@ -22,6 +22,7 @@ __all__ = [
     "cap",
     "cluster",
     "listed",
+    "own_redis",
     "prefix",
     "redis_server",
     "redis_url",
@@ -72,6 +73,18 @@ async def cluster(redis_url: str, prefix: str) -> AsyncIterator[Join]:
 
 async def listed(router: Router, agent_id: str) -> None:
     await eventually(lambda: agent_id in router, timeout=10, what=f"{agent_id} listed")
+
+
+@pytest.fixture
+def own_redis(redis_server: RedisServer, tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may stop and start (an outage), and whose
+    default key prefix no other test's nodes share."""
+    server = RedisServer(redis_server.binary, tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

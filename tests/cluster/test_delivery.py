@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -195,16 +194,6 @@ async def test_a_host_dying_mid_call_ends_it_within_the_lease(cluster: Join, ide
         )
         assert UNKNOWN_OUTCOME in (result.error or "")
         assert "node b" in (result.error or "")
-
-
-@pytest.fixture
-def own_redis(redis_server: RedisServer, tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(redis_server.binary, tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_calls_fail_fast_and_undelivered_when_redis_is_down(

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -20,17 +18,6 @@ from tests.waiting import eventually
 def echo(text: str) -> str:
     """Say it back."""
     return text
-
-
-@pytest.fixture
-def own_redis(redis_server: RedisServer, tmp_path: Path) -> Iterator[RedisServer]:
-    """A redis-server of this test's own, which it stops and starts."""
-    server = RedisServer(redis_server.binary, tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def warnings(caplog: pytest.LogCaptureFixture, node: str, text: str) -> int:

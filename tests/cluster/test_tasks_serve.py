@@ -3,26 +3,13 @@ read on the other, both answered by whichever node ran it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from tests.gateway.conftest import ReachServer, write
 from tests.redis_server import RedisServer
 
 Serve = Callable[..., ReachServer]
-
-
-@pytest.fixture
-def own_redis(redis_server: RedisServer, tmp_path: Path) -> Iterator[RedisServer]:
-    """A redis-server of this test's own: other tests' nodes use the default key prefix too."""
-    server = RedisServer(redis_server.binary, tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def node(serve: Serve, tmp_path: Path, redis: RedisServer, name: str) -> ReachServer:
