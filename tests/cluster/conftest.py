@@ -12,6 +12,7 @@ import pytest
 
 from reach_adapters import Capability, Router
 from reach_adapters.cluster import ClusterNode
+from reach_adapters.router import ReachMessage, ResultStatus
 from tests.gateway.conftest import serve
 from tests.redis_server import RedisServer, redis_server
 from tests.waiting import eventually
@@ -27,6 +28,7 @@ __all__ = [
     "redis_server",
     "redis_url",
     "serve",
+    "shout_keeps_ids",
     "two_servers",
 ]
 
@@ -73,6 +75,23 @@ async def cluster(redis_url: str, prefix: str) -> AsyncIterator[Join]:
 
 async def listed(router: Router, agent_id: str) -> None:
     await eventually(lambda: agent_id in router, timeout=10, what=f"{agent_id} listed")
+
+
+async def shout_keeps_ids(router: Router, seen: list[ReachMessage]) -> None:
+    """Route ``shout`` (util:shout:01, on another node or worker) with ids of the caller's and
+    check they reached the agent, which records each message in `seen`, and came back."""
+    result = await router.route(
+        "shout", {"text": "hi"}, task_id="task-1", trace_id="trace-1", principal="ada"
+    )
+    assert (result.status, result.payload, result.agent_id) == (ResultStatus.OK, "HI", "util:shout:01")
+    assert (result.task_id, result.trace_id) == ("task-1", "trace-1")
+    meta = seen[0].meta_info
+    assert (meta.task_id, meta.trace_id, meta.principal, meta.capability) == (
+        "task-1",
+        "trace-1",
+        "ada",
+        "shout",
+    )
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from reach_adapters.cluster import ClusterError, Keys, RemoteWorker
 from reach_adapters.cluster.streams import entries
 from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError, UnknownAgentError
 from reach_adapters.router import AgentState, Fault, ResultStatus
-from tests.cluster.conftest import TTL, Join, cap, listed
+from tests.cluster.conftest import TTL, Join, cap, listed, shout_keeps_ids
 from tests.waiting import eventually
 
 Connect = Callable[..., Awaitable[RemoteWorker]]
@@ -63,16 +63,7 @@ async def test_a_node_calls_a_workers_agent_with_its_ids(cluster: Join, workers:
     await cluster(a, "a")
     await listed(a, "util:shout:01")
     assert [info.node for info in a.catalog()] == ["w1"]
-    result = await a.route("shout", {"text": "hi"}, task_id="task-1", trace_id="trace-1", principal="ada")
-    assert (result.status, result.payload, result.agent_id) == (ResultStatus.OK, "HI", "util:shout:01")
-    assert (result.task_id, result.trace_id) == ("task-1", "trace-1")
-    meta = seen[0].meta_info
-    assert (meta.task_id, meta.trace_id, meta.principal, meta.capability) == (
-        "task-1",
-        "trace-1",
-        "ada",
-        "shout",
-    )
+    await shout_keeps_ids(a, seen)
     assert worker.stats.remote_calls_served == 1
 
 
