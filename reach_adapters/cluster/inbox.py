@@ -185,15 +185,12 @@ class Inbox:
             )
             await self._reply(reply_to, request_id, invalid)
             return
-        # The calling router has deduplicated this task id already, and may send the same task to
-        # another agent here next (a retry): this router must not take that for a conflict.
-        message.meta_info.__pydantic_fields_set__.discard("task_id")
         call = self._calls.get(request_id)
         if call is not None:
             call.message = message
         result = self._refusal(message, agent_id)
         if result is None:
-            # Admitted by the calling node: its principal's quota is not taken twice.
+            # Admitted and deduplicated by the calling node: neither is done twice.
             result = await self._router.dispatch(message, admitted=True)
             self._stats.remote_calls_served += 1
         await self._reply(reply_to, request_id, result)

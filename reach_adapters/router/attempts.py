@@ -47,10 +47,13 @@ class Run:
     """One dispatch of a task here: the lineage it came with, the agents it has gone to, and how
     each attempt is made (`deliver`, or a stream's opener)."""
 
-    __slots__ = ("deliver", "lineage", "stream", "targets")
+    __slots__ = ("admitted", "deliver", "lineage", "stream", "targets")
 
-    def __init__(self, lineage: list[str], stream: Opener | None = None) -> None:
+    def __init__(self, lineage: list[str], stream: Opener | None = None, *, admitted: bool = False) -> None:
         self.lineage = lineage
+        # Admitted (and deduplicated) by another router of the cluster, which may send the same
+        # task to another agent here next: not a reuse of its task id.
+        self.admitted = admitted
         self.targets: set[str] = set()
         self.stream = stream
         self.deliver: Deliver = deliver if stream is None else stream.attempt

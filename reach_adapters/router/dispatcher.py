@@ -103,14 +103,15 @@ class Dispatcher:
         """Deliver `message`; with `stream`, its attempts open streams (see `streaming`).
 
         `admitted`: another router of the cluster admitted the call (its caller, permissions and
-        quota): the guard does not take it again, though selection still keeps to what it allows.
+        quota) and deduplicated its task id: neither is done again here, though selection still
+        keeps to what the guard allows.
         """
         if self._on_dispatch is not None:
             self._on_dispatch()
         meta = message.meta_info
         token = set_current_reach(meta)
         task_id = meta.task_id
-        run = Run(meta.lineage, stream)
+        run = Run(meta.lineage, stream, admitted=admitted)
         runs = self._running.get(task_id)
         if runs is None:
             self._running[task_id] = [run]
@@ -167,6 +168,7 @@ class Dispatcher:
             "task_id" in message.meta_info.__pydantic_fields_set__
             and self.policy.dedupe_window_s
             and run.stream is None
+            and not run.admitted
         ):
             return self._deduplicated(message, tracer, run)
         return self._dispatch(message, tracer, run)

@@ -362,7 +362,7 @@ class Router(TaskCalls):
         The message is left as it was given: the router fills in deadlines, the matched
         capability and, inside a routed call, the trace, depth and lineage on its own copy, so one
         message can be dispatched again. ``admitted=True`` is for a call another router of the
-        cluster admitted already (its guard took the caller's quota): it is not taken twice.
+        cluster admitted and deduplicated already: neither is done twice.
         """
         self._check_open()
         message = parse_message(message)
