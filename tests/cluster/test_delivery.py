@@ -281,3 +281,30 @@ async def test_an_agent_whose_lease_lapses_is_skipped_while_suspicious(cluster: 
     result = await a.route("echo", {"text": "hi"})
     assert (result.status, result.delivered) == (ResultStatus.NO_CANDIDATE, False)
     assert "suspicious" in (result.error or "")
+
+
+async def test_a_task_retried_on_another_agent_of_the_same_host_is_not_a_reused_task_id(
+    cluster: Join,
+) -> None:
+    def broken(text: str) -> str:
+        msg = "replica down"
+        raise ConnectionError(msg)
+
+    def fine(text: str) -> str:
+        return f"fine {text}"
+
+    a, b = Router(), Router()
+    b.register(
+        FunctionAgent(broken, agent_id="util:job:one", capabilities=[cap("job", weight=100, idempotent=True)])
+    )
+    b.register(
+        FunctionAgent(fine, agent_id="util:job:two", capabilities=[cap("job", weight=1, idempotent=True)])
+    )
+    await cluster(a, "a")
+    await cluster(b, "b")
+    await listed(a, "util:job:one")
+    await listed(a, "util:job:two")
+    # The caller chose the task id: b sees it twice, once per agent, and must run the second.
+    result = await a.route("job", {"text": "x"}, task_id="fixed-1")
+    assert (result.status, result.agent_id, result.payload) == (ResultStatus.OK, "util:job:two", "fine x")
+    assert result.attempts == 2
