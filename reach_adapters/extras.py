@@ -14,7 +14,7 @@ from reach_adapters.errors import ReachError
 
 __all__ = ["EXTRAS", "Extra", "MissingExtraError", "require_extra"]
 
-Extra = Literal["langchain", "mcp", "metrics", "gateway", "cluster"]
+Extra = Literal["langchain", "mcp", "metrics", "gateway", "cluster", "a2a"]
 
 # The modules each extra of pyproject.toml brings (import names, not distribution names).
 EXTRAS: dict[Extra, tuple[str, ...]] = {
@@ -23,6 +23,7 @@ EXTRAS: dict[Extra, tuple[str, ...]] = {
     "metrics": ("prometheus_client",),
     "gateway": ("mcp", "tenacity", "httpx", "starlette", "uvicorn", "jwt"),
     "cluster": ("redis",),
+    "a2a": ("a2a", "httpx"),
 }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, TextContent
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic import JsonValue, TypeAdapter
 
 from middleware import (
     Fault,
@@ -20,25 +20,17 @@ from middleware import (
     ensure_json,
 )
 from middleware.fast import amend, build_trusted
-from reach_adapters.errors import InvalidMessageError, describe_validation_error
-from reach_adapters.router import error_result, input_required_result, ok_result
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router import (
+    META_PREFIX,
+    error_result,
+    input_required_result,
+    meta_from_request,
+    ok_result,
+    request_meta,
+)
 
 __all__ = ["META_PREFIX", "MCPConverter", "content_to_json", "meta_from_request", "request_meta"]
-
-# Request `_meta` keys carrying the task across MCP hops (MCP reserves prefixes like this one),
-# and the call options a client may set there: `configurable` (a thread id) and `resume`.
-META_PREFIX = "agent-reach/"
-_CARRIED = (
-    "task_id",
-    "trace_id",
-    "source",
-    "deadline",
-    "depth",
-    "lineage",
-    "configurable",
-    "resume",
-    "caller_token",
-)
 
 _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 
@@ -46,32 +38,6 @@ _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 def content_to_json(blocks: Sequence[ContentBlock]) -> list[JsonValue]:
     """Content blocks (text, image, audio, resource) in their MCP wire form."""
     return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in blocks]
-
-
-def request_meta(meta: MetaInfo) -> dict[str, Any]:
-    """The task's ids, deadline, lineage and call options as `_meta` of an outgoing MCP request."""
-    values = {key: getattr(meta, key) for key in _CARRIED}
-    carried = {META_PREFIX + key: value for key, value in values.items() if value not in (None, [])}
-    if "resume" in meta.__pydantic_fields_set__:
-        # Any answer resumes, null and [] included.
-        carried[META_PREFIX + "resume"] = meta.resume
-    return carried
-
-
-def meta_from_request(meta: Mapping[str, Any] | None, capability: str) -> MetaInfo:
-    """A served call's `MetaInfo`, continuing the caller's task when its `_meta` carries one.
-
-    Keeping the caller's task id makes a retried call from an upstream router a duplicate here,
-    answered from the first delivery instead of run twice.
-    """
-    carried = {
-        key: meta[META_PREFIX + key] for key in _CARRIED if meta is not None and META_PREFIX + key in meta
-    }
-    try:
-        return MetaInfo(capability=capability, **carried)
-    except ValidationError as exc:
-        msg = f"the request's _meta carries an invalid {META_PREFIX} field: {describe_validation_error(exc)}"
-        raise InvalidMessageError(msg) from None
 
 
 class MCPConverter:

@@ -8,6 +8,7 @@ from its modules: the names below are the stable, adapter-facing surface. Everyt
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
 from reach_adapters.router.capability import Capability, validate_capabilities
+from reach_adapters.router.carry import META_PREFIX, meta_from_request, request_meta
 from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.decisions import ExclusionKind
 from reach_adapters.router.guard import Guard, Refusal
@@ -30,6 +31,7 @@ from reach_adapters.router.state import AgentState
 
 __all__ = [
     "ABANDONED",
+    "META_PREFIX",
     "UNKNOWN_OUTCOME",
     "Agent",
     "AgentHandle",
@@ -56,9 +58,11 @@ __all__ = [
     "first_error",
     "import_object",
     "input_required_result",
+    "meta_from_request",
     "ok_result",
     "onward",
     "parse_agent_id",
+    "request_meta",
     "required_parameters",
     "running_loop",
     "schema_key",

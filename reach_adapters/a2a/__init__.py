@@ -1,0 +1,36 @@
+"""A2A adapter: agents that speak the Agent2Agent protocol as routable agents, and the router
+served as an A2A agent.
+
+Names load on first use, so `reach_adapters.a2a.options` (what config files validate against)
+is importable without the SDK, and a missing ``a2a`` extra is reported in one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from reach_adapters.extras import require_extra
+
+__all__: list[str] = []
+
+_MODULES: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    try:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    except ModuleNotFoundError:
+        # A missing extra is one line naming the install; any other missing module is a bug.
+        require_extra("a2a", __name__)
+        raise
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,56 @@
+"""The task carried across a protocol hop: ids, deadline, lineage and call options as flat
+metadata keys (MCP's request `_meta`, A2A's message metadata), and back into a `MetaInfo`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from middleware import MetaInfo
+from reach_adapters.errors import InvalidMessageError, describe_validation_error
+
+__all__ = ["META_PREFIX", "meta_from_request", "request_meta"]
+
+# Metadata keys carrying the task across hops (MCP reserves prefixes like this one), and the
+# call options a client may set there: `configurable` (a thread id) and `resume`.
+META_PREFIX = "agent-reach/"
+_CARRIED = (
+    "task_id",
+    "trace_id",
+    "source",
+    "deadline",
+    "depth",
+    "lineage",
+    "configurable",
+    "resume",
+    "caller_token",
+)
+
+
+def request_meta(meta: MetaInfo) -> dict[str, Any]:
+    """The task's ids, deadline, lineage and call options as metadata of an outgoing request."""
+    values = {key: getattr(meta, key) for key in _CARRIED}
+    carried = {META_PREFIX + key: value for key, value in values.items() if value not in (None, [])}
+    if "resume" in meta.__pydantic_fields_set__:
+        # Any answer resumes, null and [] included.
+        carried[META_PREFIX + "resume"] = meta.resume
+    return carried
+
+
+def meta_from_request(meta: Mapping[str, Any] | None, capability: str | None) -> MetaInfo:
+    """A served call's `MetaInfo`, continuing the caller's task when its metadata carries one.
+
+    Keeping the caller's task id makes a retried call from an upstream router a duplicate here,
+    answered from the first delivery instead of run twice.
+    """
+    carried = {
+        key: meta[META_PREFIX + key] for key in _CARRIED if meta is not None and META_PREFIX + key in meta
+    }
+    try:
+        return MetaInfo(capability=capability, **carried)
+    except ValidationError as exc:
+        error = describe_validation_error(exc)
+        msg = f"the request's metadata carries an invalid {META_PREFIX} field: {error}"
+        raise InvalidMessageError(msg) from None
