@@ -1,0 +1,105 @@
+"""A2A parts and the router's JSON payloads, both ways.
+
+One rule for both sides of the adapter: a text travels as a text part, any other JSON as one data
+part (``application/json``). A2A carries data in protobuf ``Value``s, where every number is a
+double; numbers with no fraction come back as ints, so ``{"n": 1}`` is not ``{"n": 1.0}`` after a hop.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from a2a.types.a2a_pb2 import Part
+from google.protobuf import json_format, struct_pb2
+from pydantic import JsonValue
+
+from reach_adapters.errors import InvalidMessageError
+
+__all__ = [
+    "JSON_MEDIA_TYPE",
+    "TEXT_MEDIA_TYPE",
+    "data_value",
+    "input_payload",
+    "payload_parts",
+    "result_payload",
+]
+
+JSON_MEDIA_TYPE = "application/json"
+TEXT_MEDIA_TYPE = "text/plain"
+
+
+def payload_parts(payload: JsonValue) -> list[Part]:
+    """A payload as parts: a string, or an object whose only field is ``text``, is one text part."""
+    if isinstance(payload, str):
+        return [Part(text=payload)]
+    if isinstance(payload, Mapping) and len(payload) == 1 and isinstance(payload.get("text"), str):
+        return [Part(text=payload["text"])]
+    return [Part(data=json_format.ParseDict(payload, struct_pb2.Value()), media_type=JSON_MEDIA_TYPE)]
+
+
+def data_value(value: struct_pb2.Value) -> JsonValue:
+    """A protobuf ``Value`` as JSON, with integral doubles back as ints."""
+    return _ints(json_format.MessageToDict(value))
+
+
+def result_payload(parts: Sequence[Part]) -> JsonValue:
+    """What an agent answered, as a result's payload: the text, the one data part's value, or,
+    for several parts of different kinds or files, a list of each part in A2A's JSON form."""
+    kinds = {part.WhichOneof("content") for part in parts}
+    if not parts:
+        return None
+    if kinds == {"text"}:
+        return "\n".join(part.text for part in parts)
+    if len(parts) == 1 and kinds == {"data"}:
+        return data_value(parts[0].data)
+    return [_part_json(part) for part in parts]
+
+
+def input_payload(parts: Iterable[Part]) -> dict[str, JsonValue]:
+    """A message's parts as a capability's input: one data part holding an object is that object;
+    text parts are ``{"text": ...}``, the form a chat agent's capability takes."""
+    parts = list(parts)
+    kinds = {part.WhichOneof("content") for part in parts}
+    if kinds == {"text"}:
+        return {"text": "\n".join(part.text for part in parts)}
+    if len(parts) == 1 and kinds == {"data"}:
+        value = data_value(parts[0].data)
+        if isinstance(value, dict):
+            return value
+        msg = f"the message's data part is a {type(value).__name__}: send a JSON object (the skill's input)"
+        raise InvalidMessageError(msg)
+    msg = (
+        f"the message has parts of kinds {sorted(str(kind) for kind in kinds)}: send text parts, "
+        "or one data part holding a JSON object"
+    )
+    raise InvalidMessageError(msg)
+
+
+def _part_json(part: Part) -> JsonValue:
+    kind = part.WhichOneof("content")
+    shown: dict[str, JsonValue] = {}
+    if kind == "text":
+        shown["text"] = part.text
+    elif kind == "data":
+        shown["data"] = data_value(part.data)
+    elif kind == "raw":
+        shown["raw"] = base64.b64encode(part.raw).decode("ascii")
+    elif kind == "url":
+        shown["url"] = part.url
+    if part.media_type:
+        shown["media_type"] = part.media_type
+    if part.filename:
+        shown["filename"] = part.filename
+    return shown
+
+
+def _ints(value: Any) -> JsonValue:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_ints(item) for item in value]
+    return value  # type: ignore[no-any-return]
