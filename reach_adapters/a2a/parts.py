@@ -8,8 +8,8 @@ double; numbers with no fraction come back as ints, so ``{"n": 1}`` is not ``{"n
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 from a2a.types.a2a_pb2 import Part
 from google.protobuf import json_format, struct_pb2
@@ -34,9 +34,13 @@ def payload_parts(payload: JsonValue) -> list[Part]:
     """A payload as parts: a string, or an object whose only field is ``text``, is one text part."""
     if isinstance(payload, str):
         return [Part(text=payload)]
-    if isinstance(payload, Mapping) and len(payload) == 1 and isinstance(payload.get("text"), str):
-        return [Part(text=payload["text"])]
-    return [Part(data=json_format.ParseDict(payload, struct_pb2.Value()), media_type=JSON_MEDIA_TYPE)]
+    if isinstance(payload, dict) and len(payload) == 1:
+        text = payload.get("text")
+        if isinstance(text, str):
+            return [Part(text=text)]
+    # ParseDict reads any JSON into a Value; its stubs only know the dict case.
+    value = json_format.ParseDict(cast("Any", payload), struct_pb2.Value())
+    return [Part(data=value, media_type=JSON_MEDIA_TYPE)]
 
 
 def data_value(value: struct_pb2.Value) -> JsonValue:
