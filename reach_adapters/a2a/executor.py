@@ -1,0 +1,266 @@
+"""The A2A executor of the router: each A2A message becomes one routed reach, its result a task.
+
+A message whose metadata names a skill (``{"skill": id}``, or ``capability``) is routed to that
+capability with the message's parts as input (`input_payload`); any other is matched from its
+text, like ``route(None, text=...)``. The caller's hop metadata (``agent-reach/...``: task id,
+trace, deadline, depth, lineage) continues in the reach, so a chain of routers keeps one task.
+The result becomes the task's end state as the wire contract of docs/a2a-serve.md says; a
+result that asks for input leaves the task ``input-required``, and the next message on the same
+task resumes the same agent on the same thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from a2a.helpers.proto_helpers import new_task
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types.a2a_pb2 import Message, Part, Task, TaskState
+from google.protobuf import struct_pb2
+from pydantic import JsonValue
+
+from middleware import MetaInfo, RoutingHint
+from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
+from reach_adapters.errors import InvalidMessageError, ReachError
+from reach_adapters.router import (
+    META_PREFIX,
+    CallOptions,
+    Fault,
+    ReachMessage,
+    ReachResult,
+    ResultStatus,
+    Router,
+    error_result,
+    meta_from_request,
+    ok_result,
+)
+
+if TYPE_CHECKING:
+    # The type `Router.explain` answers; only its fields are read.
+    from reach_adapters.router.decisions import DecisionRecord
+
+__all__ = ["SKILL_KEYS", "STATES", "RouterExecutor", "result_metadata", "result_state"]
+
+logger = logging.getLogger(__name__)
+
+# Metadata keys naming the skill a message is for; `capability` is a synonym.
+SKILL_KEYS = ("skill", "capability")
+# Each result status as the task state it ends in (the wire contract).
+STATES: dict[ResultStatus, TaskState] = {
+    ResultStatus.OK: TaskState.TASK_STATE_COMPLETED,
+    ResultStatus.INPUT_REQUIRED: TaskState.TASK_STATE_INPUT_REQUIRED,
+    ResultStatus.CANCELLED: TaskState.TASK_STATE_CANCELED,
+    ResultStatus.INVALID: TaskState.TASK_STATE_REJECTED,
+    ResultStatus.REJECTED: TaskState.TASK_STATE_REJECTED,
+    ResultStatus.NO_CANDIDATE: TaskState.TASK_STATE_REJECTED,
+    ResultStatus.ERROR: TaskState.TASK_STATE_FAILED,
+    ResultStatus.TIMEOUT: TaskState.TASK_STATE_FAILED,
+    ResultStatus.PARTIAL: TaskState.TASK_STATE_FAILED,
+}
+_STREAMING_METHODS = frozenset({"SendStreamingMessage", "message/stream"})
+# Where an input-required task keeps what its resume needs: the agent holding the thread.
+_AGENT = META_PREFIX + "agent_id"
+_CAPABILITY = META_PREFIX + "capability"
+_STREAMED = "stream"
+
+Principal = Callable[[ServerCallContext], str | None]
+
+
+def result_state(result: ReachResult) -> TaskState:
+    return STATES[result.status]
+
+
+def result_metadata(result: ReachResult) -> dict[str, Any]:
+    """What a reach client needs to rebuild `result`'s status and fault after the hop."""
+    carried: dict[str, Any] = {
+        META_PREFIX + "task_id": result.task_id,
+        META_PREFIX + "trace_id": result.trace_id,
+        _AGENT: result.agent_id,
+        _CAPABILITY: result.capability,
+        META_PREFIX + "status": result.status.value,
+        META_PREFIX + "fault": None if result.fault is None else result.fault.value,
+        META_PREFIX + "error_type": result.error_type,
+    }
+    if not result.delivered and not result.ok:
+        carried[META_PREFIX + "delivered"] = False
+    return carried
+
+
+class RouterExecutor(AgentExecutor):
+    """Runs each A2A message as a reach on `router`, as the principal `principal_of` names."""
+
+    def __init__(self, router: Router, principal_of: Principal) -> None:
+        self.router = router
+        self.principal_of = principal_of
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        message = context.message
+        if context.current_task is None:
+            history = [] if message is None else [message]
+            await event_queue.enqueue_event(
+                new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
+            )
+        try:
+            reach = self._reach(context, message)
+        except InvalidMessageError as exc:
+            await self._finish(updater, _refused(exc))
+            return
+        await updater.start_work()
+        method = context.call_context.state.get("method")
+        if method in _STREAMING_METHODS and reach.meta_info.capability is not None and not _resumes(reach):
+            await self._stream(updater, reach)
+            return
+        await self._finish(updater, await self.router.dispatch(reach))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Mark the task canceled; the SDK then cancels `execute`, and with it the routed call
+        (the router records it as cancelled by the caller, and compensates if it may)."""
+        task = context.current_task
+        if task is not None and task.status.state in _ENDED:
+            return
+        updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
+        text = "the task was cancelled by its caller"
+        await updater.cancel(updater.new_agent_message([Part(text=text)]))
+
+    # -- the reach ---------------------------------------------------------------------------
+
+    def _reach(self, context: RequestContext, message: Message | None) -> ReachMessage:
+        if message is None:
+            msg = "the request has no message: send one with text parts or one data part"
+            raise InvalidMessageError(msg)
+        metadata = {**context.metadata, **_struct(message.metadata)}
+        named = next((metadata[key] for key in SKILL_KEYS if key in metadata), None)
+        if named is not None and (not isinstance(named, str) or not named):
+            msg = f"metadata 'skill' must name a skill id (a string) of the agent card, got {named!r}"
+            raise InvalidMessageError(msg)
+        task = context.current_task
+        if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            return self._resume(context, metadata, message, task)
+        meta = meta_from_request(metadata, named)
+        meta.principal = self.principal_of(context.call_context)
+        _thread(meta, str(context.context_id))
+        payload = input_payload(message.parts)
+        if named is None:
+            text = payload.get("text")
+            if not isinstance(text, str):
+                msg = (
+                    "the message names no skill and carries no text to match: add text parts, "
+                    "or name a skill of the agent card in its metadata ({'skill': id})"
+                )
+                raise InvalidMessageError(msg)
+            meta.text = text
+        return ReachMessage(raw_payload=payload, meta_info=meta)
+
+    def _resume(
+        self, context: RequestContext, metadata: dict[str, Any], message: Message, task: Task
+    ) -> ReachMessage:
+        """The answer to an input-required task, to the agent that asked, on the same thread."""
+        stopped = _struct(task.metadata)
+        agent_id, capability = stopped.get(_AGENT), stopped.get(_CAPABILITY)
+        if not isinstance(agent_id, str) or not isinstance(capability, str):
+            msg = f"task {task.id} waits for input, but not from an agent of this router: start a new task"
+            raise InvalidMessageError(msg)
+        meta = meta_from_request(metadata, capability)
+        meta.principal = self.principal_of(context.call_context)
+        _thread(meta, str(context.context_id))
+        meta.resume = result_payload(message.parts)
+        return ReachMessage(
+            raw_payload=None, meta_info=meta, routing_hint=RoutingHint(mode="directed", target=agent_id)
+        )
+
+    async def _finish(self, updater: TaskUpdater, result: ReachResult) -> None:
+        state = result_state(result)
+        metadata = result_metadata(result)
+        if result.ok:
+            await updater.add_artifact(payload_parts(result.payload), name="result")
+            await updater.update_status(state, metadata=metadata)
+            return
+        if result.status is ResultStatus.INPUT_REQUIRED:
+            parts = payload_parts(result.payload)
+        else:
+            parts = [Part(text=result.error or f"the reach ended {result.status.value}")]
+        await updater.update_status(state, updater.new_agent_message(parts), metadata=metadata)
+
+    async def _stream(self, updater: TaskUpdater, reach: ReachMessage) -> None:
+        """Each chunk of the chosen agent's stream as one more part of the result artifact."""
+        meta = reach.meta_info
+        capability = str(meta.capability)
+        options = cast("CallOptions", meta.model_dump(exclude_unset=True, exclude={"capability"}))
+        first = True
+        try:
+            async for chunk in self.router.stream(capability, reach.raw_payload, **options):
+                await updater.add_artifact(
+                    payload_parts(chunk), artifact_id=_STREAMED, name="result", append=not first
+                )
+                first = False
+        except ReachError as exc:
+            await self._finish(updater, self._stream_failure(reach, exc))
+            return
+        await updater.add_artifact([], artifact_id=_STREAMED, append=True, last_chunk=True)
+        record = self._record(meta.task_id)
+        done = ok_result(reach, None if record is None else record.chosen, None)
+        if record is not None:
+            done = done.model_copy(update={"trace_id": record.trace_id, "capability": capability})
+        await updater.update_status(TaskState.TASK_STATE_COMPLETED, metadata=result_metadata(done))
+
+    def _record(self, task_id: str) -> DecisionRecord | None:
+        try:
+            return self.router.explain(task_id)
+        except ReachError:
+            return None
+
+    def _stream_failure(self, reach: ReachMessage, exc: ReachError) -> ReachResult:
+        """The result a failed stream stands for, from its decision record when there is one."""
+        record = self._record(reach.meta_info.task_id)
+        if record is not None and record.attempts:
+            last = record.attempts[-1]
+            ended = ResultStatus(record.status) if record.status in _STATUSES else last.status
+            return error_result(
+                reach, ended, last.error_type or type(exc).__name__, str(exc), fault=last.fault
+            ).model_copy(update={"agent_id": last.agent_id, "delivered": last.delivered})
+        if isinstance(exc, InvalidMessageError):
+            return error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
+        # Refused or undelivered before any agent had it: the router's or the caller's outcome.
+        status = ResultStatus(record.status) if record is not None and record.status in _STATUSES else None
+        return error_result(
+            reach, status or ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER
+        )
+
+
+_ENDED = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+_STATUSES = frozenset(status.value for status in ResultStatus)
+
+
+def _refused(exc: InvalidMessageError) -> ReachResult:
+    """A message no reach can be made of: the caller's to fix, nothing was delivered."""
+    reach = ReachMessage(raw_payload=None, meta_info=MetaInfo())
+    return error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
+
+
+def _resumes(reach: ReachMessage) -> bool:
+    return reach.routing_hint.mode == "directed"
+
+
+def _thread(meta: MetaInfo, context_id: str) -> None:
+    """One A2A context is one conversation: the agent's thread, unless the caller named one."""
+    if meta.configurable is None or "thread_id" not in meta.configurable:
+        meta.configurable = {**(meta.configurable or {}), "thread_id": context_id}
+
+
+def _struct(struct: struct_pb2.Struct) -> dict[str, JsonValue]:
+    value = data_value(struct_pb2.Value(struct_value=struct))
+    return value if isinstance(value, dict) else {}
