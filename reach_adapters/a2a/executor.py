@@ -26,6 +26,7 @@ from pydantic import JsonValue
 
 from middleware import MetaInfo, RoutingHint
 from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
+from reach_adapters.a2a.router_card import MATCH_SKILL
 from reach_adapters.errors import InvalidMessageError, ReachError
 from reach_adapters.router import (
     META_PREFIX,
@@ -137,6 +138,8 @@ class RouterExecutor(AgentExecutor):
             raise InvalidMessageError(msg)
         metadata = {**context.metadata, **_struct(message.metadata)}
         named = next((metadata[key] for key in SKILL_KEYS if key in metadata), None)
+        if named == MATCH_SKILL:
+            named = None
         if named is not None and (not isinstance(named, str) or not named):
             msg = f"metadata 'skill' must name a skill id (a string) of the agent card, got {named!r}"
             raise InvalidMessageError(msg)
@@ -193,6 +196,8 @@ class RouterExecutor(AgentExecutor):
         meta = reach.meta_info
         capability = str(meta.capability)
         options = cast("CallOptions", meta.model_dump(exclude_unset=True, exclude={"capability"}))
+        # The ids the result names, whether or not the caller carried them.
+        options["task_id"], options["trace_id"] = meta.task_id, meta.trace_id
         first = True
         try:
             async for chunk in self.router.stream(capability, reach.raw_payload, **options):
@@ -205,7 +210,12 @@ class RouterExecutor(AgentExecutor):
             return
         await updater.add_artifact([], artifact_id=_STREAMED, append=True, last_chunk=True)
         record = self._record(meta.task_id)
-        done = ok_result(reach, None if record is None else record.chosen, None)
+        chosen = (
+            None
+            if record is None
+            else record.chosen or next((attempt.agent_id for attempt in reversed(record.attempts)), None)
+        )
+        done = ok_result(reach, chosen, None)
         if record is not None:
             done = done.model_copy(update={"trace_id": record.trace_id, "capability": capability})
         await updater.update_status(TaskState.TASK_STATE_COMPLETED, metadata=result_metadata(done))

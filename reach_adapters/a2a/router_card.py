@@ -29,9 +29,12 @@ from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE
 from reach_adapters.router import Capability, Router
 from reach_adapters.version import package_version
 
-__all__ = ["BEARER_SCHEME", "RouterCard", "skill_of"]
+__all__ = ["BEARER_SCHEME", "MATCH_SKILL", "RouterCard", "skill_of"]
 
 BEARER_SCHEME = "bearer"
+# The skill of a card that has no other: a card needs one (the spec), and text is always matched.
+# No capability can take its id (':' is not allowed in capability names).
+MATCH_SKILL = "agent-reach:match"
 # Every skill takes text (as {"text": ...}) or one JSON object, and answers either.
 _MODES = [TEXT_MEDIA_TYPE, JSON_MEDIA_TYPE]
 # Principals whose extended card is kept at once; the rest are rebuilt on demand.
@@ -52,6 +55,19 @@ def skill_of(capability: Capability) -> AgentSkill:
     )
 
 
+_MATCH = AgentSkill(
+    id=MATCH_SKILL,
+    name="match",
+    description=(
+        "Send the task as text: it is matched to what this router reaches. An authenticated "
+        "caller's extended card lists the skills it may name."
+    ),
+    tags=["route", "match"],
+    input_modes=[TEXT_MEDIA_TYPE],
+    output_modes=_MODES,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Key:
     version: int
@@ -64,7 +80,8 @@ class RouterCard:
 
     `secured()` says whether requests are authenticated now (a gateway's security.yaml, which a
     reload may add or remove). While it is, the public card declares the bearer scheme and lists
-    no skills: what a principal may reach is its own business, read from its extended card.
+    only `MATCH_SKILL`: what a principal may reach is its own business, read from its extended
+    card. A router with nothing reachable lists `MATCH_SKILL` too.
     """
 
     def __init__(
@@ -118,6 +135,8 @@ class RouterCard:
         return card
 
     def _build(self, skills: list[AgentSkill], secured: bool) -> AgentCard:
+        if not skills:
+            skills = [_MATCH]
         card = AgentCard(
             name=self.name,
             description=(

@@ -78,7 +78,8 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         parents,
         "serve a config directory over MCP and HTTP",
         "Start the router from CONFIG_DIR and serve it: MCP (streamable HTTP at /mcp, or stdio) and an "
-        "HTTP API (/api/catalog, /api/route, /api/send, /api/explain/TASK_ID, /api/health, /metrics). "
+        "HTTP API (/api/catalog, /api/route, /api/send, /api/explain/TASK_ID, /api/health, /metrics), and, "
+        "with the 'a2a' extra, A2A (/.well-known/agent-card.json, /a2a). "
         "Once serving, prints 'reach ready: url=... mcp=... api=...' (on stderr with --transport stdio). "
         "Changes to CONFIG_DIR are applied while it runs; an invalid change is logged and ignored.",
     )
@@ -147,6 +148,13 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="in a cluster: seconds a lease of this node's agents lasts, renewed every third of it "
         "(default: registry.lease_ttl_s of the policy file, else 15)",
+    )
+    sub.add_argument(
+        "--no-a2a",
+        dest="a2a",
+        action="store_false",
+        help="do not serve the router as an A2A agent (/.well-known/agent-card.json, /a2a); "
+        "default: served when the 'a2a' extra is installed",
     )
     add_config_safety(sub)
     add_insecure(sub)

@@ -122,6 +122,7 @@ async def _run(
                 shutdown_timeout_s=args.shutdown_timeout,
                 limits=limits,
                 insecure=args.insecure,
+                a2a=args.a2a,
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:

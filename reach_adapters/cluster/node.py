@@ -91,6 +91,12 @@ class ClusterNode:
         self.tasks: ClusterTasks | None = None
 
     @property
+    def client(self) -> redis.Redis:
+        """The node's connection to the cluster's Redis, for what else a node keeps there (the
+        A2A tasks `reach serve` answers for)."""
+        return self._client
+
+    @property
     def renew_s(self) -> float:
         """How often this node renews its leases: TTL/3."""
         return self.lease_ttl_s / 3

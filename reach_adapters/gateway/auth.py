@@ -1,6 +1,6 @@
 """Authentication of the gateway's HTTP surfaces, as the ``security.yaml`` in force says.
 
-With no ``security.yaml`` nothing here acts. With one, every request to ``/mcp``, ``/api`` and
+With no ``security.yaml`` nothing here acts. With one, every request to ``/mcp``, ``/api``, ``/a2a`` and
 ``/metrics`` carries ``Authorization: Bearer <token>`` unless its surface is listed in ``open``;
 the authenticator is read from the gateway on each request, so a reload applies at once. A
 refusal is a 401 sent before the request body is read. See docs/security.md.
@@ -31,11 +31,22 @@ from reach_adapters.security.spec import SecuritySpec, Surface
 if TYPE_CHECKING:
     from reach_adapters.gateway.gateway import Gateway
 
-__all__ = ["METADATA_PATH", "REALM", "Authentication", "metadata_routes", "resource_url", "surface_of"]
+__all__ = [
+    "AGENT_CARD_PATH",
+    "METADATA_PATH",
+    "REALM",
+    "Authentication",
+    "metadata_routes",
+    "resource_url",
+    "surface_of",
+]
 
 REALM = "agent-reach"
 # RFC 9728 §3: the protected-resource metadata, at this path plus the resource's own path.
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+# A2A's well-known agent card: public by the protocol (it names the security schemes to use);
+# a principal's skills are on its extended card, which the JSON-RPC endpoint serves authenticated.
+AGENT_CARD_PATH = "/.well-known/agent-card.json"
 _BEARER = "bearer "
 _SEND = "send 'Authorization: Bearer <token>'"
 
@@ -85,7 +96,10 @@ class Authentication:
             # Nothing is served over WebSocket; none may open past authentication unchecked.
             await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
             return
-        if scope["type"] != "http" or security is None or scope["path"].startswith(METADATA_PATH):
+        public = scope["type"] == "http" and (
+            scope["path"].startswith(METADATA_PATH) or scope["path"] == AGENT_CARD_PATH
+        )
+        if scope["type"] != "http" or security is None or public:
             await self.app(scope, receive, send)
             return
         spec = security.spec

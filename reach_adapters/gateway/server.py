@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp
 
+from reach_adapters.extras import MissingExtraError, require_extra
 from reach_adapters.gateway.api import API_PREFIX, GatewayAPI
 from reach_adapters.gateway.auth import Authentication, metadata_routes
 from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.gateway.gateway import Gateway
 from reach_adapters.gateway.limits import ServerLimits
-from reach_adapters.mcp import MCPEndpoint, start_mcp_server
+from reach_adapters.mcp import MCPEndpoint, request_principal, start_mcp_server
+
+if TYPE_CHECKING:
+    from reach_adapters.a2a.serve import A2AService
 
 __all__ = ["MCP_PATH", "GatewayEndpoint", "beyond_loopback", "listen", "serve_http", "unprotected_exposure"]
 
 MCP_PATH = "/mcp"
+
+logger = logging.getLogger(__name__)
 
 
 def beyond_loopback(sock: socket.socket) -> str | None:
@@ -67,6 +74,8 @@ class GatewayEndpoint:
 
     endpoint: MCPEndpoint
     url: str
+    # The router as an A2A agent; None when the a2a extra is missing or it was turned off.
+    a2a: A2AService | None = None
 
     @property
     def mcp_url(self) -> str:
@@ -76,12 +85,20 @@ class GatewayEndpoint:
     def api_url(self) -> str:
         return self.url + API_PREFIX
 
+    @property
+    def a2a_url(self) -> str | None:
+        """The A2A JSON-RPC endpoint (its agent card is at ``/.well-known/agent-card.json``)."""
+        return None if self.a2a is None else self.a2a.url
+
     async def wait_closed(self) -> None:
         await self.endpoint.wait_closed()
 
     async def aclose(self) -> None:
-        """Stop serving: open MCP sessions end, the socket closes. The gateway stays open."""
+        """Stop serving: open MCP sessions end, running A2A tasks stop, the socket closes. The
+        gateway stays open."""
         await self.endpoint.aclose()
+        if self.a2a is not None:
+            await self.a2a.aclose()
 
 
 async def serve_http(
@@ -92,9 +109,12 @@ async def serve_http(
     shutdown_timeout_s: float = 3.0,
     limits: ServerLimits | None = None,
     insecure: bool = False,
+    a2a: bool = True,
 ) -> GatewayEndpoint:
     """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
-    Prometheus metrics at ``/metrics``; `limits` bound every request (the defaults if None).
+    Prometheus metrics at ``/metrics``, and with `a2a` (when the ``a2a`` extra is installed) the
+    router as an A2A agent (``/.well-known/agent-card.json``, ``/a2a``); `limits` bound every
+    request (the defaults if None).
 
     Requests are authenticated as the gateway's ``security.yaml`` says. Without one, a `sock`
     beyond loopback is refused (`GatewayError`) unless `insecure`; with one, it may then not be
@@ -108,16 +128,48 @@ async def serve_http(
         gateway.exposed_at = beyond_loopback(sock)
     loopback_only = sock.getsockname()[0] in ("127.0.0.1", "::1")
     api = GatewayAPI(gateway, loopback_only=loopback_only, limits=limits)
-    endpoint = await start_mcp_server(
+    agent = _a2a_service(gateway, sock, name) if a2a else None
+    try:
+        endpoint = await start_mcp_server(
+            gateway.router,
+            path=MCP_PATH,
+            name=name,
+            sock=sock,
+            routes=[*api.routes(), *metadata_routes(gateway, MCP_PATH), *(agent.routes() if agent else [])],
+            shutdown_timeout_s=shutdown_timeout_s,
+            limits=_Authenticated(limits, gateway),
+        )
+    except BaseException:
+        if agent is not None:
+            await agent.aclose()
+        raise
+    return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH), agent)
+
+
+def _a2a_service(gateway: Gateway, sock: socket.socket, name: str) -> A2AService | None:
+    """The router as an A2A agent at the socket's address; None, saying why, without the extra.
+
+    A cluster node keeps its A2A tasks in the cluster's Redis, so every node answers for them.
+    """
+    try:
+        require_extra("a2a", "serving the router as an A2A agent")
+    except MissingExtraError as exc:
+        logger.info("A2A is off: %s", exc)
+        return None
+    from reach_adapters.a2a.serve import A2AService
+
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    node = gateway.node
+    return A2AService(
         gateway.router,
-        path=MCP_PATH,
+        f"http://{shown}:{port}",
         name=name,
-        sock=sock,
-        routes=[*api.routes(), *metadata_routes(gateway, MCP_PATH)],
-        shutdown_timeout_s=shutdown_timeout_s,
-        limits=_Authenticated(limits, gateway),
+        principal_of=request_principal,
+        secured=lambda: gateway.security is not None,
+        client=None if node is None else node.client,
+        prefix="reach:" if node is None else node.keys.prefix,
     )
-    return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,74 @@
+"""Agents behind the served router: one that streams, one that holds its call until released,
+and a LangGraph graph that stops to ask for approval."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+from reach_adapters import Capability
+from reach_adapters.router import ReachMessage, ReachResult, ok_result
+
+TEXT_IN = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+class Words:
+    """Streams the words of its text one by one; invoked, answers them all at once."""
+
+    agent_id = "util:words:01"
+    capabilities = (Capability(name="words", description="split the text into words", input_schema=TEXT_IN),)
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        return ok_result(message, self.agent_id, " ".join(self._words(message)))
+
+    async def astream(self, message: ReachMessage) -> AsyncIterator[Any]:
+        for word in self._words(message):
+            yield word
+
+    @staticmethod
+    def _words(message: ReachMessage) -> list[str]:
+        payload = message.raw_payload
+        assert isinstance(payload, dict)
+        return str(payload["text"]).split()
+
+
+class Held:
+    """Answers once `release` is set; `started` is set when a call arrives, `cancelled` when
+    its call is cancelled."""
+
+    agent_id = "util:held:01"
+    capabilities = (Capability(name="held", description="a long task", timeout_ms=60_000),)
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        self.started.set()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return ok_result(message, self.agent_id, {"released": True})
+
+
+def approval_graph() -> Any:
+    """Stops at an interrupt asking for approval; resumed, answers with the decision."""
+
+    def review(state: MessagesState) -> dict[str, Any]:
+        decision = interrupt({"question": "approve the refund of order 42?"})
+        return {"messages": [AIMessage(f"refund {decision}")]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("review", review)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    return builder.compile(checkpointer=InMemorySaver())

@@ -1,0 +1,190 @@
+"""The router served as an A2A agent, in process: its card, and messages routed by skill or by
+text, answered as tasks by the wire contract (docs/a2a-serve.md)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse, TaskState
+
+from reach_adapters import Capability, FunctionAgent
+from reach_adapters.langchain import LangChainAgent
+from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph
+from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of, text_of
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def shout() -> FunctionAgent:
+    return FunctionAgent(
+        lambda text: text.upper(),
+        agent_id="util:shout:01",
+        capabilities=[Capability(name="shout", description="upper-case the text", input_schema=TEXT_IN)],
+    )
+
+
+def adder() -> FunctionAgent:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
+    return FunctionAgent(
+        lambda a, b: {"sum": a + b},
+        agent_id="math:add:01",
+        capabilities=[Capability(name="add", description="add two integers", input_schema=schema)],
+    )
+
+
+def reverser() -> FunctionAgent:
+    capability = Capability(
+        name="reverse",
+        description="reverse the letters of a text",
+        keywords=["reverse", "backwards"],
+        input_schema=TEXT_IN,
+    )
+    return FunctionAgent(lambda text: text[::-1], agent_id="util:reverse:01", capabilities=[capability])
+
+
+async def test_the_card_lists_a_skill_per_capability_and_follows_the_catalog(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shout())
+    card = await server.card()
+    assert [skill.id for skill in card.skills] == ["shout"]
+    assert card.skills[0].description == "upper-case the text"
+    assert {(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces} == {
+        ("JSONRPC", "1.0"),
+        ("JSONRPC", "0.3"),
+    }
+    assert card.supported_interfaces[0].url == f"{server.url}/a2a"
+    assert card.capabilities.streaming
+    assert card.capabilities.push_notifications
+    assert not card.security_schemes
+    server.gateway.router.register(adder())
+    assert sorted(skill.id for skill in (await server.card()).skills) == ["add", "shout"]
+    await server.gateway.router.deregister("util:shout:01", drain_timeout=1)
+    assert [skill.id for skill in (await server.card()).skills] == ["add"]
+
+
+async def test_a_skill_is_called_with_text_and_with_json(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shout())
+    server.gateway.router.register(adder())
+    async with server.client() as client:
+        shouted = await task_of(client, request(message("hello", skill="shout")))
+        added = await task_of(client, request(message({"a": 2, "b": 3}, metadata={"capability": "add"})))
+    assert shouted.status.state == TaskState.TASK_STATE_COMPLETED
+    assert text_of(shouted) == "HELLO"
+    meta = meta_of(shouted)
+    assert (meta["agent-reach/status"], meta["agent-reach/agent_id"]) == ("ok", "util:shout:01")
+    assert added.status.state == TaskState.TASK_STATE_COMPLETED
+    [part] = added.artifacts[0].parts
+    assert (part.media_type, dict(part.data.struct_value)) == ("application/json", {"sum": 5.0})
+
+
+async def test_text_without_a_skill_is_matched_and_the_hop_metadata_continues(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shout())
+    server.gateway.router.register(reverser())
+    carried = {"agent-reach/task_id": "upstream-7", "agent-reach/trace_id": "trace-7", "agent-reach/depth": 1}
+    async with server.client() as client:
+        task = await task_of(client, request(message("reverse backwards: abc", metadata=carried)))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
+    assert text_of(task) == "cba :sdrawkcab esrever"
+    meta = meta_of(task)
+    assert (meta["agent-reach/task_id"], meta["agent-reach/trace_id"]) == ("upstream-7", "trace-7")
+    assert meta["agent-reach/agent_id"] == "util:reverse:01"
+
+
+async def test_an_invalid_payload_is_rejected_with_the_reason(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(adder())
+    async with server.client() as client:
+        wrong = await task_of(client, request(message({"a": "two", "b": 3}, skill="add")))
+        untexted = await task_of(client, request(message({"a": 1, "b": 3})))
+        unnamed = await task_of(client, request(message("hi", metadata={"skill": 7})))
+    assert wrong.status.state == TaskState.TASK_STATE_REJECTED
+    meta = meta_of(wrong)
+    assert (meta["agent-reach/status"], meta["agent-reach/fault"]) == ("invalid", "caller")
+    assert meta["agent-reach/delivered"] is False
+    assert 'field \'a\': "two" is not of type "integer"' in wrong.status.message.parts[0].text
+    assert untexted.status.state == TaskState.TASK_STATE_REJECTED
+    assert "names no skill and carries no text" in untexted.status.message.parts[0].text
+    assert "must name a skill id" in unnamed.status.message.parts[0].text
+    assert not wrong.artifacts
+
+
+async def test_an_unknown_skill_is_rejected_not_answered(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(adder())
+    async with server.client() as client:
+        task = await task_of(client, request(message("hi", skill="nowhere")))
+    assert task.status.state == TaskState.TASK_STATE_REJECTED
+    assert meta_of(task)["agent-reach/status"] == "no_candidate"
+
+
+async def test_a_stream_sends_each_chunk_as_it_comes(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(Words())
+    events: list[StreamResponse] = []
+    async with server.client(streaming=True) as client:
+        async with asyncio.timeout(20):
+            async for event in client.send_message(request(message("one two three", skill="words"))):
+                events.append(event)
+    chunks = [
+        part.text
+        for event in events
+        if event.HasField("artifact_update")
+        for part in event.artifact_update.artifact.parts
+    ]
+    assert chunks == ["one", "two", "three"]
+    last = events[-1]
+    assert last.HasField("status_update")
+    assert last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    async with server.client() as client:
+        stored = await client.get_task(GetTaskRequest(id=last.status_update.task_id))
+    assert [part.text for part in stored.artifacts[0].parts] == ["one", "two", "three"]
+    assert meta_of(stored)["agent-reach/agent_id"] == "util:words:01"
+
+
+async def test_input_required_then_resumed_on_the_same_task(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    ask = {"messages": [{"role": "user", "content": "refund order 42"}]}
+    async with server.client() as client:
+        asked = await task_of(client, request(message(ask, skill="refund")))
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, asked.status
+        [part] = asked.status.message.parts
+        assert dict(part.data.struct_value) == {"question": "approve the refund of order 42?"}
+        answer = message("yes", task_id=asked.id, context_id=asked.context_id)
+        done = await task_of(client, request(answer))
+    assert done.id == asked.id
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED, done.status
+    assert "refund yes" in str(done.artifacts[0].parts)
+
+
+async def test_a_raw_json_rpc_0_3_call(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shout())
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/send",
+        "params": {
+            "message": {
+                "kind": "message",
+                "messageId": "m-1",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "hello"}],
+                "metadata": {"skill": "shout"},
+            }
+        },
+    }
+    async with httpx.AsyncClient(timeout=30) as http:
+        answer = (await http.post(f"{server.url}/a2a", json=body)).json()
+    result = answer["result"]
+    assert (result["kind"], result["status"]["state"]) == ("task", "completed"), answer
+    assert result["artifacts"][0]["parts"] == [{"kind": "text", "text": "HELLO"}]
+    assert result["metadata"]["agent-reach/status"] == "ok"
