@@ -27,9 +27,23 @@ from google.protobuf import json_format, struct_pb2
 
 from reach_adapters.config import load_config
 from reach_adapters.gateway import Gateway, GatewayEndpoint, listen, serve_http
-from tests.gateway.conftest import write
+from tests.cluster.conftest import own_redis, redis_server
+from tests.gateway.conftest import config_dir, serve, write
 
-__all__ = ["Serve", "Served", "message", "meta_of", "request", "served", "task_of", "text_of"]
+__all__ = [
+    "Serve",
+    "Served",
+    "config_dir",
+    "message",
+    "meta_of",
+    "own_redis",
+    "redis_server",
+    "request",
+    "serve",
+    "served",
+    "task_of",
+    "text_of",
+]
 
 
 @dataclass
