@@ -161,6 +161,12 @@ def _a2a_service(gateway: Gateway, sock: socket.socket, name: str) -> A2AService
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     node = gateway.node
+    logger.info(
+        "serving the router as an A2A agent at http://%s:%d/a2a (--no-a2a turns it off)%s",
+        shown,
+        port,
+        "" if node is None else f"; its tasks are kept in the cluster's Redis under {node.keys.prefix}a2a:",
+    )
     return A2AService(
         gateway.router,
         f"http://{shown}:{port}",
