@@ -3,8 +3,9 @@
 A submit writes the record and its queue entry in one step before it answers (`RedisTaskStore`),
 so an accepted task survives any node; `SET NX` on the task id makes the same id submitted on two
 nodes one task. Any node's workers take it (`TaskWorkers`); any node reads it, waits for it (woken
-by ``{"op": "done"}`` on the events channel, with polling since pub/sub messages can be lost) or
-cancels it (a queued one at once; a running one by ``{"op": "cancel"}`` to the node running it).
+by ``{"op": "done"}`` on the events channel, which carries the finished record, with polling since
+pub/sub messages can be lost) or cancels it (a queued one at once; a running one by
+``{"op": "cancel"}`` to the node running it).
 The node that finishes a task sends its callback. See docs/tasks.md, "Durable tasks in a cluster".
 """
 
@@ -18,7 +19,7 @@ from typing import TypeVar
 
 import orjson
 import redis.asyncio as redis
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 from redis.exceptions import RedisError
 
 from middleware import ReachMessage
@@ -103,7 +104,7 @@ class ClusterTasks:
             max_deliveries=max_deliveries,
             finished=self._finished,
         )
-        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._waiters: dict[str, set[_Waiter]] = {}
         self._notifying: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
@@ -187,9 +188,9 @@ class ClusterTasks:
         end = None if timeout is None else loop.time() + timeout
         # Listening before the first read: a task finishing between the two is heard, not left
         # to the next poll.
-        done = asyncio.Event()
+        waiter = _Waiter()
         waiters = self._waiters.setdefault(task_id, set())
-        waiters.add(done)
+        waiters.add(waiter)
         try:
             record = await self.get(task_id, owner)
             while not record.finished:
@@ -198,11 +199,13 @@ class ClusterTasks:
                     break
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(left):
-                        await done.wait()
-                done.clear()
-                record = await self.get(task_id, owner)
+                        await waiter.done.wait()
+                waiter.done.clear()
+                heard, waiter.record = waiter.record, None
+                # The finished record came with the wake-up; else (a poll, an event without it) read it.
+                record = owned(heard, task_id, owner) if heard is not None else await self.get(task_id, owner)
         finally:
-            waiters.discard(done)
+            waiters.discard(waiter)
             if not waiters:
                 self._waiters.pop(task_id, None)
         return record
@@ -259,15 +262,17 @@ class ClusterTasks:
 
     def _finished(self, record: TaskRecord) -> None:
         """This node finished `record`: wake its waiters here, send its callback."""
-        self._wake(record.task_id)
+        self._wake(record.task_id, record)
         if record.callback_url is not None and self.notifier is not None:
             notifying = asyncio.get_running_loop().create_task(notify(self.notifier, record))
             self._notifying.add(notifying)
             notifying.add_done_callback(self._notifying.discard)
 
-    def _wake(self, task_id: str) -> None:
-        for done in self._waiters.get(task_id, ()):
-            done.set()
+    def _wake(self, task_id: str, record: TaskRecord | None) -> None:
+        """Wake the waits for `task_id`, handing each its finished `record` when known."""
+        for waiter in self._waiters.get(task_id, ()):
+            waiter.record = None if record is None else record.model_copy()
+            waiter.done.set()
 
     async def _listening(self) -> None:
         block = block_seconds(self._client)
@@ -293,7 +298,8 @@ class ClusterTasks:
             logger.warning("ignoring a malformed message on the task events channel: %.200r", data)
             return
         if op == "done":
-            self._wake(task_id)
+            if task_id in self._waiters:
+                self._wake(task_id, _record(event.get("record")))
         elif op == "cancel":
             self._workers.stop(task_id, CALLER)
 
@@ -304,3 +310,26 @@ class ClusterTasks:
         except (RedisError, OSError) as exc:
             msg = f"cannot {doing}: the cluster's Redis is out of reach ({exc}); try again later"
             raise TasksUnavailableError(msg) from exc
+
+
+class _Waiter:
+    """One `wait` for a task: woken by `done`, with the finished `record` when the wake-up brought it."""
+
+    __slots__ = ("done", "record")
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self.record: TaskRecord | None = None
+
+
+def _record(raw: object) -> TaskRecord | None:
+    """The finished record a done event carries, or None (an event without one, or not finished
+    or unreadable: the waiter reads the record from Redis instead)."""
+    if raw is None:
+        return None
+    try:
+        record = TaskRecord.model_validate_json(orjson.dumps(raw))
+    except ValidationError:
+        logger.warning("ignoring the record of a done event on the task events channel: %.200r", raw)
+        return None
+    return record if record.finished else None

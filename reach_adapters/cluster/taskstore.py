@@ -36,6 +36,8 @@ end
 
 # KEYS: record, index, queue. ARGV: record JSON, created_at, task id, queue bound (0: none),
 # enqueue (1/0). Returns {0, held} when the id is taken, {1} when the queue is full, {2} when kept.
+# The entry carries the record as queued (field r): the worker taking it needs no read of its own,
+# and `start` checks in Redis that the task is still unfinished.
 _ENQUEUE = """
 local held = redis.call('GET', KEYS[1])
 if held then return {0, held} end
@@ -43,7 +45,7 @@ local bound = tonumber(ARGV[4])
 if bound > 0 and redis.call('XLEN', KEYS[3]) >= bound then return {1} end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-if ARGV[5] == '1' then redis.call('XADD', KEYS[3], '*', 't', ARGV[3]) end
+if ARGV[5] == '1' then redis.call('XADD', KEYS[3], '*', 't', ARGV[3], 'r', ARGV[1]) end
 return {2}
 """
 
@@ -65,9 +67,11 @@ return 1
 )
 
 # KEYS: record, queue, events, dead letters. ARGV: record JSON, keep ms, group, entry id ('' for
-# none), event, dead letter ('' for none), dead letters kept, required status ('' for any
+# none), event head, dead letter ('' for none), dead letters kept, required status ('' for any
 # unfinished). The record is set (and the dead letter kept) only while the task is unfinished and
 # in the required status (1, else 0); the entry is acked and deleted either way: its task ended.
+# The done event carries the finished record (head .. record .. '}'): a wait on any node answers
+# from it, without a read of its own.
 _FINISH = (
     _UNFINISHED_LUA
     + """
@@ -75,7 +79,7 @@ local held = redis.call('GET', KEYS[1])
 local won = 0
 if held and unfinished(held) and (ARGV[8] == '' or cjson.decode(held)['status'] == ARGV[8]) then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  redis.call('PUBLISH', KEYS[3], ARGV[5])
+  redis.call('PUBLISH', KEYS[3], ARGV[5] .. ARGV[1] .. '}')
   if ARGV[6] ~= '' then
     redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[7], '*', 'd', ARGV[6])
   end
@@ -194,10 +198,12 @@ class RedisTaskStore:
         only_from: TaskStatus | None = None,
     ) -> bool:
         """Save the finished `record` unless another node finished it first (False then), ack and
-        delete its queue entry, announce it on the events channel, keep a dead letter if given.
-        With `only_from`, only a task in that status is finished (a queued one cancelled)."""
+        delete its queue entry, announce it (with the record) on the events channel, keep a dead
+        letter if given. With `only_from`, only a task in that status is finished (a queued one
+        cancelled)."""
         keys = self.keys
-        event = orjson.dumps({"op": "done", "task_id": record.task_id})
+        # The head of ``{"op": "done", "task_id": ..., "record": {...}}``; the script adds the rest.
+        event = b'{"op":"done","task_id":' + orjson.dumps(record.task_id) + b',"record":'
         dead = b"" if dead_letter is None else orjson.dumps(dead_letter)
         won = await self._finish(
             keys=[keys.task(record.task_id), keys.task_queue, keys.task_events, keys.dead_letters],
