@@ -105,6 +105,11 @@ class ClusterTasks:
             finished=self._finished,
         )
         self._waiters: dict[str, set[_Waiter]] = {}
+        # Tasks submitted here and not heard finished since, with their principal: a wait for one
+        # need not read it first, as its done event is still to come (cleared whenever events may
+        # have been missed; a wait polls Redis anyway, so a stale entry only delays an answer).
+        self._accepted: dict[str, str | None] = {}
+        self._hearing = False  # subscribed to the events channel
         self._notifying: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
@@ -165,10 +170,20 @@ class ClusterTasks:
         record = TaskRecord(
             task_id=message.meta_info.task_id, message=message, principal=principal, callback_url=callback_url
         )
-        held = await self._redis(
-            self.store.enqueue(record, queue_bound=self._policy.task_queue_size),
-            f"submit task {record.task_id!r} (it may have been kept: submit it again with the same task id)",
-        )
+        # Noted before it is queued: its done event may come before the answer does.
+        if self._hearing and len(self._accepted) < self._policy.task_queue_size:
+            self._accepted[record.task_id] = principal
+        try:
+            held = await self._redis(
+                self.store.enqueue(record, queue_bound=self._policy.task_queue_size),
+                f"submit task {record.task_id!r} (it may have been kept: submit it again with the "
+                "same task id)",
+            )
+        except BaseException:
+            self._accepted.pop(record.task_id, None)
+            raise
+        if held is not None:  # another's task, or not queued
+            self._accepted.pop(record.task_id, None)
         if held == QUEUE_FULL:
             msg = (
                 f"the cluster's queue of async tasks is full ({self._policy.task_queue_size} entries); "
@@ -192,10 +207,13 @@ class ClusterTasks:
         waiters = self._waiters.setdefault(task_id, set())
         waiters.add(waiter)
         try:
-            record = await self.get(task_id, owner)
-            while not record.finished:
+            # None: submitted here and not finished as far as this node heard; its event will tell.
+            record = None if self._unheard(task_id, owner) else await self.get(task_id, owner)
+            while record is None or not record.finished:
                 left = _POLL_S if end is None else min(_POLL_S, end - loop.time())
                 if left <= 0:
+                    if record is None:
+                        record = await self.get(task_id, owner)
                     break
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(left):
@@ -209,6 +227,12 @@ class ClusterTasks:
             if not waiters:
                 self._waiters.pop(task_id, None)
         return record
+
+    def _unheard(self, task_id: str, owner: str | None) -> bool:
+        """Whether `task_id` was submitted here (by `owner`, if given) and its done event is yet to come."""
+        if task_id not in self._accepted:
+            return False
+        return owner is None or self._accepted[task_id] == owner
 
     async def dead_letters(self, owner: str | None, limit: int) -> list[dict[str, JsonValue]]:
         return await self._redis(self.store.dead_letters(owner, limit), "read the dead letters")
@@ -262,6 +286,7 @@ class ClusterTasks:
 
     def _finished(self, record: TaskRecord) -> None:
         """This node finished `record`: wake its waiters here, send its callback."""
+        self._accepted.pop(record.task_id, None)
         self._wake(record.task_id, record)
         if record.callback_url is not None and self.notifier is not None:
             notifying = asyncio.get_running_loop().create_task(notify(self.notifier, record))
@@ -280,12 +305,16 @@ class ClusterTasks:
             try:
                 async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(self._keys.task_events)
+                    # Events may have been missed before: the tasks accepted here are read again.
+                    self._accepted.clear()
+                    self._hearing = True
                     self._outage.ok(_EVENTS)
                     while not self._closed:
                         message = await pubsub.get_message(timeout=block)
                         if message is not None and message.get("type") == "message":
                             self._event(message["data"])
             except (RedisError, OSError) as exc:
+                self._hearing = False
                 if self._closed:
                     return
                 await asyncio.sleep(self._outage.failed(_EVENTS, exc))
@@ -298,6 +327,7 @@ class ClusterTasks:
             logger.warning("ignoring a malformed message on the task events channel: %.200r", data)
             return
         if op == "done":
+            self._accepted.pop(task_id, None)
             if task_id in self._waiters:
                 self._wake(task_id, _record(event.get("record")))
         elif op == "cancel":

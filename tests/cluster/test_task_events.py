@@ -146,3 +146,32 @@ async def test_an_entry_without_its_record_is_run_from_the_record_in_redis(
 
 async def entries(client: redis.Redis, keys: Keys) -> list[tuple[bytes, dict[bytes, bytes]]]:
     return cast("list[tuple[bytes, dict[bytes, bytes]]]", await client.xrange(keys.task_queue))
+
+
+async def test_a_wait_for_a_task_submitted_here_whose_done_event_was_lost_still_ends(
+    client: redis.Redis, routers: list[Router], redis_url: str, prefix: str
+) -> None:
+    """A node waits for the tasks it accepted on their done events alone, but polls Redis too."""
+    keys = Keys(prefix)
+    release = asyncio.Event()
+
+    async def held(text: str) -> str:
+        await release.wait()
+        return text
+
+    router = await node(routers, redis_url, prefix, "n1", take=True)
+    router.register(FunctionAgent(held, agent_id="util:held:1", capabilities=[Capability(name="held")]))
+    await until(lambda: listened(client, keys.task_events), what="the node listening to task events")
+    task = await router.submit("held", {"text": "hi"})
+    await until(lambda: running(router, task.task_id), what="the task running")
+    # Finished behind the node's back, without a done event (as if it had been lost).
+    result = ReachResult(status=ResultStatus.OK, payload="finished elsewhere", task_id=task.task_id)
+    finished = (await router.task(task.task_id)).model_copy(
+        update={"status": TaskStatus.OK, "result": result}
+    )
+    await client.set(keys.task(task.task_id), finished.model_dump_json())
+    record = await router.wait(task.task_id, timeout=10)
+    release.set()
+    assert record.status is TaskStatus.OK
+    assert record.result is not None
+    assert record.result.payload == "finished elsewhere"
