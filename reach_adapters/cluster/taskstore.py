@@ -15,6 +15,7 @@ from typing import Any, cast
 import orjson
 import redis.asyncio as redis
 
+from reach_adapters.cluster.batching import ScriptBatch
 from reach_adapters.cluster.records import Keys
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 
@@ -103,6 +104,7 @@ class RedisTaskStore:
         self._enqueue = client.register_script(_ENQUEUE)
         self._start = client.register_script(_START)
         self._finish = client.register_script(_FINISH)
+        self._batch = ScriptBatch(client)
 
     # -- the TaskStore protocol ----------------------------------------------------------------
 
@@ -171,9 +173,10 @@ class RedisTaskStore:
         """Keep a new task and queue it in one step: None when kept, the held record when the id
         is taken, `QUEUE_FULL` when `queue_bound` entries wait already."""
         keys = self.keys
-        reply = await self._enqueue(
-            keys=[keys.task(record.task_id), keys.task_index, keys.task_queue],
-            args=[_dumps(record), record.created_at, record.task_id, queue_bound, int(queue)],
+        reply = await self._batch.run(
+            self._enqueue,
+            [keys.task(record.task_id), keys.task_index, keys.task_queue],
+            [_dumps(record), record.created_at, record.task_id, queue_bound, int(queue)],
         )
         if reply[0] == 0:
             return TaskRecord.model_validate_json(reply[1])
@@ -185,7 +188,7 @@ class RedisTaskStore:
         `consumer`'s (another node took it over: leave the entry alone)."""
         keys = [self.keys.task(record.task_id), self.keys.task_queue]
         args = [_dumps(record), self.keys.task_group, entry_id, consumer]
-        return int(await self._start(keys=keys, args=args))
+        return int(await self._batch.run(self._start, keys, args))
 
     async def finish(
         self,
@@ -205,9 +208,10 @@ class RedisTaskStore:
         # The head of ``{"op": "done", "task_id": ..., "record": {...}}``; the script adds the rest.
         event = b'{"op":"done","task_id":' + orjson.dumps(record.task_id) + b',"record":'
         dead = b"" if dead_letter is None else orjson.dumps(dead_letter)
-        won = await self._finish(
-            keys=[keys.task(record.task_id), keys.task_queue, keys.task_events, keys.dead_letters],
-            args=[
+        won = await self._batch.run(
+            self._finish,
+            [keys.task(record.task_id), keys.task_queue, keys.task_events, keys.dead_letters],
+            [
                 _dumps(record),
                 _ms(keep_s),
                 keys.task_group,
