@@ -28,7 +28,7 @@ from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.queue import CALLER, TaskWorkers, block_seconds
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
-from reach_adapters.cluster.taskstore import QUEUE_FULL, RedisTaskStore
+from reach_adapters.cluster.taskstore import QUEUE_FULL, RedisTaskStore, done_event
 from reach_adapters.errors import TaskQueueFullError
 from reach_adapters.router import Router
 from reach_adapters.router.policy import RoutingPolicy
@@ -320,6 +320,13 @@ class ClusterTasks:
                 await asyncio.sleep(self._outage.failed(_EVENTS, exc))
 
     def _event(self, data: bytes) -> None:
+        done = done_event(data)
+        if done is not None:
+            task_id, raw = done
+            self._accepted.pop(task_id, None)
+            if task_id in self._waiters:
+                self._wake(task_id, _record(raw))
+            return
         try:
             event = orjson.loads(data)
             op, task_id = event["op"], str(event["task_id"])
@@ -329,7 +336,8 @@ class ClusterTasks:
         if op == "done":
             self._accepted.pop(task_id, None)
             if task_id in self._waiters:
-                self._wake(task_id, _record(event.get("record")))
+                raw = event.get("record")
+                self._wake(task_id, None if raw is None else _record(orjson.dumps(raw)))
         elif op == "cancel":
             self._workers.stop(task_id, CALLER)
 
@@ -352,13 +360,11 @@ class _Waiter:
         self.record: TaskRecord | None = None
 
 
-def _record(raw: object) -> TaskRecord | None:
-    """The finished record a done event carries, or None (an event without one, or not finished
-    or unreadable: the waiter reads the record from Redis instead)."""
-    if raw is None:
-        return None
+def _record(raw: bytes) -> TaskRecord | None:
+    """The finished record a done event carries, or None (not finished or unreadable: the waiter
+    reads the record from Redis instead)."""
     try:
-        record = TaskRecord.model_validate_json(orjson.dumps(raw))
+        record = TaskRecord.model_validate_json(raw)
     except ValidationError:
         logger.warning("ignoring the record of a done event on the task events channel: %.200r", raw)
         return None

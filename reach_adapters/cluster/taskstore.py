@@ -19,7 +19,7 @@ from reach_adapters.cluster.batching import ScriptBatch
 from reach_adapters.cluster.records import Keys
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 
-__all__ = ["QUEUE_FULL", "RedisTaskStore"]
+__all__ = ["QUEUE_FULL", "RedisTaskStore", "done_event"]
 
 QUEUE_FULL = "queue full"
 # Index entries looked at per `expire`: the oldest, where forgotten tasks gather.
@@ -27,6 +27,10 @@ _EXPIRE_BATCH = 500
 _LIST_BATCH = 200
 
 _Letters = list[dict[str, Any]]
+
+# A done event: _DONE, the task id as a JSON string, _RECORD, the finished record, "}".
+_DONE = b'{"op":"done","task_id":'
+_RECORD = b',"record":'
 
 _UNFINISHED_LUA = """
 local function unfinished(raw)
@@ -206,7 +210,7 @@ class RedisTaskStore:
         cancelled)."""
         keys = self.keys
         # The head of ``{"op": "done", "task_id": ..., "record": {...}}``; the script adds the rest.
-        event = b'{"op":"done","task_id":' + orjson.dumps(record.task_id) + b',"record":'
+        event = _DONE + orjson.dumps(record.task_id) + _RECORD
         dead = b"" if dead_letter is None else orjson.dumps(dead_letter)
         won = await self._batch.run(
             self._finish,
@@ -240,6 +244,26 @@ class RedisTaskStore:
             if len(found) >= limit:
                 break
         return found
+
+
+def done_event(data: bytes) -> tuple[str, bytes] | None:
+    """The task id and finished record (JSON) of a done event as `finish` publishes it, read
+    without decoding the record: every node hears every event, and most wait for none of them.
+    None for any other message."""
+    if not data.startswith(_DONE):
+        return None
+    # The task id is a JSON string, inside which every quote is escaped: the first `,"record":`
+    # after it ends it.
+    cut = data.find(_RECORD, len(_DONE))
+    if cut < 0 or not data.endswith(b"}"):
+        return None
+    try:
+        task_id = orjson.loads(data[len(_DONE) : cut])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(task_id, str):
+        return None
+    return task_id, data[cut + len(_RECORD) : -1]
 
 
 def _dumps(record: TaskRecord) -> str:

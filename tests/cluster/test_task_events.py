@@ -15,6 +15,7 @@ import redis.asyncio as redis
 from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.cluster import Keys
 from reach_adapters.cluster.tasks import ClusterTasks
+from reach_adapters.cluster.taskstore import done_event
 from reach_adapters.router import ReachResult, ResultStatus
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from tests.redis_server import node_client
@@ -175,3 +176,12 @@ async def test_a_wait_for_a_task_submitted_here_whose_done_event_was_lost_still_
     assert record.status is TaskStatus.OK
     assert record.result is not None
     assert record.result.payload == "finished elsewhere"
+
+
+@pytest.mark.parametrize("task_id", ["t1", 'a"b', "ends\\", '","record":{}', "ü/ü"])
+def test_a_done_event_is_read_without_decoding_its_record(task_id: str) -> None:
+    record = b'{"task_id":"x","status":"ok"}'
+    data = b'{"op":"done","task_id":' + orjson.dumps(task_id) + b',"record":' + record + b"}"
+    assert done_event(data) == (task_id, record)
+    assert done_event(orjson.dumps({"op": "cancel", "task_id": task_id})) is None
+    assert done_event(orjson.dumps({"op": "done", "task_id": task_id})) is None
