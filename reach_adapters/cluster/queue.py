@@ -83,11 +83,13 @@ class _Run:
     """One task taken here. A stop before it delivers is a flag (a task cancelled before its
     first step would end without a word); while it delivers, its call is cancelled."""
 
-    __slots__ = ("delivering", "entry_id", "started", "stopped", "task", "task_id")
+    __slots__ = ("delivering", "entry_id", "queued", "started", "stopped", "task", "task_id")
 
-    def __init__(self, entry_id: str, task_id: str) -> None:
+    def __init__(self, entry_id: str, task_id: str, queued: bytes | None) -> None:
         self.entry_id = entry_id
         self.task_id = task_id
+        # The record as its entry carries it (as queued), or None: read it from Redis.
+        self.queued = queued
         self.task: asyncio.Task[None]
         self.started = False
         self.delivering = False
@@ -231,13 +233,15 @@ class TaskWorkers:
                 continue
             for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
                 for entry_id, fields in entries:
-                    self.take(text(entry_id), text(fields[b"t"]))
+                    self.take(text(entry_id), text(fields[b"t"]), fields.get(b"r"))
 
-    def take(self, entry_id: str, task_id: str) -> None:
+    def take(self, entry_id: str, task_id: str, queued: bytes | None = None) -> None:
+        """Run the task of entry `entry_id` here; `queued`: its record as the entry carries it
+        (a fresh entry), else it is read from Redis (one taken over, whose record moved on)."""
         if task_id in self.running:
             logger.warning("task %s is queued twice; entry %s is left to be taken over", task_id, entry_id)
             return
-        run = _Run(entry_id, task_id)
+        run = _Run(entry_id, task_id, queued)
         # A context of its own: nothing of the loop that read the entry belongs to the task.
         run.task = asyncio.get_running_loop().create_task(self._run(run), context=contextvars.Context())
         self.running[task_id] = run
@@ -248,10 +252,15 @@ class TaskWorkers:
             if run.stopped in (CLOSING, LOST):
                 return
             retrying = partial(self._retrying, run.task_id)
-            record = await retrying(partial(self._store.get, run.task_id))
-            if record is None or record.finished:
-                await retrying(partial(self.ack, run.entry_id))
-                return
+            if run.queued is not None:
+                # As queued: should it have been cancelled since, `start` finds it finished.
+                record = TaskRecord.model_validate_json(run.queued)
+            else:
+                held = await retrying(partial(self._store.get, run.task_id))
+                if held is None or held.finished:
+                    await retrying(partial(self.ack, run.entry_id))
+                    return
+                record = held
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
             started = await retrying(partial(self._store.start, record, run.entry_id, self._node_id))

@@ -81,7 +81,8 @@ class Keys:
 
     @property
     def task_events(self) -> str:
-        """Pub/sub channel: ``{"op": "done"|"cancel", "task_id": ...}``."""
+        """Pub/sub channel: ``{"op": "done", "task_id": ..., "record": {...}}`` (the finished record),
+        ``{"op": "cancel", "task_id": ...}``."""
         return f"{self.prefix}tasks:events"
 
 

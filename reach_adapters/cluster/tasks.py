@@ -3,8 +3,9 @@
 A submit writes the record and its queue entry in one step before it answers (`RedisTaskStore`),
 so an accepted task survives any node; `SET NX` on the task id makes the same id submitted on two
 nodes one task. Any node's workers take it (`TaskWorkers`); any node reads it, waits for it (woken
-by ``{"op": "done"}`` on the events channel, with polling since pub/sub messages can be lost) or
-cancels it (a queued one at once; a running one by ``{"op": "cancel"}`` to the node running it).
+by ``{"op": "done"}`` on the events channel, which carries the finished record, with polling since
+pub/sub messages can be lost) or cancels it (a queued one at once; a running one by
+``{"op": "cancel"}`` to the node running it).
 The node that finishes a task sends its callback. See docs/tasks.md, "Durable tasks in a cluster".
 """
 
@@ -18,7 +19,7 @@ from typing import TypeVar
 
 import orjson
 import redis.asyncio as redis
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 from redis.exceptions import RedisError
 
 from middleware import ReachMessage
@@ -27,7 +28,7 @@ from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.queue import CALLER, TaskWorkers, block_seconds
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
-from reach_adapters.cluster.taskstore import QUEUE_FULL, RedisTaskStore
+from reach_adapters.cluster.taskstore import QUEUE_FULL, RedisTaskStore, done_event
 from reach_adapters.errors import TaskQueueFullError
 from reach_adapters.router import Router
 from reach_adapters.router.policy import RoutingPolicy
@@ -103,7 +104,12 @@ class ClusterTasks:
             max_deliveries=max_deliveries,
             finished=self._finished,
         )
-        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._waiters: dict[str, set[_Waiter]] = {}
+        # Tasks submitted here and not heard finished since, with their principal: a wait for one
+        # need not read it first, as its done event is still to come (cleared whenever events may
+        # have been missed; a wait polls Redis anyway, so a stale entry only delays an answer).
+        self._accepted: dict[str, str | None] = {}
+        self._hearing = False  # subscribed to the events channel
         self._notifying: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
@@ -164,10 +170,20 @@ class ClusterTasks:
         record = TaskRecord(
             task_id=message.meta_info.task_id, message=message, principal=principal, callback_url=callback_url
         )
-        held = await self._redis(
-            self.store.enqueue(record, queue_bound=self._policy.task_queue_size),
-            f"submit task {record.task_id!r} (it may have been kept: submit it again with the same task id)",
-        )
+        # Noted before it is queued: its done event may come before the answer does.
+        if self._hearing and len(self._accepted) < self._policy.task_queue_size:
+            self._accepted[record.task_id] = principal
+        try:
+            held = await self._redis(
+                self.store.enqueue(record, queue_bound=self._policy.task_queue_size),
+                f"submit task {record.task_id!r} (it may have been kept: submit it again with the "
+                "same task id)",
+            )
+        except BaseException:
+            self._accepted.pop(record.task_id, None)
+            raise
+        if held is not None:  # another's task, or not queued
+            self._accepted.pop(record.task_id, None)
         if held == QUEUE_FULL:
             msg = (
                 f"the cluster's queue of async tasks is full ({self._policy.task_queue_size} entries); "
@@ -187,25 +203,36 @@ class ClusterTasks:
         end = None if timeout is None else loop.time() + timeout
         # Listening before the first read: a task finishing between the two is heard, not left
         # to the next poll.
-        done = asyncio.Event()
+        waiter = _Waiter()
         waiters = self._waiters.setdefault(task_id, set())
-        waiters.add(done)
+        waiters.add(waiter)
         try:
-            record = await self.get(task_id, owner)
-            while not record.finished:
+            # None: submitted here and not finished as far as this node heard; its event will tell.
+            record = None if self._unheard(task_id, owner) else await self.get(task_id, owner)
+            while record is None or not record.finished:
                 left = _POLL_S if end is None else min(_POLL_S, end - loop.time())
                 if left <= 0:
+                    if record is None:
+                        record = await self.get(task_id, owner)
                     break
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(left):
-                        await done.wait()
-                done.clear()
-                record = await self.get(task_id, owner)
+                        await waiter.done.wait()
+                waiter.done.clear()
+                heard, waiter.record = waiter.record, None
+                # The finished record came with the wake-up; else (a poll, an event without it) read it.
+                record = owned(heard, task_id, owner) if heard is not None else await self.get(task_id, owner)
         finally:
-            waiters.discard(done)
+            waiters.discard(waiter)
             if not waiters:
                 self._waiters.pop(task_id, None)
         return record
+
+    def _unheard(self, task_id: str, owner: str | None) -> bool:
+        """Whether `task_id` was submitted here (by `owner`, if given) and its done event is yet to come."""
+        if task_id not in self._accepted:
+            return False
+        return owner is None or self._accepted[task_id] == owner
 
     async def dead_letters(self, owner: str | None, limit: int) -> list[dict[str, JsonValue]]:
         return await self._redis(self.store.dead_letters(owner, limit), "read the dead letters")
@@ -259,15 +286,18 @@ class ClusterTasks:
 
     def _finished(self, record: TaskRecord) -> None:
         """This node finished `record`: wake its waiters here, send its callback."""
-        self._wake(record.task_id)
+        self._accepted.pop(record.task_id, None)
+        self._wake(record.task_id, record)
         if record.callback_url is not None and self.notifier is not None:
             notifying = asyncio.get_running_loop().create_task(notify(self.notifier, record))
             self._notifying.add(notifying)
             notifying.add_done_callback(self._notifying.discard)
 
-    def _wake(self, task_id: str) -> None:
-        for done in self._waiters.get(task_id, ()):
-            done.set()
+    def _wake(self, task_id: str, record: TaskRecord | None) -> None:
+        """Wake the waits for `task_id`, handing each its finished `record` when known."""
+        for waiter in self._waiters.get(task_id, ()):
+            waiter.record = None if record is None else record.model_copy()
+            waiter.done.set()
 
     async def _listening(self) -> None:
         block = block_seconds(self._client)
@@ -275,17 +305,28 @@ class ClusterTasks:
             try:
                 async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(self._keys.task_events)
+                    # Events may have been missed before: the tasks accepted here are read again.
+                    self._accepted.clear()
+                    self._hearing = True
                     self._outage.ok(_EVENTS)
                     while not self._closed:
                         message = await pubsub.get_message(timeout=block)
                         if message is not None and message.get("type") == "message":
                             self._event(message["data"])
             except (RedisError, OSError) as exc:
+                self._hearing = False
                 if self._closed:
                     return
                 await asyncio.sleep(self._outage.failed(_EVENTS, exc))
 
     def _event(self, data: bytes) -> None:
+        done = done_event(data)
+        if done is not None:
+            task_id, raw = done
+            self._accepted.pop(task_id, None)
+            if task_id in self._waiters:
+                self._wake(task_id, _record(raw))
+            return
         try:
             event = orjson.loads(data)
             op, task_id = event["op"], str(event["task_id"])
@@ -293,7 +334,10 @@ class ClusterTasks:
             logger.warning("ignoring a malformed message on the task events channel: %.200r", data)
             return
         if op == "done":
-            self._wake(task_id)
+            self._accepted.pop(task_id, None)
+            if task_id in self._waiters:
+                raw = event.get("record")
+                self._wake(task_id, None if raw is None else _record(orjson.dumps(raw)))
         elif op == "cancel":
             self._workers.stop(task_id, CALLER)
 
@@ -304,3 +348,24 @@ class ClusterTasks:
         except (RedisError, OSError) as exc:
             msg = f"cannot {doing}: the cluster's Redis is out of reach ({exc}); try again later"
             raise TasksUnavailableError(msg) from exc
+
+
+class _Waiter:
+    """One `wait` for a task: woken by `done`, with the finished `record` when the wake-up brought it."""
+
+    __slots__ = ("done", "record")
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self.record: TaskRecord | None = None
+
+
+def _record(raw: bytes) -> TaskRecord | None:
+    """The finished record a done event carries, or None (not finished or unreadable: the waiter
+    reads the record from Redis instead)."""
+    try:
+        record = TaskRecord.model_validate_json(raw)
+    except ValidationError:
+        logger.warning("ignoring the record of a done event on the task events channel: %.200r", raw)
+        return None
+    return record if record.finished else None

@@ -15,10 +15,11 @@ from typing import Any, cast
 import orjson
 import redis.asyncio as redis
 
+from reach_adapters.cluster.batching import ScriptBatch
 from reach_adapters.cluster.records import Keys
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 
-__all__ = ["QUEUE_FULL", "RedisTaskStore"]
+__all__ = ["QUEUE_FULL", "RedisTaskStore", "done_event"]
 
 QUEUE_FULL = "queue full"
 # Index entries looked at per `expire`: the oldest, where forgotten tasks gather.
@@ -26,6 +27,10 @@ _EXPIRE_BATCH = 500
 _LIST_BATCH = 200
 
 _Letters = list[dict[str, Any]]
+
+# A done event: _DONE, the task id as a JSON string, _RECORD, the finished record, "}".
+_DONE = b'{"op":"done","task_id":'
+_RECORD = b',"record":'
 
 _UNFINISHED_LUA = """
 local function unfinished(raw)
@@ -36,6 +41,8 @@ end
 
 # KEYS: record, index, queue. ARGV: record JSON, created_at, task id, queue bound (0: none),
 # enqueue (1/0). Returns {0, held} when the id is taken, {1} when the queue is full, {2} when kept.
+# The entry carries the record as queued (field r): the worker taking it needs no read of its own,
+# and `start` checks in Redis that the task is still unfinished.
 _ENQUEUE = """
 local held = redis.call('GET', KEYS[1])
 if held then return {0, held} end
@@ -43,7 +50,7 @@ local bound = tonumber(ARGV[4])
 if bound > 0 and redis.call('XLEN', KEYS[3]) >= bound then return {1} end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-if ARGV[5] == '1' then redis.call('XADD', KEYS[3], '*', 't', ARGV[3]) end
+if ARGV[5] == '1' then redis.call('XADD', KEYS[3], '*', 't', ARGV[3], 'r', ARGV[1]) end
 return {2}
 """
 
@@ -65,9 +72,11 @@ return 1
 )
 
 # KEYS: record, queue, events, dead letters. ARGV: record JSON, keep ms, group, entry id ('' for
-# none), event, dead letter ('' for none), dead letters kept, required status ('' for any
+# none), event head, dead letter ('' for none), dead letters kept, required status ('' for any
 # unfinished). The record is set (and the dead letter kept) only while the task is unfinished and
 # in the required status (1, else 0); the entry is acked and deleted either way: its task ended.
+# The done event carries the finished record (head .. record .. '}'): a wait on any node answers
+# from it, without a read of its own.
 _FINISH = (
     _UNFINISHED_LUA
     + """
@@ -75,7 +84,7 @@ local held = redis.call('GET', KEYS[1])
 local won = 0
 if held and unfinished(held) and (ARGV[8] == '' or cjson.decode(held)['status'] == ARGV[8]) then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  redis.call('PUBLISH', KEYS[3], ARGV[5])
+  redis.call('PUBLISH', KEYS[3], ARGV[5] .. ARGV[1] .. '}')
   if ARGV[6] ~= '' then
     redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[7], '*', 'd', ARGV[6])
   end
@@ -99,6 +108,7 @@ class RedisTaskStore:
         self._enqueue = client.register_script(_ENQUEUE)
         self._start = client.register_script(_START)
         self._finish = client.register_script(_FINISH)
+        self._batch = ScriptBatch(client)
 
     # -- the TaskStore protocol ----------------------------------------------------------------
 
@@ -167,9 +177,10 @@ class RedisTaskStore:
         """Keep a new task and queue it in one step: None when kept, the held record when the id
         is taken, `QUEUE_FULL` when `queue_bound` entries wait already."""
         keys = self.keys
-        reply = await self._enqueue(
-            keys=[keys.task(record.task_id), keys.task_index, keys.task_queue],
-            args=[_dumps(record), record.created_at, record.task_id, queue_bound, int(queue)],
+        reply = await self._batch.run(
+            self._enqueue,
+            [keys.task(record.task_id), keys.task_index, keys.task_queue],
+            [_dumps(record), record.created_at, record.task_id, queue_bound, int(queue)],
         )
         if reply[0] == 0:
             return TaskRecord.model_validate_json(reply[1])
@@ -181,7 +192,7 @@ class RedisTaskStore:
         `consumer`'s (another node took it over: leave the entry alone)."""
         keys = [self.keys.task(record.task_id), self.keys.task_queue]
         args = [_dumps(record), self.keys.task_group, entry_id, consumer]
-        return int(await self._start(keys=keys, args=args))
+        return int(await self._batch.run(self._start, keys, args))
 
     async def finish(
         self,
@@ -194,14 +205,17 @@ class RedisTaskStore:
         only_from: TaskStatus | None = None,
     ) -> bool:
         """Save the finished `record` unless another node finished it first (False then), ack and
-        delete its queue entry, announce it on the events channel, keep a dead letter if given.
-        With `only_from`, only a task in that status is finished (a queued one cancelled)."""
+        delete its queue entry, announce it (with the record) on the events channel, keep a dead
+        letter if given. With `only_from`, only a task in that status is finished (a queued one
+        cancelled)."""
         keys = self.keys
-        event = orjson.dumps({"op": "done", "task_id": record.task_id})
+        # The head of ``{"op": "done", "task_id": ..., "record": {...}}``; the script adds the rest.
+        event = _DONE + orjson.dumps(record.task_id) + _RECORD
         dead = b"" if dead_letter is None else orjson.dumps(dead_letter)
-        won = await self._finish(
-            keys=[keys.task(record.task_id), keys.task_queue, keys.task_events, keys.dead_letters],
-            args=[
+        won = await self._batch.run(
+            self._finish,
+            [keys.task(record.task_id), keys.task_queue, keys.task_events, keys.dead_letters],
+            [
                 _dumps(record),
                 _ms(keep_s),
                 keys.task_group,
@@ -230,6 +244,26 @@ class RedisTaskStore:
             if len(found) >= limit:
                 break
         return found
+
+
+def done_event(data: bytes) -> tuple[str, bytes] | None:
+    """The task id and finished record (JSON) of a done event as `finish` publishes it, read
+    without decoding the record: every node hears every event, and most wait for none of them.
+    None for any other message."""
+    if not data.startswith(_DONE):
+        return None
+    # The task id is a JSON string, inside which every quote is escaped: the first `,"record":`
+    # after it ends it.
+    cut = data.find(_RECORD, len(_DONE))
+    if cut < 0 or not data.endswith(b"}"):
+        return None
+    try:
+        task_id = orjson.loads(data[len(_DONE) : cut])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(task_id, str):
+        return None
+    return task_id, data[cut + len(_RECORD) : -1]
 
 
 def _dumps(record: TaskRecord) -> str:
