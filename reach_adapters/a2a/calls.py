@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
 from uuid import uuid4
 
 import httpx
@@ -122,12 +122,19 @@ class Exchange:
             msg = f"A2A agent at {self._link.shown} is closed"
             raise A2AOfflineError(msg)
         context = ClientCallContext(timeout=self._timeout_s)
+        # Typed as an iterator; the SDK's client is an async generator, which has aclose().
+        stream = cast(
+            "AsyncGenerator[StreamResponse, None]", client.send_message(self._request, context=context)
+        )
         try:
             try:
-                async for event in client.send_message(self._request, context=context):
+                event = await self._first(stream)
+                while event is not None:
                     chunk = self._take(event)
                     if chunk:
                         yield chunk
+                    event = None if self.done else await anext(stream, None)
+                await stream.aclose()
                 while not self.done:
                     async for chunk in self._follow(context):
                         yield chunk
@@ -140,6 +147,28 @@ class Exchange:
             if task is not None and not self.done:
                 self._link.cancel_soon(task.id)
             raise
+
+    async def _first(self, stream: AsyncGenerator[StreamResponse, None]) -> StreamResponse | None:
+        """The send's first event, which names the task. Read apart from the caller's task: a
+        call cancelled before it arrives leaves it to be read, and the task it names cancelled."""
+        first = asyncio.ensure_future(anext(stream, None))
+        try:
+            return await asyncio.shield(first)
+        except asyncio.CancelledError:
+            first.add_done_callback(lambda done: self._orphaned(done, stream))
+            raise
+
+    def _orphaned(
+        self, first: asyncio.Future[StreamResponse | None], stream: AsyncGenerator[StreamResponse, None]
+    ) -> None:
+        """The first event of a call already abandoned: cancel the task it names, if running."""
+        if not first.cancelled() and first.exception() is None:
+            event = first.result()
+            if event is not None:
+                self._take(event)
+                if self.task is not None and not self.done:
+                    self._link.cancel_soon(self.task.id)
+        self._link.close_soon(stream)
 
     async def _follow(self, context: ClientCallContext) -> AsyncIterator[list[Part]]:
         """A task the send left running: its events (subscribe), or its state polled."""

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Coroutine, Mapping
+from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, AgentCardResolutionError, Client, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientError
-from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest
+from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, StreamResponse
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import A2AError
 
@@ -94,7 +95,14 @@ class Link:
 
     def cancel_soon(self, task_id: str) -> None:
         """Tell the agent to cancel `task_id`, in the background: the call that owned it is gone."""
-        task = asyncio.get_running_loop().create_task(self._cancel(task_id), name=f"a2a cancel {task_id}")
+        self._background(self._cancel(task_id), f"a2a cancel {task_id}")
+
+    def close_soon(self, stream: AsyncGenerator[StreamResponse, None]) -> None:
+        """Close an event stream no call reads any more, in the background."""
+        self._background(stream.aclose(), "a2a close stream")
+
+    def _background(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
 
