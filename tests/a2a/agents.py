@@ -56,9 +56,10 @@ SKILLS = [
     AgentSkill(id="fail", tags=["fail"], name="Fail", description="Fail the task.", input_modes=TEXT),
     AgentSkill(id="reject", tags=["reject"], name="Reject", description="Reject the task.", input_modes=TEXT),
     AgentSkill(id="auth", tags=["auth"], name="Auth", description="Ask for credentials.", input_modes=TEXT),
-    AgentSkill(id="badjson", tags=["badjson"], name="Bad JSON", description="Answer JSON that is not.", input_modes=TEXT),
-    AgentSkill(id="meta", tags=["meta"], name="Meta", description="Answer the message's metadata.", input_modes=TEXT,
-               output_modes=JSON),
+    AgentSkill(id="badjson", tags=["badjson"], name="Bad JSON", description="Answer JSON that is not.",
+               input_modes=TEXT),
+    AgentSkill(id="meta", tags=["meta"], name="Meta", description="Answer the message's metadata.",
+               input_modes=TEXT, output_modes=JSON),
 ]  # fmt: skip
 
 
@@ -77,7 +78,9 @@ class TestExecutor(AgentExecutor):
         self.record = Record()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id is not None and context.context_id is not None and context.message is not None
+        assert context.task_id is not None
+        assert context.context_id is not None
+        assert context.message is not None
         message = context.message
         metadata = json_format.MessageToDict(message.metadata)
         skill = str(metadata.get("skill") or "echo")
@@ -148,7 +151,8 @@ class TestExecutor(AgentExecutor):
         await updater.requires_input(updater.new_agent_message([new_text_part("what is your name?")]))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id is not None and context.context_id is not None
+        assert context.task_id is not None
+        assert context.context_id is not None
         self.record.cancelled.append(context.task_id)
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 

@@ -101,7 +101,8 @@ async def card_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
         ),
         (
             (
-                '{"name": "x", "supportedInterfaces": [{"url": "grpc://x", "protocolBinding": "GRPC"}], "skills": []}',
+                '{"name": "x", "supportedInterfaces": [{"url": "grpc://x", "protocolBinding": "GRPC"}], '
+                '"skills": []}',
             ),
             r"field 'supported_interfaces' offers \['GRPC '\]",
         ),
@@ -115,7 +116,7 @@ async def test_bad_cards_name_the_url_and_the_field(card_url: str, match: str) -
 
 
 async def test_an_unreachable_agent_names_its_url() -> None:
-    async with serve_app(_card_app(None)) as (url, server):
+    async with serve_app(_card_app(None)) as (url, _server):
         pass  # stopped: nothing listens on its port any more
     with pytest.raises(A2AConnectionError, match=rf"cannot reach the A2A agent at {url}"):
         await A2AAgent.connect(url, options={"connect_timeout_s": 5})

@@ -18,7 +18,9 @@ async def test_text_payloads_travel_as_text(routed: Router) -> None:
     assert (result.status, result.payload) == (ResultStatus.OK, "hi there")
     assert result.agent_id == "a2a:test-agent:0"
     ids = result.extra["a2a"]
-    assert isinstance(ids, dict) and ids["task_id"] and ids["context_id"]
+    assert isinstance(ids, dict)
+    assert ids["task_id"]
+    assert ids["context_id"]
     # A plain string for a text skill is its text.
     assert (await routed.route("echo", "plain")).payload == "plain"
 
@@ -31,7 +33,10 @@ async def test_json_payloads_travel_as_data(routed: Router) -> None:
 async def test_a_reply_without_a_task(routed: Router) -> None:
     result = await routed.route("hello", "bob")
     assert result.payload == "hello, bob"
-    assert result.extra["a2a"] == {"context_id": result.extra["a2a"]["context_id"], "task_id": ""}  # type: ignore[index]
+    ids = result.extra["a2a"]
+    assert isinstance(ids, dict)
+    assert ids["task_id"] == ""
+    assert ids["context_id"]
 
 
 async def test_the_task_travels_in_the_message_metadata(routed: Router) -> None:
@@ -52,7 +57,8 @@ async def test_the_task_travels_in_the_message_metadata(routed: Router) -> None:
         ("fail", ResultStatus.ERROR, Fault.TASK, "A2ATaskFailed", "boom"),
         ("reject", ResultStatus.REJECTED, Fault.TASK, "A2ATaskRejected", "not my job"),
         ("auth", ResultStatus.REJECTED, Fault.CALLER, "PermissionDeniedError", "token please"),
-        ("badjson", ResultStatus.ERROR, Fault.AGENT, "A2AProtocolError", "artifacts.parts[0] is typed application/json but is not JSON"),
+        ("badjson", ResultStatus.ERROR, Fault.AGENT, "A2AProtocolError",
+         "artifacts.parts[0] is typed application/json but is not JSON"),
     ],
 )  # fmt: skip
 async def test_states_map_to_statuses_and_faults(

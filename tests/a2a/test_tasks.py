@@ -30,7 +30,8 @@ async def test_a_long_task_through_submit_and_wait(routed: Router) -> None:
     record = await routed.submit("slow", {"seconds": 0.5})
     done = await routed.wait(record.task_id, timeout=20)
     assert done.status is TaskStatus.OK, done
-    assert done.result is not None and done.result.payload == "slept 0.5"
+    assert done.result is not None
+    assert done.result.payload == "slept 0.5"
 
 
 async def test_cancelling_a_submitted_task_cancels_the_remote_one(routed: Router, served: Served) -> None:
