@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         A2ACardError,
         A2AConnectionError,
         A2AOfflineError,
+        A2AOverridesError,
         A2AProtocolError,
         A2ATimeoutError,
     )
@@ -29,6 +30,7 @@ __all__: list[str] = [
     "A2AConnectionError",
     "A2AOfflineError",
     "A2AOptions",
+    "A2AOverridesError",
     "A2AProtocolError",
     "A2ATimeoutError",
     "ReprobePolicy",
@@ -39,6 +41,7 @@ _MODULES: dict[str, str] = {
     "A2ACardError": "errors",
     "A2AConnectionError": "errors",
     "A2AOfflineError": "errors",
+    "A2AOverridesError": "errors",
     "A2AProtocolError": "errors",
     "A2ATimeoutError": "errors",
     "A2AOptions": "options",

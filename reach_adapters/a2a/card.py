@@ -8,7 +8,7 @@ from typing import Any
 
 from a2a.types.a2a_pb2 import AgentCard, AgentSkill
 
-from reach_adapters.a2a.errors import A2ACardError
+from reach_adapters.a2a.errors import A2ACardError, A2AOverridesError
 from reach_adapters.a2a.options import A2AOptions
 from reach_adapters.a2a.parts import TEXT_MEDIA_TYPE
 from reach_adapters.errors import ReachError
@@ -69,7 +69,7 @@ def declare(
     unknown = sorted(set(overrides) - seen)
     if unknown:
         msg = f"agent card at {url}: overrides name no skill {unknown}; its skill ids are {sorted(seen)}"
-        raise A2ACardError(msg)
+        raise A2AOverridesError(msg)
     return Declared(tuple(capabilities), frozenset(text_skills))
 
 

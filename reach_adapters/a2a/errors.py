@@ -8,6 +8,7 @@ __all__ = [
     "A2ACardError",
     "A2AConnectionError",
     "A2AOfflineError",
+    "A2AOverridesError",
     "A2AProtocolError",
     "A2ATimeoutError",
 ]
@@ -35,6 +36,10 @@ class A2ATimeoutError(ReachTimeoutError):
 class A2ACardError(InvalidDeclarationError):
     """An agent card cannot be fetched as JSON or does not describe usable skills; the message
     names the URL and the field."""
+
+
+class A2AOverridesError(A2ACardError):
+    """Capability overrides name a skill the agent's card does not have."""
 
 
 class A2AProtocolError(AgentCallError):
