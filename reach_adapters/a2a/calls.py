@@ -133,8 +133,9 @@ class Exchange:
                     chunk = self._take(event)
                     if chunk:
                         yield chunk
-                    event = None if self.done else await anext(stream, None)
-                await stream.aclose()
+                    # Read to the stream's end even once the task is final: a response read whole
+                    # leaves its connection to the next call, one closed early takes it along.
+                    event = await anext(stream, None)
                 while not self.done:
                     async for chunk in self._follow(context):
                         yield chunk
