@@ -71,7 +71,7 @@ class Record:
     started: list[str] = field(default_factory=list)
 
 
-class TestExecutor(AgentExecutor):
+class SkillsExecutor(AgentExecutor):
     """Runs the skill the message's metadata names (``echo`` when it names none)."""
 
     def __init__(self) -> None:
@@ -180,7 +180,7 @@ def agent_card(url: str, *, streaming: bool = True, name: str = "Test Agent") ->
     )
 
 
-def build_app(url: str, executor: TestExecutor, *, streaming: bool = True) -> Starlette:
+def build_app(url: str, executor: SkillsExecutor, *, streaming: bool = True) -> Starlette:
     card = agent_card(url, streaming=streaming)
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/a2a")]
@@ -190,7 +190,7 @@ def build_app(url: str, executor: TestExecutor, *, streaming: bool = True) -> St
 @dataclass
 class Served:
     url: str
-    executor: TestExecutor
+    executor: SkillsExecutor
     server: uvicorn.Server
 
 
@@ -220,7 +220,7 @@ async def serve_app(make: Callable[[str], Starlette]) -> AsyncIterator[tuple[str
 @contextlib.asynccontextmanager
 async def serve_agent(*, streaming: bool = True) -> AsyncIterator[Served]:
     """The test agent, served in this event loop; its executor's record is readable."""
-    executor = TestExecutor()
+    executor = SkillsExecutor()
     async with serve_app(lambda url: build_app(f"{url}/a2a", executor, streaming=streaming)) as (url, server):
         yield Served(url, executor, server)
 
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sock = socket.create_server(("127.0.0.1", args.port))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    app = build_app(f"{url}/a2a", TestExecutor(), streaming=not args.no_streaming)
+    app = build_app(f"{url}/a2a", SkillsExecutor(), streaming=not args.no_streaming)
     server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="off", log_level="warning"))
 
     async def run() -> None:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from reach_adapters import Router
 from reach_adapters.a2a import A2AAgent, A2ACardError, A2AConnectionError
 from reach_adapters.a2a.card import TEXT_INPUT
 from reach_adapters.errors import InvalidDeclarationError
-from tests.a2a.agents import Served, serve_app
+from tests.a2a.agents import Served, SkillsExecutor, agent_card, serve_app
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -120,3 +125,47 @@ async def test_an_unreachable_agent_names_its_url() -> None:
         pass  # stopped: nothing listens on its port any more
     with pytest.raises(A2AConnectionError, match=rf"cannot reach the A2A agent at {url}"):
         await A2AAgent.connect(url, options={"connect_timeout_s": 5})
+
+
+async def test_an_a2a_0_3_agent_is_reached_through_the_compatible_transport() -> None:
+    """A 0.3 card (``url``, ``protocolVersion``) and a server that speaks 0.3 only on its endpoint."""
+    executor = SkillsExecutor()
+
+    def app(url: str) -> Starlette:
+        card = agent_card(f"{url}/a2a")
+        handler = DefaultRequestHandler(
+            agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
+        )
+        legacy = {
+            "name": "Old Agent",
+            "description": "speaks A2A 0.3",
+            "url": f"{url}/a2a",
+            "protocolVersion": "0.3.0",
+            "preferredTransport": "JSONRPC",
+            "version": "1",
+            "capabilities": {"streaming": True},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "echo", "name": "Echo", "description": "Echo.", "tags": ["echo"]}],
+        }
+
+        async def old_card(_: Request) -> Response:
+            return Response(json.dumps(legacy), media_type="application/json")
+
+        routes = [
+            Route(CARD_PATH, old_card),
+            *create_jsonrpc_routes(handler, "/a2a", enable_v0_3_compat=True),
+        ]
+        return Starlette(routes=routes)
+
+    async with serve_app(app) as (url, _server):
+        agent = await A2AAgent.connect(url)
+        try:
+            assert agent.agent_id == "a2a:old-agent:0"
+            assert agent.card.supported_interfaces[0].protocol_version == "0.3.0"
+            router = Router()
+            router.register(agent)
+            assert (await router.route("echo", "from 1.0 to 0.3")).payload == "from 1.0 to 0.3"
+            assert [chunk async for chunk in router.stream("echo", "streamed")] == ["streamed"]
+        finally:
+            await agent.aclose()
