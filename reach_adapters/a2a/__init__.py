@@ -8,13 +8,45 @@ is importable without the SDK, and a missing ``a2a`` extra is reported in one li
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reach_adapters.extras import require_extra
 
-__all__: list[str] = []
+if TYPE_CHECKING:
+    from reach_adapters.a2a.agent import A2AAgent
+    from reach_adapters.a2a.errors import (
+        A2ACardError,
+        A2AConnectionError,
+        A2AOfflineError,
+        A2AOverridesError,
+        A2AProtocolError,
+        A2ATimeoutError,
+    )
+    from reach_adapters.a2a.options import A2AOptions, ReprobePolicy
 
-_MODULES: dict[str, str] = {}
+__all__: list[str] = [
+    "A2AAgent",
+    "A2ACardError",
+    "A2AConnectionError",
+    "A2AOfflineError",
+    "A2AOptions",
+    "A2AOverridesError",
+    "A2AProtocolError",
+    "A2ATimeoutError",
+    "ReprobePolicy",
+]
+
+_MODULES: dict[str, str] = {
+    "A2AAgent": "agent",
+    "A2ACardError": "errors",
+    "A2AConnectionError": "errors",
+    "A2AOfflineError": "errors",
+    "A2AOverridesError": "errors",
+    "A2AProtocolError": "errors",
+    "A2ATimeoutError": "errors",
+    "A2AOptions": "options",
+    "ReprobePolicy": "options",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,7 @@ import argparse
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.render import render_check, render_json
-from reach_adapters.config import AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+from reach_adapters.config import A2AAgentFile, AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
 from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.security import redact_args, redact_url
 from reach_adapters.security.spec import SecuritySpec
@@ -34,6 +34,8 @@ def _described(spec: AgentSpec) -> dict[str, str]:
         source = (
             redact_url(model.url) if model.url else " ".join(redact_args([model.command or "", *model.args]))
         )
+    elif isinstance(model, A2AAgentFile):
+        source = redact_url(model.url)
     elif isinstance(model, LangChainAgentFile):
         source = model.runnable
     else:

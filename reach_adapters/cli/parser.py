@@ -281,12 +281,14 @@ def _scan(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         commands,
         "scan",
         parents,
-        "print an MCP server's tools as an agent file",
-        "Connect to an MCP server (reach scan [options] -- COMMAND ARGS..., or --url URL) and print the "
-        "agent file it makes: its tools' capability declarations, ready to save in a config directory.",
+        "print an MCP server's tools or an A2A agent's skills as an agent file",
+        "Connect to an MCP server (reach scan [options] -- COMMAND ARGS..., or --url URL) or an A2A "
+        "agent (--a2a URL) and print the agent file it makes: its tools' or skills' capability "
+        "declarations, ready to save in a config directory.",
     )
     sub.add_argument("command", nargs="*", metavar="COMMAND", help="the server's command line, after --")
     sub.add_argument("--url", help="a streamable HTTP server instead of a command")
+    sub.add_argument("--a2a", metavar="URL", help="an A2A agent's base URL (its card is read from it)")
     sub.add_argument("--name", help="agent type (default: from the command or URL)")
     sub.add_argument("--instance", default="0", help="agent instance (default: 0)")
     sub.add_argument("--prefix", default="", help="prepended to each tool name")
@@ -300,8 +302,10 @@ def _scan(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _scan_checked(args: argparse.Namespace) -> int:
-    if bool(args.command) == bool(args.url):
-        args.parser.error("give the server's command after -- (reach scan -- python -m my_server), or --url")
+    if [bool(args.command), bool(args.url), bool(args.a2a)].count(True) != 1:
+        args.parser.error(
+            "give the server's command after -- (reach scan -- python -m my_server), or --url, or --a2a"
+        )
     from reach_adapters.cli.scan import run_scan
 
     args.env = dict(args.env)

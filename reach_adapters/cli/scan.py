@@ -1,4 +1,5 @@
-"""``reach scan -- COMMAND...``: an MCP server's tools, printed as an agent file ready to save."""
+"""``reach scan -- COMMAND...`` (or ``--url``, ``--a2a``): an MCP server's tools or an A2A agent's
+skills, printed as an agent file ready to save."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.errors import UsageError
 from reach_adapters.cli.progress import progress
 from reach_adapters.cli.render import render_json
-from reach_adapters.config import MCPAgentFile, file_stems
+from reach_adapters.config import file_stems
 from reach_adapters.config.loader import missing_program
+from reach_adapters.config.models import AGENT_KINDS
 from reach_adapters.mcp import MCPOptions, MCPServerAgent
 from reach_adapters.router import Capability, parse_agent_id
 
@@ -26,14 +28,16 @@ __all__ = ["default_name", "run_scan"]
 
 # Per-tool fields written out: what the server told about each tool, as knobs to edit.
 _PER_TOOL = ("description", "read_only", "idempotent")
+# Per-skill fields: what the card tells about each skill, and the flags it cannot say.
+_PER_SKILL = ("description", "keywords", "examples", "read_only", "idempotent")
 _SCHEMAS = ("input_schema", "output_schema")
 _NAME_PREFIXES = ("mcp-server-", "mcp_server_", "server-", "server_", "mcp-", "mcp_")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
 def run_scan(args: argparse.Namespace) -> int:
-    data = asyncio.run(_scan(args))
-    stem = file_stems(MCPAgentFile.model_validate(data).agent_id)[0]
+    data = asyncio.run(_scan_a2a(args) if args.a2a else _scan(args))
+    stem = file_stems(AGENT_KINDS[data["kind"]].model_validate(data).agent_id)[0]
     suffix = ".json" if args.json else ".yaml"
     if args.json:
         print(render_json(data))
@@ -70,6 +74,34 @@ async def _scan(args: argparse.Namespace) -> dict[str, Any]:
     return data
 
 
+async def _scan_a2a(args: argparse.Namespace) -> dict[str, Any]:
+    from reach_adapters.a2a import A2AAgent, A2AOptions
+
+    options = A2AOptions(instance=args.instance, connect_timeout_s=args.timeout)
+    async with progress(f"reach scan: reading the agent card of {args.a2a}", quiet=args.log_json):
+        agent = await A2AAgent.connect(args.a2a, args.name, headers=args.header or None, options=options)
+    try:
+        data: dict[str, Any] = {
+            "kind": "a2a",
+            "name": parse_agent_id(agent.agent_id).type,
+            "instance": args.instance,
+            "url": args.a2a,
+        }
+        if args.header:
+            data["headers"] = dict(args.header)
+        config = agent.options
+        data |= {
+            "timeout_ms": config.timeout_ms,
+            "max_concurrency": config.max_concurrency,
+            "weight": config.weight,
+        }
+        fields = _PER_SKILL + (_SCHEMAS if args.schemas else ())
+        data["overrides"] = {cap.name: _declaration(cap, fields) for cap in agent.capabilities}
+    finally:
+        await agent.aclose()
+    return data
+
+
 def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
     """The agent file for a connected server, as plain data."""
     config = agent.options
@@ -97,14 +129,14 @@ def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Na
         "max_concurrency": config.max_concurrency,
         "weight": config.weight,
     }
+    fields = _PER_TOOL + (_SCHEMAS if args.schemas else ())
     data["overrides"] = {
-        cap.name.removeprefix(config.prefix): _declaration(cap, args.schemas) for cap in agent.capabilities
+        cap.name.removeprefix(config.prefix): _declaration(cap, fields) for cap in agent.capabilities
     }
     return data
 
 
-def _declaration(capability: Capability, with_schemas: bool) -> dict[str, Any]:
-    fields = _PER_TOOL + (_SCHEMAS if with_schemas else ())
+def _declaration(capability: Capability, fields: tuple[str, ...]) -> dict[str, Any]:
     dumped = capability.model_dump(include=set(fields), exclude_none=True)
     return {field: dumped[field] for field in fields if field in dumped}
 

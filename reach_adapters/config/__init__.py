@@ -23,6 +23,7 @@ from reach_adapters.config.loader import (
     server_cwd,
 )
 from reach_adapters.config.models import (
+    A2AAgentFile,
     AgentFile,
     AgentFileModel,
     CapabilityDecl,
@@ -41,6 +42,7 @@ __all__ = [
     "SCHEMA_DIR",
     "SCHEMA_FILES",
     "SECURITY_STEM",
+    "A2AAgentFile",
     "AgentFile",
     "AgentFileModel",
     "AgentSpec",

@@ -26,6 +26,7 @@ from reach_adapters.config.directory import (
 from reach_adapters.config.errors import ConfigError, ConfigFileError
 from reach_adapters.config.models import (
     AGENT_KINDS,
+    A2AAgentFile,
     AgentFileModel,
     FunctionAgentFile,
     LangChainAgentFile,
@@ -63,7 +64,7 @@ _LANGCHAIN_EXTRA = "kind 'langchain' needs the langchain extra: pip install 'age
 
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
-    """One valid agent file: its model, and the object its import path names (None for MCP)."""
+    """One valid agent file: its model, and the object its import path names (None for MCP, A2A)."""
 
     agent_id: str
     document: Document
@@ -231,6 +232,9 @@ def _agent(directory: Path, path: Path, raw: bytes) -> AgentSpec:
     if isinstance(model, MCPAgentFile):
         _check_server(directory, doc, model)
         return AgentSpec(model.agent_id, doc, model)
+    if isinstance(model, A2AAgentFile):
+        _check_headers(doc, model)
+        return AgentSpec(model.agent_id, doc, model)
     _check_capabilities(doc, model.capabilities)
     if isinstance(model, LangChainAgentFile):
         return AgentSpec(model.agent_id, doc, model, _runnable(doc, model.runnable))
@@ -238,7 +242,7 @@ def _agent(directory: Path, path: Path, raw: bytes) -> AgentSpec:
 
 
 def _id_loc(model: AgentFileModel) -> Loc:
-    return ("name",) if isinstance(model, MCPAgentFile) else ("agent_id",)
+    return ("name",) if isinstance(model, MCPAgentFile | A2AAgentFile) else ("agent_id",)
 
 
 def _runnable(doc: Document, path: str) -> Any:
@@ -281,12 +285,16 @@ def _zero_arguments(doc: Document, loc: Loc, path: str, factory: Any) -> None:
         raise doc.error(loc, problem)
 
 
+def _check_headers(doc: Document, model: MCPAgentFile | A2AAgentFile) -> None:
+    try:
+        model.http_headers(os.environ)
+    except ValueError as exc:
+        raise doc.error(("bearer_token_env",), str(exc)) from None
+
+
 def _check_server(directory: Path, doc: Document, model: MCPAgentFile) -> None:
     if model.command is None:
-        try:
-            model.http_headers(os.environ)
-        except ValueError as exc:
-            raise doc.error(("bearer_token_env",), str(exc)) from None
+        _check_headers(doc, model)
         return
     cwd = server_cwd(directory, model)
     if cwd is not None and not cwd.is_dir():

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from reach_adapters.a2a.options import A2AOptions
 from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
@@ -17,6 +18,7 @@ from reach_adapters.router.policy import RoutingPolicy
 
 __all__ = [
     "AGENT_KINDS",
+    "A2AAgentFile",
     "AgentFile",
     "AgentFileModel",
     "CapabilityDecl",
@@ -167,25 +169,78 @@ class MCPAgentFile(MCPOptions):
 
     def http_headers(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The headers to send: `headers`, and the bearer token `bearer_token_env` names."""
-        headers = dict(self.headers)
-        if self.bearer_token_env is not None:
-            token = environ.get(self.bearer_token_env)
-            if not token:
-                msg = f"{self.bearer_token_env} is not set; export the server's bearer token in it"
-                raise ValueError(msg)
-            headers["Authorization"] = f"Bearer {token}"
-        return headers
+        return _with_bearer(self.headers, self.bearer_token_env, environ, "server")
 
     def options(self) -> MCPOptions:
         """The adapter's options this file gives (timeouts, concurrency, reconnect...)."""
         return MCPOptions(**{name: getattr(self, name) for name in MCPOptions.model_fields})
 
 
-AgentFileModel = LangChainAgentFile | MCPAgentFile | FunctionAgentFile
+class A2AAgentFile(A2AOptions):
+    """A remote agent that speaks A2A (``A2AAgent``): each skill on its card becomes a capability.
+
+    Its agent id is ``a2a:<name>:<instance>``. The other keys are `A2AOptions`, with its defaults.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    kind: Literal["a2a"]
+    name: str = Field(description="The agent type: the agent id is 'a2a:<name>:<instance>'.")
+    url: str = Field(description="The agent's base URL; its card is /.well-known/agent-card.json below it.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Sent with every HTTP request.")
+    bearer_token_env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Environment variable holding a bearer token for the agent: sent as "
+        "'Authorization: Bearer ...', never written here.",
+    )
+    overrides: dict[str, CapabilityPatch] = Field(
+        default_factory=dict, description="Per skill id: fields laid over its capability."
+    )
+
+    @model_validator(mode="after")
+    def _checked(self) -> A2AAgentFile:
+        if self.bearer_token_env is not None and "authorization" in {h.lower() for h in self.headers}:
+            msg = "give the Authorization header in 'headers' or 'bearer_token_env', not both"
+            raise ValueError(msg)
+        problem = url_problem(self.url) or agent_id_problem(self.agent_id)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    @property
+    def agent_id(self) -> str:
+        return f"a2a:{self.name}:{self.instance}"
+
+    def http_headers(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The headers to send: `headers`, and the bearer token `bearer_token_env` names."""
+        return _with_bearer(self.headers, self.bearer_token_env, environ, "agent")
+
+    def options(self) -> A2AOptions:
+        """The adapter's options this file gives (timeouts, concurrency, re-probing...)."""
+        return A2AOptions(**{name: getattr(self, name) for name in A2AOptions.model_fields})
+
+
+def _with_bearer(
+    headers: Mapping[str, str], env: str | None, environ: Mapping[str, str], whose: str
+) -> dict[str, str]:
+    """`headers`, and ``Authorization: Bearer`` with the token environment variable `env` holds."""
+    sent = dict(headers)
+    if env is not None:
+        token = environ.get(env)
+        if not token:
+            msg = f"{env} is not set; export the {whose}'s bearer token in it"
+            raise ValueError(msg)
+        sent["Authorization"] = f"Bearer {token}"
+    return sent
+
+
+AgentFileModel = LangChainAgentFile | MCPAgentFile | FunctionAgentFile | A2AAgentFile
 AgentFile = Annotated[AgentFileModel, Field(discriminator="kind")]
 
 AGENT_KINDS: dict[str, type[AgentFileModel]] = {
     "langchain": LangChainAgentFile,
     "mcp": MCPAgentFile,
     "function": FunctionAgentFile,
+    "a2a": A2AAgentFile,
 }

@@ -11,6 +11,7 @@ from typing import Any
 from mcp import StdioServerParameters
 
 from reach_adapters.config import (
+    A2AAgentFile,
     AgentSpec,
     ConfigError,
     FunctionAgentFile,
@@ -43,6 +44,9 @@ async def build_agents(specs: Iterable[AgentSpec], directory: Path) -> list[Agen
 async def build_agent(spec: AgentSpec, directory: Path) -> Agent:
     """One agent from its file; errors name the file and, when one is to blame, the field."""
     model = spec.model
+    if isinstance(model, A2AAgentFile):
+        # Its overrides are the agent's own: they hold for the skills of a card fetched again.
+        return await _a2a_agent(spec, model)
     if isinstance(model, MCPAgentFile):
         agent: Agent = await _mcp_agent(spec, model, directory)
         patches = {model.prefix + tool: patch for tool, patch in model.overrides.items()}
@@ -85,7 +89,7 @@ def _override_key(spec: AgentSpec, name: str) -> str:
 
 def _declarations(spec: AgentSpec) -> list[Capability] | None:
     model = spec.model
-    if isinstance(model, MCPAgentFile) or model.capabilities is None:
+    if isinstance(model, MCPAgentFile | A2AAgentFile) or model.capabilities is None:
         return None
     return [Capability(**decl.model_dump(exclude_unset=True)) for decl in model.capabilities]
 
@@ -135,6 +139,24 @@ async def _mcp_agent(spec: AgentSpec, model: MCPAgentFile, directory: Path) -> A
         )
     except ReachError as exc:
         raise spec.error(loc, str(exc)) from None
+
+
+async def _a2a_agent(spec: AgentSpec, model: A2AAgentFile) -> Agent:
+    from reach_adapters.a2a import A2AAgent, A2AOverridesError
+
+    try:
+        headers = model.http_headers(os.environ)
+    except ValueError as exc:
+        raise spec.error(("bearer_token_env",), str(exc)) from None
+    overrides = {skill: patch.model_dump(exclude_unset=True) for skill, patch in model.overrides.items()}
+    try:
+        return await A2AAgent.connect(
+            model.url, model.name, headers=headers or None, options=model.options(), overrides=overrides
+        )
+    except A2AOverridesError as exc:
+        raise spec.error(("overrides",), str(exc)) from None
+    except ReachError as exc:
+        raise spec.error(("url",), str(exc)) from None
 
 
 def _server(model: MCPAgentFile, directory: Path) -> ServerParameters:

@@ -1,0 +1,307 @@
+"""`A2AAgent`: a remote agent that speaks A2A, every skill on its card a capability."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
+
+import httpx
+from a2a.types.a2a_pb2 import AgentCard
+from pydantic import JsonValue, ValidationError
+
+from middleware import ReachMessage, ReachResult, ResultStatus
+from reach_adapters.a2a.calls import Exchange, request_for
+from reach_adapters.a2a.card import Declared, declare
+from reach_adapters.a2a.client import Link
+from reach_adapters.a2a.errors import A2AOfflineError
+from reach_adapters.a2a.options import A2AOptions
+from reach_adapters.a2a.states import checked_payload, message_result, task_result
+from reach_adapters.a2a.threads import Threads
+from reach_adapters.errors import (
+    InvalidDeclarationError,
+    InvalidMessageError,
+    ReachError,
+    describe_validation_error,
+)
+from reach_adapters.router import (
+    AgentHandle,
+    AgentState,
+    Capability,
+    onward,
+    parse_agent_id,
+    request_meta,
+    time_left,
+)
+
+__all__ = ["A2AAgent"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+class A2AAgent:
+    """One A2A agent (``a2a:<name>:<instance>``); each skill of its card is a capability.
+
+    All calls share one SDK client and HTTP client made at connect. An agent that cannot be
+    reached goes OFFLINE at once and its card is fetched again with backoff until it answers;
+    the router's health probe fetches the card too. Build one with `connect`.
+    """
+
+    def __init__(self, link: Link, agent_id: str, overrides: Mapping[str, Mapping[str, Any]]) -> None:
+        if not isinstance(link, Link):
+            msg = f"build an A2AAgent with A2AAgent.connect(url), not from a {type(link).__name__}"
+            raise InvalidDeclarationError(msg)
+        self._link = link
+        self._agent_id = agent_id
+        self._overrides = overrides
+        self._declared = Declared()
+        self._threads = Threads(agent_id, link.options.threads)
+        self._handles: list[AgentHandle] = []
+        self._offline: str | None = "not connected yet"
+        self._reprobe: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    # -- connecting --------------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        name: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
+        options: A2AOptions | Mapping[str, Any] | None = None,
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> A2AAgent:
+        """Fetch the agent card below `url` (``/.well-known/agent-card.json``) and return the
+        agent ``a2a:<name>:<instance>``, `name` defaulting to the card's name.
+
+        ``headers=`` and ``auth=`` (an ``httpx.Auth``) go with every request, the card's
+        included; ``overrides`` lays capability fields over a skill's, by skill id.
+
+        Raises `InvalidDeclarationError` for bad arguments, `A2ACardError` naming the URL and the
+        field when the card is missing, not JSON or unusable, `A2AConnectionError` when the agent
+        cannot be reached, and `A2ATimeoutError` when the card does not come within
+        ``options.connect_timeout_s``.
+        """
+        checked = _options(url, options)
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            msg = f"A2AAgent.connect takes the agent's base URL (http:// or https://), got {url!r}"
+            raise InvalidDeclarationError(msg)
+        link = Link(url, headers, auth, checked)
+        try:
+            card = await link.fetch_card()
+            agent_id = f"a2a:{name or _type_name(card)}:{checked.instance}"
+            parse_agent_id(agent_id)
+            agent = cls(link, agent_id, dict(overrides or {}))
+            agent._adopt(card)
+        except BaseException:
+            await link.aclose()
+            raise
+        agent._loop = asyncio.get_running_loop()
+        agent._set_state(AgentState.ONLINE, "connected")
+        return agent
+
+    # -- the agent protocol ------------------------------------------------------------------
+
+    @property
+    def agent_id(self) -> str:
+        return self._agent_id
+
+    @property
+    def url(self) -> str:
+        return self._link.url
+
+    @property
+    def card(self) -> AgentCard:
+        return self._link.card
+
+    @property
+    def options(self) -> A2AOptions:
+        return self._link.options
+
+    @property
+    def capabilities(self) -> Sequence[Capability]:
+        return self._declared.capabilities
+
+    @property
+    def connected(self) -> bool:
+        return self._offline is None
+
+    def __repr__(self) -> str:
+        state = "online" if self._offline is None else f"offline: {self._offline}"
+        return f"A2AAgent({self._agent_id!r}, {self._link.shown!r}, {state})"
+
+    def attach(self, handle: AgentHandle) -> None:
+        """Called by the router on registration: state and card changes are reported through it."""
+        self._handles.append(handle)
+        if self._offline is not None:
+            handle.set_state(AgentState.OFFLINE, self._offline)
+
+    def adapt_payload(self, capability: str, payload: JsonValue) -> JsonValue:
+        """A plain text for a skill that reads text is that text: ``"hi"`` -> ``{"text": "hi"}``."""
+        if isinstance(payload, str) and capability in self._declared.text_skills:
+            return {"text": payload}
+        return payload
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        return await self._on_loop(self._invoke(message))
+
+    async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
+        """Each artifact chunk as the agent streams it; an agent that streams none yields its
+        answer once. A task that ends other than completed raises its result's error."""
+        exchange = self._exchange(message)
+        where = f"A2A agent at {self._link.shown}: artifact update"
+        streamed = False
+        async for parts in exchange.events():
+            streamed = True
+            yield checked_payload(parts, where)
+        result = self._result(message, exchange)
+        if not streamed or result.status is not ResultStatus.OK:
+            yield result.raise_for_status().payload
+
+    async def probe(self) -> bool:
+        """The router's health probe: the card fetched once. A success brings back an agent this
+        adapter took OFFLINE, and takes in a changed card."""
+        return await self._on_loop(self._probe())
+
+    async def aclose(self) -> None:
+        """Stop re-probing, let pending cancels end, close the HTTP client. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        reprobe, self._reprobe = self._reprobe, None
+        if reprobe is not None:
+            reprobe.cancel()
+            await asyncio.wait({reprobe})
+        await self._link.aclose()
+        self._set_state(AgentState.OFFLINE, "closed")
+
+    async def __aenter__(self) -> A2AAgent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- calls -------------------------------------------------------------------------------
+
+    async def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the loop that connected: the HTTP client's connections belong to it."""
+        loop = self._loop
+        if loop is None or loop is asyncio.get_running_loop():
+            return await coro
+        if loop.is_closed() or not loop.is_running():
+            coro.close()
+            msg = f"A2A agent {self._agent_id}: the event loop it was connected on is gone; connect again"
+            raise A2AOfflineError(msg)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+    async def _invoke(self, message: ReachMessage) -> ReachResult:
+        exchange = self._exchange(message)
+        async for _ in exchange.events():
+            pass
+        return self._result(message, exchange)
+
+    def _exchange(self, message: ReachMessage) -> Exchange:
+        if self._offline is not None:
+            msg = f"A2A agent {self._agent_id} is offline ({self._offline}); its card is being fetched again"
+            raise A2AOfflineError(msg)
+        meta = message.meta_info
+        skill = meta.capability or ""
+        if skill not in {cap.name for cap in self._declared.capabilities}:
+            skills = sorted(cap.name for cap in self._declared.capabilities)
+            msg = f"agent {self._agent_id} has no skill for capability {skill!r}; it has {skills}"
+            raise InvalidMessageError(msg)
+        options = self._link.options
+        carried = request_meta(onward(meta, self._agent_id, skill if options.hop_tokens else None))
+        turn = self._threads.turn(meta)
+        request = request_for(message, skill, carried, turn, options.return_immediately)
+        timeout_s = time_left(message, options.timeout_ms / 1000.0)
+        return Exchange(self._link, request, timeout_s, self._lost)
+
+    def _result(self, message: ReachMessage, exchange: Exchange) -> ReachResult:
+        url = self._link.shown
+        if exchange.reply is not None:
+            result = message_result(message, self._agent_id, url, exchange.reply)
+        else:
+            assert exchange.task is not None, "an exchange ends with a reply or a task"
+            result = task_result(message, self._agent_id, url, exchange.task)
+        self._threads.remember(message.meta_info, result)
+        return result
+
+    # -- health ------------------------------------------------------------------------------
+
+    async def _probe(self) -> bool:
+        if self._closed:
+            return False
+        try:
+            card = await self._link.fetch_card(self._link.options.connect_timeout_s)
+            self._adopt(card)
+        except ReachError as exc:
+            logger.debug("A2A agent %s: probe failed: %s", self._agent_id, exc)
+            return False
+        if self._offline is not None:
+            self._set_state(AgentState.ONLINE, "agent card fetched again")
+        return True
+
+    def _adopt(self, card: AgentCard) -> None:
+        """Take a (re-)fetched card: new capabilities are reported to the router."""
+        declared = declare(card, self._link.shown, self._link.options, self._overrides)
+        self._link.adopt(card)
+        changed = declared.capabilities != self._declared.capabilities
+        self._declared = declared
+        if changed:
+            for handle in self._handles:
+                handle.set_capabilities(declared.capabilities)
+
+    def _lost(self, reason: str) -> None:
+        """A call could not reach the agent: OFFLINE now, and its card fetched until it answers."""
+        if self._offline is not None or self._closed:
+            return
+        logger.warning("A2A agent %s is offline: %s", self._agent_id, reason)
+        self._set_state(AgentState.OFFLINE, reason)
+        if self._link.options.reprobe.enabled:
+            self._reprobe = asyncio.get_running_loop().create_task(
+                self._reprobe_until_back(), name=f"{self._agent_id} re-probe"
+            )
+
+    async def _reprobe_until_back(self) -> None:
+        policy = self._link.options.reprobe
+        delay = policy.initial_delay_s
+        while self._offline is not None and not self._closed:
+            await asyncio.sleep(delay + random.uniform(0, policy.jitter_s))
+            if await self._probe():
+                logger.info("A2A agent %s is back", self._agent_id)
+                return
+            delay = min(delay * policy.multiplier, policy.max_delay_s)
+
+    def _set_state(self, state: AgentState, reason: str) -> None:
+        self._offline = None if state is AgentState.ONLINE else reason
+        for handle in self._handles:
+            handle.set_state(state, reason)
+
+
+def _type_name(card: AgentCard) -> str:
+    """An agent type from the card's name, lower case, in the characters an agent id allows."""
+    return _UNSAFE.sub("-", card.name.lower()).strip("-._")[:64] or "agent"
+
+
+def _options(url: object, options: A2AOptions | Mapping[str, Any] | None) -> A2AOptions:
+    if options is None:
+        return A2AOptions()
+    if isinstance(options, A2AOptions):
+        return options
+    try:
+        return A2AOptions.model_validate(options)
+    except ValidationError as exc:
+        msg = f"A2A agent at {url}: invalid options: {describe_validation_error(exc)}"
+        raise InvalidDeclarationError(msg) from None

@@ -1,0 +1,271 @@
+"""One reach delivered to an A2A agent: the request sent, its events followed to a final state,
+and every way the exchange can fail turned into what the router expects.
+
+Invoke and stream share `Exchange.events`: it sends the message (streamed when the agent
+streams, so the task's id is known from the first event), follows a task still running when the
+send ends (subscribe, or poll GetTask) until it is final, and sends CancelTask for a task it
+leaves behind, whether the caller cancelled, the deadline passed or the connection broke.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
+from uuid import uuid4
+
+import httpx
+from a2a.client import ClientCallContext
+from a2a.client.errors import A2AClientError, A2AClientTimeoutError
+from a2a.types.a2a_pb2 import (
+    Artifact,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+)
+from a2a.utils.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    InvalidRequestError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf import struct_pb2
+
+from middleware import ReachMessage
+from reach_adapters.a2a.client import Link
+from reach_adapters.a2a.errors import A2AConnectionError, A2AOfflineError, A2AProtocolError
+from reach_adapters.a2a.parts import payload_parts
+from reach_adapters.a2a.states import FINAL
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router import UNKNOWN_OUTCOME
+from reach_adapters.security import redact_text
+
+__all__ = ["Exchange", "Turn", "request_for"]
+
+logger = logging.getLogger(__name__)
+
+# Errors by which the agent says the request was wrong: the caller's to fix, not retried.
+_CALLERS = (
+    InvalidParamsError,
+    InvalidRequestError,
+    ContentTypeNotSupportedError,
+    TaskNotFoundError,
+    TaskNotCancelableError,
+)
+
+
+class Turn:
+    """Where a message goes in a conversation: the remote context, and the task it answers."""
+
+    __slots__ = ("context_id", "task_id")
+
+    def __init__(self, context_id: str = "", task_id: str = "") -> None:
+        self.context_id = context_id
+        self.task_id = task_id
+
+
+def request_for(
+    message: ReachMessage, skill: str, meta: dict[str, Any], turn: Turn, return_immediately: bool
+) -> SendMessageRequest:
+    """The A2A request for `message`: its payload (or its answer to a question) as parts, the
+    task's hop metadata and the skill it asks for, in the conversation `turn` names."""
+    info = message.meta_info
+    resuming = "resume" in info.__pydantic_fields_set__
+    metadata = struct_pb2.Struct()
+    metadata.update(meta)
+    metadata["skill"] = skill
+    outgoing = Message(
+        message_id=uuid4().hex,
+        role=Role.ROLE_USER,
+        parts=payload_parts(info.resume if resuming else message.raw_payload),
+        metadata=metadata,
+        context_id=turn.context_id,
+        task_id=turn.task_id,
+    )
+    configuration = SendMessageConfiguration(return_immediately=True) if return_immediately else None
+    return SendMessageRequest(message=outgoing, configuration=configuration)
+
+
+class Exchange:
+    """One call's events, gathered into the task (or the reply message) they describe."""
+
+    __slots__ = ("_link", "_lost", "_request", "_timeout_s", "reply", "task")
+
+    def __init__(
+        self, link: Link, request: SendMessageRequest, timeout_s: float, lost: Callable[[str], None]
+    ) -> None:
+        self._link = link
+        self._request = request
+        self._timeout_s = timeout_s
+        self._lost = lost
+        self.task: Task | None = None
+        self.reply: Message | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.reply is not None or (self.task is not None and self.task.status.state in FINAL)
+
+    async def events(self) -> AsyncIterator[list[Part]]:
+        """Run the call to its end, yielding each artifact chunk's parts as they come."""
+        client = self._link.client
+        if client is None:
+            msg = f"A2A agent at {self._link.shown} is closed"
+            raise A2AOfflineError(msg)
+        context = ClientCallContext(timeout=self._timeout_s)
+        # Typed as an iterator; the SDK's client is an async generator, which has aclose().
+        stream = cast(
+            "AsyncGenerator[StreamResponse, None]", client.send_message(self._request, context=context)
+        )
+        try:
+            try:
+                event = await self._first(stream)
+                while event is not None:
+                    chunk = self._take(event)
+                    if chunk:
+                        yield chunk
+                    # Read to the stream's end even once the task is final: a response read whole
+                    # leaves its connection to the next call, one closed early takes it along.
+                    event = await anext(stream, None)
+                while not self.done:
+                    async for chunk in self._follow(context):
+                        yield chunk
+            except (A2AError, httpx.HTTPError) as exc:
+                raise self._failure(exc) from None
+        except BaseException:
+            # Cancelled, past the deadline, closed by the caller, or failed: a task left running
+            # on the agent is told to stop, in the background so nothing here waits on it.
+            task = self.task
+            if task is not None and not self.done:
+                self._link.cancel_soon(task.id)
+            raise
+
+    async def _first(self, stream: AsyncGenerator[StreamResponse, None]) -> StreamResponse | None:
+        """The send's first event, which names the task. Read apart from the caller's task: a
+        call cancelled before it arrives leaves it to be read, and the task it names cancelled."""
+        first = asyncio.ensure_future(anext(stream, None))
+        try:
+            return await asyncio.shield(first)
+        except asyncio.CancelledError:
+            first.add_done_callback(lambda done: self._orphaned(done, stream))
+            raise
+
+    def _orphaned(
+        self, first: asyncio.Future[StreamResponse | None], stream: AsyncGenerator[StreamResponse, None]
+    ) -> None:
+        """The first event of a call already abandoned: cancel the task it names, if running."""
+        if not first.cancelled() and first.exception() is None:
+            event = first.result()
+            if event is not None:
+                self._take(event)
+                if self.task is not None and not self.done:
+                    self._link.cancel_soon(self.task.id)
+        self._link.close_soon(stream)
+
+    async def _follow(self, context: ClientCallContext) -> AsyncIterator[list[Part]]:
+        """A task the send left running: its events (subscribe), or its state polled."""
+        client = self._link.client
+        task = self.task
+        if task is None or client is None:
+            msg = f"A2A agent at {self._link.shown} ended the send with neither a task nor a message"
+            raise A2AProtocolError(msg)
+        if self._link.streaming:
+            try:
+                async for event in client.subscribe(SubscribeToTaskRequest(id=task.id), context=context):
+                    chunk = self._take(event)
+                    if chunk:
+                        yield chunk
+                    if self.done:
+                        return
+            except UnsupportedOperationError:
+                pass  # the task ended between the send and the subscribe: GetTask has it
+        else:
+            await asyncio.sleep(self._link.options.poll_interval_s)
+        self._take_task(await client.get_task(GetTaskRequest(id=task.id), context=context))
+
+    def _take(self, event: StreamResponse) -> list[Part] | None:
+        kind = event.WhichOneof("payload")
+        if kind == "task":
+            self._take_task(event.task)
+        elif kind == "message":
+            self.reply = event.message
+        elif kind == "status_update":
+            status = event.status_update
+            self._task(status.task_id, status.context_id).status.CopyFrom(status.status)
+        elif kind == "artifact_update":
+            chunk = event.artifact_update
+            _merge(self._task(chunk.task_id, chunk.context_id), chunk.artifact, append=chunk.append)
+            return list(chunk.artifact.parts)
+        return None
+
+    def _take_task(self, task: Task) -> None:
+        if self.task is None or not task.artifacts:
+            self.task = task
+            return
+        # A snapshot after streamed chunks: its status is newer, and its artifacts at least as whole.
+        self.task.status.CopyFrom(task.status)
+        del self.task.artifacts[:]
+        self.task.artifacts.extend(task.artifacts)
+
+    def _task(self, task_id: str, context_id: str) -> Task:
+        if self.task is None:
+            self.task = Task(id=task_id, context_id=context_id)
+        return self.task
+
+    def _failure(self, exc: A2AError | httpx.HTTPError) -> Exception:
+        """What a failed exchange means for the router, as the exception to raise."""
+        shown = self._link.shown
+        if isinstance(exc, _CALLERS):
+            return InvalidMessageError(f"A2A agent at {shown} refused the request: {exc.message}")
+        if isinstance(exc, A2AClientTimeoutError):
+            return TimeoutError(f"A2A agent at {shown} did not answer within {self._timeout_s:.3f} s")
+        cause = exc.__cause__ if isinstance(exc, A2AClientError) else exc
+        if isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout):
+            reason = f"cannot connect: {redact_text(str(cause) or repr(cause))}"
+            self._lost(reason)
+            return A2AOfflineError(f"A2A agent at {shown} {reason}")
+        if isinstance(cause, httpx.TransportError):
+            reason = f"the connection broke: {redact_text(str(cause) or repr(cause))}"
+            self._lost(reason)
+            return A2AConnectionError(f"A2A agent at {shown}: {reason}; {UNKNOWN_OUTCOME}")
+        if isinstance(cause, httpx.HTTPStatusError):
+            return _HTTPStatusError(shown, cause.response.status_code, str(exc))
+        return A2AProtocolError(f"A2A agent at {shown} failed the call: {redact_text(str(exc))}")
+
+
+class _HTTPStatusError(A2AProtocolError):
+    """An HTTP error status; 429 and 5xx carry ``status_code`` so the core sees a transient one."""
+
+    def __init__(self, shown: str, status_code: int, said: str) -> None:
+        super().__init__(f"A2A agent at {shown} answered HTTP {status_code}: {redact_text(said)}")
+        self.status_code = status_code
+
+
+def _merge(task: Task, artifact: Artifact, *, append: bool) -> None:
+    """Lay an artifact chunk into the task: appended to the artifact of its id (text continuing
+    text), or replacing it."""
+    for held in task.artifacts:
+        if held.artifact_id == artifact.artifact_id:
+            if not append:
+                held.CopyFrom(artifact)
+                return
+            parts = list(artifact.parts)
+            if parts and held.parts and _is_text(held.parts[-1]) and _is_text(parts[0]):
+                held.parts[-1].text += parts.pop(0).text
+            held.parts.extend(parts)
+            return
+    task.artifacts.append(artifact)
+
+
+def _is_text(part: Part) -> bool:
+    kind: str | None = part.WhichOneof("content")
+    return kind == "text"

@@ -1,0 +1,130 @@
+"""The one connection to an A2A agent: its HTTP client, its card, and the SDK client over both.
+
+Made once at connect and reused by every call: a call costs its own round trips, no setup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, Coroutine, Mapping
+from typing import Any
+
+import httpx
+from a2a.client import A2ACardResolver, AgentCardResolutionError, Client, ClientConfig, ClientFactory
+from a2a.client.errors import A2AClientError
+from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, StreamResponse
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from a2a.utils.errors import A2AError
+
+from reach_adapters.a2a.errors import A2ACardError, A2AConnectionError, A2ATimeoutError
+from reach_adapters.a2a.options import A2AOptions
+from reach_adapters.security import redact_text, redact_url
+
+__all__ = ["Link"]
+
+logger = logging.getLogger(__name__)
+
+
+class Link:
+    """An agent's base URL, HTTP client, card and SDK client; `refresh` swaps in a new card."""
+
+    def __init__(
+        self, url: str, headers: Mapping[str, str] | None, auth: httpx.Auth | None, options: A2AOptions
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.shown = redact_url(self.url)
+        self.options = options
+        self.http = httpx.AsyncClient(
+            headers=dict(headers or {}), auth=auth, timeout=httpx.Timeout(options.http_timeout_s)
+        )
+        self.card = AgentCard()
+        self.client: Client | None = None
+        self._cancels: set[asyncio.Task[None]] = set()
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the agent streams: calls then learn the task's id from the first event."""
+        return self.card.capabilities.streaming
+
+    async def fetch_card(self, timeout_s: float | None = None) -> AgentCard:
+        """The agent's card, fetched now; every failure is a `ReachError` naming the URL."""
+        timeout_s = self.options.connect_timeout_s if timeout_s is None else timeout_s
+        where = f"{self.shown}{AGENT_CARD_WELL_KNOWN_PATH}"
+        resolver = A2ACardResolver(self.http, self.url)
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await resolver.get_agent_card(http_kwargs={"timeout": timeout_s})
+        except TimeoutError:
+            msg = f"A2A agent card at {where} did not arrive within {timeout_s} s; raise connect_timeout_s"
+            raise A2ATimeoutError(msg) from None
+        except AgentCardResolutionError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, httpx.TimeoutException):
+                msg = f"A2A agent card at {where}: no answer within {timeout_s} s; raise connect_timeout_s"
+                raise A2ATimeoutError(msg) from None
+            if isinstance(cause, httpx.RequestError):
+                msg = f"cannot reach the A2A agent at {self.shown}: {redact_text(str(cause) or repr(cause))}"
+                raise A2AConnectionError(msg) from None
+            if exc.status_code is not None:
+                msg = (
+                    f"no agent card at {where} (HTTP {exc.status_code}); check the agent's base URL "
+                    "(the card is served at /.well-known/agent-card.json below it) and its credentials"
+                )
+                if exc.status_code >= 500:
+                    raise A2AConnectionError(msg) from None
+                raise A2ACardError(msg) from None
+            msg = f"the agent card at {where} cannot be read: {redact_text(exc.message)}"
+            raise A2ACardError(msg) from None
+
+    def adopt(self, card: AgentCard) -> None:
+        """Use `card` for calls from now on: a new SDK client over the same HTTP client."""
+        if self.client is not None and card == self.card:
+            return
+        factory = ClientFactory(ClientConfig(httpx_client=self.http, streaming=True))
+        try:
+            client = factory.create(card)
+        except ValueError as exc:
+            offered = [f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces]
+            msg = (
+                f"agent card at {self.shown}: field 'supported_interfaces' offers {offered or 'nothing'}, "
+                f"none of which this client speaks (JSON-RPC, 1.0 or 0.3): {exc}"
+            )
+            raise A2ACardError(msg) from None
+        self.card, self.client = card, client
+
+    def cancel_soon(self, task_id: str) -> None:
+        """Tell the agent to cancel `task_id`, in the background: the call that owned it is gone."""
+        self._background(self._cancel(task_id), f"a2a cancel {task_id}")
+
+    def close_soon(self, stream: AsyncGenerator[StreamResponse, None]) -> None:
+        """Close an event stream no call reads any more, in the background."""
+        self._background(stream.aclose(), "a2a close stream")
+
+    def _background(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _cancel(self, task_id: str) -> None:
+        client = self.client
+        if client is None:
+            return
+        try:
+            async with asyncio.timeout(self.options.cancel_timeout_s):
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+        except (A2AError, TimeoutError, httpx.HTTPError) as exc:
+            # A task that ended meanwhile is not cancelable: nothing is left to stop.
+            logger.info("A2A agent at %s: cancelling task %s failed: %r", self.shown, task_id, exc)
+        else:
+            logger.debug("A2A agent at %s: task %s cancelled", self.shown, task_id)
+
+    async def aclose(self) -> None:
+        """Let pending cancels finish (each is bounded), then close the HTTP client."""
+        if self._cancels:
+            await asyncio.wait(set(self._cancels))
+        self.client = None
+        try:
+            await self.http.aclose()
+        except (A2AClientError, httpx.HTTPError) as exc:
+            logger.debug("A2A agent at %s: closing its HTTP client failed: %r", self.shown, exc)

@@ -1,0 +1,105 @@
+"""Streams, long tasks, cancellation and multi-turn conversations with a real A2A agent."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from reach_adapters import Router, TaskStatus
+from reach_adapters.a2a import A2AAgent
+from reach_adapters.errors import ReachError
+from tests.a2a.agents import Served, serve_agent
+from tests.waiting import eventually
+
+
+async def test_a_stream_yields_each_artifact_chunk(routed: Router) -> None:
+    chunks = [chunk async for chunk in routed.stream("stream", "go")]
+    assert chunks == ["one ", "two ", "three"]
+    # The unary call gathers the chunks of one artifact into one text.
+    assert (await routed.route("stream", "go")).payload == "one two three"
+
+
+async def test_a_stream_of_an_agent_that_answers_once(routed: Router) -> None:
+    assert [chunk async for chunk in routed.stream("hello", "ann")] == ["hello, ann"]
+    with pytest.raises(ReachError, match="boom"):
+        _ = [chunk async for chunk in routed.stream("fail", "x")]
+
+
+async def test_a_long_task_through_submit_and_wait(routed: Router) -> None:
+    record = await routed.submit("slow", {"seconds": 0.5})
+    done = await routed.wait(record.task_id, timeout=20)
+    assert done.status is TaskStatus.OK, done
+    assert done.result is not None
+    assert done.result.payload == "slept 0.5"
+
+
+async def test_cancelling_a_submitted_task_cancels_the_remote_one(routed: Router, served: Served) -> None:
+    record = await routed.submit("slow", {"seconds": 30})
+    await eventually(
+        lambda: bool(served.executor.record.started), timeout=20, what="the remote task to start"
+    )
+    await routed.cancel(record.task_id)
+    remote = served.executor.record.started[0]
+    await eventually(lambda: remote in served.executor.record.cancelled, what="CancelTask to reach the agent")
+
+
+async def test_the_deadline_cancels_the_remote_task(routed: Router, served: Served) -> None:
+    result = await routed.route("slow", {"seconds": 30}, timeout_ms=500)
+    assert result.status.value == "timeout"
+    await eventually(lambda: bool(served.executor.record.cancelled), what="CancelTask to reach the agent")
+    assert served.executor.record.cancelled == served.executor.record.started
+
+
+@pytest.fixture
+async def polled() -> AsyncIterator[tuple[Router, Served]]:
+    """An agent without streaming, asked to answer sends at once: its tasks are polled."""
+    async with serve_agent(streaming=False) as served:
+        agent = await A2AAgent.connect(
+            served.url, options={"return_immediately": True, "poll_interval_s": 0.05}
+        )
+        router = Router()
+        router.register(agent)
+        try:
+            yield router, served
+        finally:
+            await router.aclose()
+
+
+async def test_a_task_of_an_agent_without_streaming_is_polled(polled: tuple[Router, Served]) -> None:
+    router, served = polled
+    assert (await router.route("slow", {"seconds": 0.3})).payload == "slept 0.3"
+    assert [chunk async for chunk in router.stream("echo", "once")] == ["once"]
+    record = await router.submit("slow", {"seconds": 30})
+    await eventually(lambda: len(served.executor.record.started) == 3, what="the remote task to start")
+    await router.cancel(record.task_id)
+    remote = served.executor.record.started[2]
+    await eventually(lambda: remote in served.executor.record.cancelled, what="CancelTask to reach the agent")
+
+
+def _context(result: object) -> str:
+    ids = result.extra["a2a"]  # type: ignore[attr-defined]
+    assert isinstance(ids, dict)
+    return str(ids["context_id"])
+
+
+async def test_input_required_then_resume_on_the_same_thread(routed: Router) -> None:
+    asked = await routed.route("ask", "hi", configurable={"thread_id": "alice"})
+    assert asked.status.value == "input_required"
+    context = _context(asked)
+    other = await routed.route("ask", "hi", configurable={"thread_id": "bob"})
+    assert _context(other) != context
+    answered = await routed.route("ask", None, configurable={"thread_id": "alice"}, resume="Ann")
+    assert answered.status.value == "ok", answered.error
+    assert answered.payload == f"hello Ann (context {context})"
+    # The conversation goes on in the same context; nothing waits for an answer any more.
+    assert _context(await routed.route("echo", "more", configurable={"thread_id": "alice"})) == context
+    again = await routed.route("ask", None, configurable={"thread_id": "alice"}, resume="Ann")
+    assert (again.status.value, again.fault) == ("invalid", "caller")
+    assert "waits on no question" in (again.error or "")
+
+
+async def test_resume_needs_a_thread(routed: Router) -> None:
+    result = await routed.route("ask", None, resume="Ann")
+    assert result.status.value == "invalid"
+    assert "configurable={'thread_id'" in (result.error or "")
