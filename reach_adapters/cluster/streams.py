@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import redis.asyncio as redis
+from redis.asyncio.connection import AbstractConnection, Connection
 from redis.exceptions import RedisError
 
 from reach_adapters.cluster.outage import Outage
@@ -64,6 +66,7 @@ class StreamReader:
         self._outage = outage
         self._name = name
         self._task: asyncio.Task[None] | None = None
+        self._conn: AbstractConnection | None = None
         self.last_id: bytes | str = "0-0"
         # A flag as well as cancel(): on 3.11 a cancel racing redis-py's read timeout can be
         # swallowed, and the reader must still stop (each blocking read is bounded).
@@ -72,8 +75,14 @@ class StreamReader:
     async def start(self) -> None:
         """Read from the stream's last entry on; raises RedisError when Redis does not answer."""
         start_id = self.last_id = await last_entry_id(self._client, self._stream)
+        # A connection of its own (opened by its first read), held until `aclose`: each blocking
+        # read is then one command sent and one reply parsed, without the client's per-command
+        # round through its pool and bookkeeping, which costs tens of µs on every cross-node
+        # call's path.
+        pool = self._client.connection_pool
+        self._conn = conn = pool.connection_class(**pool.connection_kwargs)
         self._task = asyncio.get_running_loop().create_task(
-            self._reading(start_id), name=f"reach cluster {self._name} of {self._outage.who}"
+            self._reading(conn, start_id), name=f"reach cluster {self._name} of {self._outage.who}"
         )
 
     async def aclose(self) -> None:
@@ -82,11 +91,17 @@ class StreamReader:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        if self._conn is not None:
+            await self._conn.disconnect()
+            self._conn = None
 
-    async def _reading(self, last_id: bytes | str) -> None:
+    async def _reading(self, conn: AbstractConnection, last_id: bytes | str) -> None:
         while not self._closed:
             try:
-                reply = await self._client.xread({self._stream: last_id}, count=_BATCH, block=self._block_ms)
+                # Retried as the client retries its own commands: once, on a fresh connection.
+                reply = await conn.retry.call_with_retry(
+                    partial(self._xread, conn, last_id), lambda _: conn.disconnect()
+                )
             except (RedisError, OSError) as exc:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
@@ -100,6 +115,18 @@ class StreamReader:
             for entry_id, raw in entries(reply):
                 last_id = self.last_id = entry_id
                 self._handle(raw)
+            if reply:
+                # What the entries woke (a caller waiting for its reply, a call's serving task)
+                # runs first: sending the next XREAD before it would put a write to Redis, and
+                # the wake-up of Redis it causes, on every call's path.
+                await asyncio.sleep(0)
+
+    async def _xread(self, conn: AbstractConnection, last_id: bytes | str) -> Any:
+        await conn.send_command(
+            "XREAD", "COUNT", _BATCH, "BLOCK", self._block_ms, "STREAMS", self._stream, last_id
+        )
+        # The client's own parsing, so entries come as its `xread` gives them.
+        return await self._client.parse_response(cast(Connection, conn), "XREAD")
 
     async def unread(self) -> list[bytes]:
         """Entries written after the last one handled: after `aclose`, what nobody will read."""
