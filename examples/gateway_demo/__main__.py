@@ -28,7 +28,6 @@ require(
 
 import asyncio
 import json
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +37,7 @@ import httpx
 from mcp import Client
 from mcp.types import RequestParamsMeta, TextContent
 
+from examples.processes import ready_fields, running
 from middleware import new_task_id, new_trace_id
 from reach_adapters.cli.render import render_catalog, render_decision
 from reach_adapters.cli.serve import READY_PREFIX
@@ -97,36 +97,18 @@ def _over_http(http: httpx.Client) -> None:
         _explain(http, result["task_id"])
 
 
-async def _ready_line(process: asyncio.subprocess.Process, log: Path) -> dict[str, str]:
-    assert process.stdout is not None
-    line = (await asyncio.wait_for(process.stdout.readline(), timeout=60)).decode().strip()
-    if not line.startswith(READY_PREFIX):
-        # The server's own one-line error is the last line of its log.
-        said = log.read_text().strip().splitlines() or [f"it printed {line!r}"]
-        msg = f"reach serve did not start: {said[-1]}"
-        raise SystemExit(msg)
-    return dict(part.split("=", 1) for part in line.removeprefix(READY_PREFIX).split())
-
-
 async def main() -> None:
     _section("1. reach serve examples/config --port 0")
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "reach.log"
-        with log.open("w") as log_file:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "reach_adapters.cli", "serve", str(CONFIG), "--port", "0", "--log-json",
-                cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=log_file,
-            )  # fmt: skip
-            try:
-                urls = await _ready_line(process, log)
-                print(f"  serving MCP at {urls['mcp']} and the API at {urls['api']}")
-                with httpx.Client(base_url=urls["url"], timeout=30) as http:
-                    await _over_mcp(urls["mcp"], http)
-                    _over_http(http)
-            finally:
-                if process.returncode is None:
-                    process.send_signal(signal.SIGTERM)
-                code = await asyncio.wait_for(process.wait(), timeout=30)
+        serve = ("-m", "reach_adapters.cli", "serve", str(CONFIG), "--port", "0", "--log-json")
+        async with running(sys.executable, *serve, cwd=ROOT, log=log) as process:
+            urls = await ready_fields(process, READY_PREFIX, log, "reach serve")
+            print(f"  serving MCP at {urls['mcp']} and the API at {urls['api']}")
+            with httpx.Client(base_url=urls["url"], timeout=30) as http:
+                await _over_mcp(urls["mcp"], http)
+                _over_http(http)
+        code = process.returncode
         _section(f"4. stopped with SIGTERM (exit code {code}); the server's decision log")
         for line in log.read_text().splitlines():
             record = json.loads(line) if line.startswith("{") else {}
