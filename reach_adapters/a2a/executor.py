@@ -289,8 +289,10 @@ def _refused(exc: InvalidMessageError, metadata: dict[str, Any]) -> ReachResult:
         except ValidationError:
             continue
         ids[key] = value
-    reach = ReachMessage(raw_payload=None, meta_info=MetaInfo(**ids))
-    return error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
+    meta = MetaInfo(**ids)
+    reach = ReachMessage(raw_payload=None, meta_info=meta)
+    refused = error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
+    return refused.model_copy(update={"trace_id": meta.trace_id})
 
 
 def _resumes(reach: ReachMessage) -> bool:
