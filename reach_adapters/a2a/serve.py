@@ -25,7 +25,6 @@ from a2a.server.tasks import (
     BasePushNotificationSender,
     InMemoryPushNotificationConfigStore,
     PushNotificationConfigStore,
-    TaskStore,
 )
 from a2a.types.a2a_pb2 import AgentCard
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
@@ -134,7 +133,6 @@ class A2AService:
         else:
             tasks = RedisA2ATaskStore(client, prefix, owners, ttl_s=ttl_s)
             pushes = RedisPushConfigStore(client, prefix, owners, ttl_s=ttl_s)
-        self.tasks: TaskStore = tasks
         check = push_url_validator(private=private_push)
         self._push_client = httpx.AsyncClient(timeout=_PUSH_TIMEOUT_S)
         self._pushes = BackgroundPushSender(
