@@ -6,7 +6,11 @@ text, like ``route(None, text=...)``. The caller's hop metadata (``agent-reach/.
 trace, deadline, depth, lineage) continues in the reach, so a chain of routers keeps one task.
 The result becomes the task's end state as the wire contract of docs/a2a-serve.md says; a
 result that asks for input leaves the task ``input-required``, and the next message on the same
-task resumes the same agent on the same thread.
+task resumes the same agent on the same thread. Only that: a message for a task in any other state
+is refused, and ``agent-reach/resume`` in a message's metadata is ignored (resuming another's
+interrupt must not be a metadata key away). Threads are the caller's: with a principal, every
+thread id is prefixed with it, so one principal cannot enter another's conversation by naming its
+contextId.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, Task, TaskState
+from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import struct_pb2
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from middleware import MetaInfo, RoutingHint
 from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
@@ -45,7 +50,7 @@ if TYPE_CHECKING:
     # The type `Router.explain` answers; only its fields are read.
     from reach_adapters.router.decisions import DecisionRecord
 
-__all__ = ["SKILL_KEYS", "STATES", "RouterExecutor", "result_metadata", "result_state"]
+__all__ = ["CALLER_TOKEN", "SKILL_KEYS", "STATES", "RouterExecutor", "result_metadata"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +73,13 @@ _STREAMING_METHODS = frozenset({"SendStreamingMessage", "message/stream"})
 _AGENT = META_PREFIX + "agent_id"
 _CAPABILITY = META_PREFIX + "capability"
 _STREAMED = "stream"
+# Ignored in a message's metadata: an interrupt is resumed by answering its task, nothing else.
+_RESUME = META_PREFIX + "resume"
+# A hop token is a credential: the request handler moves it out of the message (which the task's
+# history keeps) into the call's state, under this key, before anything is stored.
+CALLER_TOKEN = META_PREFIX + "caller_token"
 
 Principal = Callable[[ServerCallContext], str | None]
-
-
-def result_state(result: ReachResult) -> TaskState:
-    return STATES[result.status]
 
 
 def result_metadata(result: ReachResult) -> dict[str, Any]:
@@ -101,17 +107,22 @@ class RouterExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = str(context.task_id), str(context.context_id)
+        task = context.current_task
+        if task is not None and task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+            # Raised before any event, so the task keeps its state and the caller gets the error.
+            raise UnsupportedOperationError(message=busy_task(task))
         updater = TaskUpdater(event_queue, task_id, context_id)
         message = context.message
-        if context.current_task is None:
+        if task is None:
             history = [] if message is None else [message]
             await event_queue.enqueue_event(
                 new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
             )
+        metadata = {} if message is None else self._metadata(context, message)
         try:
-            reach = self._reach(context, message)
+            reach = self._reach(context, message, metadata)
         except InvalidMessageError as exc:
-            await self._finish(updater, _refused(exc))
+            await self._finish(updater, _refused(exc, metadata))
             return
         await updater.start_work()
         method = context.call_context.state.get("method")
@@ -132,11 +143,22 @@ class RouterExecutor(AgentExecutor):
 
     # -- the reach ---------------------------------------------------------------------------
 
-    def _reach(self, context: RequestContext, message: Message | None) -> ReachMessage:
+    @staticmethod
+    def _metadata(context: RequestContext, message: Message) -> dict[str, Any]:
+        """The request's and the message's metadata, as the reach may read them."""
+        metadata = {**context.metadata, **_struct(message.metadata)}
+        metadata.pop(_RESUME, None)
+        token = context.call_context.state.get(CALLER_TOKEN)
+        if token is not None:
+            metadata[CALLER_TOKEN] = token
+        return metadata
+
+    def _reach(
+        self, context: RequestContext, message: Message | None, metadata: dict[str, Any]
+    ) -> ReachMessage:
         if message is None:
             msg = "the request has no message: send one with text parts or one data part"
             raise InvalidMessageError(msg)
-        metadata = {**context.metadata, **_struct(message.metadata)}
         named = next((metadata[key] for key in SKILL_KEYS if key in metadata), None)
         if named == MATCH_SKILL:
             named = None
@@ -144,11 +166,9 @@ class RouterExecutor(AgentExecutor):
             msg = f"metadata 'skill' must name a skill id (a string) of the agent card, got {named!r}"
             raise InvalidMessageError(msg)
         task = context.current_task
-        if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        if task is not None:
             return self._resume(context, metadata, message, task)
-        meta = meta_from_request(metadata, named)
-        meta.principal = self.principal_of(context.call_context)
-        _thread(meta, str(context.context_id))
+        meta = self._meta(context, metadata, named)
         payload = input_payload(message.parts)
         if named is None:
             text = payload.get("text")
@@ -170,16 +190,20 @@ class RouterExecutor(AgentExecutor):
         if not isinstance(agent_id, str) or not isinstance(capability, str):
             msg = f"task {task.id} waits for input, but not from an agent of this router: start a new task"
             raise InvalidMessageError(msg)
-        meta = meta_from_request(metadata, capability)
-        meta.principal = self.principal_of(context.call_context)
-        _thread(meta, str(context.context_id))
+        meta = self._meta(context, metadata, capability)
         meta.resume = result_payload(message.parts)
         return ReachMessage(
             raw_payload=None, meta_info=meta, routing_hint=RoutingHint(mode="directed", target=agent_id)
         )
 
+    def _meta(self, context: RequestContext, metadata: dict[str, Any], capability: str | None) -> MetaInfo:
+        meta = meta_from_request(metadata, capability)
+        meta.principal = self.principal_of(context.call_context)
+        _thread(meta, str(context.context_id))
+        return meta
+
     async def _finish(self, updater: TaskUpdater, result: ReachResult) -> None:
-        state = result_state(result)
+        state = STATES[result.status]
         metadata = result_metadata(result)
         if result.ok:
             await updater.add_artifact(payload_parts(result.payload), name="result")
@@ -227,21 +251,12 @@ class RouterExecutor(AgentExecutor):
             return None
 
     def _stream_failure(self, reach: ReachMessage, exc: ReachError) -> ReachResult:
-        """The result a failed stream stands for, from its decision record when there is one."""
-        record = self._record(reach.meta_info.task_id)
-        if record is not None and record.attempts:
-            last = record.attempts[-1]
-            ended = ResultStatus(record.status) if record.status in _STATUSES else last.status
-            return error_result(
-                reach, ended, last.error_type or type(exc).__name__, str(exc), fault=last.fault
-            ).model_copy(update={"agent_id": last.agent_id, "delivered": last.delivered})
+        """The result a failed stream stands for: the router's own, when the error carries it."""
+        if exc.result is not None:
+            return exc.result
         if isinstance(exc, InvalidMessageError):
             return error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
-        # Refused or undelivered before any agent had it: the router's or the caller's outcome.
-        status = ResultStatus(record.status) if record is not None and record.status in _STATUSES else None
-        return error_result(
-            reach, status or ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER
-        )
+        return error_result(reach, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER)
 
 
 _ENDED = frozenset(
@@ -252,13 +267,32 @@ _ENDED = frozenset(
         TaskState.TASK_STATE_REJECTED,
     }
 )
-_STATUSES = frozenset(status.value for status in ResultStatus)
 
 
-def _refused(exc: InvalidMessageError) -> ReachResult:
-    """A message no reach can be made of: the caller's to fix, nothing was delivered."""
-    reach = ReachMessage(raw_payload=None, meta_info=MetaInfo())
-    return error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
+def busy_task(task: Task) -> str:
+    """Why a message for `task` is refused: only an input-required task takes another."""
+    state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+    return (
+        f"task {task.id} is {state}: only an input-required task takes another message; "
+        "send a new message without taskId to start a new task"
+    )
+
+
+def _refused(exc: InvalidMessageError, metadata: dict[str, Any]) -> ReachResult:
+    """A message no reach can be made of: the caller's to fix, nothing was delivered. The caller's
+    task and trace ids are kept when they are valid, so its hop still names the same task."""
+    ids: dict[str, Any] = {}
+    for key in ("task_id", "trace_id"):
+        value = metadata.get(META_PREFIX + key)
+        try:
+            MetaInfo(**{key: value})
+        except ValidationError:
+            continue
+        ids[key] = value
+    meta = MetaInfo(**ids)
+    reach = ReachMessage(raw_payload=None, meta_info=meta)
+    refused = error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
+    return refused.model_copy(update={"trace_id": meta.trace_id})
 
 
 def _resumes(reach: ReachMessage) -> bool:
@@ -266,9 +300,16 @@ def _resumes(reach: ReachMessage) -> bool:
 
 
 def _thread(meta: MetaInfo, context_id: str) -> None:
-    """One A2A context is one conversation: the agent's thread, unless the caller named one."""
-    if meta.configurable is None or "thread_id" not in meta.configurable:
-        meta.configurable = {**(meta.configurable or {}), "thread_id": context_id}
+    """One A2A context is one conversation: the agent's thread, unless the caller named one.
+
+    With a principal, the thread is prefixed with it: the contextId (or thread id) is the
+    caller's choice, and must not let it into another principal's thread.
+    """
+    configurable = dict(meta.configurable or {})
+    thread = configurable.get("thread_id", context_id)
+    if meta.principal is not None:
+        thread = f"{meta.principal}/{thread}"
+    meta.configurable = {**configurable, "thread_id": thread}
 
 
 def _struct(struct: struct_pb2.Struct) -> dict[str, JsonValue]:

@@ -4,50 +4,59 @@ to mount beside the gateway's MCP endpoint and API (`reach serve` does).
 Requests are authenticated in front of these routes (the gateway's `Authentication`); what they
 know of the caller is `principal_of(scope)`. Every reach runs as that principal, so its
 permissions, quotas and visibility hold; tasks and push configs belong to it. With a Redis client
-(a cluster node's), tasks and push configs live there, so every node answers for every task.
+(a cluster node's), tasks and push configs live there, so every node answers for every task;
+without, in this process, for ``task_result_ttl_s`` and `MAX_TASKS` at most.
+
+The routes take the gateway's `guard` (its API's: no cross-site Origin, no rebound Host), since a
+web page could otherwise POST a ``message/send`` as ``text/plain`` and run agents.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import httpx
 from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes
 from a2a.server.tasks import (
     BasePushNotificationSender,
     InMemoryPushNotificationConfigStore,
-    InMemoryTaskStore,
     PushNotificationConfigStore,
-    TaskStore,
 )
 from a2a.types.a2a_pb2 import AgentCard
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 
 from reach_adapters.a2a.executor import RouterExecutor
+from reach_adapters.a2a.handler import ReachRequestHandler
+from reach_adapters.a2a.memory_store import MemoryA2ATaskStore
+from reach_adapters.a2a.push import BackgroundPushSender, push_url_validator
 from reach_adapters.a2a.router_card import RouterCard
-from reach_adapters.a2a.taskstore import Owners
+from reach_adapters.a2a.taskstore import Owners, RedisA2ATaskStore, RedisPushConfigStore
 from reach_adapters.router import Router
 
 if TYPE_CHECKING:
+    # Only the client's type: a cluster node hands its own (redis-py comes with the cluster extra).
     import redis.asyncio as redis
 
-__all__ = ["A2A_PATH", "AGENT_CARD_PATH", "A2AService", "call_principal"]
+__all__ = ["A2A_PATH", "A2AService", "call_principal"]
 
 logger = logging.getLogger(__name__)
 
 A2A_PATH = "/a2a"
-AGENT_CARD_PATH = "/.well-known/agent-card.json"
 _PUSH_TIMEOUT_S = 10.0
-_PUSH_SCHEMES = ("http", "https")
+# Pushes sent at once when the gateway names no bound of its own.
+_MAX_PUSHES = 64
+# Where the call's state keeps the base URL its request was sent to.
+_BASE_URL = "agent-reach/base_url"
 
 ScopePrincipal = Callable[[Mapping[str, Any]], str | None]
+Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
 class _Caller(User):
@@ -69,6 +78,11 @@ class _Calls(DefaultServerCallContextBuilder):
     def __init__(self, principal_of: ScopePrincipal) -> None:
         self._principal_of = principal_of
 
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[_BASE_URL] = str(request.base_url)
+        return context
+
     def build_user(self, request: Request) -> User:
         return _Caller(self._principal_of(request.scope))
 
@@ -84,7 +98,11 @@ class A2AService:
 
     `secured()` says whether the server authenticates requests now (a security.yaml is in force).
     `client` and `prefix`: a cluster's Redis and key prefix, to keep tasks where every node reads
-    them for ``policy.task_result_ttl_s``; without them tasks live in this process.
+    them for ``policy.task_result_ttl_s``; without them tasks live in this process as long.
+    `url_from_request`: the card names the URL each request was sent to (its Host) instead of
+    `base_url`, for a server listening on every interface. `private_push`: push receivers on
+    loopback and private networks are allowed (else only public addresses). `max_pushes`: pushes
+    sent at once.
     """
 
     def __init__(
@@ -97,54 +115,61 @@ class A2AService:
         secured: Callable[[], bool] = lambda: False,
         client: redis.Redis | None = None,
         prefix: str = "reach:",
+        url_from_request: bool = False,
+        private_push: bool = False,
+        max_pushes: int = _MAX_PUSHES,
     ) -> None:
         self.router = router
         self.url = base_url.rstrip("/") + A2A_PATH
+        self._url_from_request = url_from_request
         self.card = RouterCard(router, self.url, name=name, secured=secured)
         owners = Owners(owner=lambda context: call_principal(context) or "", scope=self._scope)
-        tasks: TaskStore
+        ttl_s = router.policy.task_result_ttl_s
+        tasks: MemoryA2ATaskStore | RedisA2ATaskStore
         pushes: PushNotificationConfigStore
         if client is None:
-            tasks = InMemoryTaskStore(owner_resolver=owners.owner)
+            tasks = MemoryA2ATaskStore(owners, ttl_s=ttl_s)
             pushes = InMemoryPushNotificationConfigStore(owner_resolver=owners.owner)
         else:
-            # Imported here: redis-py comes with the cluster extra, which only a node has.
-            from reach_adapters.a2a.taskstore import RedisA2ATaskStore, RedisPushConfigStore
-
-            ttl_s = router.policy.task_result_ttl_s
             tasks = RedisA2ATaskStore(client, prefix, owners, ttl_s=ttl_s)
             pushes = RedisPushConfigStore(client, prefix, owners, ttl_s=ttl_s)
+        check = push_url_validator(private=private_push)
         self._push_client = httpx.AsyncClient(timeout=_PUSH_TIMEOUT_S)
-        self.handler = DefaultRequestHandler(
+        self._pushes = BackgroundPushSender(
+            BasePushNotificationSender(self._push_client, pushes, push_url_validator=check),
+            max_running=max_pushes,
+        )
+        self.handler = ReachRequestHandler(
             agent_executor=RouterExecutor(router, call_principal),
             task_store=tasks,
+            claims=tasks,
             # The handler checks its card for what it supports: everything, whatever the card shows.
             agent_card=self._handled(),
             push_config_store=pushes,
-            push_sender=BasePushNotificationSender(
-                self._push_client, pushes, push_url_validator=_push_url_allowed
-            ),
-            push_url_validator=_push_url_allowed,
-            extended_agent_card=self.card.public(),
-            extended_card_modifier=self._extended,
+            push_sender=self._pushes,
+            push_url_validator=check,
+            extended_card=self._extended,
+            # An input-required task nobody answers is released from memory when it expires.
+            interrupted_task_timeout=ttl_s,
         )
         self._calls = _Calls(principal_of)
 
-    def routes(self) -> list[Route]:
-        """The agent card at ``/.well-known/agent-card.json`` and JSON-RPC (1.0 and 0.3) at ``/a2a``."""
+    def routes(self, guard: Callable[[Endpoint], Endpoint] = lambda endpoint: endpoint) -> list[Route]:
+        """The agent card at ``/.well-known/agent-card.json`` and JSON-RPC (1.0 and 0.3) at
+        ``/a2a``, each behind `guard` (the gateway's check of Origin and Host)."""
+        [rpc] = create_jsonrpc_routes(
+            self.handler, rpc_url=A2A_PATH, context_builder=self._calls, enable_v0_3_compat=True
+        )
         return [
-            *create_agent_card_routes(
-                self.card.public(), card_modifier=self._public, card_url=AGENT_CARD_PATH
-            ),
-            *create_jsonrpc_routes(
-                self.handler, rpc_url=A2A_PATH, context_builder=self._calls, enable_v0_3_compat=True
-            ),
+            Route(AGENT_CARD_WELL_KNOWN_PATH, guard(self._public), methods=["GET"]),
+            Route(A2A_PATH, guard(rpc.endpoint), methods=["POST"]),
         ]
 
     async def aclose(self) -> None:
-        """Stop running tasks, stop following the catalog, close the push client."""
+        """Stop running tasks and pushes, stop following the catalog, close the push client."""
         self.card.close()
         await self.handler.aclose()
+        await self._pushes.aclose()
         await self._push_client.aclose()
 
     def _scope(self, context: ServerCallContext) -> str | None:
@@ -155,11 +180,20 @@ class A2AService:
             return None
         return principal
 
-    async def _public(self, card: AgentCard) -> AgentCard:
-        return self.card.public()
+    def _url(self, base_url: object) -> str:
+        if self._url_from_request and isinstance(base_url, str):
+            return base_url.rstrip("/") + A2A_PATH
+        return self.url
 
-    async def _extended(self, card: AgentCard, context: ServerCallContext) -> AgentCard:
-        return self.card.extended(call_principal(context))
+    async def _public(self, request: Request) -> Response:
+        body, etag = self.card.public(self._url(str(request.base_url))).http()
+        headers = {"ETag": etag}
+        if _matches(request.headers.get("if-none-match"), etag):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
+
+    def _extended(self, context: ServerCallContext) -> AgentCard:
+        return self.card.extended(call_principal(context), self._url(context.state.get(_BASE_URL)))
 
     def _handled(self) -> AgentCard:
         card = AgentCard()
@@ -168,9 +202,9 @@ class A2AService:
         return card
 
 
-async def _push_url_allowed(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+def _matches(header: str | None, etag: str) -> bool:
+    """Whether If-None-Match names `etag` (RFC 9110: weak comparison, or ``*``)."""
+    if not header:
         return False
-    return parts.scheme in _PUSH_SCHEMES and bool(parts.hostname)
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in tags or etag.removeprefix("W/") in tags

@@ -7,8 +7,9 @@ import argparse
 import json
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["add_call_options", "json_or_text", "pair", "payload", "port", "positive"]
+__all__ = ["add_call_options", "base_url", "json_or_text", "pair", "payload", "port", "positive"]
 
 
 def port(text: str) -> int:
@@ -27,6 +28,24 @@ def positive(text: str) -> float:
         msg = f"{text!r} is not a positive number of seconds"
         raise argparse.ArgumentTypeError(msg)
     return value
+
+
+def base_url(text: str) -> str:
+    """An http(s) URL with a host and nothing after its path, such as https://reach.example.com."""
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+    ):
+        msg = f"{text!r} is not a base URL; give one like https://reach.example.com"
+        raise argparse.ArgumentTypeError(msg)
+    return text.rstrip("/")
 
 
 def pair(text: str) -> tuple[str, str]:

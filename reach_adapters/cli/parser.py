@@ -12,7 +12,15 @@ import os
 from pathlib import Path
 from typing import Any, NoReturn
 
-from reach_adapters.cli.argtypes import add_call_options, json_or_text, pair, payload, port, positive
+from reach_adapters.cli.argtypes import (
+    add_call_options,
+    base_url,
+    json_or_text,
+    pair,
+    payload,
+    port,
+    positive,
+)
 from reach_adapters.cli.codes import EXIT_USAGE
 from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_insecure, add_limits
 from reach_adapters.cli.tasks_parser import add_task_commands, add_token
@@ -155,6 +163,19 @@ def _serve(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
         action="store_false",
         help="do not serve the router as an A2A agent (/.well-known/agent-card.json, /a2a); "
         "default: served when the 'a2a' extra is installed",
+    )
+    sub.add_argument(
+        "--public-url",
+        type=base_url,
+        metavar="URL",
+        help="the base URL clients reach this server at (behind a proxy), named by the A2A agent "
+        "card; default: the listening address, or on 0.0.0.0 the URL each request was sent to",
+    )
+    sub.add_argument(
+        "--a2a-private-push",
+        action="store_true",
+        help="allow A2A push receivers on loopback and private networks (default: public addresses "
+        "only, so a caller cannot aim the server at internal services)",
     )
     add_config_safety(sub)
     add_insecure(sub)

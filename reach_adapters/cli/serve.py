@@ -123,6 +123,8 @@ async def _run(
                 limits=limits,
                 insecure=args.insecure,
                 a2a=args.a2a,
+                public_url=args.public_url,
+                a2a_private_push=args.a2a_private_push,
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:

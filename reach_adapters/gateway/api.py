@@ -128,7 +128,7 @@ class GatewayAPI:
         # Imported here: the task routes build on this module's request models.
         from reach_adapters.gateway.tasks_api import TasksAPI
 
-        guard = self._guarded
+        guard = self.guarded
         return [
             Route(f"{API_PREFIX}/health", guard(self.health), methods=["GET"]),
             Route(f"{API_PREFIX}/catalog", guard(self.catalog), methods=["GET"]),
@@ -140,7 +140,9 @@ class GatewayAPI:
             *TasksAPI(self).routes(guard),
         ]
 
-    def _guarded(self, handler: Handler) -> Handler:
+    def guarded(self, handler: Handler) -> Handler:
+        """`handler` behind `foreign`: what a web page could send is refused before it runs."""
+
         async def guarded(request: Request) -> Response:
             refused = foreign(request, self.loopback_only)
             return refused if refused is not None else await handler(request)

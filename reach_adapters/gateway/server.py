@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 from reach_adapters.extras import MissingExtraError, require_extra
 from reach_adapters.gateway.api import API_PREFIX, GatewayAPI
 from reach_adapters.gateway.auth import Authentication, metadata_routes
+from reach_adapters.gateway.callbacks import MAX_DELIVERIES
 from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.gateway.gateway import Gateway
 from reach_adapters.gateway.limits import ServerLimits
@@ -110,11 +111,17 @@ async def serve_http(
     limits: ServerLimits | None = None,
     insecure: bool = False,
     a2a: bool = True,
+    public_url: str | None = None,
+    a2a_private_push: bool = False,
 ) -> GatewayEndpoint:
     """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
     Prometheus metrics at ``/metrics``, and with `a2a` (when the ``a2a`` extra is installed) the
     router as an A2A agent (``/.well-known/agent-card.json``, ``/a2a``); `limits` bound every
-    request (the defaults if None).
+    request (the defaults if None). `public_url`: the base URL clients reach the server at, which
+    the agent card names (default: the listening address, or on 0.0.0.0/:: the URL each request
+    was sent to). `a2a_private_push`: A2A push receivers on loopback and private networks are
+    allowed (by default only public addresses are, so callers cannot aim the server at internal
+    services).
 
     Requests are authenticated as the gateway's ``security.yaml`` says. Without one, a `sock`
     beyond loopback is refused (`GatewayError`) unless `insecure`; with one, it may then not be
@@ -128,14 +135,16 @@ async def serve_http(
         gateway.exposed_at = beyond_loopback(sock)
     loopback_only = sock.getsockname()[0] in ("127.0.0.1", "::1")
     api = GatewayAPI(gateway, loopback_only=loopback_only, limits=limits)
-    agent = _a2a_service(gateway, sock, name) if a2a else None
+    agent = _a2a_service(gateway, sock, name, public_url, private_push=a2a_private_push) if a2a else None
+    # The API's guard (Origin, Host) in front of A2A too: a web page must not run agents through it.
+    a2a_routes = [] if agent is None else agent.routes(api.guarded)
     try:
         endpoint = await start_mcp_server(
             gateway.router,
             path=MCP_PATH,
             name=name,
             sock=sock,
-            routes=[*api.routes(), *metadata_routes(gateway, MCP_PATH), *(agent.routes() if agent else [])],
+            routes=[*api.routes(), *metadata_routes(gateway, MCP_PATH), *a2a_routes],
             shutdown_timeout_s=shutdown_timeout_s,
             limits=_Authenticated(limits, gateway),
         )
@@ -146,8 +155,11 @@ async def serve_http(
     return GatewayEndpoint(endpoint, endpoint.url.removesuffix(MCP_PATH), agent)
 
 
-def _a2a_service(gateway: Gateway, sock: socket.socket, name: str) -> A2AService | None:
-    """The router as an A2A agent at the socket's address; None, saying why, without the extra.
+def _a2a_service(
+    gateway: Gateway, sock: socket.socket, name: str, public_url: str | None, *, private_push: bool
+) -> A2AService | None:
+    """The router as an A2A agent at the socket's address (or `public_url`); None, saying why,
+    without the extra.
 
     A cluster node keeps its A2A tasks in the cluster's Redis, so every node answers for them.
     """
@@ -160,21 +172,27 @@ def _a2a_service(gateway: Gateway, sock: socket.socket, name: str) -> A2AService
 
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
+    base_url = public_url or f"http://{shown}:{port}"
+    # Listening on every interface, no one address is the clients': the card names the URL each
+    # request came to (its Host, which the guard checks on a loopback server).
+    everywhere = public_url is None and ipaddress.ip_address(host.split("%", 1)[0]).is_unspecified
     node = gateway.node
     logger.info(
-        "serving the router as an A2A agent at http://%s:%d/a2a (--no-a2a turns it off)%s",
-        shown,
-        port,
+        "serving the router as an A2A agent at %s/a2a (--no-a2a turns it off)%s",
+        "http://<request host>" if everywhere else base_url.rstrip("/"),
         "" if node is None else f"; its tasks are kept in the cluster's Redis under {node.keys.prefix}a2a:",
     )
     return A2AService(
         gateway.router,
-        f"http://{shown}:{port}",
+        base_url,
         name=name,
         principal_of=request_principal,
         secured=lambda: gateway.security is not None,
         client=None if node is None else node.client,
         prefix="reach:" if node is None else node.keys.prefix,
+        url_from_request=everywhere,
+        private_push=private_push,
+        max_pushes=MAX_DELIVERIES,
     )
 
 

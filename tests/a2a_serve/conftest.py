@@ -81,17 +81,22 @@ Serve = Callable[..., Awaitable[Served]]
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Serve]:
-    """`serve(security=None)`: a gateway over an empty config directory (plus a security.yaml),
-    served on 127.0.0.1 port 0; all are closed after the test."""
+    """`serve(security=None, files=None, **options)`: a gateway over a config directory holding
+    `files` (name -> text; `security` as security.yaml), served on 127.0.0.1 port 0 with
+    `serve_http`'s `options`; all are closed after the test."""
     started: list[Served] = []
 
-    async def serve(security: str | None = None) -> Served:
+    async def serve(
+        security: str | None = None, *, files: dict[str, str] | None = None, **options: Any
+    ) -> Served:
         directory = tmp_path / f"config{len(started)}"
         directory.mkdir()
         if security is not None:
             write(directory, "security.yaml", security)
+        for name, text in (files or {}).items():
+            write(directory, name, text)
         gateway = await Gateway.from_config(load_config(directory))
-        endpoint = await serve_http(gateway, listen("127.0.0.1", 0))
+        endpoint = await serve_http(gateway, listen("127.0.0.1", 0), **options)
         served = Served(gateway, endpoint, directory)
         started.append(served)
         return served

@@ -139,7 +139,8 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 
 async def test_the_end_of_a_task_is_pushed_to_the_callers_receiver(served: Serve, receiver: Receiver) -> None:
-    server = await served()
+    # The receiver is on loopback: allowed only when the server opts in.
+    server = await served(a2a_private_push=True)
     held = Held()
     server.gateway.router.register(held)
     url = await receiver.start()

@@ -1,0 +1,190 @@
+"""Which messages a task takes: only an input-required task takes another, one answer at a time;
+a principal's threads are its own; what a refused message keeps, and what a task never stores."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from reach_adapters import Capability, FunctionAgent
+from reach_adapters.langchain import LangChainAgent
+from tests.a2a_serve.agents import Held, approval_graph
+from tests.a2a_serve.conftest import Serve
+
+pytestmark = pytest.mark.timeout(60)
+
+V1 = {"A2A-Version": "1.0"}
+ASK = {"messages": [{"role": "user", "content": "refund order 42"}]}
+TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "ops": "ops-token-0123456789"}
+SECURITY = """\
+principals:
+  alice: {token_env: REACH_TEST_ALICE, allow: [refund]}
+  bob: {token_env: REACH_TEST_BOB, allow: ["*"]}
+  ops: {token_env: REACH_TEST_OPS, allow: ["*"], role: admin}
+"""
+
+
+def as_(principal: str | None) -> dict[str, str]:
+    if principal is None:
+        return V1
+    return {**V1, "Authorization": f"Bearer {TOKENS[principal]}"}
+
+
+def msg(
+    text: str | None = None,
+    *,
+    data: Any = None,
+    skill: str | None = None,
+    task_id: str = "",
+    context_id: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    part: dict[str, Any] = {"text": text} if data is None else {"data": data, "mediaType": "application/json"}
+    out: dict[str, Any] = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [part]}
+    meta = {**(metadata or {}), **({"skill": skill} if skill else {})}
+    if meta:
+        out["metadata"] = meta
+    if task_id:
+        out["taskId"], out["contextId"] = task_id, context_id
+    elif context_id:
+        out["contextId"] = context_id
+    return out
+
+
+async def call(url: str, method: str, params: dict[str, Any], who: str | None = None) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=30, headers=as_(who)) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer: dict[str, Any] = (await http.post(f"{url}/a2a", json=body)).json()
+        return answer
+
+
+def task(answer: dict[str, Any]) -> dict[str, Any]:
+    assert "result" in answer, answer
+    result: dict[str, Any] = answer["result"]
+    found: dict[str, Any] = result.get("task", result)
+    return found
+
+
+def texts(one: dict[str, Any]) -> list[str]:
+    return [part.get("text", "") for artifact in one.get("artifacts", []) for part in artifact["parts"]]
+
+
+def shouting(calls: list[str]) -> FunctionAgent:
+    def run(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    return FunctionAgent(
+        run, agent_id="util:shout:01", capabilities=[Capability(name="shout", description="upper-case")]
+    )
+
+
+async def test_a_message_for_a_working_or_ended_task_is_refused(served: Serve) -> None:
+    server = await served()
+    held, calls = Held(), list[str]()
+    server.gateway.router.register(held)
+    server.gateway.router.register(shouting(calls))
+    sent = await call(
+        server.url,
+        "SendMessage",
+        {"message": msg("go", skill="held"), "configuration": {"returnImmediately": True}},
+    )
+    first = task(sent)
+    async with asyncio.timeout(10):
+        await held.started.wait()
+    follow = msg("again", skill="shout", task_id=first["id"], context_id=first["contextId"])
+    busy = await call(server.url, "SendMessage", {"message": follow})
+    held.release.set()
+    async with asyncio.timeout(10):
+        while (stored := task(await call(server.url, "GetTask", {"id": first["id"]})))["status"]["state"] != (
+            "TASK_STATE_COMPLETED"
+        ):
+            await asyncio.sleep(0.02)
+    ended = await call(server.url, "SendMessage", {"message": {**follow, "messageId": uuid.uuid4().hex}})
+    assert "is working" in busy["error"]["message"], busy
+    assert "is completed" in ended["error"]["message"], ended
+    assert calls == []
+    assert stored["metadata"]["agent-reach/agent_id"] == "util:held:01"
+    assert len(stored["artifacts"]) == 1
+
+
+async def test_two_answers_at_once_resume_the_task_once(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    asked = task(await call(server.url, "SendMessage", {"message": msg(data=ASK, skill="refund")}))
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    answers = await asyncio.gather(
+        *(
+            call(
+                server.url,
+                "SendMessage",
+                {"message": msg(word, task_id=asked["id"], context_id=asked["contextId"])},
+            )
+            for word in ("yes", "no")
+        )
+    )
+    done = [answer for answer in answers if "result" in answer]
+    refused = [answer for answer in answers if "error" in answer]
+    assert len(done) == 1, answers
+    assert len(refused) == 1, answers
+    stored = task(await call(server.url, "GetTask", {"id": asked["id"]}))
+    assert stored["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert texts(stored) == texts(task(done[0]))
+
+
+async def test_a_principal_cannot_enter_or_resume_anothers_thread(
+    served: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, token in TOKENS.items():
+        monkeypatch.setenv(f"REACH_TEST_{name.upper()}", token)
+    server = await served(SECURITY)
+    server.gateway.router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    ask = msg(data=ASK, skill="refund", context_id="ctx-alice")
+    alices = task(await call(server.url, "SendMessage", {"message": ask}, "alice"))
+    assert alices["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    # Bob names alice's contextId, and a resume in the metadata: a new conversation of his own.
+    intrude = msg("x", skill="refund", context_id="ctx-alice", metadata={"agent-reach/resume": "yes, by bob"})
+    bobs = task(await call(server.url, "SendMessage", {"message": intrude}, "bob"))
+    answer = msg("no", task_id=alices["id"], context_id=alices["contextId"])
+    answered = task(await call(server.url, "SendMessage", {"message": answer}, "alice"))
+    assert bobs["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", bobs
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
+    assert texts(answered) == ["refund no"]
+
+
+async def test_an_admin_sees_every_task_without_redis(served: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, token in TOKENS.items():
+        monkeypatch.setenv(f"REACH_TEST_{name.upper()}", token)
+    server = await served(SECURITY)
+    server.gateway.router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    alices = task(await call(server.url, "SendMessage", {"message": msg(data=ASK, skill="refund")}, "alice"))
+    by_admin = await call(server.url, "GetTask", {"id": alices["id"]}, "ops")
+    by_bob = await call(server.url, "GetTask", {"id": alices["id"]}, "bob")
+    listed = {name: (await call(server.url, "ListTasks", {}, name))["result"] for name in ("ops", "bob")}
+    assert task(by_admin)["id"] == alices["id"]
+    assert "error" in by_bob
+    assert [one["id"] for one in listed["ops"]["tasks"]] == [alices["id"]]
+    assert listed["bob"].get("tasks", []) == []
+
+
+async def test_a_refused_message_keeps_the_callers_ids_and_no_hop_token_is_stored(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shouting([]))
+    hop = {"agent-reach/task_id": "upstream-42", "agent-reach/trace_id": "trace-7"}
+    refused = task(
+        await call(server.url, "SendMessage", {"message": msg(data=[1], skill="shout", metadata=hop)})
+    )
+    token = {"agent-reach/caller_token": "a-signed-hop-token"}
+    sent = task(await call(server.url, "SendMessage", {"message": msg("hi", skill="shout", metadata=token)}))
+    stored = task(await call(server.url, "GetTask", {"id": sent["id"]}))
+    assert refused["status"]["state"] == "TASK_STATE_REJECTED"
+    assert (refused["metadata"]["agent-reach/task_id"], refused["metadata"]["agent-reach/trace_id"]) == (
+        "upstream-42",
+        "trace-7",
+    )
+    assert stored["history"], stored
+    assert "a-signed-hop-token" not in str(stored)
