@@ -22,9 +22,15 @@ if TYPE_CHECKING:
         A2AProtocolError,
         A2ATimeoutError,
     )
+    from reach_adapters.a2a.executor import RouterExecutor
+    from reach_adapters.a2a.memory_store import MemoryA2ATaskStore
     from reach_adapters.a2a.options import A2AOptions, ReprobePolicy
+    from reach_adapters.a2a.router_card import RouterCard
+    from reach_adapters.a2a.serve import A2A_PATH, A2AService
+    from reach_adapters.a2a.taskstore import RedisA2ATaskStore
 
 __all__: list[str] = [
+    "A2A_PATH",
     "A2AAgent",
     "A2ACardError",
     "A2AConnectionError",
@@ -32,8 +38,13 @@ __all__: list[str] = [
     "A2AOptions",
     "A2AOverridesError",
     "A2AProtocolError",
+    "A2AService",
     "A2ATimeoutError",
+    "MemoryA2ATaskStore",
+    "RedisA2ATaskStore",
     "ReprobePolicy",
+    "RouterCard",
+    "RouterExecutor",
 ]
 
 _MODULES: dict[str, str] = {
@@ -46,6 +57,12 @@ _MODULES: dict[str, str] = {
     "A2ATimeoutError": "errors",
     "A2AOptions": "options",
     "ReprobePolicy": "options",
+    "RouterExecutor": "executor",
+    "MemoryA2ATaskStore": "memory_store",
+    "RouterCard": "router_card",
+    "A2A_PATH": "serve",
+    "A2AService": "serve",
+    "RedisA2ATaskStore": "taskstore",
 }
 
 
