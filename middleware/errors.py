@@ -32,6 +32,10 @@ __all__ = [
 class ReachError(Exception):
     """Base class of every error raised by Agent Reach."""
 
+    # The failed result the error was raised for (`error_for`), so whoever catches it keeps the
+    # status and fault the router decided instead of guessing them again from the type.
+    result: ReachResult | None = None
+
 
 class UnknownAgentError(ReachError):
     """No agent is registered under that id."""
@@ -104,4 +108,6 @@ def error_for(result: ReachResult) -> ReachError:
     when the router named one of these errors, else its status (`AgentCallError` for an error)."""
     cls = _BY_NAME.get(result.error_type or "") or _BY_STATUS.get(result.status, AgentCallError)
     who = f" from agent {result.agent_id}" if result.agent_id else ""
-    return cls(f"task {result.task_id} ended {result.status}{who}: {result.error_type}: {result.error}")
+    error = cls(f"task {result.task_id} ended {result.status}{who}: {result.error_type}: {result.error}")
+    error.result = result
+    return error
