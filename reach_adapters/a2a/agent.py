@@ -18,6 +18,7 @@ from reach_adapters.a2a.calls import Exchange, request_for
 from reach_adapters.a2a.card import Declared, declare, declare_offline
 from reach_adapters.a2a.client import Link
 from reach_adapters.a2a.errors import (
+    A2ACardError,
     A2AClosedError,
     A2AConnectionError,
     A2ADeniedError,
@@ -320,6 +321,10 @@ class A2AAgent:
         try:
             card = await self._link.fetch_card(self._link.options.connect_timeout_s)
             self._adopt(card)
+        except A2ACardError as exc:
+            # The agent answers, but with a card that cannot be used: say so, it will not fix itself.
+            logger.warning("A2A agent %s: its card cannot be used: %s", self._agent_id, exc)
+            return False
         except ReachError as exc:
             logger.debug("A2A agent %s: probe failed: %s", self._agent_id, exc)
             return False
