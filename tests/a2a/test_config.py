@@ -129,3 +129,25 @@ def test_reach_serve_starts_with_a_dead_a2a_agent_and_takes_it_in_when_it_comes_
             process.stop()
     finally:
         server.stop()
+
+
+def test_scan_writes_no_credentials(agent_process: AgentProcess) -> None:
+    done = run_reach(
+        "scan",
+        "--a2a",
+        agent_process.url,
+        "--name",
+        "helper",
+        "--header",
+        "Authorization=Bearer s3cret-token",
+        "--header",
+        "X-Api-Key=s3cret-key",
+        "--header",
+        "X-Team=blue",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "s3cret" not in done.stdout
+    data = yaml.safe_load(done.stdout)
+    assert data["bearer_token_env"] == "HELPER_TOKEN"
+    assert data["headers"] == {"X-Api-Key": "***", "X-Team": "blue"}
+    assert "$HELPER_TOKEN" in done.stderr
