@@ -79,6 +79,10 @@ def test_reach_serve_routes_to_an_a2a_agent(agent_process: AgentProcess, tmp_pat
         assert routed["agent_id"] == "a2a:helper:0"
     finally:
         server.stop()
+    # Third-party INFO lines would name every URL fetched and dump the agent's card.
+    logged = server.log.read_text()
+    assert "HTTP Request:" not in logged
+    assert "a2a.client.card_resolver" not in logged
 
 
 def test_scan_prints_an_agent_file_from_a_card(agent_process: AgentProcess, tmp_path: Path) -> None:
