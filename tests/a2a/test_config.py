@@ -155,3 +155,15 @@ def test_scan_writes_no_credentials(agent_process: AgentProcess) -> None:
     assert data["bearer_token_env"] == "HELPER_TOKEN"
     assert data["headers"] == {"X-Api-Key": "***", "X-Team": "blue"}
     assert "$HELPER_TOKEN" in done.stderr
+
+
+def test_two_authorizations_are_refused_at_the_field(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        "kind: a2a\nname: helper\nurl: http://127.0.0.1:1\n"
+        "headers: {Authorization: x}\nbearer_token_env: T\n",
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+    assert "field 'bearer_token_env': " in str(refused.value)
+    assert "not both" in str(refused.value)
