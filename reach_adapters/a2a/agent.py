@@ -15,9 +15,17 @@ from pydantic import JsonValue, ValidationError
 
 from middleware import ReachMessage, ReachResult, ResultStatus
 from reach_adapters.a2a.calls import Exchange, request_for
-from reach_adapters.a2a.card import Declared, declare
+from reach_adapters.a2a.card import Declared, declare, declare_offline
 from reach_adapters.a2a.client import Link
-from reach_adapters.a2a.errors import A2AOfflineError
+from reach_adapters.a2a.errors import (
+    A2ACardError,
+    A2AClosedError,
+    A2AConnectionError,
+    A2ADeniedError,
+    A2AOfflineError,
+    A2AProtocolError,
+    A2ATimeoutError,
+)
 from reach_adapters.a2a.options import A2AOptions
 from reach_adapters.a2a.states import checked_payload, message_result, task_result
 from reach_adapters.a2a.threads import Threads
@@ -31,6 +39,10 @@ from reach_adapters.router import (
     AgentHandle,
     AgentState,
     Capability,
+    ErrorKind,
+    Fault,
+    StreamEnded,
+    error_result,
     onward,
     parse_agent_id,
     request_meta,
@@ -81,12 +93,16 @@ class A2AAgent:
         auth: httpx.Auth | None = None,
         options: A2AOptions | Mapping[str, Any] | None = None,
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        offline_ok: bool = False,
     ) -> A2AAgent:
         """Fetch the agent card below `url` (``/.well-known/agent-card.json``) and return the
         agent ``a2a:<name>:<instance>``, `name` defaulting to the card's name.
 
-        ``headers=`` and ``auth=`` (an ``httpx.Auth``) go with every request, the card's
-        included; ``overrides`` lays capability fields over a skill's, by skill id.
+        ``headers=`` and ``auth=`` (an ``httpx.Auth``) go with every request to `url`'s origin,
+        the card's included, and nowhere else; ``overrides`` lays capability fields over a
+        skill's, by skill id. With ``offline_ok=True`` (and a `name`) an agent that cannot be
+        reached is returned OFFLINE, with the capabilities ``overrides`` declares, and its card
+        is fetched in the background until it answers (as ``reach serve`` does).
 
         Raises `InvalidDeclarationError` for bad arguments, `A2ACardError` naming the URL and the
         field when the card is missing, not JSON or unusable, `A2AConnectionError` when the agent
@@ -99,7 +115,12 @@ class A2AAgent:
             raise InvalidDeclarationError(msg)
         link = Link(url, headers, auth, checked)
         try:
-            card = await link.fetch_card()
+            try:
+                card = await link.fetch_card()
+            except (A2AConnectionError, A2ATimeoutError) as exc:
+                if not offline_ok or name is None:
+                    raise
+                return cls._unreachable(link, name, dict(overrides or {}), str(exc))
             agent_id = f"a2a:{name or _type_name(card)}:{checked.instance}"
             parse_agent_id(agent_id)
             agent = cls(link, agent_id, dict(overrides or {}))
@@ -109,6 +130,27 @@ class A2AAgent:
             raise
         agent._loop = asyncio.get_running_loop()
         agent._set_state(AgentState.ONLINE, "connected")
+        return agent
+
+    @classmethod
+    def _unreachable(
+        cls, link: Link, name: str, overrides: dict[str, Mapping[str, Any]], reason: str
+    ) -> A2AAgent:
+        """An agent whose card could not be fetched: OFFLINE, declaring what `overrides` say,
+        its card fetched again in the background."""
+        agent_id = f"a2a:{name}:{link.options.instance}"
+        parse_agent_id(agent_id)
+        agent = cls(link, agent_id, overrides)
+        agent._declared = declare_offline(link.options, overrides)
+        agent._loop = asyncio.get_running_loop()
+        logger.warning(
+            "A2A agent %s at %s cannot be reached: %s; it is OFFLINE until its card can be fetched",
+            agent_id,
+            link.shown,
+            reason,
+        )
+        agent._offline = reason
+        agent._start_reprobe()
         return agent
 
     # -- the agent protocol ------------------------------------------------------------------
@@ -158,16 +200,24 @@ class A2AAgent:
 
     async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
         """Each artifact chunk as the agent streams it; an agent that streams none yields its
-        answer once. A task that ends other than completed raises its result's error."""
-        exchange = self._exchange(message)
+        answer once. A task that ends other than completed ends the stream with its result
+        (`StreamEnded`): failed, rejected or waiting for input is not the agent's failure, and a
+        question is answered with ``resume=`` on the same thread."""
         where = f"A2A agent at {self._link.shown}: artifact update"
         streamed = False
-        async for parts in exchange.events():
-            streamed = True
-            yield checked_payload(parts, where)
-        result = self._result(message, exchange)
-        if not streamed or result.status is not ResultStatus.OK:
-            yield result.raise_for_status().payload
+        async with self._threads.first_turns_in_order(message.meta_info):
+            exchange = self._exchange(message)
+            try:
+                async for parts in exchange.events():
+                    streamed = True
+                    yield checked_payload(parts, where)
+            except (A2ADeniedError, A2AClosedError) as exc:
+                raise StreamEnded(self._refused(message, exc)) from None
+            result = self._result(message, exchange)
+        if result.status is not ResultStatus.OK:
+            raise StreamEnded(result)
+        if not streamed:
+            yield result.payload
 
     async def probe(self) -> bool:
         """The router's health probe: the card fetched once. A success brings back an agent this
@@ -175,7 +225,8 @@ class A2AAgent:
         return await self._on_loop(self._probe())
 
     async def aclose(self) -> None:
-        """Stop re-probing, let pending cancels end, close the HTTP client. Safe to call twice."""
+        """Stop re-probing, cancel the remote tasks of calls in flight (those calls end
+        cancelled), let pending cancels end, close the HTTP client. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
@@ -206,10 +257,31 @@ class A2AAgent:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
     async def _invoke(self, message: ReachMessage) -> ReachResult:
-        exchange = self._exchange(message)
-        async for _ in exchange.events():
-            pass
-        return self._result(message, exchange)
+        async with self._threads.first_turns_in_order(message.meta_info):
+            exchange = self._exchange(message)
+            try:
+                async for _ in exchange.events():
+                    pass
+            except (A2ADeniedError, A2AClosedError) as exc:
+                return self._refused(message, exc)
+            return self._result(message, exchange)
+
+    def _refused(self, message: ReachMessage, exc: A2ADeniedError | A2AClosedError) -> ReachResult:
+        """A call that ended for a reason that is neither the agent's failure nor the task's:
+        credentials refused (the caller's to fix) or the agent closed under it."""
+        if isinstance(exc, A2ADeniedError):
+            # Refused at the door: no work was started.
+            status, kind, fault, delivered = (
+                ResultStatus.REJECTED,
+                ErrorKind.PERMISSION_DENIED,
+                Fault.CALLER,
+                False,
+            )
+        else:
+            status, kind, fault, delivered = ResultStatus.CANCELLED, ErrorKind.CANCELLED, Fault.ROUTER, True
+        return error_result(
+            message, status, kind, str(exc), fault=fault, agent_id=self._agent_id, delivered=delivered
+        )
 
     def _exchange(self, message: ReachMessage) -> Exchange:
         if self._offline is not None:
@@ -225,16 +297,19 @@ class A2AAgent:
         carried = request_meta(onward(meta, self._agent_id, skill if options.hop_tokens else None))
         turn = self._threads.turn(meta)
         request = request_for(message, skill, carried, turn, options.return_immediately)
-        timeout_s = time_left(message, options.timeout_ms / 1000.0)
+        # The skill's own timeout (its override's, if any), as the router bounds the call by it.
+        timeout_s = time_left(message, self._declared.timeouts_s[skill])
         return Exchange(self._link, request, timeout_s, self._lost)
 
     def _result(self, message: ReachMessage, exchange: Exchange) -> ReachResult:
         url = self._link.shown
         if exchange.reply is not None:
             result = message_result(message, self._agent_id, url, exchange.reply)
-        else:
-            assert exchange.task is not None, "an exchange ends with a reply or a task"
+        elif exchange.task is not None:
             result = task_result(message, self._agent_id, url, exchange.task)
+        else:
+            msg = f"A2A agent at {url} ended the call with neither a task nor a message"
+            raise A2AProtocolError(msg)
         self._threads.remember(message.meta_info, result)
         return result
 
@@ -246,6 +321,10 @@ class A2AAgent:
         try:
             card = await self._link.fetch_card(self._link.options.connect_timeout_s)
             self._adopt(card)
+        except A2ACardError as exc:
+            # The agent answers, but with a card that cannot be used: say so, it will not fix itself.
+            logger.warning("A2A agent %s: its card cannot be used: %s", self._agent_id, exc)
+            return False
         except ReachError as exc:
             logger.debug("A2A agent %s: probe failed: %s", self._agent_id, exc)
             return False
@@ -269,6 +348,9 @@ class A2AAgent:
             return
         logger.warning("A2A agent %s is offline: %s", self._agent_id, reason)
         self._set_state(AgentState.OFFLINE, reason)
+        self._start_reprobe()
+
+    def _start_reprobe(self) -> None:
         if self._link.options.reprobe.enabled:
             self._reprobe = asyncio.get_running_loop().create_task(
                 self._reprobe_until_back(), name=f"{self._agent_id} re-probe"

@@ -43,7 +43,15 @@ from google.protobuf import struct_pb2
 
 from middleware import ReachMessage
 from reach_adapters.a2a.client import Link
-from reach_adapters.a2a.errors import A2AConnectionError, A2AOfflineError, A2AProtocolError
+from reach_adapters.a2a.errors import (
+    A2ABusyError,
+    A2ACallTimeoutError,
+    A2AClosedError,
+    A2AConnectionError,
+    A2ADeniedError,
+    A2AOfflineError,
+    A2AProtocolError,
+)
 from reach_adapters.a2a.parts import payload_parts
 from reach_adapters.a2a.states import FINAL
 from reach_adapters.errors import InvalidMessageError
@@ -54,6 +62,8 @@ __all__ = ["Exchange", "Turn", "request_for"]
 
 logger = logging.getLogger(__name__)
 
+# HTTP statuses by which the agent refuses the router's credentials.
+_DENIED = frozenset({401, 403})
 # Errors by which the agent says the request was wrong: the caller's to fix, not retried.
 _CALLERS = (
     InvalidParamsError,
@@ -99,7 +109,7 @@ def request_for(
 class Exchange:
     """One call's events, gathered into the task (or the reply message) they describe."""
 
-    __slots__ = ("_link", "_lost", "_request", "_timeout_s", "reply", "task")
+    __slots__ = ("_link", "_lost", "_request", "_subscribing", "_timeout_s", "reply", "task")
 
     def __init__(
         self, link: Link, request: SendMessageRequest, timeout_s: float, lost: Callable[[str], None]
@@ -108,6 +118,8 @@ class Exchange:
         self._request = request
         self._timeout_s = timeout_s
         self._lost = lost
+        # Whether a task left running is followed by subscribing; polled once the agent cannot.
+        self._subscribing = link.streaming
         self.task: Task | None = None
         self.reply: Message | None = None
 
@@ -122,6 +134,9 @@ class Exchange:
             msg = f"A2A agent at {self._link.shown} is closed"
             raise A2AOfflineError(msg)
         context = ClientCallContext(timeout=self._timeout_s)
+        link = self._link
+        link.calls += 1
+        link.quiet.clear()
         # Typed as an iterator; the SDK's client is an async generator, which has aclose().
         stream = cast(
             "AsyncGenerator[StreamResponse, None]", client.send_message(self._request, context=context)
@@ -136,7 +151,12 @@ class Exchange:
                     # Read to the stream's end even once the task is final: a response read whole
                     # leaves its connection to the next call, one closed early takes it along.
                     event = await anext(stream, None)
+                rounds = 0
                 while not self.done:
+                    if rounds:
+                        # A stream cut short again, or a task still working: not in a tight loop.
+                        await asyncio.sleep(self._link.options.poll_interval_s)
+                    rounds += 1
                     async for chunk in self._follow(context):
                         yield chunk
             except (A2AError, httpx.HTTPError) as exc:
@@ -145,9 +165,15 @@ class Exchange:
             # Cancelled, past the deadline, closed by the caller, or failed: a task left running
             # on the agent is told to stop, in the background so nothing here waits on it.
             task = self.task
-            if task is not None and not self.done:
+            if task is not None and not self.done and not self._link.closing:
                 self._link.cancel_soon(task.id)
             raise
+        finally:
+            if self.task is not None:
+                link.live.discard(self.task.id)
+            link.calls -= 1
+            if not link.calls:
+                link.quiet.set()
 
     async def _first(self, stream: AsyncGenerator[StreamResponse, None]) -> StreamResponse | None:
         """The send's first event, which names the task. Read apart from the caller's task: a
@@ -178,7 +204,7 @@ class Exchange:
         if task is None or client is None:
             msg = f"A2A agent at {self._link.shown} ended the send with neither a task nor a message"
             raise A2AProtocolError(msg)
-        if self._link.streaming:
+        if self._subscribing:
             try:
                 async for event in client.subscribe(SubscribeToTaskRequest(id=task.id), context=context):
                     chunk = self._take(event)
@@ -187,12 +213,21 @@ class Exchange:
                     if self.done:
                         return
             except UnsupportedOperationError:
-                pass  # the task ended between the send and the subscribe: GetTask has it
-        else:
-            await asyncio.sleep(self._link.options.poll_interval_s)
+                # The task ended between the send and the subscribe, or the agent cannot
+                # resubscribe: GetTask says which, and polling follows it from now on.
+                self._subscribing = False
         self._take_task(await client.get_task(GetTaskRequest(id=task.id), context=context))
 
     def _take(self, event: StreamResponse) -> list[Part] | None:
+        chunk = self._taken(event)
+        task = self.task
+        if task is not None and not self.done and task.id not in self._link.live:
+            self._link.live.add(task.id)
+            if self._link.closing:
+                self._link.cancel_soon(task.id)  # its id came after `aclose` cancelled the others
+        return chunk
+
+    def _taken(self, event: StreamResponse) -> list[Part] | None:
         kind = event.WhichOneof("payload")
         if kind == "task":
             self._take_task(event.task)
@@ -224,30 +259,59 @@ class Exchange:
     def _failure(self, exc: A2AError | httpx.HTTPError) -> Exception:
         """What a failed exchange means for the router, as the exception to raise."""
         shown = self._link.shown
+        if self._link.closing:
+            msg = f"A2A agent at {shown} was closed during the call; its task was told to stop"
+            return A2AClosedError(msg)
         if isinstance(exc, _CALLERS):
-            return InvalidMessageError(f"A2A agent at {shown} refused the request: {exc.message}")
-        if isinstance(exc, A2AClientTimeoutError):
-            return TimeoutError(f"A2A agent at {shown} did not answer within {self._timeout_s:.3f} s")
+            msg = f"A2A agent at {shown} refused the request: {exc.message}"
+            return InvalidMessageError(msg)
+        # The SDK wraps httpx's errors; what went wrong is told by the one it wraps.
         cause = exc.__cause__ if isinstance(exc, A2AClientError) else exc
         if isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout):
-            reason = f"cannot connect: {redact_text(str(cause) or repr(cause))}"
+            reason = f"cannot connect: {_said(cause)}"
             self._lost(reason)
-            return A2AOfflineError(f"A2A agent at {shown} {reason}")
+            msg = f"A2A agent at {shown} {reason}; the call was not sent"
+            return A2AOfflineError(msg)
+        if isinstance(cause, httpx.PoolTimeout):
+            msg = (
+                f"A2A agent at {shown}: no HTTP connection to it came free in time, so the call was "
+                "not sent; raise the agent's max_connections"
+            )
+            return A2ABusyError(msg)
+        if isinstance(cause, httpx.TimeoutException) or isinstance(exc, A2AClientTimeoutError):
+            msg = f"A2A agent at {shown} stopped answering ({_said(cause)}); {UNKNOWN_OUTCOME}"
+            return A2ACallTimeoutError(msg)
         if isinstance(cause, httpx.TransportError):
-            reason = f"the connection broke: {redact_text(str(cause) or repr(cause))}"
+            reason = f"the connection broke: {_said(cause)}"
             self._lost(reason)
-            return A2AConnectionError(f"A2A agent at {shown}: {reason}; {UNKNOWN_OUTCOME}")
+            msg = f"A2A agent at {shown}: {reason}; {UNKNOWN_OUTCOME}"
+            return A2AConnectionError(msg)
         if isinstance(cause, httpx.HTTPStatusError):
-            return _HTTPStatusError(shown, cause.response.status_code, str(exc))
-        return A2AProtocolError(f"A2A agent at {shown} failed the call: {redact_text(str(exc))}")
+            code = cause.response.status_code
+            if code in _DENIED:
+                msg = (
+                    f"A2A agent at {shown} refused the router's credentials (HTTP {code}); check the "
+                    "agent's headers, auth or bearer_token_env"
+                )
+                return A2ADeniedError(msg)
+            return _HTTPStatusError(shown, code, str(exc))
+        msg = f"A2A agent at {shown} failed the call: {redact_text(str(exc))}"
+        return A2AProtocolError(msg)
 
 
 class _HTTPStatusError(A2AProtocolError):
-    """An HTTP error status; 429 and 5xx carry ``status_code`` so the core sees a transient one."""
+    """An HTTP error status; it carries ``status_code`` so the core judges it (429, 502, 503 and
+    504 are transient; 429 and 503 say the work was not started)."""
 
     def __init__(self, shown: str, status_code: int, said: str) -> None:
-        super().__init__(f"A2A agent at {shown} answered HTTP {status_code}: {redact_text(said)}")
+        msg = f"A2A agent at {shown} answered HTTP {status_code}: {redact_text(said)}"
+        super().__init__(msg)
         self.status_code = status_code
+
+
+def _said(exc: BaseException | None) -> str:
+    """An exception's text for a message, secrets masked."""
+    return redact_text(str(exc) or repr(exc))
 
 
 def _merge(task: Task, artifact: Artifact, *, append: bool) -> None:

@@ -14,7 +14,7 @@ from reach_adapters.a2a.parts import TEXT_MEDIA_TYPE
 from reach_adapters.errors import ReachError
 from reach_adapters.router import Capability
 
-__all__ = ["TEXT_INPUT", "Declared", "declare", "text_only"]
+__all__ = ["TEXT_INPUT", "Declared", "declare", "declare_offline", "text_only"]
 
 # What a skill that reads only text takes: its text, as the one field a chat agent's input has.
 TEXT_INPUT: dict[str, Any] = {
@@ -33,6 +33,12 @@ class Declared:
 
     capabilities: tuple[Capability, ...] = ()
     text_skills: frozenset[str] = field(default_factory=frozenset)
+    # Each skill's timeout in seconds: a remote call is given what the router gives it.
+    timeouts_s: Mapping[str, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        timeouts = {cap.name: cap.timeout_ms / 1000.0 for cap in self.capabilities}
+        object.__setattr__(self, "timeouts_s", timeouts)
 
 
 def text_only(modes: Sequence[str]) -> bool:
@@ -71,6 +77,28 @@ def declare(
         msg = f"agent card at {url}: overrides name no skill {unknown}; its skill ids are {sorted(seen)}"
         raise A2AOverridesError(msg)
     return Declared(tuple(capabilities), frozenset(text_skills))
+
+
+def declare_offline(options: A2AOptions, overrides: Mapping[str, Mapping[str, Any]]) -> Declared:
+    """What an agent whose card cannot be fetched yet declares: a capability per skill its
+    `overrides` name, from the fields they give (the card, once fetched, replaces them)."""
+    capabilities: list[Capability] = []
+    for skill, override in overrides.items():
+        declared: dict[str, Any] = {
+            "name": skill,
+            "description": skill,
+            "timeout_ms": options.timeout_ms,
+            "max_concurrency": options.max_concurrency,
+            "weight": options.weight,
+            **override,
+        }
+        declared["name"] = skill
+        try:
+            capabilities.append(Capability(**declared))
+        except (ReachError, ValueError) as exc:
+            msg = f"overrides for skill {skill!r}: {exc}"
+            raise A2AOverridesError(msg) from None
+    return Declared(tuple(capabilities))
 
 
 def _capability(

@@ -6,6 +6,8 @@ Made once at connect and reused by every call: a call costs its own round trips,
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncGenerator, Coroutine, Mapping
 from typing import Any
@@ -19,6 +21,7 @@ from a2a.utils.errors import A2AError
 
 from reach_adapters.a2a.errors import A2ACardError, A2AConnectionError, A2ATimeoutError
 from reach_adapters.a2a.options import A2AOptions
+from reach_adapters.a2a.transport import http_client, origin
 from reach_adapters.security import redact_text, redact_url
 
 __all__ = ["Link"]
@@ -35,12 +38,19 @@ class Link:
         self.url = url.rstrip("/")
         self.shown = redact_url(self.url)
         self.options = options
-        self.http = httpx.AsyncClient(
-            headers=dict(headers or {}), auth=auth, timeout=httpx.Timeout(options.http_timeout_s)
-        )
+        self.http = http_client(self.url, headers, auth, options)
         self.card = AgentCard()
         self.client: Client | None = None
+        # Set by `aclose`: a call failing from then on failed because the agent was closed.
+        self.closing = False
+        # Ids of the remote tasks calls are following now, cancelled by `aclose`.
+        self.live: set[str] = set()
+        # Calls under way, and set when there are none: `aclose` lets them end first.
+        self.calls = 0
+        self.quiet = asyncio.Event()
+        self.quiet.set()
         self._cancels: set[asyncio.Task[None]] = set()
+        self._elsewhere: set[tuple[str, str, int | None]] = set()
 
     @property
     def streaming(self) -> bool:
@@ -81,6 +91,7 @@ class Link:
         """Use `card` for calls from now on: a new SDK client over the same HTTP client."""
         if self.client is not None and card == self.card:
             return
+        self._check_interfaces(card)
         factory = ClientFactory(ClientConfig(httpx_client=self.http, streaming=True))
         try:
             client = factory.create(card)
@@ -93,6 +104,31 @@ class Link:
             raise A2ACardError(msg) from None
         self.card, self.client = card, client
 
+    def _check_interfaces(self, card: AgentCard) -> None:
+        """Refuse a card that moves calls from https to plain http; say once per origin when calls
+        go to another origin than the configured URL's (credentials are not sent there)."""
+        ours = origin(self.url)
+        for index, interface in enumerate(card.supported_interfaces):
+            try:
+                theirs = origin(interface.url)
+            except (httpx.InvalidURL, TypeError):
+                continue  # the SDK says which interfaces it cannot use
+            if ours[0] == "https" and theirs[0] == "http":
+                msg = (
+                    f"agent card at {self.shown}: field 'supported_interfaces[{index}].url' "
+                    f"({redact_url(interface.url)}) is plain http while the agent was configured at "
+                    "https; calls are not downgraded. Fix the card, or configure the http URL if meant"
+                )
+                raise A2ACardError(msg)
+            if theirs != ours and theirs not in self._elsewhere:
+                self._elsewhere.add(theirs)
+                logger.warning(
+                    "A2A agent at %s: its card sends calls to another origin, %s; the configured "
+                    "headers and auth are not sent there",
+                    self.shown,
+                    redact_url(interface.url),
+                )
+
     def cancel_soon(self, task_id: str) -> None:
         """Tell the agent to cancel `task_id`, in the background: the call that owned it is gone."""
         self._background(self._cancel(task_id), f"a2a cancel {task_id}")
@@ -102,7 +138,8 @@ class Link:
         self._background(stream.aclose(), "a2a close stream")
 
     def _background(self, work: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.get_running_loop().create_task(work, name=name)
+        # A context of its own: nothing of the call that left it behind applies to it.
+        task = asyncio.get_running_loop().create_task(work, name=name, context=contextvars.Context())
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
 
@@ -120,7 +157,16 @@ class Link:
             logger.debug("A2A agent at %s: task %s cancelled", self.shown, task_id)
 
     async def aclose(self) -> None:
-        """Let pending cancels finish (each is bounded), then close the HTTP client."""
+        """Cancel the tasks calls still follow, let pending cancels finish (each is bounded),
+        then close the HTTP client: a remote task is told to stop before the connection goes."""
+        self.closing = True
+        for task_id in sorted(self.live):
+            self.cancel_soon(task_id)
+        # A cancelled task's stream ends with its cancelled state; a call that learns its task's
+        # id only now cancels it too (`Exchange`). What is still running then fails on close.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.options.cancel_timeout_s):
+                await self.quiet.wait()
         if self._cancels:
             await asyncio.wait(set(self._cancels))
         self.client = None

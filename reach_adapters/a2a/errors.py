@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from reach_adapters.errors import AgentCallError, InvalidDeclarationError, ReachError, ReachTimeoutError
+from reach_adapters.errors import (
+    AgentCallError,
+    InvalidDeclarationError,
+    PermissionDeniedError,
+    ReachError,
+    ReachTimeoutError,
+)
+from reach_adapters.router import AgentBusyError
 
 __all__ = [
+    "A2ABusyError",
+    "A2ACallTimeoutError",
     "A2ACardError",
+    "A2AClosedError",
     "A2AConnectionError",
+    "A2ADeniedError",
+    "A2ANotHereError",
     "A2AOfflineError",
     "A2AOverridesError",
     "A2AProtocolError",
@@ -45,3 +57,37 @@ class A2AOverridesError(A2ACardError):
 class A2AProtocolError(AgentCallError):
     """An A2A agent answered outside the protocol: an unknown task state, an artifact that is
     not what its media type says; the message names the URL and the field."""
+
+
+class A2ACallTimeoutError(AgentCallError):
+    """The agent stopped answering a call it had been sent (the HTTP client's read or write
+    timeout): the outcome is unknown, and another replica is tried only for work safe to repeat.
+
+    Not a `TimeoutError`: the router would report that as its own deadline, with the budget of
+    the whole call."""
+
+    retryable = True
+
+
+class A2ABusyError(ReachError, AgentBusyError):
+    """No HTTP connection to the agent came free in time, so the call was not sent: the router's
+    own lack of room, not the agent's failure; another replica may take it."""
+
+    delivered = False
+
+
+class A2ADeniedError(PermissionDeniedError):
+    """The agent answered HTTP 401 or 403: the credentials the router was given are not enough.
+    The caller's to fix (``headers``, ``auth``, ``bearer_token_env``); the agent is healthy."""
+
+
+class A2AClosedError(ReachError):
+    """The agent was closed (``aclose``, or its router's) while the call was in flight: the
+    remote task was told to stop, and the call ends cancelled, held against no one."""
+
+
+class A2ANotHereError(ReachError, AgentBusyError):
+    """``resume=`` names a thread this replica of the agent does not hold (another replica asked
+    the question): the call is not sent, and the router tries the next replica."""
+
+    delivered = False

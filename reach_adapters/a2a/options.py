@@ -43,9 +43,27 @@ class A2AOptions(BaseModel):
     )
     max_concurrency: int = Field(16, ge=1, le=1_000_000)
     weight: float = Field(50.0, ge=0, le=1_000_000)
-    connect_timeout_s: float = Field(10.0, gt=0, le=3600, description="Fetching the agent card.")
+    connect_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Fetching the agent card; also the longest a call waits to connect or for a pooled "
+        "connection (at most half its time, so a replica that cannot be reached leaves time for another).",
+    )
     http_timeout_s: float = Field(
-        30.0, gt=0, le=3600, description="Connect, write and pool timeout of the HTTP client."
+        30.0,
+        gt=0,
+        le=3600,
+        description="Timeout of HTTP requests made outside a call (a call's own requests get its "
+        "capability's remaining time instead).",
+    )
+    max_connections: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="HTTP connections to the agent at once (a streamed task holds one); default "
+        "max_concurrency, and at least 100. A call that finds none free in time is not sent, and "
+        "may go elsewhere.",
     )
     cancel_timeout_s: float = Field(
         5.0, gt=0, le=3600, description="How long a CancelTask sent for an abandoned call may take."

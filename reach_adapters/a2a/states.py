@@ -22,15 +22,7 @@ from reach_adapters.a2a.errors import A2AProtocolError
 from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, result_payload
 from reach_adapters.router import META_PREFIX, ErrorKind, error_result, input_required_result, ok_result
 
-__all__ = [
-    "FINAL",
-    "INTERRUPTED",
-    "TERMINAL",
-    "checked_payload",
-    "message_result",
-    "state_name",
-    "task_result",
-]
+__all__ = ["FINAL", "checked_payload", "message_result", "task_result"]
 
 TERMINAL = frozenset(
     {

@@ -7,10 +7,14 @@ task stopped for input also remembers that task, which ``resume=`` answers.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from middleware import MetaInfo, ReachResult, ResultStatus
 from reach_adapters.a2a.calls import Turn
+from reach_adapters.a2a.errors import A2ANotHereError
 from reach_adapters.errors import InvalidMessageError
 
 __all__ = ["Threads", "thread_of"]
@@ -30,6 +34,26 @@ class Threads:
         self._agent_id = agent_id
         self._size = size
         self._turns: OrderedDict[str, Turn] = OrderedDict()
+        # Threads whose first turn is under way: later turns wait for the context it opens.
+        self._opening: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+
+    @asynccontextmanager
+    async def first_turns_in_order(self, meta: MetaInfo) -> AsyncIterator[None]:
+        """Around a call: while a thread has no context yet, its calls go one at a time, so
+        concurrent first turns do not each open a context of their own."""
+        thread = thread_of(meta)
+        if thread is None or thread in self._turns:
+            yield
+            return
+        lock, users = self._opening.setdefault(thread, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._opening[thread]
 
     def turn(self, meta: MetaInfo) -> Turn:
         """Where the call's message goes: a new context, the thread's, or (``resume=``) the task
@@ -46,14 +70,21 @@ class Threads:
             )
             raise InvalidMessageError(msg)
         if held is None or not held.task_id:
-            msg = f"thread {thread!r} of agent {self._agent_id} waits on no question: nothing to resume"
-            raise InvalidMessageError(msg)
+            # Another replica may have asked (each keeps its own threads), or the thread fell
+            # out of the `size` kept: the router tries the next replica, which may hold it.
+            msg = (
+                f"thread {thread!r} waits on no question of A2A agent {self._agent_id}: resume on "
+                "the agent that asked (the input_required result's agent_id)"
+            )
+            raise A2ANotHereError(msg)
         return Turn(held.context_id, held.task_id)
 
     def remember(self, meta: MetaInfo, result: ReachResult) -> None:
         """Keep the context the agent answered in, and the task if it waits for input."""
         thread = thread_of(meta)
-        ids = result.extra.get("a2a") if thread is not None else None
+        if thread is None:
+            return
+        ids = result.extra.get("a2a")
         if not isinstance(ids, dict):
             return
         context_id = ids.get("context_id")
@@ -61,7 +92,6 @@ class Threads:
         if not isinstance(context_id, str) or not context_id:
             return
         waiting = task_id if result.status is ResultStatus.INPUT_REQUIRED and isinstance(task_id, str) else ""
-        assert thread is not None
         self._turns[thread] = Turn(context_id, waiting)
         self._turns.move_to_end(thread)
         while len(self._turns) > self._size:

@@ -36,6 +36,11 @@ _EXIT_CODES = (
 )
 
 
+# Libraries whose INFO lines log every URL fetched and every agent card read, query tokens and
+# all: kept for --log-level DEBUG.
+_CHATTY = ("httpx", "a2a.client.card_resolver")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``reach`` with `argv` (default: the process's arguments); return the exit code."""
     parser = build_parser()
@@ -46,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reach_adapters.observability import configure_logging
 
     handler = configure_logging(args.log_level or args.default_level, json_lines=args.log_json)
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        for name in _CHATTY:
+            logging.getLogger(name).setLevel(logging.WARNING)
     if getattr(args, "app_dir", None) is not None:
         # Like uvicorn's --app-dir: import paths in agent files resolve from here.
         sys.path.insert(0, str(Path(args.app_dir).resolve()))

@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from reach_adapters.config.loader import missing_program
 from reach_adapters.config.models import AGENT_KINDS
 from reach_adapters.mcp import MCPOptions, MCPServerAgent
 from reach_adapters.router import Capability, parse_agent_id
+from reach_adapters.security import redact_headers
 
 __all__ = ["default_name", "run_scan"]
 
@@ -33,6 +34,7 @@ _PER_SKILL = ("description", "keywords", "examples", "read_only", "idempotent")
 _SCHEMAS = ("input_schema", "output_schema")
 _NAME_PREFIXES = ("mcp-server-", "mcp_server_", "server-", "server_", "mcp-", "mcp_")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+_ENV_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 
 
 def run_scan(args: argparse.Namespace) -> int:
@@ -87,8 +89,7 @@ async def _scan_a2a(args: argparse.Namespace) -> dict[str, Any]:
             "instance": args.instance,
             "url": args.a2a,
         }
-        if args.header:
-            data["headers"] = dict(args.header)
+        _credentials(data, args.header)
         config = agent.options
         data |= {
             "timeout_ms": config.timeout_ms,
@@ -122,8 +123,7 @@ def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Na
             data["cwd"] = str(Path(args.cwd).resolve())
     else:
         data["url"] = args.url
-        if args.header:
-            data["headers"] = dict(args.header)
+        _credentials(data, args.header)
     data |= {
         "timeout_ms": config.timeout_ms,
         "max_concurrency": config.max_concurrency,
@@ -134,6 +134,22 @@ def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Na
         cap.name.removeprefix(config.prefix): _declaration(cap, fields) for cap in agent.capabilities
     }
     return data
+
+
+def _credentials(data: dict[str, Any], headers: Mapping[str, str] | None) -> None:
+    """The ``--header`` values as the agent file keeps them: a bearer token as the environment
+    variable to read it from (``bearer_token_env``), other secret-named headers masked. A file
+    that is printed, saved and shared must not carry the credentials it was scanned with."""
+    kept: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        if name.lower() == "authorization" and value[:7].lower() == "bearer ":
+            env = f"{_ENV_UNSAFE.sub('_', data['name']).upper()}_TOKEN"
+            data["bearer_token_env"] = env
+            print(f"reach scan: the bearer token is read from ${env}; export it there", file=sys.stderr)
+        else:
+            kept[name] = value
+    if kept:
+        data["headers"] = redact_headers(kept)
 
 
 def _declaration(capability: Capability, fields: tuple[str, ...]) -> dict[str, Any]:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from reach_adapters.a2a.options import A2AOptions
 from reach_adapters.config.registry import RegistrySettings
@@ -67,6 +75,15 @@ else:
             Field(None, description="The cluster reach serve joins as a node (docs/cluster.md)."),
         ),
     )
+
+
+def _one_authorization(cls: type[BaseModel], value: str | None, info: ValidationInfo) -> str | None:
+    """``bearer_token_env`` and an Authorization header in ``headers`` would both set it."""
+    headers = info.data.get("headers") or {}
+    if value is not None and "authorization" in {name.lower() for name in headers}:
+        msg = "give the Authorization header in 'headers' or 'bearer_token_env', not both"
+        raise ValueError(msg)
+    return value
 
 
 class _File(BaseModel):
@@ -144,6 +161,8 @@ class MCPAgentFile(MCPOptions):
         default_factory=dict, description="Per tool name (without prefix): fields laid over its capability."
     )
 
+    _one_authorization = field_validator("bearer_token_env")(classmethod(_one_authorization))
+
     @model_validator(mode="after")
     def _one_target(self) -> MCPAgentFile:
         if (self.command is None) == (self.url is None):
@@ -154,9 +173,6 @@ class MCPAgentFile(MCPOptions):
             raise ValueError(msg)
         if self.command is not None and (self.headers or self.bearer_token_env is not None):
             msg = "'headers' and 'bearer_token_env' apply to 'url' servers; remove them or use 'url'"
-            raise ValueError(msg)
-        if self.bearer_token_env is not None and "authorization" in {h.lower() for h in self.headers}:
-            msg = "give the Authorization header in 'headers' or 'bearer_token_env', not both"
             raise ValueError(msg)
         problem = (url_problem(self.url) if self.url is not None else None) or agent_id_problem(self.agent_id)
         if problem is not None:
@@ -198,11 +214,10 @@ class A2AAgentFile(A2AOptions):
         default_factory=dict, description="Per skill id: fields laid over its capability."
     )
 
+    _one_authorization = field_validator("bearer_token_env")(classmethod(_one_authorization))
+
     @model_validator(mode="after")
     def _checked(self) -> A2AAgentFile:
-        if self.bearer_token_env is not None and "authorization" in {h.lower() for h in self.headers}:
-            msg = "give the Authorization header in 'headers' or 'bearer_token_env', not both"
-            raise ValueError(msg)
         problem = url_problem(self.url) or agent_id_problem(self.agent_id)
         if problem is not None:
             raise ValueError(problem)

@@ -150,8 +150,15 @@ async def _a2a_agent(spec: AgentSpec, model: A2AAgentFile) -> Agent:
         raise spec.error(("bearer_token_env",), str(exc)) from None
     overrides = {skill: patch.model_dump(exclude_unset=True) for skill, patch in model.overrides.items()}
     try:
+        # An agent that is down now starts OFFLINE, re-probed: one dead remote agent must not
+        # keep the others from being served.
         return await A2AAgent.connect(
-            model.url, model.name, headers=headers or None, options=model.options(), overrides=overrides
+            model.url,
+            model.name,
+            headers=headers or None,
+            options=model.options(),
+            overrides=overrides,
+            offline_ok=True,
         )
     except A2AOverridesError as exc:
         raise spec.error(("overrides",), str(exc)) from None

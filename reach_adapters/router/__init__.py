@@ -17,7 +17,13 @@ from reach_adapters.router.identity import AgentId, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward, time_left
 from reach_adapters.router.options import CallOptions
-from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
+from reach_adapters.router.outcomes import (
+    UNKNOWN_OUTCOME,
+    AgentBusyError,
+    ErrorKind,
+    StreamEnded,
+    error_result,
+)
 from reach_adapters.router.portal import Portal, running_loop
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import (
@@ -34,6 +40,7 @@ __all__ = [
     "META_PREFIX",
     "UNKNOWN_OUTCOME",
     "Agent",
+    "AgentBusyError",
     "AgentHandle",
     "AgentId",
     "AgentState",
@@ -51,6 +58,7 @@ __all__ = [
     "Refusal",
     "ResultStatus",
     "Router",
+    "StreamEnded",
     "check_schema",
     "close_agent",
     "compiled_validator",

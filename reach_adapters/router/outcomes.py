@@ -29,6 +29,7 @@ __all__ = [
     "UNKNOWN_OUTCOME",
     "AgentBusyError",
     "ErrorKind",
+    "StreamEnded",
     "account",
     "checked_output",
     "error_result",
@@ -67,6 +68,18 @@ class ErrorKind(StrEnum):
 
 class AgentBusyError(Exception):
     """Raise from an agent to say "not now": the router tries another candidate."""
+
+
+class StreamEnded(Exception):  # noqa: N818 - an ending said by the agent, not an error of it
+    """Raise from an agent's ``astream`` to end the stream with `result`, one that is not ok (the
+    task failed or was rejected, or waits for input): the router records that result's status
+    and fault as the agent says them, as for `invoke`, instead of counting an exception raised
+    mid-stream as the agent's own failure. The caller's stream then raises ``error_for(result)``,
+    whose ``.result`` is that result (an ``input_required`` one says what to ``resume=``)."""
+
+    def __init__(self, result: ReachResult) -> None:
+        super().__init__(f"the stream ended {result.status}: {result.error_type}: {result.error}")
+        self.result = result
 
 
 def error_result(

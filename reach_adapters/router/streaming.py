@@ -21,7 +21,15 @@ from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import admit, deliver
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.inflight import InFlight
-from reach_adapters.router.outcomes import ErrorKind, account, error_result, from_exception, timed_out
+from reach_adapters.router.outcomes import (
+    ErrorKind,
+    StreamEnded,
+    account,
+    error_result,
+    from_exception,
+    returned,
+    timed_out,
+)
 from reach_adapters.router.policy import AgentErrors
 from reach_adapters.router.recording import record_outcome
 from reach_adapters.router.state import Slot
@@ -166,6 +174,8 @@ class _Stream:
             return END
         except TimeoutError:
             return timed_out(self.message, self.slot, budget_s)
+        except StreamEnded as ended:
+            return returned(self.message, self.slot.runtime.agent_id, ended.result)
         except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
             return from_exception(self.message, self.slot.runtime.agent_id, exc, self.errors)
 

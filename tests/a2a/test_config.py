@@ -3,6 +3,7 @@ written by ``reach scan --a2a``."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from reach_adapters.gateway.build import build_agents, close_agents
 from tests.a2a.agents import Served
 from tests.a2a.conftest import AgentProcess
 from tests.gateway.conftest import ReachServer, run_reach
+from tests.waiting import wait_until
 
 
 def _write(directory: Path, text: str, name: str = "a2a:helper:0.yaml") -> Path:
@@ -77,6 +79,10 @@ def test_reach_serve_routes_to_an_a2a_agent(agent_process: AgentProcess, tmp_pat
         assert routed["agent_id"] == "a2a:helper:0"
     finally:
         server.stop()
+    # Third-party INFO lines would name every URL fetched and dump the agent's card.
+    logged = server.log.read_text()
+    assert "HTTP Request:" not in logged
+    assert "a2a.client.card_resolver" not in logged
 
 
 def test_scan_prints_an_agent_file_from_a_card(agent_process: AgentProcess, tmp_path: Path) -> None:
@@ -96,3 +102,68 @@ def test_scan_of_a_url_without_a_card(tmp_path: Path) -> None:
     done = run_reach("scan", "--a2a", "http://127.0.0.1:9", "--timeout", "5")
     assert done.returncode != 0
     assert "cannot reach the A2A agent at http://127.0.0.1:9" in done.stderr
+
+
+def test_reach_serve_starts_with_a_dead_a2a_agent_and_takes_it_in_when_it_comes_up(tmp_path: Path) -> None:
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    free = socket.create_server(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    url = f"http://127.0.0.1:{port}"
+    fast = "reprobe: {initial_delay_s: 0.05, max_delay_s: 0.2, jitter_s: 0}\n"
+    _write(config_dir, f"kind: a2a\nname: helper\nurl: {url}\n{fast}overrides:\n  sum: {{weight: 7}}\n")
+    server = ReachServer(config_dir, tmp_path / "reach.log")
+    try:
+        (entry,) = server.api("GET", "/catalog").json()
+        assert (entry["agent_id"], entry["state"]) == ("a2a:helper:0", "offline")
+        assert [cap["name"] for cap in entry["capabilities"]] == ["sum"]
+        assert f"A2A agent a2a:helper:0 at {url} cannot be reached" in server.log.read_text()
+        process = AgentProcess("--port", str(port))
+        try:
+
+            def served() -> bool:
+                (agent,) = server.api("GET", "/catalog").json()
+                return agent["state"] == "online" and len(agent["capabilities"]) > 1
+
+            wait_until(served, what="the agent's card to be taken in")
+            routed = server.api("POST", "/route", json={"capability": "echo", "payload": "back"}).json()
+            assert (routed["status"], routed["payload"]) == ("ok", "back"), routed
+        finally:
+            process.stop()
+    finally:
+        server.stop()
+
+
+def test_scan_writes_no_credentials(agent_process: AgentProcess) -> None:
+    done = run_reach(
+        "scan",
+        "--a2a",
+        agent_process.url,
+        "--name",
+        "helper",
+        "--header",
+        "Authorization=Bearer s3cret-token",
+        "--header",
+        "X-Api-Key=s3cret-key",
+        "--header",
+        "X-Team=blue",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "s3cret" not in done.stdout
+    data = yaml.safe_load(done.stdout)
+    assert data["bearer_token_env"] == "HELPER_TOKEN"
+    assert data["headers"] == {"X-Api-Key": "***", "X-Team": "blue"}
+    assert "$HELPER_TOKEN" in done.stderr
+
+
+def test_two_authorizations_are_refused_at_the_field(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        "kind: a2a\nname: helper\nurl: http://127.0.0.1:1\n"
+        "headers: {Authorization: x}\nbearer_token_env: T\n",
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+    assert "field 'bearer_token_env': " in str(refused.value)
+    assert "not both" in str(refused.value)

@@ -330,3 +330,16 @@ def test_output_closed_early_is_no_traceback() -> None:
     process.stdout.close()
     _, err = process.communicate(timeout=30)
     assert (process.returncode, err) == (141, "")
+
+
+def test_scan_of_an_mcp_url_writes_no_credentials(serve: Serve, config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    server = serve(config_dir)
+    done = run_reach(
+        "scan", "--url", server.mcp_url, "--name", "remote",
+        "--header", "Authorization=Bearer s3cret-token", "--header", "X-Api-Key=s3cret-key",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "s3cret" not in done.stdout
+    data = yaml.safe_load(done.stdout)
+    assert (data["bearer_token_env"], data["headers"]) == ("REMOTE_TOKEN", {"X-Api-Key": "***"})

@@ -1,0 +1,125 @@
+"""Whose fault an A2A call's failure is (DESIGN §6): streams that end other than completed, HTTP
+statuses of the JSON-RPC endpoint, and endpoints that cannot be connected to."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+
+import pytest
+from a2a.server.routes import create_agent_card_routes
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from middleware import Fault, ResultStatus
+from reach_adapters import Router
+from reach_adapters.a2a import A2AAgent
+from reach_adapters.errors import AgentCallError, InputRequiredError, PermissionDeniedError, ReachError
+from tests.a2a.agents import SkillsExecutor, agent_card, build_app, serve_agent, serve_app
+
+
+@pytest.mark.parametrize(
+    ("skill", "raised", "status", "fault"),
+    [
+        ("fail", AgentCallError, ResultStatus.ERROR, Fault.TASK),
+        ("reject", ReachError, ResultStatus.REJECTED, Fault.TASK),
+        ("auth", PermissionDeniedError, ResultStatus.REJECTED, Fault.CALLER),
+    ],
+)
+async def test_a_stream_ends_with_the_tasks_outcome_not_the_agents_failure(
+    routed: Router, skill: str, raised: type[ReachError], status: ResultStatus, fault: Fault
+) -> None:
+    for _ in range(3):  # two agent failures in a row would quarantine it
+        with pytest.raises(raised) as caught:
+            _ = [chunk async for chunk in routed.stream(skill, "x")]
+        result = caught.value.result
+        assert result is not None
+        assert (result.status, result.fault, result.agent_id) == (status, fault, "a2a:test-agent:0")
+    assert routed.catalog()[0].state.value == "online"
+    assert (await routed.route("echo", "still here")).payload == "still here"
+
+
+async def test_a_stream_that_asks_for_input_is_resumed_on_its_thread(routed: Router) -> None:
+    thread = {"thread_id": "streamed"}
+    with pytest.raises(InputRequiredError) as caught:
+        _ = [chunk async for chunk in routed.stream("ask", "hi", configurable=thread)]
+    asked = caught.value.result
+    assert asked is not None
+    assert (asked.status, asked.fault, asked.payload) == (
+        ResultStatus.INPUT_REQUIRED,
+        None,
+        "what is your name?",
+    )
+    answered = await routed.route("ask", None, configurable=thread, resume="Ann")
+    assert answered.status is ResultStatus.OK, answered.error
+    assert str(answered.payload).startswith("hello Ann")
+
+
+def _status_app(url: str, status: int) -> Starlette:
+    async def rpc(_: Request) -> Response:
+        return Response("no", status_code=status)
+
+    card = agent_card(f"{url}/a2a")
+    return Starlette(routes=[*create_agent_card_routes(card), Route("/a2a", rpc, methods=["POST"])])
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_refused_credentials_are_the_callers_to_fix(router: Router, status: int) -> None:
+    async with serve_app(lambda url: _status_app(url, status)) as (url, _):
+        router.register(await A2AAgent.connect(url))
+        for _ in range(3):
+            result = await router.route("echo", "hi")
+            assert (result.status, result.fault, result.delivered) == (
+                ResultStatus.REJECTED,
+                Fault.CALLER,
+                False,
+            )
+            assert result.error_type == "PermissionDeniedError"
+            assert f"HTTP {status}" in (result.error or "")
+        # The breaker never moved: the agent is there for the next call with better credentials.
+        assert router.catalog()[0].state.value == "online"
+
+
+@pytest.fixture
+def blackhole() -> Iterator[int]:
+    """A port whose listen queue is full: connecting to it hangs, as to a host that drops SYNs."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(server.getsockname())
+        fillers.append(filler)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        for filler in fillers:
+            filler.close()
+        server.close()
+
+
+async def test_an_endpoint_that_never_connects_is_offline_and_the_call_goes_elsewhere(
+    router: Router, blackhole: int
+) -> None:
+    rpc = f"http://127.0.0.1:{blackhole}/a2a"
+    async with serve_agent() as good, serve_app(lambda _: build_app(rpc, SkillsExecutor())) as (url, _):
+        bad = await A2AAgent.connect(
+            url,
+            "t",
+            options={"instance": "bad", "weight": 1000, "timeout_ms": 1000, "reprobe": {"enabled": False}},
+        )
+        router.register(bad)
+        router.register(await A2AAgent.connect(good.url, "t", options={"instance": "good", "weight": 1}))
+        # 'echo' is not safe to repeat: it goes elsewhere only because it was never sent.
+        result = await router.route("echo", "hi")
+        assert (result.status, result.agent_id, result.payload) == (ResultStatus.OK, "a2a:t:good", "hi")
+        assert not bad.connected
+        first = router.explain(result.task_id).attempts[0]
+        assert (first.agent_id, first.fault, first.delivered) == ("a2a:t:bad", Fault.AGENT, False)
+        assert "the call was not sent" in (first.error or "")
