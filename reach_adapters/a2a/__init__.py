@@ -15,8 +15,13 @@ from reach_adapters.extras import require_extra
 if TYPE_CHECKING:
     from reach_adapters.a2a.agent import A2AAgent
     from reach_adapters.a2a.errors import (
+        A2ABusyError,
+        A2ACallTimeoutError,
         A2ACardError,
+        A2AClosedError,
         A2AConnectionError,
+        A2ADeniedError,
+        A2ANotHereError,
         A2AOfflineError,
         A2AOverridesError,
         A2AProtocolError,
@@ -32,8 +37,13 @@ if TYPE_CHECKING:
 __all__: list[str] = [
     "A2A_PATH",
     "A2AAgent",
+    "A2ABusyError",
+    "A2ACallTimeoutError",
     "A2ACardError",
+    "A2AClosedError",
     "A2AConnectionError",
+    "A2ADeniedError",
+    "A2ANotHereError",
     "A2AOfflineError",
     "A2AOptions",
     "A2AOverridesError",
@@ -50,6 +60,11 @@ __all__: list[str] = [
 _MODULES: dict[str, str] = {
     "A2AAgent": "agent",
     "A2ACardError": "errors",
+    "A2ANotHereError": "errors",
+    "A2ADeniedError": "errors",
+    "A2AClosedError": "errors",
+    "A2ACallTimeoutError": "errors",
+    "A2ABusyError": "errors",
     "A2AConnectionError": "errors",
     "A2AOfflineError": "errors",
     "A2AOverridesError": "errors",
