@@ -244,7 +244,7 @@ def _with_bearer(
     if env is not None:
         token = environ.get(env)
         if not token:
-            msg = f"{env} is not set; export the {whose}'s bearer token in it"
+            msg = f"{env} is not set; export the token for the {whose}'s bearer auth in it"
             raise ValueError(msg)
         sent["Authorization"] = f"Bearer {token}"
     return sent
