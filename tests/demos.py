@@ -1,4 +1,4 @@
-"""Run a demo in a Python that lacks one of the packages it needs."""
+"""Run a demo: as it is, and in a Python that lacks one of the packages it needs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_demo(demo: str) -> str:
+    """``python -m demo`` from the repository root: what it printed, once it exited 0."""
+    done = subprocess.run(
+        [sys.executable, "-m", demo], cwd=ROOT, capture_output=True, text=True, timeout=110, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def assert_it_names_the_install(demo: str, missing: str) -> None:

@@ -7,10 +7,9 @@ is importable without the SDK, and a missing ``a2a`` extra is reported in one li
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from reach_adapters.extras import require_extra
+from reach_adapters.extras import lazy_names
 
 if TYPE_CHECKING:
     from reach_adapters.a2a.agent import A2AAgent
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     )
     from reach_adapters.a2a.executor import RouterExecutor
     from reach_adapters.a2a.memory_store import MemoryA2ATaskStore
-    from reach_adapters.a2a.options import A2AOptions, ReprobePolicy
+    from reach_adapters.a2a.options import A2AOptions, ReconnectPolicy
     from reach_adapters.a2a.router_card import RouterCard
     from reach_adapters.a2a.serve import A2A_PATH, A2AService
     from reach_adapters.a2a.taskstore import RedisA2ATaskStore
@@ -51,8 +50,8 @@ __all__: list[str] = [
     "A2AService",
     "A2ATimeoutError",
     "MemoryA2ATaskStore",
+    "ReconnectPolicy",
     "RedisA2ATaskStore",
-    "ReprobePolicy",
     "RouterCard",
     "RouterExecutor",
 ]
@@ -71,7 +70,7 @@ _MODULES: dict[str, str] = {
     "A2AProtocolError": "errors",
     "A2ATimeoutError": "errors",
     "A2AOptions": "options",
-    "ReprobePolicy": "options",
+    "ReconnectPolicy": "options",
     "RouterExecutor": "executor",
     "MemoryA2ATaskStore": "memory_store",
     "RouterCard": "router_card",
@@ -81,20 +80,4 @@ _MODULES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    try:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except ModuleNotFoundError:
-        # A missing extra is one line naming the install; any other missing module is a bug.
-        require_extra("a2a", __name__)
-        raise
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), "a2a", _MODULES)

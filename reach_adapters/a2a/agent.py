@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
-import re
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 from a2a.types.a2a_pb2 import AgentCard
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue
 
 from middleware import ReachMessage, ReachResult, ResultStatus
 from reach_adapters.a2a.calls import Exchange, request_for
@@ -33,7 +31,6 @@ from reach_adapters.errors import (
     InvalidDeclarationError,
     InvalidMessageError,
     ReachError,
-    describe_validation_error,
 )
 from reach_adapters.router import (
     AgentHandle,
@@ -42,9 +39,13 @@ from reach_adapters.router import (
     ErrorKind,
     Fault,
     StreamEnded,
+    agent_id_part,
+    checked_options,
     error_result,
+    on_loop,
     onward,
     parse_agent_id,
+    reconnect_until,
     request_meta,
     time_left,
 )
@@ -54,8 +55,6 @@ __all__ = ["A2AAgent"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
 class A2AAgent:
@@ -109,7 +108,7 @@ class A2AAgent:
         cannot be reached, and `A2ATimeoutError` when the card does not come within
         ``options.connect_timeout_s``.
         """
-        checked = _options(url, options)
+        checked = checked_options(A2AOptions, options, f"A2A agent at {url}")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             msg = f"A2AAgent.connect takes the agent's base URL (http:// or https://), got {url!r}"
             raise InvalidDeclarationError(msg)
@@ -121,7 +120,7 @@ class A2AAgent:
                 if not offline_ok or name is None:
                     raise
                 return cls._unreachable(link, name, dict(overrides or {}), str(exc))
-            agent_id = f"a2a:{name or _type_name(card)}:{checked.instance}"
+            agent_id = f"a2a:{name or agent_id_part(card.name.lower(), 'agent')}:{checked.instance}"
             parse_agent_id(agent_id)
             agent = cls(link, agent_id, dict(overrides or {}))
             agent._adopt(card)
@@ -247,14 +246,11 @@ class A2AAgent:
 
     async def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the loop that connected: the HTTP client's connections belong to it."""
-        loop = self._loop
-        if loop is None or loop is asyncio.get_running_loop():
-            return await coro
-        if loop.is_closed() or not loop.is_running():
-            coro.close()
-            msg = f"A2A agent {self._agent_id}: the event loop it was connected on is gone; connect again"
-            raise A2AOfflineError(msg)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+        return await on_loop(self._loop, coro, self._loop_gone)
+
+    def _loop_gone(self) -> A2AOfflineError:
+        msg = f"A2A agent {self._agent_id}: the event loop it was connected on is gone; connect again"
+        return A2AOfflineError(msg)
 
     async def _invoke(self, message: ReachMessage) -> ReachResult:
         async with self._threads.first_turns_in_order(message.meta_info):
@@ -351,39 +347,22 @@ class A2AAgent:
         self._start_reprobe()
 
     def _start_reprobe(self) -> None:
-        if self._link.options.reprobe.enabled:
+        policy = self._link.options.reprobe
+        if policy.enabled:
             self._reprobe = asyncio.get_running_loop().create_task(
-                self._reprobe_until_back(), name=f"{self._agent_id} re-probe"
+                reconnect_until(self._reprobed, policy), name=f"{self._agent_id} re-probe"
             )
 
-    async def _reprobe_until_back(self) -> None:
-        policy = self._link.options.reprobe
-        delay = policy.initial_delay_s
-        while self._offline is not None and not self._closed:
-            await asyncio.sleep(delay + random.uniform(0, policy.jitter_s))
-            if await self._probe():
-                logger.info("A2A agent %s is back", self._agent_id)
-                return
-            delay = min(delay * policy.multiplier, policy.max_delay_s)
+    async def _reprobed(self) -> bool:
+        """One re-probe: True once the agent is back (by this probe or the router's) or closed."""
+        if self._offline is None or self._closed:
+            return True
+        if await self._probe():
+            logger.info("A2A agent %s is back", self._agent_id)
+            return True
+        return False
 
     def _set_state(self, state: AgentState, reason: str) -> None:
         self._offline = None if state is AgentState.ONLINE else reason
         for handle in self._handles:
             handle.set_state(state, reason)
-
-
-def _type_name(card: AgentCard) -> str:
-    """An agent type from the card's name, lower case, in the characters an agent id allows."""
-    return _UNSAFE.sub("-", card.name.lower()).strip("-._")[:64] or "agent"
-
-
-def _options(url: object, options: A2AOptions | Mapping[str, Any] | None) -> A2AOptions:
-    if options is None:
-        return A2AOptions()
-    if isinstance(options, A2AOptions):
-        return options
-    try:
-        return A2AOptions.model_validate(options)
-    except ValidationError as exc:
-        msg = f"A2A agent at {url}: invalid options: {describe_validation_error(exc)}"
-        raise InvalidDeclarationError(msg) from None

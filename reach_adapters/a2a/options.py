@@ -8,25 +8,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["A2AOptions", "ReprobePolicy"]
+from reach_adapters.router import ReconnectPolicy
 
-
-class ReprobePolicy(BaseModel):
-    """How an agent found dead is probed back: its card fetched with exponential backoff."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = True
-    initial_delay_s: float = Field(0.2, gt=0, le=3600, description="The first wait after a failure.")
-    max_delay_s: float = Field(30.0, gt=0, le=3600, description="No wait is longer than this.")
-    multiplier: float = Field(2.0, ge=1, le=10, description="Each wait is this many times the last.")
-    jitter_s: float = Field(
-        0.2,
-        ge=0,
-        le=60,
-        description="Up to this many seconds added to each wait, so replicas that died together "
-        "are not probed in lockstep.",
-    )
+__all__ = ["A2AOptions", "ReconnectPolicy"]
 
 
 class A2AOptions(BaseModel):
@@ -91,4 +75,7 @@ class A2AOptions(BaseModel):
             "hop token signed with security.yaml's hop_tokens secret (docs/security.md)."
         ),
     )
-    reprobe: ReprobePolicy = Field(default_factory=ReprobePolicy)
+    reprobe: ReconnectPolicy = Field(
+        default_factory=ReconnectPolicy,
+        description="How the card of an agent found dead is fetched again until it answers.",
+    )

@@ -22,7 +22,7 @@ from reach_adapters.config import file_stems
 from reach_adapters.config.loader import missing_program
 from reach_adapters.config.models import AGENT_KINDS
 from reach_adapters.mcp import MCPOptions, MCPServerAgent
-from reach_adapters.router import Capability, parse_agent_id
+from reach_adapters.router import Capability, agent_id_part, parse_agent_id
 from reach_adapters.security import redact_headers
 
 __all__ = ["default_name", "run_scan"]
@@ -33,7 +33,6 @@ _PER_TOOL = ("description", "read_only", "idempotent")
 _PER_SKILL = ("description", "keywords", "examples", "read_only", "idempotent")
 _SCHEMAS = ("input_schema", "output_schema")
 _NAME_PREFIXES = ("mcp-server-", "mcp_server_", "server-", "server_", "mcp-", "mcp_")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 _ENV_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 
 
@@ -183,8 +182,7 @@ def clean_name(source: str) -> str:
         if source.startswith(prefix):
             source = source.removeprefix(prefix)
             break
-    cleaned = _UNSAFE.sub("-", source).strip("-._")
-    return cleaned or "server"
+    return agent_id_part(source, "server")
 
 
 def _launched(command: Sequence[str]) -> str | None:

@@ -6,10 +6,9 @@ is importable without the MCP SDK, and a missing ``mcp`` extra is reported in on
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from reach_adapters.extras import require_extra
+from reach_adapters.extras import lazy_names
 
 if TYPE_CHECKING:
     from reach_adapters.mcp.agent import ConnectReport, MCPServerAgent
@@ -75,20 +74,4 @@ _MODULES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    try:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except ModuleNotFoundError:
-        # A missing extra is one line naming the install; any other missing module is a bug.
-        require_extra("mcp", __name__)
-        raise
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), "mcp", _MODULES)

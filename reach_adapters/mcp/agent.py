@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 import httpx2
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
@@ -27,7 +26,14 @@ from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.spec import ServerParameters, ServerSpec, server_spec
 from reach_adapters.mcp.tools import Declared
-from reach_adapters.router import AgentHandle, AgentState, Capability, Portal
+from reach_adapters.router import (
+    AgentHandle,
+    AgentState,
+    Capability,
+    Portal,
+    on_loop,
+    reconnect_until,
+)
 
 __all__ = ["ConnectReport", "MCPServerAgent"]
 
@@ -250,17 +256,14 @@ class MCPServerAgent:
 
     async def _on_session_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the loop that owns the session: the SDK's streams belong to it."""
-        loop = self._connection.loop
-        if loop is asyncio.get_running_loop():
-            return await coro
-        if loop is None or loop.is_closed() or not loop.is_running():
-            coro.close()
-            msg = (
-                f"MCP server {self._agent_id}: no running event loop holds its session; connect "
-                "inside the loop that serves the router, or use connect_sync()"
-            )
-            raise MCPOfflineError(msg)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+        return await on_loop(self._connection.loop, coro, self._no_session_loop)
+
+    def _no_session_loop(self) -> MCPOfflineError:
+        msg = (
+            f"MCP server {self._agent_id}: no running event loop holds its session; connect "
+            "inside the loop that serves the router, or use connect_sync()"
+        )
+        return MCPOfflineError(msg)
 
     async def _close(self) -> None:
         self._connection.closing = True
@@ -333,28 +336,18 @@ class MCPServerAgent:
             if not policy.enabled:
                 logger.warning("MCP server %s stays offline: reconnect is disabled", self._agent_id)
                 return
-            # A server that dies as soon as it is up must not be restarted in a tight loop. The
-            # first wait is here; tenacity's waits after failed attempts carry on from the second.
-            await asyncio.sleep(policy.initial_delay_s)
-            retrying = AsyncRetrying(
-                wait=wait_exponential_jitter(
-                    multiplier=policy.initial_delay_s * policy.multiplier,
-                    max=policy.max_delay_s,
-                    exp_base=policy.multiplier,
-                    jitter=policy.jitter_s,
-                ),
-                retry=retry_if_exception_type(ReachError),
-                before_sleep=self._reconnect_failed,
-            )
-            async for attempt in retrying:
-                with attempt:
-                    declared = await self._connection.open()
-            logger.info("MCP server %s reconnected", self._agent_id)
-            self.tools_listed(declared)
+            await reconnect_until(self._reconnect, policy)
 
-    def _reconnect_failed(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        logger.info("MCP server %s: reconnect failed: %s", self._agent_id, exc)
+    async def _reconnect(self) -> bool:
+        """One attempt to open the session again: True once it is back."""
+        try:
+            declared = await self._connection.open()
+        except ReachError as exc:
+            logger.info("MCP server %s: reconnect failed: %s", self._agent_id, exc)
+            return False
+        logger.info("MCP server %s reconnected", self._agent_id)
+        self.tools_listed(declared)
+        return True
 
 
 def _legacy_spec(config: MCPServerConfig) -> ServerSpec:

@@ -7,13 +7,11 @@ anything that does: checking a directory must not need the ``mcp`` extra loaded.
 from __future__ import annotations
 
 import sys
-import warnings
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.router import parse_agent_id
+from reach_adapters.router import ReconnectPolicy, parse_agent_id
 from reach_adapters.security import redact_url
 
 __all__ = ["PYTHON", "MCPOptions", "ReconnectPolicy", "agent_id_problem", "resolve_command", "url_problem"]
@@ -42,44 +40,6 @@ def agent_id_problem(agent_id: str) -> str | None:
     except InvalidDeclarationError as exc:
         return f"its name and instance must form a valid agent id: {exc}"
     return None
-
-
-class ReconnectPolicy(BaseModel):
-    """How a lost server is reconnected in the background: exponential backoff with jitter."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = True
-    initial_delay_s: float = Field(0.2, gt=0, le=3600, description="The first wait after a loss.")
-    max_delay_s: float = Field(30.0, gt=0, le=3600, description="No wait is longer than this.")
-    multiplier: float = Field(2.0, ge=1, le=10, description="Each wait is this many times the last.")
-    jitter_s: float = Field(
-        0.2,
-        ge=0,
-        le=60,
-        description="Up to this many seconds added to each wait, so replicas that died together "
-        "do not reconnect in lockstep.",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _jitter_share(cls, data: Any) -> Any:
-        """Earlier versions took ``jitter``, a share of the first wait: still read, as seconds."""
-        if isinstance(data, dict) and "jitter" in data and "jitter_s" not in data:
-            warnings.warn(
-                "reconnect 'jitter' (a share of the delay) is deprecated; use 'jitter_s' (seconds)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            data = dict(data)
-            share = data.pop("jitter")
-            if isinstance(share, int | float) and not isinstance(share, bool):
-                data["jitter_s"] = share * data.get(
-                    "initial_delay_s", cls.model_fields["initial_delay_s"].default
-                )
-            else:
-                data["jitter_s"] = share
-        return data
 
 
 class MCPOptions(BaseModel):

@@ -10,10 +10,10 @@ import httpx2
 from mcp import StdioServerParameters
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
-from pydantic import ValidationError
 
-from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
+from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
+from reach_adapters.router import checked_options
 from reach_adapters.security import redact_args, redact_url
 
 __all__ = ["HttpServer", "ServerParameters", "ServerSpec", "Target", "server_spec"]
@@ -94,7 +94,9 @@ def server_spec(
             "(streamable HTTP), or an MCPServer object (in-process)"
         )
         raise InvalidDeclarationError(msg)
-    spec = ServerSpec(name, _target(where, server, headers, auth), _options(where, options))
+    spec = ServerSpec(
+        name, _target(where, server, headers, auth), checked_options(MCPOptions, options, where)
+    )
     problem = agent_id_problem(spec.agent_id)
     if problem is not None:
         msg = f"{where}: {problem}"
@@ -126,15 +128,3 @@ def _target(
         "string or an MCPServer object"
     )
     raise InvalidDeclarationError(msg)
-
-
-def _options(where: str, options: MCPOptions | Mapping[str, Any] | None) -> MCPOptions:
-    if options is None:
-        return MCPOptions()
-    if isinstance(options, MCPOptions):
-        return options
-    try:
-        return MCPOptions.model_validate(options)
-    except ValidationError as exc:
-        msg = f"{where}: invalid options: {describe_validation_error(exc)}"
-        raise InvalidDeclarationError(msg) from None

@@ -6,6 +6,7 @@ from its modules: the names below are the stable, adapter-facing surface. Everyt
 """
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from reach_adapters.router.adapter_options import checked_options
 from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.carry import META_PREFIX, meta_from_request, request_meta
@@ -13,7 +14,7 @@ from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.decisions import ExclusionKind
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
-from reach_adapters.router.identity import AgentId, parse_agent_id
+from reach_adapters.router.identity import AgentId, agent_id_part, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward, time_left
 from reach_adapters.router.options import CallOptions
@@ -24,7 +25,8 @@ from reach_adapters.router.outcomes import (
     StreamEnded,
     error_result,
 )
-from reach_adapters.router.portal import Portal, running_loop
+from reach_adapters.router.portal import Portal, on_loop, running_loop
+from reach_adapters.router.reconnect import ReconnectPolicy, reconnect_until
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import (
     check_schema,
@@ -55,11 +57,14 @@ __all__ = [
     "Portal",
     "ReachMessage",
     "ReachResult",
+    "ReconnectPolicy",
     "Refusal",
     "ResultStatus",
     "Router",
     "StreamEnded",
+    "agent_id_part",
     "check_schema",
+    "checked_options",
     "close_agent",
     "compiled_validator",
     "error_result",
@@ -68,8 +73,10 @@ __all__ = [
     "input_required_result",
     "meta_from_request",
     "ok_result",
+    "on_loop",
     "onward",
     "parse_agent_id",
+    "reconnect_until",
     "request_meta",
     "required_parameters",
     "running_loop",

@@ -7,10 +7,11 @@ from typing import NamedTuple
 
 from reach_adapters.errors import InvalidDeclarationError
 
-__all__ = ["AgentId", "parse_agent_id"]
+__all__ = ["AgentId", "agent_id_part", "parse_agent_id"]
 
 _PART = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
 _AGENT_ID = re.compile(rf"^({_PART}):({_PART}):({_PART})$")
+_NOT_IN_PART = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
 class AgentId(NamedTuple):
@@ -42,3 +43,9 @@ def parse_agent_id(value: object) -> AgentId:
         )
         raise InvalidDeclarationError(msg)
     return AgentId(*match.groups())
+
+
+def agent_id_part(source: str, default: str) -> str:
+    """`source` (a server's or a card's name) made one part of an agent id: each run of other
+    characters a '-', no '-', '_' or '.' at the ends, at most 64 characters; `default` if empty."""
+    return _NOT_IN_PART.sub("-", source).strip("-._")[:64] or default

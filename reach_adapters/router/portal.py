@@ -17,12 +17,12 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from reach_adapters.errors import SyncCallError
 
-__all__ = ["Portal", "running_loop"]
+__all__ = ["Portal", "on_loop", "running_loop"]
 
 T = TypeVar("T")
 
@@ -33,6 +33,23 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+async def on_loop(
+    loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, Any, T], gone: Callable[[], Exception]
+) -> T:
+    """Await `coro` on `loop`, the one that owns what it uses (an SDK's streams, an HTTP client's
+    connections): here when it is the running loop, else handed to it and awaited from here.
+
+    Calls may come from any loop or thread; the connection may not. When `loop` is None, closed
+    or stopped, `coro` is closed unstarted and ``gone()`` raised: an error saying to connect again.
+    """
+    if loop is asyncio.get_running_loop():
+        return await coro
+    if loop is None or loop.is_closed() or not loop.is_running():
+        coro.close()
+        raise gone()
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
 
 class _LoopGoneError(Exception):

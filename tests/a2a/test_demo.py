@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.demos import assert_it_names_the_install
+from tests.demos import assert_it_names_the_install, run_demo
 
-ROOT = Path(__file__).resolve().parents[2]
 # A call's story: who called, the way to the agent, its status and task, the answer.
 CALL = re.compile(
     r"^  (?P<call>\S.*)\n"
@@ -35,16 +31,7 @@ def _refused(port: int) -> bool:
 
 @pytest.mark.timeout(120)
 def test_the_a2a_demo_reaches_the_agent_from_langchain_mcp_and_a2a() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "examples.a2a_demo"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=110,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_demo("examples.a2a_demo")
 
     calls = [match.groupdict() for match in CALL.finditer(out)]
     assert [(c["call"].split(" {")[0], c["path"], c["status"]) for c in calls] == [

@@ -1,5 +1,5 @@
-"""Agents behind the served router: one that streams, one that holds its call until released,
-and a LangGraph graph that stops to ask for approval."""
+"""Agents behind the served router: one that upper-cases text, one that streams, one that holds
+its call until released, and a LangGraph graph that stops to ask for approval."""
 
 from __future__ import annotations
 
@@ -12,10 +12,26 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
-from reach_adapters import Capability
+from reach_adapters import Capability, FunctionAgent
 from reach_adapters.router import ReachMessage, ReachResult, ok_result
 
 TEXT_IN = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+def shout(calls: list[str] | None = None) -> FunctionAgent:
+    """``util:shout:01``: its capability ``shout`` upper-cases the text; each text is added to
+    `calls` when given."""
+
+    def run(text: str) -> str:
+        if calls is not None:
+            calls.append(text)
+        return text.upper()
+
+    return FunctionAgent(
+        run,
+        agent_id="util:shout:01",
+        capabilities=[Capability(name="shout", description="upper-case the text", input_schema=TEXT_IN)],
+    )
 
 
 class Words:

@@ -3,6 +3,7 @@ registered in code, and helpers that talk to them with the a2a-sdk client."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ from tests.cluster.conftest import own_redis, redis_server
 from tests.gateway.conftest import config_dir, serve, write
 
 __all__ = [
+    "PushReceiver",
     "Serve",
     "Served",
     "config_dir",
@@ -107,6 +109,32 @@ async def served(tmp_path: Path) -> AsyncIterator[Serve]:
         for one in started:
             await one.endpoint.aclose()
             await one.gateway.aclose()
+
+
+class PushReceiver:
+    """A local HTTP endpoint a task's pushes are sent to; `_serve` answers each connection."""
+
+    def __init__(self) -> None:
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        """Listen on 127.0.0.1, a free port; the URL to give as the push config's."""
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/push"
+
+    async def aclose(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    async def _ok(writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
 
 
 def message(

@@ -10,9 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from reach_adapters import Capability, FunctionAgent
 from reach_adapters.langchain import LangChainAgent
-from tests.a2a_serve.agents import Held, approval_graph
+from tests.a2a_serve.agents import Held, approval_graph, shout
 from tests.a2a_serve.conftest import Serve
 
 pytestmark = pytest.mark.timeout(60)
@@ -73,21 +72,11 @@ def texts(one: dict[str, Any]) -> list[str]:
     return [part.get("text", "") for artifact in one.get("artifacts", []) for part in artifact["parts"]]
 
 
-def shouting(calls: list[str]) -> FunctionAgent:
-    def run(text: str) -> str:
-        calls.append(text)
-        return text.upper()
-
-    return FunctionAgent(
-        run, agent_id="util:shout:01", capabilities=[Capability(name="shout", description="upper-case")]
-    )
-
-
 async def test_a_message_for_a_working_or_ended_task_is_refused(served: Serve) -> None:
     server = await served()
     held, calls = Held(), list[str]()
     server.gateway.router.register(held)
-    server.gateway.router.register(shouting(calls))
+    server.gateway.router.register(shout(calls))
     sent = await call(
         server.url,
         "SendMessage",
@@ -173,7 +162,7 @@ async def test_an_admin_sees_every_task_without_redis(served: Serve, monkeypatch
 
 async def test_a_refused_message_keeps_the_callers_ids_and_no_hop_token_is_stored(served: Serve) -> None:
     server = await served()
-    server.gateway.router.register(shouting([]))
+    server.gateway.router.register(shout([]))
     hop = {"agent-reach/task_id": "upstream-42", "agent-reach/trace_id": "trace-7"}
     refused = task(
         await call(server.url, "SendMessage", {"message": msg(data=[1], skill="shout", metadata=hop)})

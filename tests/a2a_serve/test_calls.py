@@ -11,18 +11,10 @@ from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse, TaskState
 
 from reach_adapters import Capability, FunctionAgent
 from reach_adapters.langchain import LangChainAgent
-from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph
+from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, shout
 from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of, text_of
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def shout() -> FunctionAgent:
-    return FunctionAgent(
-        lambda text: text.upper(),
-        agent_id="util:shout:01",
-        capabilities=[Capability(name="shout", description="upper-case the text", input_schema=TEXT_IN)],
-    )
 
 
 def adder() -> FunctionAgent:

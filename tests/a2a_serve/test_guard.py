@@ -16,21 +16,12 @@ from reach_adapters import Capability, FunctionAgent
 from reach_adapters.a2a import router_card
 from reach_adapters.config import load_config
 from reach_adapters.gateway import Gateway, GatewayEndpoint, listen, serve_http
+from tests.a2a_serve.agents import shout
 from tests.a2a_serve.conftest import Serve
 
 pytestmark = pytest.mark.timeout(60)
 
 CARD = "/.well-known/agent-card.json"
-
-
-def shout(calls: list[str]) -> FunctionAgent:
-    def run(text: str) -> str:
-        calls.append(text)
-        return text.upper()
-
-    return FunctionAgent(
-        run, agent_id="util:shout:01", capabilities=[Capability(name="shout", description="upper-case")]
-    )
 
 
 def send_0_3(text: str) -> str:

@@ -18,39 +18,29 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 
-from reach_adapters import Capability, FunctionAgent
-from tests.a2a_serve.conftest import Serve, message, meta_of, task_of
+from tests.a2a_serve.agents import shout
+from tests.a2a_serve.conftest import PushReceiver, Serve, message, meta_of, task_of
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def shout() -> FunctionAgent:
-    return FunctionAgent(
-        lambda text: text.upper(),
-        agent_id="util:shout:01",
-        capabilities=[Capability(name="shout", description="upper-case")],
-    )
-
-
-class SlowReceiver:
+class SlowReceiver(PushReceiver):
     """Accepts a push, then answers only once `release` is set."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.got = asyncio.Event()
         self.release = asyncio.Event()
-        self.server: asyncio.Server | None = None
 
-    async def start(self) -> str:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/push"
+    async def aclose(self) -> None:
+        self.release.set()
+        await super().aclose()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         self.got.set()
         await self.release.wait()
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        await writer.drain()
-        writer.close()
+        await self._ok(writer)
 
 
 @pytest.fixture
@@ -59,10 +49,7 @@ async def slow() -> AsyncIterator[SlowReceiver]:
     try:
         yield receiver
     finally:
-        receiver.release.set()
-        if receiver.server is not None:
-            receiver.server.close()
-            await receiver.server.wait_closed()
+        await receiver.aclose()
 
 
 def pushed_to(url: str) -> SendMessageRequest:

@@ -20,16 +20,22 @@ from a2a.types.a2a_pb2 import (
 )
 
 from tests.a2a_serve.agents import Held
-from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of
+from tests.a2a_serve.conftest import PushReceiver, Serve, Served, message, meta_of, request, task_of
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
 
-async def test_a_task_sent_without_waiting_is_polled_then_cancelled(served: Serve) -> None:
-    server = await served()
+async def holding(served: Serve, **options: Any) -> tuple[Served, Held]:
+    """A router served with `options`, a `Held` agent registered on it."""
+    server = await served(**options)
     held = Held()
     server.gateway.router.register(held)
+    return server, held
+
+
+async def test_a_task_sent_without_waiting_is_polled_then_cancelled(served: Serve) -> None:
+    server, held = await holding(served)
     async with server.client() as client:
         sent = await task_of(client, request(message("go", skill="held"), immediately=True))
         assert sent.status.state in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
@@ -48,9 +54,7 @@ async def test_a_task_sent_without_waiting_is_polled_then_cancelled(served: Serv
 
 
 async def test_a_poll_sees_the_task_finish(served: Serve) -> None:
-    server = await served()
-    held = Held()
-    server.gateway.router.register(held)
+    server, held = await holding(served)
     async with server.client() as client:
         sent = await task_of(client, request(message("go", skill="held"), immediately=True))
         async with asyncio.timeout(10):
@@ -68,9 +72,7 @@ async def test_a_poll_sees_the_task_finish(served: Serve) -> None:
 
 
 async def test_a_subscriber_follows_a_running_task_to_its_end(served: Serve) -> None:
-    server = await served()
-    held = Held()
-    server.gateway.router.register(held)
+    server, held = await holding(served)
     async with server.client() as client:
         sent = await task_of(client, request(message("go", skill="held"), immediately=True))
     async with server.client(streaming=True) as streaming:
@@ -92,18 +94,13 @@ async def test_a_subscriber_follows_a_running_task_to_its_end(served: Serve) -> 
     assert states[-1] == TaskState.TASK_STATE_COMPLETED
 
 
-class Receiver:
-    """A local HTTP endpoint recording the JSON bodies POSTed to it."""
+class Receiver(PushReceiver):
+    """Records the JSON bodies POSTed to it, and their heads."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[str] = []
-        self.server: asyncio.Server | None = None
-
-    async def start(self) -> str:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        port = self.server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/push"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = (await reader.readuntil(b"\r\n\r\n")).decode()
@@ -114,9 +111,7 @@ class Receiver:
         )
         self.headers.append(head)
         self.bodies.append(json.loads(await reader.readexactly(length)))
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        await writer.drain()
-        writer.close()
+        await self._ok(writer)
 
     def states(self) -> list[str]:
         found = []
@@ -133,16 +128,12 @@ async def receiver() -> AsyncIterator[Receiver]:
     try:
         yield receiving
     finally:
-        if receiving.server is not None:
-            receiving.server.close()
-            await receiving.server.wait_closed()
+        await receiving.aclose()
 
 
 async def test_the_end_of_a_task_is_pushed_to_the_callers_receiver(served: Serve, receiver: Receiver) -> None:
     # The receiver is on loopback: allowed only when the server opts in.
-    server = await served(a2a_private_push=True)
-    held = Held()
-    server.gateway.router.register(held)
+    server, held = await holding(served, a2a_private_push=True)
     url = await receiver.start()
     config = TaskPushNotificationConfig(url=url, token="caller-secret")
     req = SendMessageRequest(

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from tests.demos import assert_it_names_the_install
-from tests.gateway.conftest import PYTHON, ROOT
+from tests.demos import assert_it_names_the_install, run_demo
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def test_the_gateway_demo_runs() -> None:
-    done = subprocess.run(
-        [PYTHON, "-m", "examples.gateway_demo"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=110,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_demo("examples.gateway_demo")
     assert "-> Refund of 39.90 approved for order 42" in out
     assert "unicast get_current_time with strategy weighted -> mcp:time:0 via candidate [ok]" in out
     assert "POST /api/route lookup_order -> [ok]" in out

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.demos import run_demo
 
 
 @pytest.mark.timeout(120)
 def test_demo_runs() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "examples.mcp_demo"], cwd=ROOT, capture_output=True, text=True, timeout=110
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_demo("examples.mcp_demo")
     assert "mcp:time:0   online  get_current_time, convert_time" in out
     assert '"words": 4' in out
     killed = out.split("killed ")[1].split(" ")[0]
