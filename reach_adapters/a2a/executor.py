@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from a2a.helpers.proto_helpers import new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -36,6 +36,7 @@ from reach_adapters.errors import InvalidMessageError, ReachError
 from reach_adapters.router import (
     META_PREFIX,
     CallOptions,
+    DecisionRecord,
     Fault,
     ReachMessage,
     ReachResult,
@@ -45,10 +46,6 @@ from reach_adapters.router import (
     meta_from_request,
     ok_result,
 )
-
-if TYPE_CHECKING:
-    # The type `Router.explain` answers; only its fields are read.
-    from reach_adapters.router.decisions import DecisionRecord
 
 __all__ = ["CALLER_TOKEN", "SKILL_KEYS", "STATES", "RouterExecutor", "result_metadata"]
 

@@ -11,7 +11,7 @@ from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_req
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.carry import META_PREFIX, meta_from_request, request_meta
 from reach_adapters.router.compensation import ABANDONED
-from reach_adapters.router.decisions import ExclusionKind
+from reach_adapters.router.decisions import DecisionRecord, ExclusionKind
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.identity import AgentId, agent_id_part, parse_agent_id
@@ -49,6 +49,7 @@ __all__ = [
     "CallOptions",
     "CallStyle",
     "Capability",
+    "DecisionRecord",
     "ErrorKind",
     "ExclusionKind",
     "Fault",

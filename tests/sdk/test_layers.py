@@ -3,7 +3,6 @@
 Adapters import core names from `reach_adapters.router` (the package), `reach_adapters.errors`,
 `reach_adapters.extras` and `middleware`, never from the core's modules nor from another adapter;
 the core imports no adapter.
-Add a package to `ADAPTERS` when it is switched to the surface (mcp/ and a2a/ will be).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import reach_adapters
 import reach_adapters.router
 
 ROOT = Path(__file__).resolve().parents[2]
-ADAPTERS = ["langchain", "mcp"]
+ADAPTERS = ["langchain", "mcp", "a2a"]
 EXAMPLES = [Path(__file__).with_name("example_adapter.py")]
 
 SURFACE = frozenset(reach_adapters.router.__all__)
