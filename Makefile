@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	@echo "==> installing agent-reach and every extra (LangChain, LangGraph, MCP, gateway, test tools)"
+	@echo "==> installing agent-reach and every extra (LangChain, LangGraph, MCP, A2A, cluster, gateway, test tools)"
 	@echo "    into $(VENV): a minute or two the first time; pip lists each package as it goes"
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $@
