@@ -105,14 +105,20 @@ def render_result(result: Mapping[str, Any]) -> str:
         f"({served}, {result.get('attempts', 0)} attempt(s), {timings.get('total_ms', 0.0):.1f} ms)"
     )
     lines = [head, f"task {result['task_id']}  trace {result.get('trace_id') or '-'}"]
-    if result["status"] == "ok":
+    if result["status"] in ("ok", "input_required"):
+        # An agent asking for input says what it needs in the payload.
         payload = result.get("payload")
+        label = "payload" if result["status"] == "ok" else "asks"
         if isinstance(payload, str):
-            lines.append(f"payload: {payload}")
+            lines.append(f"{label}: {payload}")
         else:
-            lines.append("payload:")
+            lines.append(f"{label}:")
             lines.extend("  " + line for line in render_json(payload).splitlines())
-    else:
+    if result["status"] == "input_required":
+        lines.append(
+            "answer on the same thread: --option 'configurable={\"thread_id\": ...}' --option resume=ANSWER"
+        )
+    elif result["status"] != "ok":
         fault = f" ({result['fault']} fault)" if result.get("fault") else ""
         lines.append(f"error{fault}: {result.get('error_type')}: {result.get('error')}")
         if result.get("delivered"):

@@ -301,6 +301,14 @@ def test_a_result_nobody_served_says_not_served() -> None:
     assert head == "no_candidate: - -> no agent (not served, 0 attempt(s), 0.0 ms)"
 
 
+def test_an_agent_asking_for_input_shows_what_it_asks_and_how_to_answer() -> None:
+    result = {"status": "input_required", "task_id": "t-2", "payload": "which day?", "error": "needs input"}
+    lines = render_result(result).splitlines()
+    assert "asks: which day?" in lines
+    assert any("--option resume=" in line and "thread_id" in line for line in lines)
+    assert not any(line.startswith("error") for line in lines)
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
