@@ -149,6 +149,13 @@ def _credentials(data: dict[str, Any], headers: Mapping[str, str] | None) -> Non
             kept[name] = value
     if kept:
         data["headers"] = redact_headers(kept)
+        masked = sorted(name for name, value in data["headers"].items() if value != kept[name])
+        if masked:
+            print(
+                f"reach scan: the values of {', '.join(masked)} are masked (***): write them into the file "
+                "before serving it",
+                file=sys.stderr,
+            )
 
 
 def _declaration(capability: Capability, fields: tuple[str, ...]) -> dict[str, Any]:

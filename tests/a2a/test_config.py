@@ -155,6 +155,7 @@ def test_scan_writes_no_credentials(agent_process: AgentProcess) -> None:
     assert data["bearer_token_env"] == "HELPER_TOKEN"
     assert data["headers"] == {"X-Api-Key": "***", "X-Team": "blue"}
     assert "$HELPER_TOKEN" in done.stderr
+    assert "X-Api-Key are masked" in done.stderr
 
 
 def test_two_authorizations_are_refused_at_the_field(tmp_path: Path) -> None:
