@@ -219,6 +219,8 @@ class RouterExecutor(AgentExecutor):
         options = cast("CallOptions", meta.model_dump(exclude_unset=True, exclude={"capability"}))
         # The ids the result names, whether or not the caller carried them.
         options["task_id"], options["trace_id"] = meta.task_id, meta.trace_id
+        # No closing chunk: an artifact update must carry a part, and the completed status that
+        # follows ends the stream.
         first = True
         try:
             async for chunk in self.router.stream(capability, reach.raw_payload, **options):
@@ -229,7 +231,6 @@ class RouterExecutor(AgentExecutor):
         except ReachError as exc:
             await self._finish(updater, self._stream_failure(reach, exc))
             return
-        await updater.add_artifact([], artifact_id=_STREAMED, append=True, last_chunk=True)
         record = self._record(meta.task_id)
         chosen = (
             None

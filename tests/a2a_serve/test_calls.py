@@ -132,6 +132,8 @@ async def test_a_stream_sends_each_chunk_as_it_comes(served: Serve) -> None:
         for part in event.artifact_update.artifact.parts
     ]
     assert chunks == ["one", "two", "three"]
+    # The spec wants at least one part in every artifact update.
+    assert all(event.artifact_update.artifact.parts for event in events if event.HasField("artifact_update"))
     last = events[-1]
     assert last.HasField("status_update")
     assert last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
