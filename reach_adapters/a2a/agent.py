@@ -285,7 +285,8 @@ class A2AAgent:
             raise A2AOfflineError(msg)
         meta = message.meta_info
         skill = meta.capability or ""
-        if skill not in {cap.name for cap in self._declared.capabilities}:
+        timeouts_s = self._declared.timeouts_s
+        if skill not in timeouts_s:
             skills = sorted(cap.name for cap in self._declared.capabilities)
             msg = f"agent {self._agent_id} has no skill for capability {skill!r}; it has {skills}"
             raise InvalidMessageError(msg)
@@ -294,7 +295,7 @@ class A2AAgent:
         turn = self._threads.turn(meta)
         request = request_for(message, skill, carried, turn, options.return_immediately)
         # The skill's own timeout (its override's, if any), as the router bounds the call by it.
-        timeout_s = time_left(message, self._declared.timeouts_s[skill])
+        timeout_s = time_left(message, timeouts_s[skill])
         return Exchange(self._link, request, timeout_s, self._lost)
 
     def _result(self, message: ReachMessage, exchange: Exchange) -> ReachResult:

@@ -24,7 +24,6 @@ from a2a.types.a2a_pb2 import (
     Message,
     Part,
     Role,
-    SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
@@ -39,9 +38,9 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from google.protobuf import struct_pb2
 
 from middleware import ReachMessage
+from middleware.fast import build_trusted
 from reach_adapters.a2a.client import Link
 from reach_adapters.a2a.errors import (
     A2ABusyError,
@@ -91,25 +90,25 @@ def request_for(
     task's hop metadata and the skill it asks for, in the conversation `turn` names."""
     info = message.meta_info
     resuming = "resume" in info.__pydantic_fields_set__
-    metadata = struct_pb2.Struct()
-    metadata.update(meta)
-    metadata["skill"] = skill
-    outgoing = Message(
-        message_id=uuid4().hex,
-        role=Role.ROLE_USER,
-        parts=payload_parts(info.resume if resuming else message.raw_payload),
-        metadata=metadata,
-        context_id=turn.context_id,
-        task_id=turn.task_id,
-    )
-    configuration = SendMessageConfiguration(return_immediately=True) if return_immediately else None
-    return SendMessageRequest(message=outgoing, configuration=configuration)
+    # Filled in place: a message passed to a constructor is copied, and this is on every call.
+    request = SendMessageRequest()
+    if return_immediately:
+        request.configuration.return_immediately = True
+    outgoing = request.message
+    outgoing.message_id = uuid4().hex
+    outgoing.role = Role.ROLE_USER
+    outgoing.parts.extend(payload_parts(info.resume if resuming else message.raw_payload))
+    outgoing.metadata.update(meta)
+    outgoing.metadata["skill"] = skill
+    outgoing.context_id = turn.context_id
+    outgoing.task_id = turn.task_id
+    return request
 
 
 class Exchange:
     """One call's events, gathered into the task (or the reply message) they describe."""
 
-    __slots__ = ("_link", "_lost", "_request", "_subscribing", "_timeout_s", "reply", "task")
+    __slots__ = ("_detached", "_link", "_lost", "_request", "_subscribing", "_timeout_s", "reply", "task")
 
     def __init__(
         self, link: Link, request: SendMessageRequest, timeout_s: float, lost: Callable[[str], None]
@@ -120,6 +119,8 @@ class Exchange:
         self._lost = lost
         # Whether a task left running is followed by subscribing; polled once the agent cannot.
         self._subscribing = link.streaming
+        # Whether the send's first event may name a task still running (see `_first`).
+        self._detached = link.streaming or request.configuration.return_immediately
         self.task: Task | None = None
         self.reply: Message | None = None
 
@@ -133,7 +134,7 @@ class Exchange:
         if client is None:
             msg = f"A2A agent at {self._link.shown} is closed"
             raise A2AOfflineError(msg)
-        context = ClientCallContext(timeout=self._timeout_s)
+        context = build_trusted(ClientCallContext, {"timeout": self._timeout_s})
         link = self._link
         link.calls += 1
         link.quiet.clear()
@@ -176,8 +177,13 @@ class Exchange:
                 link.quiet.set()
 
     async def _first(self, stream: AsyncGenerator[StreamResponse, None]) -> StreamResponse | None:
-        """The send's first event, which names the task. Read apart from the caller's task: a
-        call cancelled before it arrives leaves it to be read, and the task it names cancelled."""
+        """The send's first event, which names the task. When that task may still be running
+        (a stream's first event, or an answer asked for at once), it is read apart from the
+        caller's task: a call cancelled before it arrives leaves it to be read, and the task it
+        names cancelled. A blocking send is answered once its task is final or waits for the
+        caller, with nothing left to cancel: read in place, it spares every call a task."""
+        if not self._detached:
+            return await anext(stream, None)
         first = asyncio.ensure_future(anext(stream, None))
         try:
             return await asyncio.shield(first)

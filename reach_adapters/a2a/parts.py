@@ -8,6 +8,7 @@ double; numbers with no fraction come back as ints, so ``{"n": 1}`` is not ``{"n
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -28,6 +29,8 @@ __all__ = [
 
 JSON_MEDIA_TYPE = "application/json"
 TEXT_MEDIA_TYPE = "text/plain"
+# Doubles up to here hold integers exactly: an integral one within is an int.
+_EXACT = 2**53
 
 
 def payload_parts(payload: JsonValue) -> list[Part]:
@@ -44,8 +47,29 @@ def payload_parts(payload: JsonValue) -> list[Part]:
 
 
 def data_value(value: struct_pb2.Value) -> JsonValue:
-    """A protobuf ``Value`` as JSON, with integral doubles back as ints."""
-    return _ints(json_format.MessageToDict(value))
+    """A protobuf ``Value`` as JSON, with integral doubles back as ints.
+
+    What ``json_format.MessageToDict`` gives (an unset value is null, infinities and NaN are a
+    `ValueError`), walked directly: every answer's data goes through here.
+    """
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "number_value":
+        number = value.number_value
+        if number.is_integer() and abs(number) < _EXACT:
+            return int(number)
+        if math.isfinite(number):
+            return number
+        msg = f"a data part holds {number}, which JSON cannot carry"
+        raise ValueError(msg)
+    if kind == "struct_value":
+        return {key: data_value(item) for key, item in value.struct_value.fields.items()}
+    if kind == "list_value":
+        return [data_value(item) for item in value.list_value.values]
+    if kind == "bool_value":
+        return value.bool_value
+    return None
 
 
 def result_payload(parts: Sequence[Part]) -> JsonValue:
@@ -97,13 +121,3 @@ def _part_json(part: Part) -> JsonValue:
     if part.filename:
         shown["filename"] = part.filename
     return shown
-
-
-def _ints(value: Any) -> JsonValue:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _ints(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_ints(item) for item in value]
-    return value  # type: ignore[no-any-return]

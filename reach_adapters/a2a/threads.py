@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 from middleware import MetaInfo, ReachResult, ResultStatus
 from reach_adapters.a2a.calls import Turn
@@ -18,6 +18,9 @@ from reach_adapters.a2a.errors import A2ANotHereError
 from reach_adapters.errors import InvalidMessageError
 
 __all__ = ["Threads", "thread_of"]
+
+# Around a call that opens no thread: nothing to wait for (reusable, it holds no state).
+_FREE: AbstractAsyncContextManager[None] = nullcontext()
 
 
 def thread_of(meta: MetaInfo) -> str | None:
@@ -37,14 +40,16 @@ class Threads:
         # Threads whose first turn is under way: later turns wait for the context it opens.
         self._opening: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
-    @asynccontextmanager
-    async def first_turns_in_order(self, meta: MetaInfo) -> AsyncIterator[None]:
+    def first_turns_in_order(self, meta: MetaInfo) -> AbstractAsyncContextManager[None]:
         """Around a call: while a thread has no context yet, its calls go one at a time, so
         concurrent first turns do not each open a context of their own."""
         thread = thread_of(meta)
         if thread is None or thread in self._turns:
-            yield
-            return
+            return _FREE
+        return self._opening_turn(thread)
+
+    @asynccontextmanager
+    async def _opening_turn(self, thread: str) -> AsyncIterator[None]:
         lock, users = self._opening.setdefault(thread, (asyncio.Lock(), [0]))
         users[0] += 1
         try:

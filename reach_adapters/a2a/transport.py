@@ -33,8 +33,10 @@ def http_client(
     caller configured must not follow it elsewhere."""
     limit = options.max_connections or max(options.max_concurrency, _HTTPX_DEFAULT_POOL)
     limits = httpx.Limits(max_connections=limit, max_keepalive_connections=min(limit, 64))
+    # Without credentials there is nothing to keep from other origins: httpx's own no-op flow.
+    scoped = _OriginAuth(origin(url), dict(headers or {}), auth) if headers or auth is not None else None
     return httpx.AsyncClient(
-        auth=_OriginAuth(origin(url), dict(headers or {}), auth),
+        auth=scoped,
         timeout=httpx.Timeout(options.http_timeout_s),
         transport=_ShortWaits(httpx.AsyncHTTPTransport(limits=limits), options.connect_timeout_s),
     )
@@ -53,7 +55,8 @@ class _OriginAuth(httpx.Auth):
         self.requires_response_body = bool(auth is not None and auth.requires_response_body)
 
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        if origin(request.url) != self._origin:
+        url = request.url  # already parsed: its origin is read, not parsed again
+        if (url.scheme, url.host, url.port) != self._origin:
             yield request
             return
         request.headers.update(self._headers)
