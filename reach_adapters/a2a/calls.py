@@ -52,7 +52,7 @@ from reach_adapters.a2a.errors import (
     A2AProtocolError,
 )
 from reach_adapters.a2a.parts import payload_parts
-from reach_adapters.a2a.states import FINAL
+from reach_adapters.a2a.states import FINAL, RUNNING
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router import UNKNOWN_OUTCOME
 from reach_adapters.security import redact_text
@@ -108,7 +108,17 @@ def request_for(
 class Exchange:
     """One call's events, gathered into the task (or the reply message) they describe."""
 
-    __slots__ = ("_detached", "_link", "_lost", "_request", "_subscribing", "_timeout_s", "reply", "task")
+    __slots__ = (
+        "_detached",
+        "_link",
+        "_lost",
+        "_request",
+        "_stated",
+        "_subscribing",
+        "_timeout_s",
+        "reply",
+        "task",
+    )
 
     def __init__(
         self, link: Link, request: SendMessageRequest, timeout_s: float, lost: Callable[[str], None]
@@ -123,10 +133,19 @@ class Exchange:
         self._detached = link.streaming or request.configuration.return_immediately
         self.task: Task | None = None
         self.reply: Message | None = None
+        # Whether the agent said the task's state (a task made up from an artifact chunk has none).
+        self._stated = False
 
     @property
     def done(self) -> bool:
-        return self.reply is not None or (self.task is not None and self.task.status.state in FINAL)
+        """Answered: a reply, a task in a final state, or one in a state no follow-up would
+        change (an unknown one, which `task_result` reports instead of waiting out the deadline)."""
+        if self.reply is not None:
+            return True
+        task = self.task
+        return task is not None and (
+            task.status.state in FINAL or (self._stated and task.status.state not in RUNNING)
+        )
 
     async def events(self) -> AsyncIterator[list[Part]]:
         """Run the call to its end, yielding each artifact chunk's parts as they come."""
@@ -242,6 +261,7 @@ class Exchange:
         elif kind == "status_update":
             status = event.status_update
             self._task(status.task_id, status.context_id).status.CopyFrom(status.status)
+            self._stated = True
         elif kind == "artifact_update":
             chunk = event.artifact_update
             _merge(self._task(chunk.task_id, chunk.context_id), chunk.artifact, append=chunk.append)
@@ -249,6 +269,7 @@ class Exchange:
         return None
 
     def _take_task(self, task: Task) -> None:
+        self._stated = True
         if self.task is None or not task.artifacts:
             self.task = task
             return

@@ -22,7 +22,7 @@ from reach_adapters.a2a.errors import A2AProtocolError
 from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, result_payload
 from reach_adapters.router import META_PREFIX, ErrorKind, error_result, input_required_result, ok_result
 
-__all__ = ["FINAL", "checked_payload", "message_result", "task_result"]
+__all__ = ["FINAL", "RUNNING", "checked_payload", "message_result", "task_result"]
 
 TERMINAL = frozenset(
     {
@@ -35,7 +35,7 @@ TERMINAL = frozenset(
 # The task waits for the caller: the call is over, the conversation is not.
 INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 FINAL = TERMINAL | INTERRUPTED
-_RUNNING = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
+RUNNING = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
 
 # Non-reach agents: state -> (status, error_type, fault).
 _FAILED: dict[int, tuple[ResultStatus, str, Fault | None]] = {
@@ -93,7 +93,7 @@ def task_result(message: ReachMessage, agent_id: str, url: str, task: Task) -> R
     extra = _ids(task.context_id, task.id)
     where = f"A2A agent at {url}: task {task.id}"
     if state not in FINAL:
-        said = "still running" if state in _RUNNING else "in an unknown state"
+        said = "still running" if state in RUNNING else "in an unknown state"
         msg = f"{where}: field 'status.state' is {state_name(state)!r} ({said}); expected a final state"
         raise A2AProtocolError(msg)
     if state == TaskState.TASK_STATE_COMPLETED:

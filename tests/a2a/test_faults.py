@@ -11,7 +11,7 @@ import pytest
 from a2a.server.routes import create_agent_card_routes
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from middleware import Fault, ResultStatus
@@ -81,6 +81,33 @@ async def test_refused_credentials_are_the_callers_to_fix(router: Router, status
             assert f"HTTP {status}" in (result.error or "")
         # The breaker never moved: the agent is there for the next call with better credentials.
         assert router.catalog()[0].state.value == "online"
+
+
+def _stateless_app(url: str, state: int | str) -> Starlette:
+    """An agent whose task comes back in `state`, to a send and to every GetTask."""
+
+    async def rpc(request: Request) -> Response:
+        body = await request.json()
+        task = {"id": "t1", "contextId": "c1", "status": {"state": state}}
+        result = {"task": task} if body["method"] == "SendMessage" else task
+        return JSONResponse({"jsonrpc": "2.0", "id": body["id"], "result": result})
+
+    card = agent_card(f"{url}/a2a", streaming=False)
+    return Starlette(routes=[*create_agent_card_routes(card), Route("/a2a", rpc, methods=["POST"])])
+
+
+@pytest.mark.parametrize("state", [99, "TASK_STATE_UNSPECIFIED"])
+async def test_a_task_in_an_unknown_state_fails_at_once_naming_the_field(
+    router: Router, state: int | str
+) -> None:
+    async with serve_app(lambda url: _stateless_app(url, state)) as (url, _):
+        router.register(await A2AAgent.connect(url))
+        # Followed until its deadline, it would end `timeout` after 20 s instead.
+        result = await router.route("echo", "hi", timeout_ms=20_000)
+    failed = (result.status, result.fault, result.error_type)
+    assert failed == (ResultStatus.ERROR, Fault.AGENT, "A2AProtocolError")
+    assert url in (result.error or "")
+    assert "'status.state'" in (result.error or "")
 
 
 @pytest.fixture
