@@ -40,7 +40,6 @@ from a2a.utils.errors import (
 )
 
 from middleware import ReachMessage
-from middleware.fast import build_trusted
 from reach_adapters.a2a.client import Link
 from reach_adapters.a2a.errors import (
     A2ABusyError,
@@ -153,7 +152,7 @@ class Exchange:
         if client is None:
             msg = f"A2A agent at {self._link.shown} is closed"
             raise A2AOfflineError(msg)
-        context = build_trusted(ClientCallContext, {"timeout": self._timeout_s})
+        context = ClientCallContext(timeout=self._timeout_s)
         link = self._link
         link.calls += 1
         link.quiet.clear()

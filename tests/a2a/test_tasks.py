@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -75,6 +76,24 @@ async def test_a_task_of_an_agent_without_streaming_is_polled(polled: tuple[Rout
     await router.cancel(record.task_id)
     remote = served.executor.record.started[2]
     await eventually(lambda: remote in served.executor.record.cancelled, what="CancelTask to reach the agent")
+
+
+async def test_a_blocking_send_cancelled_before_its_answer() -> None:
+    """An agent without streaming answers a blocking send once its task is final, so a call
+    cancelled before the answer leaves no running task it could name; the agent serves on."""
+    async with serve_agent(streaming=False) as served:
+        router = Router()
+        router.register(await A2AAgent.connect(served.url))
+        try:
+            call = asyncio.ensure_future(router.route("slow", {"seconds": 0.3}))
+            await eventually(lambda: bool(served.executor.record.started), what="the remote task to start")
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert (await router.route("echo", "again")).payload == "again"
+            assert served.executor.record.cancelled == []
+        finally:
+            await router.aclose()
 
 
 def _context(result: object) -> str:
