@@ -32,6 +32,7 @@ from pydantic import JsonValue, ValidationError
 from middleware import MetaInfo, RoutingHint
 from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
 from reach_adapters.a2a.router_card import MATCH_SKILL
+from reach_adapters.a2a.states import TERMINAL
 from reach_adapters.errors import InvalidMessageError, ReachError
 from reach_adapters.router import (
     META_PREFIX,
@@ -132,7 +133,7 @@ class RouterExecutor(AgentExecutor):
         """Mark the task canceled; the SDK then cancels `execute`, and with it the routed call
         (the router records it as cancelled by the caller, and compensates if it may)."""
         task = context.current_task
-        if task is not None and task.status.state in _ENDED:
+        if task is not None and task.status.state in TERMINAL:
             return
         updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
         text = "the task was cancelled by its caller"
@@ -255,16 +256,6 @@ class RouterExecutor(AgentExecutor):
         if isinstance(exc, InvalidMessageError):
             return error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
         return error_result(reach, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER)
-
-
-_ENDED = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_REJECTED,
-    }
-)
 
 
 def busy_task(task: Task) -> str:

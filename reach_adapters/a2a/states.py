@@ -22,8 +22,9 @@ from reach_adapters.a2a.errors import A2AProtocolError
 from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, result_payload
 from reach_adapters.router import META_PREFIX, ErrorKind, error_result, input_required_result, ok_result
 
-__all__ = ["FINAL", "RUNNING", "checked_payload", "message_result", "task_result"]
+__all__ = ["FINAL", "RUNNING", "TERMINAL", "checked_payload", "message_result", "task_result"]
 
+# A task in one of these states is over: no message goes on with it.
 TERMINAL = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,

@@ -26,10 +26,12 @@ from a2a.server.cluster.task_store import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import PushNotificationConfigStore, TaskStore
 from a2a.server.tasks.push_notification_config_store import normalize_push_notification_config
-from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig, TaskState
+from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format
+
+from reach_adapters.a2a.states import TERMINAL
 
 if TYPE_CHECKING:
     # Only the client's type: the store is handed a cluster node's client, never opens one.
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TASKS",
-    "TERMINAL",
     "Owners",
     "RedisA2ATaskStore",
     "RedisPushConfigStore",
@@ -46,12 +47,6 @@ __all__ = [
     "page_offset",
 ]
 
-TERMINAL = (
-    TaskState.TASK_STATE_COMPLETED,
-    TaskState.TASK_STATE_CANCELED,
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_REJECTED,
-)
 # Tasks an index (or a node's memory) keeps at most: the newest; older ones are dropped.
 MAX_TASKS = 10_000
 # How long an answer's claim outlives a node that died holding it.
@@ -105,7 +100,7 @@ class RedisA2ATaskStore(TaskStore):
         self._keep_ms = max(int(ttl_s * 1000), 1)
         self._max_tasks = max_tasks
         self._save = client.register_script(_SAVE)
-        self._terminal = ",".join(str(int(state)) for state in TERMINAL)
+        self._terminal = ",".join(str(int(state)) for state in sorted(TERMINAL))
 
     def _key(self, task_id: str) -> str:
         return f"{self._prefix}task:{task_id}"
