@@ -91,14 +91,7 @@ async def test_a_wait_answers_from_the_record_the_done_event_carries(
     client: redis.Redis, routers: list[Router], redis_url: str, prefix: str
 ) -> None:
     keys = Keys(prefix)
-    release = asyncio.Event()
-
-    async def held(text: str) -> str:
-        await release.wait()
-        return text
-
-    router = await node(routers, redis_url, prefix, "n1", take=True)
-    router.register(FunctionAgent(held, agent_id="util:held:1", capabilities=[Capability(name="held")]))
+    router, release = await held_node(routers, redis_url, prefix)
     task = await router.submit("held", {"text": "hi"})
     await until(lambda: running(router, task.task_id), what="the task running")
     await until(lambda: listened(client, keys.task_events), what="the node listening to task events")
@@ -145,6 +138,19 @@ async def test_an_entry_without_its_record_is_run_from_the_record_in_redis(
     assert record.result.payload == "old"
 
 
+async def held_node(routers: list[Router], redis_url: str, prefix: str) -> tuple[Router, asyncio.Event]:
+    """Node n1, taking tasks, with a `held` capability that answers once the event is set."""
+    release = asyncio.Event()
+
+    async def held(text: str) -> str:
+        await release.wait()
+        return text
+
+    router = await node(routers, redis_url, prefix, "n1", take=True)
+    router.register(FunctionAgent(held, agent_id="util:held:1", capabilities=[Capability(name="held")]))
+    return router, release
+
+
 async def entries(client: redis.Redis, keys: Keys) -> list[tuple[bytes, dict[bytes, bytes]]]:
     return cast("list[tuple[bytes, dict[bytes, bytes]]]", await client.xrange(keys.task_queue))
 
@@ -154,14 +160,7 @@ async def test_a_wait_for_a_task_submitted_here_whose_done_event_was_lost_still_
 ) -> None:
     """A node waits for the tasks it accepted on their done events alone, but polls Redis too."""
     keys = Keys(prefix)
-    release = asyncio.Event()
-
-    async def held(text: str) -> str:
-        await release.wait()
-        return text
-
-    router = await node(routers, redis_url, prefix, "n1", take=True)
-    router.register(FunctionAgent(held, agent_id="util:held:1", capabilities=[Capability(name="held")]))
+    router, release = await held_node(routers, redis_url, prefix)
     await until(lambda: listened(client, keys.task_events), what="the node listening to task events")
     task = await router.submit("held", {"text": "hi"})
     await until(lambda: running(router, task.task_id), what="the task running")
