@@ -2,8 +2,9 @@
 
 A message whose metadata names a skill (``{"skill": id}``, or ``capability``) is routed to that
 capability with the message's parts as input (`input_payload`); any other is matched from its
-text, like ``route(None, text=...)``. The caller's hop metadata (``agent-reach/...``: task id,
-trace, deadline, depth, lineage) continues in the reach, so a chain of routers keeps one task.
+text, like ``route(None, text=...)``. The caller's hop metadata (task id, trace, deadline, depth,
+lineage: one ``agent-reach`` key, or flat ``agent-reach/...`` keys) continues in the reach, so a
+chain of routers keeps one task.
 The result becomes the task's end state as the wire contract of docs/a2a-serve.md says; a
 result that asks for input leaves the task ``input-required``, and the next message on the same
 task resumes the same agent on the same thread. Only that: a message for a task in any other state
@@ -30,6 +31,7 @@ from google.protobuf import struct_pb2
 from pydantic import JsonValue, ValidationError
 
 from middleware import MetaInfo, RoutingHint
+from reach_adapters.a2a.hop import unpack
 from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
 from reach_adapters.a2a.router_card import MATCH_SKILL
 from reach_adapters.a2a.states import TERMINAL
@@ -116,8 +118,10 @@ class RouterExecutor(AgentExecutor):
             await event_queue.enqueue_event(
                 new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
             )
-        metadata = {} if message is None else self._metadata(context, message)
+        metadata: dict[str, Any] = {}
         try:
+            if message is not None:
+                metadata = self._metadata(context, message)
             reach = self._reach(context, message, metadata)
         except InvalidMessageError as exc:
             await self._finish(updater, _refused(exc, metadata))
@@ -145,6 +149,7 @@ class RouterExecutor(AgentExecutor):
     def _metadata(context: RequestContext, message: Message) -> dict[str, Any]:
         """The request's and the message's metadata, as the reach may read them."""
         metadata = {**context.metadata, **_struct(message.metadata)}
+        unpack(metadata)
         metadata.pop(_RESUME, None)
         token = context.call_context.state.get(CALLER_TOKEN)
         if token is not None:

@@ -4,6 +4,7 @@ text, answered as tasks by the wire contract (docs/a2a-serve.md)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import pytest
@@ -88,6 +89,25 @@ async def test_text_without_a_skill_is_matched_and_the_hop_metadata_continues(se
     meta = meta_of(task)
     assert (meta["agent-reach/task_id"], meta["agent-reach/trace_id"]) == ("upstream-7", "trace-7")
     assert meta["agent-reach/agent_id"] == "util:reverse:01"
+
+
+async def test_the_packed_hop_metadata_continues_and_a_malformed_one_is_refused(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shout())
+    deep = {
+        "agent-reach/task_id": "upstream-9",
+        "agent-reach": json.dumps({"depth": 9, "lineage": ["a:b:c"]}),
+    }
+    garbled = {"agent-reach": "{not json"}
+    async with server.client() as client:
+        looped = await task_of(client, request(message("hi", skill="shout", metadata=deep)))
+        broken = await task_of(client, request(message("hi", skill="shout", metadata=garbled)))
+    # The depth came from the packed key: past max_depth, the reach is refused as a loop.
+    assert looped.status.state == TaskState.TASK_STATE_REJECTED
+    assert meta_of(looped)["agent-reach/task_id"] == "upstream-9"
+    assert "depth 9 exceeds max_depth" in looped.status.message.parts[0].text
+    assert broken.status.state == TaskState.TASK_STATE_REJECTED
+    assert "'agent-reach' must be a JSON object" in broken.status.message.parts[0].text
 
 
 async def test_an_invalid_payload_is_rejected_with_the_reason(served: Serve) -> None:
