@@ -117,13 +117,8 @@ class Capability(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _compensable(cls, data: Any) -> Any:
-        """A capability that names its undo is compensable; saying it is not is a contradiction."""
+        """A capability that names its undo is compensable, whatever a copied declaration said."""
         if isinstance(data, dict) and data.get("compensate_with") is not None:
-            if data.get("compensable") is False:
-                msg = (
-                    "compensate_with names an undo, so the capability is compensable: drop compensable: false"
-                )
-                raise ValueError(msg)
             data = {**data, "compensable": True}
         return data
 

@@ -16,9 +16,8 @@ from typing import Any, Literal, Protocol, Unpack
 
 from pydantic import JsonValue
 
-from middleware import ReachResult, ResultStatus
+from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters.router.chains.journal import Done
-from reach_adapters.router.faults import RETRIED
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.retry import backoff_s
@@ -50,6 +49,12 @@ class SagaHost(Protocol):
     ) -> ReachResult: ...
 
     def _serves(self, agent_id: str, capability: str) -> bool: ...
+
+
+def _transient(result: ReachResult) -> bool:
+    """Whether a failed undo may succeed if tried again: no agent had room, or one failed in a
+    way that passes (a timeout, a dropped connection); never an answered no or a caller's mistake."""
+    return result.fault is Fault.ROUTER or (result.fault is Fault.AGENT and result.retryable)
 
 
 def derived_id(base: str, suffix: str) -> str:
@@ -109,7 +114,7 @@ async def _undo(host: SagaHost, entry: Done, principal: str | None, trace_id: st
             result = await host.send(worker, entry.payload(), capability=entry.compensate_with, **options)
         else:
             result = await host.route(entry.compensate_with, entry.payload(), **options)
-        if result.status is ResultStatus.OK or result.fault not in RETRIED:
+        if result.status is ResultStatus.OK or not _transient(result):
             break
     assert result is not None, "at least one try is made"
     outcome: dict[str, JsonValue] = {
