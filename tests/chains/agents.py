@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableLambda
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
+from middleware import ReachResult
 from reach_adapters import Capability
 from reach_adapters.gateway.overrides import PatchedAgent
 from reach_adapters.langchain import LangChainAgent
@@ -22,6 +23,11 @@ from reach_adapters.mcp import MCPServerAgent
 
 TEXT_IN = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 TOPIC_IN = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
+
+
+def extra(result: ReachResult) -> Any:
+    """`result.extra`, untyped: the tests read into it by the keys they expect."""
+    return result.extra
 
 
 def drafter(agent_id: str = "write:draft:01") -> LangChainAgent:

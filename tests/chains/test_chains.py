@@ -19,7 +19,7 @@ from reach_adapters import (
     RoutingPolicy,
     Step,
 )
-from tests.chains.agents import TEXT_IN, Ledger, drafter, reviewer
+from tests.chains.agents import TEXT_IN, Ledger, drafter, extra, reviewer
 
 FAST = RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0)
 
@@ -86,7 +86,7 @@ async def test_a_caller_mistake_in_the_chains_input_is_the_callers_fault() -> No
         result = await router.route("drafts", {"topic": 7})
         assert result.status is ResultStatus.INVALID
         assert result.fault is Fault.CALLER
-        failed = result.extra["chain"]["failed"]  # type: ignore[index,call-overload]
+        failed = extra(result)["chain"]["failed"]
         assert failed["step"] == "draft"
         assert failed["fault"] == "caller"
         # A missing key of the chain's input is the caller's too, found before any reach.
@@ -123,7 +123,7 @@ async def test_a_failing_agent_fails_the_chain_as_a_task_error_naming_the_step_a
         assert result.fault is Fault.TASK
         assert "step 'check'" in (result.error or "")
         assert "the agent's fault" in (result.error or "")
-        failed = result.extra["chain"]["failed"]  # type: ignore[index,call-overload]
+        failed = extra(result)["chain"]["failed"]
         assert (failed["step"], failed["fault"], failed["agent_id"]) == ("check", "agent", "web:check:01")
         await router.route("checked", {"topic": "tides"})
         # Twice would open a breaker (two failures in a row): the agent's does, the chain's does not.
@@ -173,7 +173,7 @@ async def test_steps_are_nested_reaches_a_chain_reaching_itself_is_a_loop() -> N
         router.add_chain(Chain(name="ouroboros", steps=[Step("again", "ouroboros")]))
         result = await router.route("ouroboros", {})
         assert result.status is ResultStatus.ERROR
-        failed = result.extra["chain"]["failed"]  # type: ignore[index,call-overload]
+        failed = extra(result)["chain"]["failed"]
         assert failed["error_type"] == "LoopDetectedError"
         assert "chain:ouroboros:0" in failed["error"]
 

@@ -18,7 +18,7 @@ from reach_adapters import (
     UnknownTaskError,
 )
 from reach_adapters.router.guard import Refusal
-from tests.chains.agents import Ledger
+from tests.chains.agents import Ledger, extra
 
 FAST = RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0)
 
@@ -31,7 +31,7 @@ class Accounts:
         self.refunds: list[str] = []
 
         async def work(message: ReachMessage) -> Any:
-            payload = message.raw_payload
+            payload: Any = message.raw_payload
             if message.meta_info.capability == "charge":
                 self.balance[payload["account"]] = self.balance.get(payload["account"], 0) + payload["amount"]
                 return {"account": payload["account"], "charged": payload["amount"]}
@@ -78,27 +78,27 @@ async def test_a_chain_whose_third_step_fails_undoes_the_first_two_newest_first(
         result = await router.route("order", {"item": "kayak", "account": "ada"})
 
         assert result.status is ResultStatus.ERROR
-        assert result.extra["chain"]["failed"]["step"] == "ship"  # type: ignore[index,call-overload]
+        assert extra(result)["chain"]["failed"]["step"] == "ship"
         # The side effects are gone: the reservation released, the charge refunded.
         assert ledger.entries == {}
         assert ledger.released == ["ledger-1"]
         assert accounts.balance == {"ada": 0}
-        report = result.extra["compensation"]
-        assert report["status"] == "compensated"  # type: ignore[index,call-overload]
-        undone = report["undone"]  # type: ignore[index,call-overload]
+        report = extra(result)["compensation"]
+        assert report["status"] == "compensated"
+        undone = report["undone"]
         assert [item["task_id"] for item in undone] == [
             f"{result.task_id}/charge",
             f"{result.task_id}/reserve",
         ]
         # Each undo asked the agent that did the work: it declares the compensating capability.
         assert [item["agent_id"] for item in undone] == ["pay:accounts:01", "mcp:ledger:0"]
-        assert report["not_undone"] == []  # type: ignore[index,call-overload]
+        assert report["not_undone"] == []
         record = router.explain(result.task_id).to_dict()
         assert [item["task_id"] for item in record["compensations"]] == [item["task_id"] for item in undone]
         # Compensating the failed chain again does nothing, and says so.
-        again = await router.compensate(result.task_id)
+        again: Any = await router.compensate(result.task_id)
         assert again["status"] == "already_compensated"
-        assert len(again["already_undone"]) == 2  # type: ignore[arg-type]
+        assert len(again["already_undone"]) == 2
         assert ledger.release_calls == 1
         assert accounts.refunds == [f"{result.task_id}/charge"]
 
@@ -115,13 +115,13 @@ async def test_compensate_a_finished_chain_on_demand_and_a_second_time_does_noth
         assert ledger.entries == {"ledger-1": "canoe"}
         assert accounts.balance == {"bob": 30}
 
-        report = await router.compensate(result.task_id)
+        report: Any = await router.compensate(result.task_id)
 
         assert report["status"] == "compensated"
         assert report["task_id"] == result.task_id
         assert ledger.entries == {}
         assert accounts.balance == {"bob": 0}
-        second = await router.compensate(result.task_id)
+        second: Any = await router.compensate(result.task_id)
         assert second["status"] == "already_compensated"
         assert second["undone"] == []
         assert ledger.release_calls == 1
@@ -134,7 +134,7 @@ async def test_compensate_one_finished_task_and_unknown_ones_are_refused() -> No
         router.register(await ledger.agent())
         reserved = await router.route("reserve", {"item": "tent"})
         assert ledger.entries == {"ledger-1": "tent"}
-        report = await router.compensate(reserved.task_id)
+        report: Any = await router.compensate(reserved.task_id)
         assert report["status"] == "compensated"
         assert ledger.entries == {}
         assert (await router.compensate(reserved.task_id))["status"] == "already_compensated"
@@ -188,22 +188,22 @@ async def test_a_transient_failure_of_an_undo_is_retried_an_answered_no_is_repor
             Chain(name="ab", steps=[Step("a", "a", input={}), Step("b", "b", input={}, after=["a"])])
         )
         done = await router.route("ab", {})
-        report = await router.compensate(done.task_id)
+        report: Any = await router.compensate(done.task_id)
 
         assert report["status"] == "incomplete"
-        (undone,) = report["undone"]  # type: ignore[misc]
-        assert undone["task_id"] == f"{done.task_id}/a"  # type: ignore[index,call-overload]
-        assert undone["attempts"] == [f"{done.task_id}/a/undo", f"{done.task_id}/a/undo-2"]  # type: ignore[index,call-overload]
-        (failed,) = report["not_undone"]  # type: ignore[misc]
+        (undone,) = report["undone"]
+        assert undone["task_id"] == f"{done.task_id}/a"
+        assert undone["attempts"] == [f"{done.task_id}/a/undo", f"{done.task_id}/a/undo-2"]
+        (failed,) = report["not_undone"]
         # An error that would not pass is not tried again.
-        assert failed["task_id"] == f"{done.task_id}/b"  # type: ignore[index,call-overload]
-        assert failed["error"] == "this cannot be undone"  # type: ignore[index,call-overload]
-        assert failed["fault"] == "agent"  # type: ignore[index,call-overload]
-        assert len(failed["attempts"]) == 1  # type: ignore[index,call-overload,arg-type]
+        assert failed["task_id"] == f"{done.task_id}/b"
+        assert failed["error"] == "this cannot be undone"
+        assert failed["fault"] == "agent"
+        assert len(failed["attempts"]) == 1
         # Asked again, what could not be undone is tried again; what was undone is left alone.
-        again = await router.compensate(done.task_id)
+        again: Any = await router.compensate(done.task_id)
         assert again["status"] == "incomplete"
-        assert [item["task_id"] for item in again["already_undone"]] == [f"{done.task_id}/a"]  # type: ignore[union-attr,index,call-overload]
+        assert [item["task_id"] for item in again["already_undone"]] == [f"{done.task_id}/a"]
         assert len(undo_calls) == FAST.max_retries + 2
 
 
