@@ -122,6 +122,9 @@ def test_a_chain_file_served_is_called_explained_and_compensated_over_http(
     assert again.returncode == 0, again.stderr
     assert "already compensated" in again.stdout
     assert json.loads(ledger.read_text()) == {"ada": 0, "nowhere": 0}
+    explained = run_reach("explain", failed["task_id"], "--url", server.url)
+    assert f"step      {failed['task_id']}/ship" in explained.stdout
+    assert f"undo      {failed['task_id']}/pay with refund: undone" in explained.stdout
     unknown = server.api("POST", "/compensate/no-such-task")
     assert unknown.status_code == 404
     assert "nothing to compensate" in unknown.json()["error"]
