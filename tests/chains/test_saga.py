@@ -254,3 +254,15 @@ async def test_a_principal_compensates_only_its_own_tasks() -> None:
         assert (await router.compensate(alices.task_id, principal="alice"))["status"] == "compensated"
         assert ledger.entries == {}
         assert (await router.compensate(alices.task_id, principal="admin"))["status"] == "already_compensated"
+
+
+async def test_the_journal_keeps_the_latest_tasks_only() -> None:
+    ledger = Ledger()
+    async with Router(FAST.model_copy(update={"compensation_journal_size": 1})) as router:
+        router.register(await ledger.agent())
+        older = await router.route("reserve", {"item": "rope"})
+        newer = await router.route("reserve", {"item": "pitons"})
+        with pytest.raises(UnknownTaskError, match="compensation_journal_size"):
+            await router.compensate(older.task_id)
+        assert (await router.compensate(newer.task_id))["status"] == "compensated"
+        assert ledger.entries == {"ledger-1": "rope"}

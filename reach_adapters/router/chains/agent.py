@@ -28,7 +28,6 @@ from reach_adapters.router.chains.template import (
     Template,
     TemplateError,
     compile_template,
-    references,
     render,
 )
 from reach_adapters.router.compensation import ABANDONED
@@ -59,7 +58,7 @@ class _Planned:
         self.template: Template = compile_template(step.input)
         self.waits = dependencies(step)
         # A step fed by the chain's input alone fails on a bad input by the caller's mistake.
-        self.from_input_only = not self.waits and all(ref.step is None for ref in references(self.template))
+        self.from_input_only = not self.waits
 
 
 class ChainAgent:

@@ -50,7 +50,6 @@ class ChainRun:
     principal: str | None
     trace_id: str
     steps: list[Done] = field(default_factory=list)
-    compensated: bool = False
 
 
 class Journal:
