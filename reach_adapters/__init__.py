@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from reach_adapters.router.breaker import BreakerState
     from reach_adapters.router.capability import Capability, Trigger
     from reach_adapters.router.catalog import AgentInfo
+    from reach_adapters.router.chains import Chain, Step
     from reach_adapters.router.decisions import DecisionRecord
     from reach_adapters.router.handle import AgentHandle
     from reach_adapters.router.identity import AgentId, parse_agent_id
@@ -97,6 +98,9 @@ _EXPORTS = {
     "UnknownTaskError": "reach_adapters.errors",
     "parse_agent_id": "reach_adapters.router.identity",
     "raise_for_status": "reach_adapters.errors",
+    # -- chains and compensation (issue 17) --
+    "Chain": "reach_adapters.router.chains",
+    "Step": "reach_adapters.router.chains",
 }
 
 __all__ = [
@@ -111,6 +115,7 @@ __all__ = [
     "BreakerState",
     "CallOptions",
     "Capability",
+    "Chain",
     "DecisionRecord",
     "DuplicateAgentError",
     "Fault",
@@ -132,6 +137,7 @@ __all__ = [
     "RouterClosedError",
     "RoutingPolicy",
     "ScoringWeights",
+    "Step",
     "SyncCallError",
     "TaskFinishedError",
     "TaskQueueFullError",

@@ -6,7 +6,14 @@ import argparse
 
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.render import render_check, render_json
-from reach_adapters.config import A2AAgentFile, AgentSpec, LangChainAgentFile, MCPAgentFile, load_config
+from reach_adapters.config import (
+    A2AAgentFile,
+    AgentSpec,
+    ChainFile,
+    LangChainAgentFile,
+    MCPAgentFile,
+    load_config,
+)
 from reach_adapters.config.registry import RegistrySettings
 from reach_adapters.security import redact_args, redact_url
 from reach_adapters.security.spec import SecuritySpec
@@ -38,6 +45,8 @@ def _described(spec: AgentSpec) -> dict[str, str]:
         source = redact_url(model.url)
     elif isinstance(model, LangChainAgentFile):
         source = model.runnable
+    elif isinstance(model, ChainFile):
+        source = " → ".join(step.capability for step in model.declaration().steps)
     else:
         source = model.function
     return {"agent_id": spec.agent_id, "kind": model.kind, "source": source, "file": spec.file.name}

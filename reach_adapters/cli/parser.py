@@ -21,6 +21,7 @@ from reach_adapters.cli.argtypes import (
     port,
     positive,
 )
+from reach_adapters.cli.chains_parser import add_chain_commands
 from reach_adapters.cli.codes import EXIT_USAGE
 from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_insecure, add_limits
 from reach_adapters.cli.tasks_parser import add_task_commands, add_token
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     _call(commands, [logs, app_dir])
     _explain(commands, [logs])
     add_task_commands(commands, _command, [logs])
+    add_chain_commands(commands, _command, [logs])
     _scan(commands, [logs])
     _cluster(commands, [logs])
     _check(commands, [logs, app_dir])

@@ -148,6 +148,10 @@ def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
         lines.append(f"  attempt   {attempt['agent_id']} via {attempt['path']}: {outcome} in {elapsed}")
     if record.get("note"):
         lines.append(f"  note: {record['note']}")
+    # A chain's steps, and what was undone for the task (docs/chains.md).
+    lines.extend(f"  step      {step}" for step in record.get("steps", []))
+    for undo in record.get("compensations", []):
+        lines.append(f"  undo      {undo['task_id']} with {undo['compensate_with']}: {undo['status']}")
     if record.get("why_not"):
         lines.append(f"  why not: {record['why_not']}")
     return "\n".join(indent + line for line in lines)

@@ -28,6 +28,7 @@ from reach_adapters.config.models import (
     AGENT_KINDS,
     A2AAgentFile,
     AgentFileModel,
+    ChainFile,
     FunctionAgentFile,
     LangChainAgentFile,
     MCPAgentFile,
@@ -40,6 +41,8 @@ from reach_adapters.errors import InvalidDeclarationError, InvalidPolicyError
 from reach_adapters.extras import require_extra
 from reach_adapters.mcp.options import resolve_command
 from reach_adapters.router.capability import Capability
+from reach_adapters.router.chains import ChainAgent, Step
+from reach_adapters.router.chains.model import graph_problem
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.schemas import check_schema
@@ -228,6 +231,9 @@ def _agent(directory: Path, path: Path, raw: bytes) -> AgentSpec:
             f"to '{stems[0]}{path.suffix}' (or '{stems[1]}{path.suffix}')"
         )
         raise doc.error(_id_loc(model), problem)
+    if isinstance(model, ChainFile):
+        _check_chain(doc, model)
+        return AgentSpec(model.agent_id, doc, model)
     _check_overrides(doc, model.overrides)
     if isinstance(model, MCPAgentFile):
         _check_server(directory, doc, model)
@@ -242,7 +248,7 @@ def _agent(directory: Path, path: Path, raw: bytes) -> AgentSpec:
 
 
 def _id_loc(model: AgentFileModel) -> Loc:
-    return ("name",) if isinstance(model, MCPAgentFile | A2AAgentFile) else ("agent_id",)
+    return ("name",) if isinstance(model, MCPAgentFile | A2AAgentFile | ChainFile) else ("agent_id",)
 
 
 def _runnable(doc: Document, path: str) -> Any:
@@ -334,6 +340,18 @@ def _check_capabilities(doc: Document, declared: Sequence[BaseModel] | None) -> 
             Capability(**fields)
         except InvalidDeclarationError as exc:
             raise doc.error(("capabilities", index), str(exc)) from None
+
+
+def _check_chain(doc: Document, model: ChainFile) -> None:
+    """The chain as a whole: its steps' references and order, then its declaration as a capability."""
+    steps = [Step(**step.model_dump(exclude_unset=True)) for step in model.steps]
+    problem = graph_problem(steps, model.output)
+    if problem is not None:
+        raise doc.error(*problem)
+    try:
+        ChainAgent(model.declaration())
+    except InvalidDeclarationError as exc:
+        raise doc.error((), str(exc)) from None
 
 
 def _check_overrides(doc: Document, overrides: Mapping[str, BaseModel]) -> None:

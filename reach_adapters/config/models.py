@@ -21,6 +21,7 @@ from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
 from reach_adapters.router.agent import CallStyle
 from reach_adapters.router.capability import Capability
+from reach_adapters.router.chains import Chain, Step
 from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.policy import RoutingPolicy
 
@@ -31,6 +32,7 @@ __all__ = [
     "AgentFileModel",
     "CapabilityDecl",
     "CapabilityPatch",
+    "ChainFile",
     "FunctionAgentFile",
     "LangChainAgentFile",
     "MCPAgentFile",
@@ -250,7 +252,38 @@ def _with_bearer(
     return sent
 
 
-AgentFileModel = LangChainAgentFile | MCPAgentFile | FunctionAgentFile | A2AAgentFile
+class _ChainFileMethods(BaseModel):
+    """What a ``kind: chain`` file adds to the chain's own fields."""
+
+    @property
+    def agent_id(self) -> str:
+        return f"chain:{getattr(self, 'name')}:0"  # noqa: B009 - the field comes with the twin
+
+    def declaration(self) -> Chain:
+        """The `Chain` this file declares; raises `InvalidDeclarationError` if it does not hold."""
+        return Chain(**self.model_dump(exclude={"kind"}, exclude_unset=True))
+
+
+# A chain declared in a file: the fields of `Chain` (a twin, for located errors) and its kind.
+if TYPE_CHECKING:
+
+    class ChainFile(_ChainFileMethods):
+        kind: Literal["chain"]
+        name: str
+        steps: list[BaseModel]
+        output: object
+else:
+    ChainFile = create_model(
+        "ChainFile",
+        __base__=(plain_model(Chain, name="ChainDeclaration", exclude={"steps"}), _ChainFileMethods),
+        __doc__="A chain of steps served as one capability (``ChainAgent``), agent id ``chain:<name>:0``; "
+        "see docs/chains.md.",
+        kind=(Literal["chain"], ...),
+        steps=(list[plain_model(Step, name="ChainStep")], Field(min_length=1)),
+    )
+
+
+AgentFileModel = LangChainAgentFile | MCPAgentFile | FunctionAgentFile | A2AAgentFile | ChainFile
 AgentFile = Annotated[AgentFileModel, Field(discriminator="kind")]
 
 AGENT_KINDS: dict[str, type[AgentFileModel]] = {
@@ -258,4 +291,5 @@ AGENT_KINDS: dict[str, type[AgentFileModel]] = {
     "mcp": MCPAgentFile,
     "function": FunctionAgentFile,
     "a2a": A2AAgentFile,
+    "chain": ChainFile,
 }

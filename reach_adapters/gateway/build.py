@@ -13,6 +13,7 @@ from mcp import StdioServerParameters
 from reach_adapters.config import (
     A2AAgentFile,
     AgentSpec,
+    ChainFile,
     ConfigError,
     FunctionAgentFile,
     LangChainAgentFile,
@@ -25,14 +26,23 @@ from reach_adapters.gateway.overrides import PatchedAgent
 from reach_adapters.mcp import MCPServerAgent, ServerParameters
 from reach_adapters.router import Agent, Capability, close_agent
 from reach_adapters.router.agent import FunctionAgent
+from reach_adapters.router.chains import ChainAgent
+from reach_adapters.router.chains.agent import ChainHost
 
 __all__ = ["build_agent", "build_agents", "close_agents"]
 
 
-async def build_agents(specs: Iterable[AgentSpec], directory: Path) -> list[Agent]:
-    """Build every agent at once; if one fails, close the others and raise its `ConfigError`."""
+async def build_agents(
+    specs: Iterable[AgentSpec], directory: Path, router: ChainHost | None = None
+) -> list[Agent]:
+    """Build every agent at once; if one fails, close the others and raise its `ConfigError`.
+
+    `router`: the router the agents join, through which chains (``kind: chain``) route their steps.
+    """
     specs = list(specs)
-    outcomes = await asyncio.gather(*(build_agent(spec, directory) for spec in specs), return_exceptions=True)
+    outcomes = await asyncio.gather(
+        *(build_agent(spec, directory, router) for spec in specs), return_exceptions=True
+    )
     agents = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
     failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     if failures:
@@ -41,9 +51,11 @@ async def build_agents(specs: Iterable[AgentSpec], directory: Path) -> list[Agen
     return agents
 
 
-async def build_agent(spec: AgentSpec, directory: Path) -> Agent:
+async def build_agent(spec: AgentSpec, directory: Path, router: ChainHost | None = None) -> Agent:
     """One agent from its file; errors name the file and, when one is to blame, the field."""
     model = spec.model
+    if isinstance(model, ChainFile):
+        return ChainAgent(model.declaration(), router)
     if isinstance(model, A2AAgentFile):
         # Its overrides are the agent's own: they hold for the skills of a card fetched again.
         return await _a2a_agent(spec, model)
@@ -89,7 +101,7 @@ def _override_key(spec: AgentSpec, name: str) -> str:
 
 def _declarations(spec: AgentSpec) -> list[Capability] | None:
     model = spec.model
-    if isinstance(model, MCPAgentFile | A2AAgentFile) or model.capabilities is None:
+    if isinstance(model, MCPAgentFile | A2AAgentFile | ChainFile) or model.capabilities is None:
         return None
     return [Capability(**decl.model_dump(exclude_unset=True)) for decl in model.capabilities]
 

@@ -159,7 +159,7 @@ class Gateway:
     ) -> Gateway:
         security = GatewaySecurity.build(config)
         router = Router(config.policy)
-        agents = await build_agents(config.agents.values(), config.directory)
+        agents = await build_agents(config.agents.values(), config.directory, router)
         try:
             for agent in agents:
                 router.register(agent)
@@ -264,7 +264,8 @@ class Gateway:
         self._refuse_clashes(new, added)
         security_changed = new.security != old.security
         security = self._next_security(new) if security_changed else self.security
-        built = await build_agents([new.agents[agent_id] for agent_id in added + changed], new.directory)
+        specs = [new.agents[agent_id] for agent_id in added + changed]
+        built = await build_agents(specs, new.directory, self.router)
         fresh = {agent.agent_id: agent for agent in built}
         policy_changed = new.policy != old.policy
         try:

@@ -7,7 +7,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.router.schemas import CompiledSchema, check_schema, compiled_validator, schema_key
@@ -77,6 +86,14 @@ class Capability(BaseModel):
         True, description="It may reach systems outside its own (the web, other services), as MCP assumes."
     )
     compensable: bool = False
+    compensate_with: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$",
+        description="The capability that undoes this one's work (a saga's compensation); implies "
+        "compensable. It is given {task_id, capability, input, output} of the call to undo.",
+    )
     preferred_source: list[str] = Field(default_factory=list)
     title: str | None = Field(None, description="A human-readable name, for tool lists.")
     icons: list[dict[str, JsonValue]] = Field(default_factory=list, description="Icons, in MCP's form.")
@@ -96,6 +113,14 @@ class Capability(BaseModel):
             name = data.get("name", "?")
             msg = f"capability {name!r}: {describe_validation_error(exc)}"
             raise InvalidDeclarationError(msg) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _compensable(cls, data: Any) -> Any:
+        """A capability that names its undo is compensable, whatever a copied declaration said."""
+        if isinstance(data, dict) and data.get("compensate_with") is not None:
+            data = {**data, "compensable": True}
+        return data
 
     @field_validator("keywords", "strict_keywords")
     @classmethod

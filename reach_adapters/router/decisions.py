@@ -89,6 +89,10 @@ class DecisionRecord:
     # Kept only with `RoutingPolicy.record_payloads`: records are read by more people than results.
     payload: Any = None
     result_payload: Any = None
+    # A chain's: the task ids of its steps' reaches, and what was undone (or could not be) for
+    # this task, by the chain's failure or `Router.compensate`. Shown only when not empty.
+    steps: list[str] = field(default_factory=list)
+    compensations: list[dict[str, Any]] = field(default_factory=list)
 
     def add_attempt(
         self, agent_id: str, result: ReachResult, elapsed_ms: float, path: str = "candidate"
@@ -122,6 +126,9 @@ class DecisionRecord:
             exclusion["reason"] = redact_text(exclusion["reason"])
         if out["note"] is not None:
             out["note"] = redact_text(out["note"])
+        for name in ("steps", "compensations"):
+            if not out[name]:
+                del out[name]
         return out
 
     def why_not(self, agent_id: str) -> str:

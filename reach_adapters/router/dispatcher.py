@@ -34,6 +34,7 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.recording import new_record, record_outcome, settle
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.retry import RetryBudget, may_resend
+from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy, make_strategies
 from reach_adapters.router.tracing import DISPATCH, SELECT, active_tracer, spanned
 
@@ -76,6 +77,9 @@ class Dispatcher:
         self.errors = policy.agent_errors
         self.observers: list[ReachObserver] = []
         self.guard: Guard | None = None
+        # Told of each succeeded unicast or directed reach of a capability that names its undo
+        # (`Capability.compensate_with`), with the message: `Router.compensate` needs its input.
+        self.on_compensable: Callable[[ReachMessage, Slot, ReachResult], None] | None = None
         # Task id → its runs going on here. The same task coming back through one of them (gateway
         # A → B → A) is a loop, refused at once rather than left waiting on itself.
         self._running: dict[str, list[Run]] = {}
@@ -270,6 +274,8 @@ class Dispatcher:
             result, last = await in_turn(
                 message, record, plan, deadline, tracer, run, self.policy, self.budget, self.errors
             )
+            if result.status is ResultStatus.OK and last.capability.compensate_with and self.on_compensable:
+                self.on_compensable(message, last, result)
             if result.status in ANSWERED or result.fault is Fault.TASK:
                 # Answered; or the agent did the task and answered no, which another would too.
                 return self._finish(run, message, record, result, start, "candidate", plan.queued_ms, routed)

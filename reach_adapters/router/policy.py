@@ -238,6 +238,14 @@ class RoutingPolicy(_Strict):
     task_max_kept: int = Field(
         10_000, ge=1, strict=True, description="Finished async tasks kept at most; the oldest go first."
     )
+    # -- chains and compensation (issue 17) --
+    compensation_journal_size: int = Field(
+        10_000,
+        ge=1,
+        strict=True,
+        description="Succeeded compensable reaches and finished chains kept for router.compensate(task_id); "
+        "the oldest go first.",
+    )
 
     _agent_errors: AgentErrors = PrivateAttr(AGENT_ERRORS)
 

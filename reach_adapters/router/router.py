@@ -23,6 +23,7 @@ from reach_adapters.errors import (
 from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, list_agents, reachable_capabilities
+from reach_adapters.router.chains.calls import ChainCalls
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.guard import Guard
@@ -45,7 +46,7 @@ __all__ = ["Router"]
 logger = logging.getLogger(__name__)
 
 
-class Router(TaskCalls):
+class Router(TaskCalls, ChainCalls):
     """Finds the right agent for each task and delivers it.
 
     The embedded default keeps everything in memory. `route` (unicast by capability), `broadcast`
@@ -84,6 +85,7 @@ class Router(TaskCalls):
         self._closing: set[asyncio.Task[None]] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self._init_chains()
 
     # -- registration ------------------------------------------------------------------------
 
