@@ -49,7 +49,7 @@ def check_score(score: object, reason: object) -> tuple[float, str | None]:
         msg = f"feedback score must be a number from 0 (bad) to 1 (good), got {score!r}"
         raise InvalidFeedbackError(msg)
     if not 0.0 <= score <= 1.0:
-        msg = f"feedback score {score!r} is outside 0..1; send 0 for bad, 1 for good, or a value between"
+        msg = f"feedback score {score!r} is outside 0..1: send a number from 0 (bad) to 1 (good)"
         raise InvalidFeedbackError(msg)
     if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
         msg = f"feedback reason must be a text of at most {MAX_REASON} characters"
