@@ -126,6 +126,7 @@ class GatewayAPI:
 
     def routes(self) -> list[Route]:
         # Imported here: the task routes build on this module's request models.
+        from reach_adapters.gateway.consensus_api import ConsensusAPI
         from reach_adapters.gateway.tasks_api import TasksAPI
 
         guard = self.guarded
@@ -138,6 +139,7 @@ class GatewayAPI:
             Route(f"{API_PREFIX}/decisions", guard(self.decisions), methods=["GET"]),
             Route("/metrics", guard(self.prometheus), methods=["GET"]),
             *TasksAPI(self).routes(guard),
+            *ConsensusAPI(self).routes(guard),
         ]
 
     def guarded(self, handler: Handler) -> Handler:
