@@ -4,6 +4,8 @@ from middleware.converter import Converter
 from middleware.ids import new_task_id, new_trace_id
 from middleware.jsonsafe import NotJsonSafeError, ensure_json, is_json
 from middleware.models import (
+    ConsensusHint,
+    ConsensusVote,
     DeliveryPath,
     Fault,
     MergePolicy,
@@ -17,6 +19,8 @@ from middleware.models import (
 )
 
 __all__ = [
+    "ConsensusHint",
+    "ConsensusVote",
     "Converter",
     "DeliveryPath",
     "Fault",

@@ -19,6 +19,7 @@ __all__ = [
     "InvalidMessageError",
     "LoopDetectedError",
     "NoCandidateError",
+    "NoConsensusError",
     "PayloadValidationError",
     "PermissionDeniedError",
     "QuotaExceededError",
@@ -81,11 +82,17 @@ class QuotaExceededError(ReachError):
     """The caller used up its quota; ``result.extra["retry_after_s"]`` says when to try again."""
 
 
+class NoConsensusError(ReachError):
+    """A consensus reach ended without enough agreeing answers; ``result.extra["votes"]`` has
+    the answers that came."""
+
+
 _BY_STATUS: dict[str, type[ReachError]] = {
     "timeout": ReachTimeoutError,
     "no_candidate": NoCandidateError,
     "invalid": InvalidMessageError,
     "input_required": InputRequiredError,
+    "no_consensus": NoConsensusError,
 }
 _BY_NAME: dict[str, type[ReachError]] = {
     cls.__name__: cls

@@ -16,6 +16,8 @@ from middleware.errors import error_for
 from middleware.ids import new_task_id, new_trace_id
 
 __all__ = [
+    "ConsensusHint",
+    "ConsensusVote",
     "DeliveryPath",
     "Fault",
     "MergePolicy",
@@ -28,7 +30,7 @@ __all__ = [
     "Timings",
 ]
 
-ReachMode = Literal["unicast", "broadcast", "directed"]
+ReachMode = Literal["unicast", "broadcast", "directed", "consensus"]
 MergePolicy = Literal["all", "first", "first_success"]
 DeliveryPath = Literal["candidate", "fallback", "default", "deduplicated", "none"]
 
@@ -95,6 +97,39 @@ class MetaInfo(_Model):
     )
 
 
+# How a consensus decides: equal answers, a judge capability, or (in-process only) a function.
+ConsensusVote = Literal["majority", "judge", "custom"]
+MAX_VOTERS = 16
+
+
+class ConsensusHint(_Model):
+    """How a consensus reach is decided: `n` agents answer, `quorum` must agree. Frozen, like the
+    hint holding it. ``custom`` names a Python function given to `Router.consensus`, which never
+    travels in a message: a message from elsewhere saying ``custom`` is refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n: int = Field(3, ge=1, le=MAX_VOTERS, description="Distinct agents asked.")
+    quorum: int = Field(2, ge=1, le=MAX_VOTERS, description="Agreeing answers needed for a decision.")
+    vote: ConsensusVote = "majority"
+    judge: str | None = Field(
+        None, min_length=1, max_length=256, description="With vote 'judge': the capability that judges."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ConsensusHint:
+        if self.quorum > self.n:
+            msg = (
+                f"consensus quorum {self.quorum} is above n {self.n}: ask at least as many agents "
+                "as must agree"
+            )
+            raise ValueError(msg)
+        if (self.vote == "judge") is (self.judge is None):
+            msg = "consensus judge names the judging capability, and goes with vote 'judge' only"
+            raise ValueError(msg)
+        return self
+
+
 class RoutingHint(_Model):
     """How the caller wants the task delivered. Frozen: the router shares common hints."""
 
@@ -107,6 +142,9 @@ class RoutingHint(_Model):
     )
     merge: MergePolicy = "all"
     strategy: str | None = Field(None, description="Override the policy's selection strategy.")
+    consensus: ConsensusHint | None = Field(
+        None, description="Consensus mode: how many agents answer and how the answers are decided."
+    )
 
     @model_validator(mode="after")
     def _directed_needs_target(self) -> RoutingHint:
@@ -135,6 +173,8 @@ class ResultStatus(StrEnum):
     PARTIAL = "partial"
     # The agent stopped to ask for something (a human's answer): resume on the same thread.
     INPUT_REQUIRED = "input_required"
+    # A consensus reach in which fewer than the quorum of answers agreed.
+    NO_CONSENSUS = "no_consensus"
 
 
 class Fault(StrEnum):

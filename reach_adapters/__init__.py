@@ -11,10 +11,12 @@ if TYPE_CHECKING:
         IdempotencyConflictError,
         InputRequiredError,
         InvalidDeclarationError,
+        InvalidFeedbackError,
         InvalidMessageError,
         InvalidPolicyError,
         LoopDetectedError,
         NoCandidateError,
+        NoConsensusError,
         PayloadValidationError,
         PermissionDeniedError,
         QuotaExceededError,
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
         ReachTimeoutError,
         RouterClosedError,
         SyncCallError,
+        TaskAlreadyRatedError,
         TaskFinishedError,
         TaskQueueFullError,
         UnknownAgentError,
@@ -33,12 +36,13 @@ if TYPE_CHECKING:
     from reach_adapters.router.capability import Capability, Trigger
     from reach_adapters.router.catalog import AgentInfo
     from reach_adapters.router.chains import Chain, Step
+    from reach_adapters.router.consensus import Feedback, Verdict, Vote
     from reach_adapters.router.decisions import DecisionRecord
     from reach_adapters.router.handle import AgentHandle
     from reach_adapters.router.identity import AgentId, parse_agent_id
     from reach_adapters.router.options import CallOptions
     from reach_adapters.router.outcomes import AgentBusyError
-    from reach_adapters.router.policy import BreakerSettings, RoutingPolicy, ScoringWeights
+    from reach_adapters.router.policy import BreakerSettings, RatingPolicy, RoutingPolicy, ScoringWeights
     from reach_adapters.router.router import Router
     from reach_adapters.router.state import AgentState
     from reach_adapters.router.tasks import (
@@ -98,9 +102,15 @@ _EXPORTS = {
     "UnknownTaskError": "reach_adapters.errors",
     "parse_agent_id": "reach_adapters.router.identity",
     "raise_for_status": "reach_adapters.errors",
-    # -- chains and compensation (issue 17) --
     "Chain": "reach_adapters.router.chains",
     "Step": "reach_adapters.router.chains",
+    "Feedback": "reach_adapters.router.consensus",
+    "InvalidFeedbackError": "reach_adapters.errors",
+    "NoConsensusError": "reach_adapters.errors",
+    "RatingPolicy": "reach_adapters.router.policy",
+    "TaskAlreadyRatedError": "reach_adapters.errors",
+    "Verdict": "reach_adapters.router.consensus",
+    "Vote": "reach_adapters.router.consensus",
 }
 
 __all__ = [
@@ -119,18 +129,22 @@ __all__ = [
     "DecisionRecord",
     "DuplicateAgentError",
     "Fault",
+    "Feedback",
     "FunctionAgent",
     "IdempotencyConflictError",
     "InputRequiredError",
     "InvalidDeclarationError",
+    "InvalidFeedbackError",
     "InvalidMessageError",
     "InvalidPolicyError",
     "LoopDetectedError",
     "MemoryTaskStore",
     "NoCandidateError",
+    "NoConsensusError",
     "PayloadValidationError",
     "PermissionDeniedError",
     "QuotaExceededError",
+    "RatingPolicy",
     "ReachError",
     "ReachTimeoutError",
     "Router",
@@ -139,6 +153,7 @@ __all__ = [
     "ScoringWeights",
     "Step",
     "SyncCallError",
+    "TaskAlreadyRatedError",
     "TaskFinishedError",
     "TaskQueueFullError",
     "TaskRecord",
@@ -147,6 +162,8 @@ __all__ = [
     "Trigger",
     "UnknownAgentError",
     "UnknownTaskError",
+    "Verdict",
+    "Vote",
     "parse_agent_id",
     "raise_for_status",
     "sign_callback",

@@ -16,6 +16,7 @@ from middleware.errors import (
     InvalidMessageError,
     LoopDetectedError,
     NoCandidateError,
+    NoConsensusError,
     PayloadValidationError,
     PermissionDeniedError,
     QuotaExceededError,
@@ -30,10 +31,12 @@ __all__ = [
     "IdempotencyConflictError",
     "InputRequiredError",
     "InvalidDeclarationError",
+    "InvalidFeedbackError",
     "InvalidMessageError",
     "InvalidPolicyError",
     "LoopDetectedError",
     "NoCandidateError",
+    "NoConsensusError",
     "PayloadValidationError",
     "PermissionDeniedError",
     "QuotaExceededError",
@@ -41,6 +44,7 @@ __all__ = [
     "ReachTimeoutError",
     "RouterClosedError",
     "SyncCallError",
+    "TaskAlreadyRatedError",
     "TaskFinishedError",
     "TaskQueueFullError",
     "TaskStoreUnavailableError",
@@ -94,6 +98,15 @@ class RouterClosedError(ReachError):
 
 class SyncCallError(ReachError):
     """A blocking call was made from the event loop that must serve it."""
+
+
+class InvalidFeedbackError(ReachError):
+    """Feedback that cannot be taken: a score that is not a number from 0 to 1, or a task no
+    agent served."""
+
+
+class TaskAlreadyRatedError(InvalidFeedbackError):
+    """The task was rated already; each task takes one feedback."""
 
 
 # The function form of `ReachResult.raise_for_status`, kept for code written before the method.

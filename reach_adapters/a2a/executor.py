@@ -67,6 +67,7 @@ STATES: dict[ResultStatus, TaskState] = {
     ResultStatus.ERROR: TaskState.TASK_STATE_FAILED,
     ResultStatus.TIMEOUT: TaskState.TASK_STATE_FAILED,
     ResultStatus.PARTIAL: TaskState.TASK_STATE_FAILED,
+    ResultStatus.NO_CONSENSUS: TaskState.TASK_STATE_FAILED,
 }
 _STREAMING_METHODS = frozenset({"SendStreamingMessage", "message/stream"})
 # Where an input-required task keeps what its resume needs: the agent holding the thread.

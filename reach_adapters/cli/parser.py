@@ -23,6 +23,7 @@ from reach_adapters.cli.argtypes import (
 )
 from reach_adapters.cli.chains_parser import add_chain_commands
 from reach_adapters.cli.codes import EXIT_USAGE
+from reach_adapters.cli.consensus_parser import add_consensus_commands
 from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_insecure, add_limits
 from reach_adapters.cli.tasks_parser import add_task_commands, add_token
 from reach_adapters.version import package_version
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     _explain(commands, [logs])
     add_task_commands(commands, _command, [logs])
     add_chain_commands(commands, _command, [logs])
+    add_consensus_commands(commands, _command, [logs, app_dir], _target, [logs])
     _scan(commands, [logs])
     _cluster(commands, [logs])
     _check(commands, [logs, app_dir])

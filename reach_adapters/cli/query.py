@@ -14,13 +14,13 @@ from reach_adapters.cli.render import render_catalog, render_decision, render_js
 from reach_adapters.gateway import Gateway
 from reach_adapters.gateway.views import catalog_view
 
-__all__ = ["run_call", "run_catalog", "run_explain"]
+__all__ = ["local_run", "remote_for", "run_call", "run_catalog", "run_explain"]
 
 T = TypeVar("T")
 
 
 def run_catalog(args: argparse.Namespace) -> int:
-    agents = _remote(args).get("/catalog") if args.url else _local(args, _catalog)
+    agents = remote_for(args).get("/catalog") if args.url else local_run(args, _catalog)
     print(render_json(agents) if args.json else render_catalog(agents))
     return EXIT_OK
 
@@ -29,7 +29,7 @@ def run_call(args: argparse.Namespace) -> int:
     # An agent id has ':' in it; a capability name never does (as in the reach_agent tool).
     directed = ":" in args.target
     if args.url:
-        remote = _remote(args)
+        remote = remote_for(args)
         body = {"payload": args.payload, "options": args.options}
         if directed:
             body.update(agent_id=args.target, capability=args.capability)
@@ -49,7 +49,7 @@ def run_call(args: argparse.Namespace) -> int:
                 outcome = await router.route(args.target, args.payload, **args.options)
             return outcome.model_dump(mode="json"), router.explain(outcome.task_id).to_dict()
 
-        result, record = _local(args, call)
+        result, record = local_run(args, call)
         decision = record if args.explain else None
     if args.json:
         print(render_json({"result": result, "decision": decision} if args.explain else result))
@@ -62,7 +62,7 @@ def run_call(args: argparse.Namespace) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     params = {"why_not": args.why_not} if args.why_not else None
-    record = _remote(args).get(f"/explain/{args.task_id}", params)
+    record = remote_for(args).get(f"/explain/{args.task_id}", params)
     print(render_json(record) if args.json else render_decision(record))
     return EXIT_OK
 
@@ -71,11 +71,11 @@ async def _catalog(gateway: Gateway) -> list[dict[str, Any]]:
     return catalog_view(gateway.router.catalog())
 
 
-def _remote(args: argparse.Namespace) -> Remote:
+def remote_for(args: argparse.Namespace) -> Remote:
     return Remote(args.url, timeout_s=args.timeout, token=args.token)
 
 
-def _local(args: argparse.Namespace, work: Callable[[Gateway], Awaitable[T]]) -> T:
+def local_run(args: argparse.Namespace, work: Callable[[Gateway], Awaitable[T]]) -> T:
     """Start the agents of the ``--config`` directory, do `work`, close them all again."""
 
     async def run() -> T:

@@ -43,7 +43,7 @@ def render_catalog(agents: Sequence[Mapping[str, Any]]) -> str:
             info["breaker"],
             info["in_flight"],
             info["calls"],
-            ", ".join(cap["name"] for cap in info["capabilities"]),
+            ", ".join(_rated(cap["name"], info.get("ratings") or {}) for cap in info["capabilities"]),
             info.get("problem") or "",
         )
         for info in agents
@@ -55,6 +55,12 @@ def render_catalog(agents: Sequence[Mapping[str, Any]]) -> str:
             [*head, "node"], [(*row, info.get("node") or "") for row, info in zip(rows, agents, strict=True)]
         )
     return table(head, rows)
+
+
+def _rated(capability: str, ratings: Mapping[str, float]) -> str:
+    """The capability, with its rating from feedback when that moved it."""
+    rating = ratings.get(capability, 1.0)
+    return capability if rating >= 1.0 else f"{capability} (rated {rating:.2f})"
 
 
 def render_cluster(report: Mapping[str, Any]) -> str:
@@ -146,6 +152,9 @@ def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
             outcome += f" ({fault}{attempt['error_type']}: {attempt.get('error')})"
         elapsed = f"{attempt['elapsed_ms']:.1f} ms"
         lines.append(f"  attempt   {attempt['agent_id']} via {attempt['path']}: {outcome} in {elapsed}")
+    for vote in record.get("votes", []):
+        side = "agreed" if vote["agreed"] else "dissented"
+        lines.append(f"  vote      {vote['agent_id']}: {vote['status']}, {side}")
     if record.get("note"):
         lines.append(f"  note: {record['note']}")
     # A chain's steps, and what was undone for the task (docs/chains.md).

@@ -127,6 +127,7 @@ class GatewayAPI:
     def routes(self) -> list[Route]:
         # Imported here: the task routes build on this module's request models.
         from reach_adapters.gateway.chains_api import ChainsAPI
+        from reach_adapters.gateway.consensus_api import ConsensusAPI
         from reach_adapters.gateway.tasks_api import TasksAPI
 
         guard = self.guarded
@@ -140,6 +141,7 @@ class GatewayAPI:
             Route("/metrics", guard(self.prometheus), methods=["GET"]),
             *TasksAPI(self).routes(guard),
             *ChainsAPI(self).routes(guard),
+            *ConsensusAPI(self).routes(guard),
         ]
 
     def guarded(self, handler: Handler) -> Handler:

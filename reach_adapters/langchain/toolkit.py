@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool, BaseToolkit
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
+from reach_adapters.langchain.consensus import CONSENSUS_TOOL_NAME, ReachConsensusTool
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
 from reach_adapters.router import Capability, Router, parse_agent_id
 
@@ -41,6 +42,9 @@ class ReachToolkit(BaseToolkit):
 
     ``principal``: the calls are made for that principal of the router's guard (security.yaml),
     and only what it may reach is offered.
+
+    ``include_consensus``: offer ``reach_consensus`` too, which asks several agents and answers
+    what they agreed on (docs/consensus.md); off by default, as each call costs several.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -52,6 +56,7 @@ class ReachToolkit(BaseToolkit):
     namespace: str | None = Field(None, min_length=1)
     max_tools: int | None = Field(None, ge=0)
     principal: str | None = Field(None, min_length=1)
+    include_consensus: bool = False
 
     _names: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -75,6 +80,15 @@ class ReachToolkit(BaseToolkit):
                     sorted(offered),
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
+                    namespace=self.namespace,
+                    principal=self.principal,
+                )
+            )
+        if self.include_consensus:
+            tools.append(
+                ReachConsensusTool.build(
+                    self.router,
+                    handle_tool_error=self.handle_tool_error,
                     namespace=self.namespace,
                     principal=self.principal,
                 )
@@ -153,6 +167,8 @@ class ReachToolkit(BaseToolkit):
         """Names for the tools of `capabilities`; a name once given stays, whatever registers later."""
         names = self._names
         reserved = {GENERIC_TOOL_NAME} if self.include_generic else set()
+        if self.include_consensus:
+            reserved.add(CONSENSUS_TOOL_NAME)
         fresh = [name for name in capabilities if name not in names]
         if fresh:
             names.update(_safe_names(fresh, taken=reserved | set(names.values())))

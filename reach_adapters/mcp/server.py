@@ -34,6 +34,13 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import ReachResult
 from reach_adapters.errors import InvalidDeclarationError, ReachError
+from reach_adapters.mcp.consensus_tool import (
+    call_consensus,
+    consensus_answer,
+    consensus_tool,
+    consensus_tool_name,
+)
+from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.converter import MCPConverter, meta_from_request
 from reach_adapters.mcp.relay import Relay, relaying
 from reach_adapters.mcp.rounds import Exchanges
@@ -65,11 +72,20 @@ class RouterMCPServer:
     stream, earlier ones with a ``notifications/tools/list_changed`` on the connection.
     """
 
-    def __init__(self, router: Router, *, name: str = "agent-reach", instructions: str | None = None) -> None:
+    def __init__(
+        self,
+        router: Router,
+        *,
+        name: str = "agent-reach",
+        instructions: str | None = None,
+        consensus_tool: bool = False,
+    ) -> None:
+        """``consensus_tool``: offer the router's consensus as a tool too (see `consensus_tool`)."""
         if not isinstance(router, Router):
             msg = f"RouterMCPServer serves a Router, got {type(router).__name__}"
             raise InvalidDeclarationError(msg)
         self.router = router
+        self.consensus_tool = consensus_tool
         self._converter = MCPConverter()
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
@@ -102,6 +118,8 @@ class RouterMCPServer:
         """One tool's input schema, for the SDK's header checks of 2026 calls: without it the SDK
         runs the whole ``tools/list`` handler on every call to find it."""
         served = self._served_as(name)
+        if served is None and name == self._consensus_name():
+            return consensus_schema()
         return None if served is None else served.tool.input_schema
 
     def _served_as(self, name: str) -> _Served | None:
@@ -126,13 +144,36 @@ class RouterMCPServer:
         if principal is not None and self.router.guard is not None:
             # Each principal sees the tools it may reach, and no others.
             visible = self.router.reachable(principal=principal)
-            return ListToolsResult(tools=[served[name].tool for name in served if name in visible])
-        return ListToolsResult(tools=[entry.tool for entry in served.values()])
+            tools = [served[name].tool for name in served if name in visible]
+        else:
+            tools = [entry.tool for entry in served.values()]
+        consensus = self._consensus_name()
+        if consensus is not None:
+            tools.append(consensus_tool(consensus))
+        return ListToolsResult(tools=tools)
+
+    def _consensus_name(self) -> str | None:
+        """The consensus tool's name now, clear of every capability's; None when not offered."""
+        if not self.consensus_tool:
+            return None
+        return consensus_tool_name({*self._catalog(), *self.router.declarations()})
+
+    async def _consensus(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        try:
+            result = await call_consensus(self.router, params.arguments or {}, _principal(ctx))
+        except ReachError as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return consensus_answer(result, self._converter.result_from_middleware(result))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         served = self._served_as(params.name)
+        if served is None and params.name == self._consensus_name():
+            return await self._consensus(ctx, params)
         if served is None:
             msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
             raise MCPError(INVALID_PARAMS, msg)

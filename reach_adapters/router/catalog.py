@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.capability import Capability, cautious
+from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import UNUSABLE_STATES, AgentRuntime, AgentState, Slot
 
@@ -33,6 +34,8 @@ class AgentInfo(BaseModel):
     capabilities: list[Capability]
     # The cluster node hosting the agent when another node does (its ``hosted_on`` attribute); None: here.
     node: str | None = None
+    # Each capability's rating from feedback (1.0: as declared), as this router has learnt it.
+    ratings: dict[str, float] = {}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -51,8 +54,11 @@ class AgentInfo(BaseModel):
         return "; ".join(parts) or None
 
 
-def agent_info(runtime: AgentRuntime, slots: list[Slot] | None = None) -> AgentInfo:
+def agent_info(
+    runtime: AgentRuntime, slots: list[Slot] | None = None, ratings: Ratings | None = None
+) -> AgentInfo:
     """The agent as the catalog shows it, with the declarations of `slots` (default: all)."""
+    shown = runtime.slots if slots is None else slots
     breaker = runtime.breaker
     now = time.monotonic()
     state = breaker.state_at(now)
@@ -70,19 +76,28 @@ def agent_info(runtime: AgentRuntime, slots: list[Slot] | None = None) -> AgentI
         calls=runtime.calls,
         failures=runtime.failures,
         avg_ms=round(runtime.avg_ms, 3),
-        capabilities=[slot.capability for slot in (runtime.slots if slots is None else slots)],
+        capabilities=[slot.capability for slot in shown],
         node=getattr(runtime.agent, "hosted_on", None),
+        ratings=_ratings(shown, ratings),
     )
 
 
-def list_agents(registry: Registry, visible: Callable[[Slot], bool] | None) -> list[AgentInfo]:
+def _ratings(slots: list[Slot], ratings: Ratings | None) -> dict[str, float]:
+    if ratings is None:
+        return {}
+    return {slot.capability.name: round(ratings.slot(slot), 4) for slot in slots}
+
+
+def list_agents(
+    registry: Registry, visible: Callable[[Slot], bool] | None, ratings: Ratings | None = None
+) -> list[AgentInfo]:
     """The catalog: every agent, or (with `visible`) the agents and capabilities a principal may
     reach."""
     if visible is None:
-        return [agent_info(runtime) for runtime in registry]
+        return [agent_info(runtime, None, ratings) for runtime in registry]
     out = []
     for runtime in registry:
-        info = agent_info(runtime, [slot for slot in runtime.slots if visible(slot)])
+        info = agent_info(runtime, [slot for slot in runtime.slots if visible(slot)], ratings)
         if info.capabilities:
             out.append(info)
     return out

@@ -93,6 +93,8 @@ class DecisionRecord:
     # this task, by the chain's failure or `Router.compensate`. Shown only when not empty.
     steps: list[str] = field(default_factory=list)
     compensations: list[dict[str, Any]] = field(default_factory=list)
+    # Consensus: each voter's vote (agent_id, status, agreed, error; payload with record_payloads).
+    votes: list[dict[str, Any]] = field(default_factory=list)
 
     def add_attempt(
         self, agent_id: str, result: ReachResult, elapsed_ms: float, path: str = "candidate"
@@ -126,9 +128,13 @@ class DecisionRecord:
             exclusion["reason"] = redact_text(exclusion["reason"])
         if out["note"] is not None:
             out["note"] = redact_text(out["note"])
-        for name in ("steps", "compensations"):
+        # Fields of one mode only (chains, consensus): shown when the mode filled them.
+        for name in ("steps", "compensations", "votes"):
             if not out[name]:
                 del out[name]
+        for vote in out.get("votes", ()):
+            if vote.get("error") is not None:
+                vote["error"] = redact_text(vote["error"])
         return out
 
     def why_not(self, agent_id: str) -> str:
@@ -143,6 +149,10 @@ class DecisionRecord:
         for exclusion in self.exclusions:
             if exclusion.agent_id == agent_id:
                 return f"{agent_id} was excluded: {exclusion.reason}"
+        for vote in self.votes:
+            if vote["agent_id"] == agent_id and vote["status"] == ResultStatus.OK:
+                side = "agreed with the decision" if vote["agreed"] else "dissented, or nothing was decided"
+                return f"{agent_id} was asked for its vote and answered; it {side}"
         for attempt in self.attempts:
             if attempt.agent_id == agent_id:
                 return _attempted(attempt, self.mode)
@@ -172,7 +182,8 @@ class DecisionRecord:
             # Smooth weighted round robin: turns, not a contest of scores.
             return (
                 f"{scored.agent_id} was ranked {rank + 1}: the rating strategy gives agents turns in "
-                f"proportion to their recent success rate, and this one was {first.agent_id}'s{who}"
+                f"proportion to their recent success rate times their rating from feedback, and this "
+                f"one was {first.agent_id}'s{who}"
             )
         if scored.score == first.score:
             return (
@@ -191,7 +202,9 @@ class DecisionRecord:
 
 
 def _attempted(attempt: Attempt, mode: str) -> str:
-    tried = "received the broadcast" if mode == "broadcast" else "was tried"
+    tried = {"broadcast": "received the broadcast", "consensus": "was asked for its vote"}.get(
+        mode, "was tried"
+    )
     if attempt.status is ResultStatus.OK:
         return f"{attempt.agent_id} {tried} and answered ok"
     fault = f" ({attempt.fault} fault)" if attempt.fault else ""

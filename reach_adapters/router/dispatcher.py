@@ -15,6 +15,7 @@ from middleware.fast import amend
 from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn
 from reach_adapters.router.broadcast import fan_out
+from reach_adapters.router.consensus.mode import decide, hint_of, pick_voters
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.faults import ANSWERED
 from reach_adapters.router.guard import Guard, Refusal, refused_result
@@ -31,6 +32,7 @@ from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.outcomes import ErrorKind, error_result
 from reach_adapters.router.planning import Plan, Planner
 from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.recording import new_record, record_outcome, settle
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.retry import RetryBudget, may_resend
@@ -66,7 +68,8 @@ class Dispatcher:
         self.policy = policy
         self.planner = Planner(registry, policy, matcher or LexicalMatcher())
         self.decisions = DecisionLog(policy.decision_log_size)
-        self.strategies = make_strategies(policy)
+        self.ratings = Ratings(policy.ratings)
+        self.strategies = make_strategies(policy, self.ratings)
         self.dedupe = IdempotencyStore(
             policy.dedupe_window_s,
             policy.dedupe_max_entries,
@@ -75,7 +78,8 @@ class Dispatcher:
         )
         self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
         self.errors = policy.agent_errors
-        self.observers: list[ReachObserver] = []
+        # The ratings learn from every outcome: an output that broke its schema rates its agent down.
+        self.observers: list[ReachObserver] = [self.ratings]
         self.guard: Guard | None = None
         # Told of each succeeded unicast or directed reach of a capability that names its undo
         # (`Capability.compensate_with`), with the message: `Router.compensate` needs its input.
@@ -90,7 +94,8 @@ class Dispatcher:
     def reconfigure(self, policy: RoutingPolicy) -> None:
         self.policy = policy
         self.planner.policy = policy
-        self.strategies = make_strategies(policy)
+        self.ratings.reconfigure(policy.ratings)
+        self.strategies = make_strategies(policy, self.ratings)
         self.errors = policy.agent_errors
         self.decisions.resize(policy.decision_log_size)
         self.dedupe.reconfigure(
@@ -257,6 +262,9 @@ class Dispatcher:
                     kind = ErrorKind.PAYLOAD_VALIDATION
                     refused = error_result(message, ResultStatus.INVALID, kind, invalid, fault=Fault.CALLER)
                     return self._finish(run, message, record, refused, start, "none", plan.queued_ms)
+                if hint.mode == "consensus":
+                    # One fallback agent's answer is no consensus.
+                    return self._finish(run, message, record, missing, start, "none", plan.queued_ms)
                 return await self._fall_back(
                     message, record, missing, start, plan.queued_ms, caller_deadline, run
                 )
@@ -270,6 +278,8 @@ class Dispatcher:
                 run.targets.update(slot.runtime.agent_id for slot in plan.slots)
                 merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.errors)
                 return self._finish(run, message, record, merged, start, "candidate", plan.queued_ms)
+            if hint.mode == "consensus":
+                return await self._consensus(message, record, plan, deadline, start, run)
             routed = time.perf_counter()
             result, last = await in_turn(
                 message, record, plan, deadline, tracer, run, self.policy, self.budget, self.errors
@@ -296,6 +306,27 @@ class Dispatcher:
             )
             self._finish(run, message, record, gone, start, "none")
             raise
+
+    async def _consensus(
+        self,
+        message: ReachMessage,
+        record: DecisionRecord,
+        plan: Plan,
+        deadline: float,
+        start: float,
+        run: Run,
+    ) -> ReachResult:
+        voters = pick_voters(plan.slots, hint_of(message).n)
+        principal = message.meta_info.principal
+        if self.guard is not None and principal is not None:
+            refusal = await self.guard.fan_out(principal, len(voters))
+            if refusal is not None:
+                return self._refuse(message, run, refusal, record)
+        run.targets.update(slot.runtime.agent_id for slot in voters)
+        decided = await decide(
+            voters, message, deadline, record, self.policy, self.errors, self.ratings, self.dispatch
+        )
+        return self._finish(run, message, record, decided, start, "candidate", plan.queued_ms)
 
     async def _fall_back(
         self,

@@ -42,7 +42,8 @@ class Fingerprint(NamedTuple):
     mode: str
     capability: str | None
     target: str | None
-    options: tuple[str | None, str | None, str | None, bytes | None]
+    # Version, namespace, how the answers are merged (a broadcast) or decided (a consensus), attributes.
+    options: tuple[str | None, str | None, object, bytes | None]
     payload: bytes
     # Another principal's task id is never the same request: it may not read that result.
     principal: str | None = None
@@ -85,7 +86,7 @@ def fingerprint(message: ReachMessage, capability: str | None = None) -> Fingerp
     options = (
         meta.version,
         meta.namespace,
-        hint.merge if hint.mode == "broadcast" else None,
+        hint.merge if hint.mode == "broadcast" else hint.consensus if hint.mode == "consensus" else None,
         _digest(meta.attributes) if meta.attributes else None,
     )
     payload = {} if message.raw_payload is None else message.raw_payload

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_RETRIES_CAP",
     "AgentErrors",
     "BreakerSettings",
+    "RatingPolicy",
     "RoutingPolicy",
     "ScoringWeights",
     "StrategyName",
@@ -96,6 +97,22 @@ class ScoringWeights(_Strict):
     health: float = Field(0.3, ge=0, strict=True, allow_inf_nan=False)
     load: float = Field(0.2, ge=0, strict=True, allow_inf_nan=False)
     affinity: float = Field(0.1, ge=0, strict=True, allow_inf_nan=False)
+
+
+class RatingPolicy(_Strict):
+    """How feedback moves an agent's rating for one capability (docs/consensus.md).
+
+    Each score moves the rating by ``alpha·(score − rating)``; between scores it decays back to
+    1.0, the capability as declared, losing half its distance every ``half_life_s``. Consensus
+    voters that agree are scored ``agreed``, dissenters ``dissent``; an output that breaks the
+    capability's output schema is scored ``output_failure``.
+    """
+
+    alpha: float = Field(0.2, gt=0, le=1, strict=True, allow_inf_nan=False)
+    half_life_s: float = Field(600.0, gt=0, strict=True, allow_inf_nan=False)
+    agreed: float = Field(1.0, ge=0, le=1, strict=True, allow_inf_nan=False)
+    dissent: float = Field(0.0, ge=0, le=1, strict=True, allow_inf_nan=False)
+    output_failure: float = Field(0.0, ge=0, le=1, strict=True, allow_inf_nan=False)
 
 
 class RoutingPolicy(_Strict):
@@ -246,6 +263,8 @@ class RoutingPolicy(_Strict):
         description="Succeeded compensable reaches and finished chains kept for router.compensate(task_id); "
         "the oldest go first.",
     )
+
+    ratings: RatingPolicy = Field(default_factory=RatingPolicy)
 
     _agent_errors: AgentErrors = PrivateAttr(AGENT_ERRORS)
 

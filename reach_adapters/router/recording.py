@@ -50,7 +50,8 @@ def settle(
     meta = message.meta_info
     end = time.perf_counter()
     attempts = record.attempts
-    broadcast = message.routing_hint.mode == "broadcast"
+    # Several agents served at once: no one attempt's agent or time stands for the task's.
+    broadcast = message.routing_hint.mode in ("broadcast", "consensus")
     timings = build_trusted(
         Timings,
         {
@@ -77,7 +78,8 @@ def settle(
         amend(result, {"agent_id": attempts[-1].agent_id})
     record.status = result.status
     record.path = path
-    if result.status in ANSWERED and not broadcast:
+    if result.status in ANSWERED and message.routing_hint.mode != "broadcast":
+        # A consensus names the first voter of the decided answer.
         record.chosen = result.agent_id
 
 

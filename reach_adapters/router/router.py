@@ -24,6 +24,7 @@ from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, list_agents, reachable_capabilities
 from reach_adapters.router.chains.calls import ChainCalls
+from reach_adapters.router.consensus.calls import ConsensusCalls
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.guard import Guard
@@ -46,7 +47,7 @@ __all__ = ["Router"]
 logger = logging.getLogger(__name__)
 
 
-class Router(TaskCalls, ChainCalls):
+class Router(TaskCalls, ChainCalls, ConsensusCalls):
     """Finds the right agent for each task and delivers it.
 
     The embedded default keeps everything in memory. `route` (unicast by capability), `broadcast`
@@ -187,7 +188,9 @@ class Router(TaskCalls, ChainCalls):
     def catalog(self, *, principal: str | None = None) -> list[AgentInfo]:
         """Every registered agent with its state, load, breaker and declarations; for a
         `principal`, only the agents and capabilities it may reach."""
-        return list_agents(self._registry, self._dispatcher.planner.visible(principal))
+        return list_agents(
+            self._registry, self._dispatcher.planner.visible(principal), self._dispatcher.ratings
+        )
 
     def reachable(self, *, principal: str | None = None) -> dict[str, Capability]:
         """Each capability some usable agent declares, with one declaration standing for it: the

@@ -9,6 +9,7 @@ from typing import Protocol
 from middleware import MetaInfo
 from reach_adapters.router.decisions import Scored
 from reach_adapters.router.policy import RoutingPolicy
+from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.state import Slot
 
 __all__ = [
@@ -51,7 +52,10 @@ def _sorted(scored: Ranked) -> Ranked:
 
 
 class WeightedStrategy:
-    """``0.4·weight/max_weight + 0.3·health − 0.2·in_flight/max_concurrency + 0.1·affinity``.
+    """``0.4·weight/max_weight + 0.3·health·rating − 0.2·in_flight/max_concurrency + 0.1·affinity``.
+
+    ``rating`` is the slot's rating from feedback (`Ratings`), 1.0 unless feedback moved it; the
+    breakdown shows it when it is not 1.0.
 
     Above `busy_ratio` of max_concurrency the load term counts double, so a nearly full agent
     sheds new work before it saturates. An agent of another node of a cluster scores one affinity
@@ -60,22 +64,25 @@ class WeightedStrategy:
 
     name = "weighted"
 
-    def __init__(self, policy: RoutingPolicy) -> None:
+    def __init__(self, policy: RoutingPolicy, ratings: Ratings | None = None) -> None:
         w = policy.weights
         self._w_weight, self._w_health, self._w_load, self._w_aff = w.weight, w.health, w.load, w.affinity
         self._busy_ratio = policy.busy_ratio
+        self._ratings = ratings
 
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
         max_weight = (
             max(slot.capability.weight for slot in slots) if len(slots) > 1 else slots[0].capability.weight
         ) or 1.0
         source = meta.source
+        ratings = self._ratings if self._ratings is not None and len(self._ratings) else None
         out: Ranked = []
         for slot in slots:
             cap = slot.capability
             load = slot.in_flight / cap.max_concurrency
             weight_part = self._w_weight * cap.weight / max_weight
-            health_part = self._w_health * slot.runtime.health
+            rating = 1.0 if ratings is None else ratings.slot(slot)
+            health_part = self._w_health * slot.runtime.health * rating
             load_part = self._w_load * load * (2.0 if load >= self._busy_ratio else 1.0)
             affinity_part = self._w_aff * _affinity(slot, source) if source else 0.0
             score = weight_part + health_part - load_part + affinity_part
@@ -85,6 +92,8 @@ class WeightedStrategy:
                 "load": -load_part,
                 "affinity": affinity_part,
             }
+            if rating != 1.0:
+                breakdown["rating"] = rating
             if slot.runtime.remote:
                 score -= self._w_aff
                 breakdown["locality"] = -self._w_aff
@@ -116,18 +125,26 @@ class LeastWaitStrategy:
 
 
 class RatingStrategy:
-    """Smooth weighted round robin (as in nginx) on each agent's rating: its recent success rate.
+    """Smooth weighted round robin (as in nginx) on each agent's rating: its recent success rate
+    times its rating from feedback for the capability (`Ratings`).
 
     Traffic follows quality in proportion instead of all going to the single best agent.
     """
 
     name = "rating"
 
+    def __init__(self, ratings: Ratings | None = None) -> None:
+        self._ratings = ratings
+
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
         total = 0.0
         best: Slot | None = None
+        ratings = self._ratings if self._ratings is not None and len(self._ratings) else None
+        quality: dict[int, float] = {}
         for slot in slots:
-            effective = max(slot.runtime.success_rate, 0.01) * 100.0
+            rated = slot.runtime.success_rate * (1.0 if ratings is None else ratings.slot(slot))
+            quality[id(slot)] = rated
+            effective = max(rated, 0.01) * 100.0
             slot.swrr_current += effective
             total += effective
             if best is None or slot.swrr_current > best.swrr_current:
@@ -140,7 +157,7 @@ class RatingStrategy:
                 Scored(
                     slot.runtime.agent_id,
                     slot.swrr_current,
-                    {"rating": slot.runtime.success_rate, "current": slot.swrr_current},
+                    {"rating": quality[id(slot)], "current": slot.swrr_current},
                 ),
             )
             for slot in slots
@@ -149,9 +166,9 @@ class RatingStrategy:
         return out
 
 
-def make_strategies(policy: RoutingPolicy) -> dict[str, Strategy]:
+def make_strategies(policy: RoutingPolicy, ratings: Ratings | None = None) -> dict[str, Strategy]:
     return {
-        "weighted": WeightedStrategy(policy),
+        "weighted": WeightedStrategy(policy, ratings),
         "least_wait": LeastWaitStrategy(),
-        "rating": RatingStrategy(),
+        "rating": RatingStrategy(ratings),
     }

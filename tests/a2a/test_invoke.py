@@ -49,7 +49,7 @@ async def test_the_task_travels_in_the_message_metadata(routed: Router) -> None:
     assert meta["agent-reach/task_id"] == "t-carried"
     assert meta["agent-reach/trace_id"] == "trace-carried"
     # The rest of the hop in one string: each metadata value costs the a2a-sdk server a check.
-    hop = json.loads(meta["agent-reach"])
+    hop = json.loads(str(meta["agent-reach"]))
     assert hop["lineage"] == ["a2a:test-agent:0"]
     assert hop["depth"] == 1
     assert isinstance(hop["deadline"], float)

@@ -26,6 +26,7 @@ class TaskStatus(StrEnum):
     CANCELLED = "cancelled"
     PARTIAL = "partial"
     INPUT_REQUIRED = "input_required"
+    NO_CONSENSUS = "no_consensus"
 
     @property
     def finished(self) -> bool:

@@ -1,0 +1,81 @@
+"""``reach consensus`` (against a server, or a config directory) and ``reach feedback``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from reach_adapters.cli.argtypes import json_or_text
+from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
+from reach_adapters.cli.errors import UsageError
+from reach_adapters.cli.query import local_run, remote_for
+from reach_adapters.cli.render import render_decision, render_json, render_result, table
+from reach_adapters.gateway import Gateway
+
+__all__ = ["render_votes", "run_consensus", "run_feedback"]
+
+
+def run_consensus(args: argparse.Namespace) -> int:
+    from reach_adapters.gateway.api import RESERVED_OPTIONS
+
+    clash = sorted({key for key, _ in args.options} & RESERVED_OPTIONS)
+    if clash:
+        msg = f"--option cannot set {clash}: give the capability and the payload as arguments"
+        raise UsageError(msg)
+    if (args.vote == "judge") is (args.judge is None):
+        msg = "--judge CAPABILITY goes with --vote judge, and --vote judge needs it"
+        raise UsageError(msg)
+    options = {key: json_or_text(value) for key, value in args.options}
+    how = {"n": args.n, "quorum": args.quorum, "vote": args.vote, "judge": args.judge}
+    if args.url:
+        remote = remote_for(args)
+        body = {"capability": args.capability, "payload": args.payload, "options": options, **how}
+        result = remote.post("/consensus", body)
+        decision = remote.get(f"/explain/{result['task_id']}") if args.explain else None
+    else:
+
+        async def call(gateway: Gateway) -> tuple[dict[str, Any], dict[str, Any]]:
+            router = gateway.router
+            outcome = await router.consensus(args.capability, args.payload, **how, **options)
+            return outcome.model_dump(mode="json"), router.explain(outcome.task_id).to_dict()
+
+        result, record = local_run(args, call)
+        decision = record if args.explain else None
+    if args.json:
+        print(render_json({"result": result, "decision": decision} if args.explain else result))
+    else:
+        print(render_result(result))
+        votes = (result.get("extra") or {}).get("votes") or []
+        if votes:
+            print(render_votes(votes))
+        if decision is not None:
+            print(render_decision(decision))
+    return EXIT_OK if result["status"] == "ok" else EXIT_FAILED
+
+
+def run_feedback(args: argparse.Namespace) -> int:
+    body = {"task_id": args.task_id, "score": args.score, "reason": args.reason}
+    done = remote_for(args).post("/feedback", body)
+    if args.json:
+        print(render_json(done))
+    else:
+        lines = [f"task {done['task_id']} ({done['capability']}) scored {done['score']:g}"]
+        lines.extend(
+            f"  {change['agent_id']}: rating {change['before']:.3f} -> {change['after']:.3f}"
+            for change in done["rated"]
+        )
+        print("\n".join(lines))
+    return EXIT_OK
+
+
+def render_votes(votes: list[dict[str, Any]]) -> str:
+    rows = [
+        (
+            vote["agent_id"],
+            vote["status"],
+            "agreed" if vote["agreed"] else "dissented",
+            render_json(vote.get("payload")) if vote["status"] == "ok" else vote.get("error") or "",
+        )
+        for vote in votes
+    ]
+    return table(["voter", "status", "vote", "answer"], rows)
