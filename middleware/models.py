@@ -107,6 +107,13 @@ class RoutingHint(_Model):
     )
     merge: MergePolicy = "all"
     strategy: str | None = Field(None, description="Override the policy's selection strategy.")
+    defer: bool = Field(
+        False,
+        description=(
+            "When no agent can serve now (none declares the capability or none is usable, and the "
+            "fallback agents found nothing), wait in the deferred queue for one, within the deadline."
+        ),
+    )
 
     @model_validator(mode="after")
     def _directed_needs_target(self) -> RoutingHint:

@@ -146,6 +146,8 @@ def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
             outcome += f" ({fault}{attempt['error_type']}: {attempt.get('error')})"
         elapsed = f"{attempt['elapsed_ms']:.1f} ms"
         lines.append(f"  attempt   {attempt['agent_id']} via {attempt['path']}: {outcome} in {elapsed}")
+    if record.get("deferred_ms") is not None:
+        lines.append(f"  deferred: waited {record['deferred_ms'] / 1000.0:.1f} s for a capable agent")
     if record.get("note"):
         lines.append(f"  note: {record['note']}")
     if record.get("why_not"):

@@ -89,6 +89,8 @@ class DecisionRecord:
     # Kept only with `RoutingPolicy.record_payloads`: records are read by more people than results.
     payload: Any = None
     result_payload: Any = None
+    # Set when the call waited in the deferred queue (``defer=True``): for how long, in all.
+    deferred_ms: float | None = None
 
     def add_attempt(
         self, agent_id: str, result: ReachResult, elapsed_ms: float, path: str = "candidate"
@@ -122,6 +124,8 @@ class DecisionRecord:
             exclusion["reason"] = redact_text(exclusion["reason"])
         if out["note"] is not None:
             out["note"] = redact_text(out["note"])
+        if out["deferred_ms"] is None:
+            del out["deferred_ms"]
         return out
 
     def why_not(self, agent_id: str) -> str:

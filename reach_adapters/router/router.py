@@ -79,6 +79,8 @@ class Router(TaskCalls):
         store = MemoryTaskStore() if task_store is None else task_store
         self._tasks = AsyncTasks(self._dispatcher.dispatch, policy, store)
         self._listeners: list[Callable[[], None]] = []
+        # Calls waiting deferred for a capable agent look again on every catalog change.
+        self._listeners.append(self._dispatcher.deferred.look_again)
         self._on_close: list[Callable[[], Awaitable[None]]] = []
         self._probing_wanted = False
         self._closing: set[asyncio.Task[None]] = set()
