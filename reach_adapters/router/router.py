@@ -24,6 +24,7 @@ from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, list_agents, reachable_capabilities
 from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.deferred_calls import DeferredCalls
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.guard import Guard
 from reach_adapters.router.handle import AgentHandle
@@ -45,7 +46,7 @@ __all__ = ["Router"]
 logger = logging.getLogger(__name__)
 
 
-class Router(TaskCalls):
+class Router(TaskCalls, DeferredCalls):
     """Finds the right agent for each task and delivers it.
 
     The embedded default keeps everything in memory. `route` (unicast by capability), `broadcast`

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from reach_adapters import AgentHandle, Capability, FunctionAgent, Router
+from tests.gateway.conftest import config_dir, serve
+
+__all__ = ["Switchable", "config_dir", "recorder", "serve", "waiting"]
 
 
 def waiting(router: Router) -> int:
     """Calls waiting in the router's deferred queue now."""
-    return len(router._dispatcher.deferred)
+    return router.deferred_waiting
 
 
 def recorder(agent_id: str, capability: str, seen: list[Any], **cap: Any) -> FunctionAgent:
