@@ -62,11 +62,13 @@ their own) do not use it."""
 class Deferral:
     """One call's stay in the deferred queue, over the passes its dispatch makes."""
 
-    __slots__ = ("deadline", "waited_ms")
+    __slots__ = ("deadline", "task", "waited_ms")
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, *, task: bool) -> None:
         self.deadline = deadline  # Unix time
         self.waited_ms = 0.0
+        # An async task's run, which its runner cuts when the router closes (a cluster's keeps it).
+        self.task = task
 
 
 class DeferredQueue:
@@ -75,6 +77,7 @@ class DeferredQueue:
     def __init__(self) -> None:
         self._waitlists: dict[str, Waitlist] = {}
         self.waiting = 0
+        self.closed = False
 
     def __len__(self) -> int:
         return self.waiting
@@ -83,6 +86,11 @@ class DeferredQueue:
         """Wake every deferred call to route again: the catalog changed (a catalog listener)."""
         for waitlist in list(self._waitlists.values()):
             waitlist.wake_all()
+
+    async def close(self) -> None:
+        """The router closes: the calls waiting end now (async tasks are left to their runner)."""
+        self.closed = True
+        self.look_again()
 
     async def hold(
         self,
@@ -103,6 +111,10 @@ class DeferredQueue:
         deferral = run.deferral
         if deferral is None:
             return await self._park(message, record, result, caller_deadline, run, policy)
+        if self.closed and not deferral.task:
+            error = "the router closed while the call waited deferred; it never reached an agent"
+            kind = ErrorKind.CANCELLED
+            return error_result(message, ResultStatus.CANCELLED, kind, error, fault=Fault.ROUTER)
         remaining = deferral.deadline - time.time()
         if remaining <= 0:
             return _expired(message, problem, deferral)
@@ -140,6 +152,9 @@ class DeferredQueue:
     ) -> ReachResult | None:
         """Enter the queue, or refuse when it is full or the deadline has passed already."""
         meta = message.meta_info
+        if self.closed:
+            _not_deferred(record, "the router is closing")
+            return result
         if self.waiting >= policy.defer_max_waiting:
             error = (
                 f"{result.error}; and the deferred queue is full ({self.waiting} calls wait, "
@@ -155,9 +170,11 @@ class DeferredQueue:
         if deadline <= time.time():
             _not_deferred(record, "its deadline has passed")
             return result
-        run.deferral = Deferral(deadline)
         parking = PARKING.get()
-        if parking is not None and parking.task_id == meta.task_id:
+        if parking is not None and parking.task_id != meta.task_id:
+            parking = None
+        run.deferral = Deferral(deadline, task=parking is not None)
+        if parking is not None:
             await parking.park()
             run.deliver = _resuming(run, parking)
         logger.info(

@@ -80,9 +80,11 @@ class Router(TaskCalls, DeferredCalls):
         store = MemoryTaskStore() if task_store is None else task_store
         self._tasks = AsyncTasks(self._dispatcher.dispatch, policy, store)
         self._listeners: list[Callable[[], None]] = []
-        # Calls waiting deferred for a capable agent look again on every catalog change.
-        self._listeners.append(self._dispatcher.deferred.look_again)
         self._on_close: list[Callable[[], Awaitable[None]]] = []
+        # Calls waiting deferred for a capable agent look again on every catalog change, and end
+        # when the router closes rather than wait out their deadlines.
+        self._listeners.append(self._dispatcher.deferred.look_again)
+        self._on_close.append(self._dispatcher.deferred.close)
         self._probing_wanted = False
         self._closing: set[asyncio.Task[None]] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None

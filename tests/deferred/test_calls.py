@@ -244,3 +244,17 @@ async def test_a_saturated_capability_is_not_deferred_when_its_wait_for_capacity
 
 def _waiting_is(router: Router, count: int) -> bool:
     return waiting(router) == count
+
+
+async def test_closing_the_router_ends_a_deferred_call_at_once() -> None:
+    router = Router()
+    call = asyncio.create_task(router.route("translate", {"text": "hallo"}, defer=True))
+    await eventually(lambda: waiting(router) == 1, what="the call waiting deferred")
+
+    await router.aclose()
+    result = await asyncio.wait_for(call, 10)
+
+    assert result.status is ResultStatus.CANCELLED
+    assert result.fault is Fault.ROUTER
+    assert not result.delivered
+    assert "router closed" in (result.error or "")
