@@ -145,6 +145,13 @@ class RoutingHint(_Model):
     consensus: ConsensusHint | None = Field(
         None, description="Consensus mode: how many agents answer and how the answers are decided."
     )
+    defer: bool = Field(
+        False,
+        description=(
+            "When no agent can serve now (none declares the capability or none is usable, and the "
+            "fallback agents found nothing), wait in the deferred queue for one, within the deadline."
+        ),
+    )
 
     @model_validator(mode="after")
     def _directed_needs_target(self) -> RoutingHint:

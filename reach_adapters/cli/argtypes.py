@@ -73,7 +73,8 @@ def json_or_text(value: str) -> Any:
 
 
 def add_call_options(parser: argparse.ArgumentParser, examples: str) -> None:
-    """``--option KEY=VALUE``, repeatable, into ``args.options``; `examples` names a few keys."""
+    """``--option KEY=VALUE``, repeatable, into ``args.options``; `examples` names a few keys. And
+    ``--defer``, the same as ``--option defer=true``."""
     parser.add_argument(
         "--option",
         dest="options",
@@ -82,4 +83,11 @@ def add_call_options(parser: argparse.ArgumentParser, examples: str) -> None:
         default=[],
         metavar="KEY=VALUE",
         help=f"call option ({examples}...); VALUE is JSON or text",
+    )
+    parser.add_argument(
+        "--defer",
+        dest="options",
+        action="append_const",
+        const=("defer", "true"),
+        help="when no agent can serve now, wait for one to come, within the deadline (docs/reliability.md)",
     )

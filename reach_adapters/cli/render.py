@@ -155,6 +155,8 @@ def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
     for vote in record.get("votes", []):
         side = "agreed" if vote["agreed"] else "dissented"
         lines.append(f"  vote      {vote['agent_id']}: {vote['status']}, {side}")
+    if record.get("deferred_ms") is not None:
+        lines.append(f"  deferred: waited {record['deferred_ms'] / 1000.0:.1f} s for a capable agent")
     if record.get("note"):
         lines.append(f"  note: {record['note']}")
     # A chain's steps, and what was undone for the task (docs/chains.md).

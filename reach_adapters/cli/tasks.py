@@ -19,7 +19,7 @@ __all__ = ["run_submit", "run_task"]
 _LONG_POLL_S = 60.0
 # Beyond the wait itself, what one long poll may take on the way.
 _HTTP_MARGIN_S = 10.0
-_UNFINISHED = frozenset({"queued", "running"})
+_UNFINISHED = frozenset({"queued", "running", "deferred"})
 
 
 def run_submit(args: argparse.Namespace) -> int:

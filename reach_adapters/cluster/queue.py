@@ -23,11 +23,13 @@ import orjson
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
+from reach_adapters.cluster.deferred import ParkedRuns
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
 from reach_adapters.router import ABANDONED, ReachResult, Router
+from reach_adapters.router.deferral import PARKING
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.runner import cancelled_result, failed_in_router
 
@@ -147,6 +149,7 @@ class TaskWorkers:
             max_deliveries=max_deliveries,
         )
         self._slot = asyncio.Event()
+        self.parked = ParkedRuns(store, self._slot)
         self._loops: list[asyncio.Task[None]] = []
         self._closed = False
 
@@ -205,7 +208,7 @@ class TaskWorkers:
     async def _reading(self) -> None:
         keys = self._keys
         while not self._closed:
-            free = self.policy.task_workers - len(self.running)
+            free = self.policy.task_workers - len(self.running) + len(self.parked)
             if free <= 0:
                 self._slot.clear()
                 await self._slot.wait()
@@ -275,6 +278,7 @@ class TaskWorkers:
             await self.finish(record, result, run.entry_id)
         finally:
             self.running.pop(run.task_id, None)
+            self.parked.discard(run.task_id)
             self._slot.set()
 
     async def _deliver(self, run: _Run, record: TaskRecord) -> ReachResult | None:
@@ -282,11 +286,12 @@ class TaskWorkers:
         if run.stopped == CALLER:
             return cancelled_result(record.message, running=False)
         run.delivering = True
+        PARKING.set(self.parked.parking(record))
         try:
             return await self._router.dispatch(record.message)
         except asyncio.CancelledError:
             if run.stopped == CALLER:
-                return cancelled_result(record.message, running=True)
+                return cancelled_result(record.message, running=record.status is not TaskStatus.DEFERRED)
             if run.stopped is not None:
                 return None
             raise
@@ -362,7 +367,7 @@ class TaskWorkers:
         }
         raws = await self._client.mget([keys.task(run.task_id) for run in runs])
         for run, raw in zip(runs, raws, strict=True):
-            ended = raw is None or orjson.loads(raw)["status"] not in (TaskStatus.QUEUED, TaskStatus.RUNNING)
+            ended = raw is None or TaskStatus(orjson.loads(raw)["status"]).finished
             if run.delivering and (run.entry_id not in mine or ended):
                 logger.warning(
                     "node %s: task %s was finished or taken over elsewhere (this node may have been "

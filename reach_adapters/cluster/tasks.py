@@ -262,7 +262,7 @@ class ClusterTasks:
         if not record.finished:
             # Its node did not answer (gone, or the message lost): end it here. Should that node
             # still run it, it drops the run when it sees the task finished.
-            result = cancelled_result(record.message, running=True)
+            result = cancelled_result(record.message, running=record.status is not TaskStatus.DEFERRED)
             await self._redis(
                 self._workers.finish(record, result, None, patient=False), f"cancel task {task_id!r}"
             )

@@ -35,7 +35,7 @@ _RECORD = b',"record":'
 _UNFINISHED_LUA = """
 local function unfinished(raw)
   local status = cjson.decode(raw)['status']
-  return status == 'queued' or status == 'running'
+  return status == 'queued' or status == 'running' or status == 'deferred'
 end
 """
 
@@ -55,6 +55,16 @@ return {2}
 """
 
 # KEYS: record. ARGV: record JSON. Sets it only while the task is unfinished; 1, or 0.
+_UPDATE = (
+    _UNFINISHED_LUA
+    + """
+local held = redis.call('GET', KEYS[1])
+if not held or not unfinished(held) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+"""
+)
+
 # KEYS: record, queue. ARGV: record JSON, group, entry id, consumer. The run starts (1) only while
 # the task is unfinished (else 0: its entry may be acked) and its entry is still this consumer's
 # (else -1: a node that stalled past the visibility timeout finds its entry taken over, and must
@@ -107,6 +117,7 @@ class RedisTaskStore:
         self.keys = keys
         self._enqueue = client.register_script(_ENQUEUE)
         self._start = client.register_script(_START)
+        self._update = client.register_script(_UPDATE)
         self._finish = client.register_script(_FINISH)
         self._batch = ScriptBatch(client)
 
@@ -185,6 +196,11 @@ class RedisTaskStore:
         if reply[0] == 0:
             return TaskRecord.model_validate_json(reply[1])
         return QUEUE_FULL if reply[0] == 1 else None
+
+    async def update(self, record: TaskRecord) -> bool:
+        """Save the unfinished `record`'s new status (deferred, running again) unless the task
+        finished meanwhile (cancelled elsewhere): whether it was saved."""
+        return bool(await self._batch.run(self._update, [self.keys.task(record.task_id)], [_dumps(record)]))
 
     async def start(self, record: TaskRecord, entry_id: str, consumer: str) -> int:
         """Save `record` (now running): 1. Or 0 when the task finished meanwhile (cancelled

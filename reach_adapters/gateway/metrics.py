@@ -44,6 +44,11 @@ class GatewayMetrics(Collector):
         tasks.add_metric(["queued"], runner.queued)
         tasks.add_metric(["running"], runner.running)
         yield tasks
+        yield GaugeMetricFamily(
+            "reach_deferred_waiting",
+            "Calls and async tasks waiting for a capable agent (defer=True) in this process.",
+            self.gateway.router.deferred_waiting,
+        )
         if self.gateway.node is not None:
             yield from node_metrics(self.gateway.node, self.gateway.router)
 

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry.trace import Tracer
 
@@ -24,6 +24,9 @@ from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
 from reach_adapters.router.selection import exclusion, forbidden
 from reach_adapters.router.state import Slot
 from reach_adapters.router.tracing import ATTEMPT, spanned
+
+if TYPE_CHECKING:
+    from reach_adapters.router.deferral import Deferral
 
 __all__ = ["Opener", "Run", "fall_back", "in_turn"]
 
@@ -47,7 +50,7 @@ class Run:
     """One dispatch of a task here: the lineage it came with, the agents it has gone to, and how
     each attempt is made (`deliver`, or a stream's opener)."""
 
-    __slots__ = ("admitted", "deliver", "lineage", "stream", "targets")
+    __slots__ = ("admitted", "deferral", "deliver", "lineage", "stream", "targets")
 
     def __init__(self, lineage: list[str], stream: Opener | None = None, *, admitted: bool = False) -> None:
         self.lineage = lineage
@@ -57,6 +60,8 @@ class Run:
         self.targets: set[str] = set()
         self.stream = stream
         self.deliver: Deliver = deliver if stream is None else stream.attempt
+        # Its stay in the deferred queue, once it waits there (``defer=True``).
+        self.deferral: Deferral | None = None
 
     def sent_back(self, lineage: list[str]) -> bool:
         """Whether the same task arriving with `lineage` went out through one of this run's

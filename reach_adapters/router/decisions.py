@@ -95,6 +95,8 @@ class DecisionRecord:
     compensations: list[dict[str, Any]] = field(default_factory=list)
     # Consensus: each voter's vote (agent_id, status, agreed, error; payload with record_payloads).
     votes: list[dict[str, Any]] = field(default_factory=list)
+    # Set when the call waited in the deferred queue (``defer=True``): for how long, in all.
+    deferred_ms: float | None = None
 
     def add_attempt(
         self, agent_id: str, result: ReachResult, elapsed_ms: float, path: str = "candidate"
@@ -135,6 +137,8 @@ class DecisionRecord:
         for vote in out.get("votes", ()):
             if vote.get("error") is not None:
                 vote["error"] = redact_text(vote["error"])
+        if out["deferred_ms"] is None:
+            del out["deferred_ms"]
         return out
 
     def why_not(self, agent_id: str) -> str:

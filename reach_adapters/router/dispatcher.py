@@ -17,6 +17,7 @@ from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.mode import decide, hint_of, pick_voters
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
+from reach_adapters.router.deferral import DeferredQueue
 from reach_adapters.router.faults import ANSWERED
 from reach_adapters.router.guard import Guard, Refusal, refused_result
 from reach_adapters.router.hops import (
@@ -36,6 +37,7 @@ from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.recording import new_record, record_outcome, settle
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.retry import RetryBudget, may_resend
+from reach_adapters.router.selection import Problem
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy, make_strategies
 from reach_adapters.router.tracing import DISPATCH, SELECT, active_tracer, spanned
@@ -84,6 +86,8 @@ class Dispatcher:
         # Told of each succeeded unicast or directed reach of a capability that names its undo
         # (`Capability.compensate_with`), with the message: `Router.compensate` needs its input.
         self.on_compensable: Callable[[ReachMessage, Slot, ReachResult], None] | None = None
+        # Calls with defer=True that nothing could serve, waiting for a capable agent.
+        self.deferred = DeferredQueue()
         # Task id → its runs going on here. The same task coming back through one of them (gateway
         # A → B → A) is a loop, refused at once rather than left waiting on itself.
         self._running: dict[str, list[Run]] = {}
@@ -234,6 +238,14 @@ class Dispatcher:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
 
     async def _dispatch(self, message: ReachMessage, tracer: Tracer | None, run: Run) -> ReachResult:
+        result = await self._dispatch_once(message, tracer, run)
+        while result is None:  # woken in the deferred queue: an agent may serve it now
+            result = await self._dispatch_once(message, tracer, run)
+        return result
+
+    async def _dispatch_once(
+        self, message: ReachMessage, tracer: Tracer | None, run: Run
+    ) -> ReachResult | None:
         start = time.perf_counter()
         meta = message.meta_info
         hint = message.routing_hint
@@ -266,7 +278,7 @@ class Dispatcher:
                     # One fallback agent's answer is no consensus.
                     return self._finish(run, message, record, missing, start, "none", plan.queued_ms)
                 return await self._fall_back(
-                    message, record, missing, start, plan.queued_ms, caller_deadline, run
+                    message, record, missing, start, plan.queued_ms, caller_deadline, run, problem
                 )
             deadline = meta.deadline or 0.0
             if hint.mode == "broadcast":
@@ -337,10 +349,19 @@ class Dispatcher:
         queued_ms: float,
         caller_deadline: bool,
         run: Run,
-    ) -> ReachResult:
+        problem: Problem | None = None,
+    ) -> ReachResult | None:
+        """The fallback chain; then, for a `problem` no agent could serve, the deferred queue
+        (None: woken there, route again)."""
         result, path = await fall_back(
             message, record, result, caller_deadline, run, self.registry, self.policy, self.errors, self.guard
         )
+        if path == "none" and problem is not None and message.routing_hint.defer:
+            deferred = self.deferred.hold(message, record, problem, result, caller_deadline, run, self.policy)
+            held = await deferred
+            if held is None:
+                return None
+            result = held
         return self._finish(run, message, record, result, start, path, queued_ms)
 
     def _finish(
@@ -357,6 +378,8 @@ class Dispatcher:
         keep: bool = True,
     ) -> ReachResult:
         settle(message, record, result, start, path, queued_ms, routed)
+        if run.deferral is not None:
+            record.deferred_ms = run.deferral.waited_ms
         if self.policy.record_payloads:
             record.payload = message.raw_payload
             record.result_payload = result.payload

@@ -34,7 +34,7 @@ MAX_OPTION_ITEMS = 256
 _NAMED_OPTIONS = ("capability", "version", "namespace", "source")
 _COUNTED_META = ("tags", "attributes", "lineage")
 
-_HINT_OPTIONS = ("fallback", "strategy")
+_HINT_OPTIONS = ("fallback", "strategy", "defer")
 _CAPABILITY_ONLY = frozenset({"capability"})
 # The options whose size `check_sizes` bounds (the capability's own is checked by `require_name`):
 # most calls give none of them and skip it.

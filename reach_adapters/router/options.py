@@ -15,7 +15,8 @@ __all__ = ["CALL_OPTIONS", "CallOptions"]
 
 
 class CallOptions(TypedDict, total=False):
-    """Every option is a `MetaInfo` field, except ``fallback`` and ``strategy`` (`RoutingHint`)."""
+    """Every option is a `MetaInfo` field, except ``fallback``, ``strategy`` and ``defer``
+    (`RoutingHint`)."""
 
     task_id: str
     """Your id for the task; a repeat within the idempotency window gets the first result."""
@@ -56,6 +57,9 @@ class CallOptions(TypedDict, total=False):
     """Agent ids to try when no candidate can serve."""
     strategy: str | None
     """Override the policy's selection strategy for this call."""
+    defer: bool
+    """When nothing can serve now, wait in the deferred queue until a capable agent registers or
+    becomes usable, within the deadline (else ``policy.defer_timeout_s``); see docs/reliability.md."""
 
 
 CALL_OPTIONS = CallOptions.__optional_keys__

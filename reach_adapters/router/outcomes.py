@@ -53,6 +53,7 @@ class ErrorKind(StrEnum):
     AGENT_BUSY = "AgentBusyError"
     AGENT_PROTOCOL = "AgentProtocolError"
     CANCELLED = "Cancelled"
+    DEFER_QUEUE_FULL = "DeferQueueFullError"
     IDEMPOTENCY_CONFLICT = "IdempotencyConflictError"
     INPUT_REQUIRED = "InputRequired"
     INVALID_MESSAGE = "InvalidMessageError"

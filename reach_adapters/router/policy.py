@@ -266,6 +266,23 @@ class RoutingPolicy(_Strict):
 
     ratings: RatingPolicy = Field(default_factory=RatingPolicy)
 
+    defer_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        strict=True,
+        allow_inf_nan=False,
+        description=(
+            "How long a call with defer=True waits in the deferred queue for a capable agent when "
+            "the caller set no deadline (counted from the call's creation)."
+        ),
+    )
+    defer_max_waiting: int = Field(
+        10_000,
+        ge=0,
+        strict=True,
+        description="Calls that may wait in the deferred queue at once; one more is refused at once.",
+    )
+
     _agent_errors: AgentErrors = PrivateAttr(AGENT_ERRORS)
 
     @field_validator("transient_errors")

@@ -26,6 +26,7 @@ from reach_adapters.router.catalog import AgentInfo, list_agents, reachable_capa
 from reach_adapters.router.chains.calls import ChainCalls
 from reach_adapters.router.consensus.calls import ConsensusCalls
 from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.deferred_calls import DeferredCalls
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.guard import Guard
 from reach_adapters.router.handle import AgentHandle
@@ -47,7 +48,7 @@ __all__ = ["Router"]
 logger = logging.getLogger(__name__)
 
 
-class Router(TaskCalls, ChainCalls, ConsensusCalls):
+class Router(TaskCalls, ChainCalls, ConsensusCalls, DeferredCalls):
     """Finds the right agent for each task and delivers it.
 
     The embedded default keeps everything in memory. `route` (unicast by capability), `broadcast`
@@ -82,6 +83,10 @@ class Router(TaskCalls, ChainCalls, ConsensusCalls):
         self._tasks = AsyncTasks(self._dispatcher.dispatch, policy, store)
         self._listeners: list[Callable[[], None]] = []
         self._on_close: list[Callable[[], Awaitable[None]]] = []
+        # Calls waiting deferred for a capable agent look again on every catalog change, and end
+        # when the router closes rather than wait out their deadlines.
+        self._listeners.append(self._dispatcher.deferred.look_again)
+        self._on_close.append(self._dispatcher.deferred.close)
         self._probing_wanted = False
         self._closing: set[asyncio.Task[None]] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None

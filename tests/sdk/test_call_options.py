@@ -61,7 +61,7 @@ def test_mypy_accepts_the_options_and_rejects_misspelt_ones(
 
 def test_the_options_are_the_message_fields_a_caller_sets() -> None:
     router_owned = {"capability", "created_at"}
-    hint = {"fallback", "strategy"}
+    hint = {"fallback", "strategy", "defer"}
     assert set(MetaInfo.model_fields) - router_owned | hint == CALL_OPTIONS
     assert hint <= set(RoutingHint.model_fields)
     assert CallOptions.__required_keys__ == frozenset()

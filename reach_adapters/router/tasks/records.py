@@ -13,10 +13,12 @@ __all__ = ["TaskRecord", "TaskStatus"]
 
 
 class TaskStatus(StrEnum):
-    """``queued`` and ``running`` until the task ends; then the status of its `ReachResult`."""
+    """``queued`` and ``running`` until the task ends (``deferred`` while it waits for a capable
+    agent, with ``defer=True``); then the status of its `ReachResult`."""
 
     QUEUED = "queued"
     RUNNING = "running"
+    DEFERRED = "deferred"
     OK = "ok"
     ERROR = "error"
     TIMEOUT = "timeout"
@@ -33,7 +35,7 @@ class TaskStatus(StrEnum):
         return self not in _UNFINISHED
 
 
-_UNFINISHED = frozenset({TaskStatus.QUEUED, TaskStatus.RUNNING})
+_UNFINISHED = frozenset({TaskStatus.QUEUED, TaskStatus.RUNNING, TaskStatus.DEFERRED})
 
 
 class TaskRecord(BaseModel):

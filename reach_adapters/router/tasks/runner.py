@@ -4,7 +4,9 @@ A bounded number run at once (``policy.task_workers``); more wait in a bounded q
 (``policy.task_queue_size``), and a submit beyond it is refused, never queued without limit.
 Finished tasks are kept ``policy.task_result_ttl_s`` seconds, at most ``policy.task_max_kept``.
 Running tasks live in this process: a store shared with other routers keeps their records, but
-the work of one that stops is lost with it (the Redis queue of the cluster reclaims it).
+the work of one that stops is lost with it (the Redis queue of the cluster reclaims it). A task
+submitted with ``defer=True`` that waits for a capable agent is ``deferred`` meanwhile, and holds
+no worker (see `deferral`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import partial
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
@@ -28,6 +31,7 @@ from reach_adapters.errors import (
     UnknownTaskError,
 )
 from reach_adapters.router.compensation import ABANDONED
+from reach_adapters.router.deferral import PARKING, Parking
 from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
@@ -65,6 +69,8 @@ class AsyncTasks:
         self._policy = policy
         self._waiting: deque[TaskRecord] = deque()
         self._running: dict[str, _Run] = {}
+        # Of those running, the ones waiting deferred for an agent: they hold no worker.
+        self._parked = 0
         self._done: dict[str, asyncio.Event] = {}
         self._notifying: set[asyncio.Task[None]] = set()
         # The loop tasks run on, known from the first submit.
@@ -97,7 +103,8 @@ class AsyncTasks:
         held = await self.store.get(message.meta_info.task_id)
         if held is not None:
             return repeated_task(held, message, principal)
-        if len(self._running) >= policy.task_workers and len(self._waiting) >= policy.task_queue_size:
+        busy = len(self._running) - self._parked
+        if busy >= policy.task_workers and len(self._waiting) >= policy.task_queue_size:
             msg = (
                 f"the router's queue of async tasks is full ({policy.task_queue_size} waiting, "
                 f"{policy.task_workers} running); submit again later, or raise task_queue_size"
@@ -170,7 +177,7 @@ class AsyncTasks:
 
     def _start_waiting(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._waiting and len(self._running) < self._policy.task_workers:
+        while self._waiting and len(self._running) - self._parked < self._policy.task_workers:
             record = self._waiting.popleft()
             run = _Run(record)
             # A context of its own: the submitter's (an enclosing routed call) is in the message.
@@ -188,6 +195,8 @@ class AsyncTasks:
             await self._finish(record, result)
         finally:
             self._running.pop(record.task_id, None)
+            if run.parked:
+                self._parked -= 1
             if run.stopped != _CLOSING:
                 self._start_waiting()
 
@@ -197,15 +206,32 @@ class AsyncTasks:
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
             await self.store.save(record)
+            PARKING.set(Parking(record.task_id, partial(self._park, run), partial(self._resume, run)))
             result = await self._dispatch(record.message)
         except asyncio.CancelledError:
             # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
-            return cancelled_result(record.message, running=True, closing=run.stopped != _CALLER)
+            ran = record.status is not TaskStatus.DEFERRED
+            return cancelled_result(record.message, running=ran, closing=run.stopped != _CALLER)
         except Exception as exc:  # noqa: BLE001 - logged there, with its traceback
             return failed_in_router(record, exc)
         finally:
             run.delivering = False
         return result
+
+    async def _park(self, run: _Run) -> None:
+        """The task waits deferred for a capable agent: its worker goes to the next task."""
+        run.parked = True
+        self._parked += 1
+        run.record.status = TaskStatus.DEFERRED
+        await self.store.save(run.record)
+        self._start_waiting()
+
+    async def _resume(self, run: _Run) -> None:
+        """The deferred task goes to an agent: running again (even past `task_workers` a moment)."""
+        run.parked = False
+        self._parked -= 1
+        run.record.status = TaskStatus.RUNNING
+        await self.store.save(run.record)
 
     async def _finish(self, record: TaskRecord, result: ReachResult) -> None:
         record.status = TaskStatus(result.status.value)
@@ -265,13 +291,14 @@ class _Run:
     before its first step would end without a word); once delivering, its call is cancelled;
     once finishing, it is left to finish."""
 
-    __slots__ = ("delivering", "record", "started", "stopped", "task")
+    __slots__ = ("delivering", "parked", "record", "started", "stopped", "task")
 
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
         self.task: asyncio.Task[None]
         self.started = False
         self.delivering = True
+        self.parked = False
         self.stopped: str | None = None
 
     def stop(self, *, closing: bool) -> None:

@@ -1,0 +1,239 @@
+"""The deferred queue: a call with ``defer=True`` that nothing can serve now waits here for a
+capable agent, within its deadline, instead of ending ``no_candidate``.
+
+Only what a new agent could fix waits: no agent declares the capability, or none of those that do
+is usable (offline, draining, reconnecting, busy for its priority), and the fallback and default
+agents found nothing either. A caller's mistake never waits (the dispatcher answers it first), nor
+a call whose capability was matched from its text (there is no name to wait for, and the words may
+be the problem), nor directed and broadcast calls, nor a call some agent already had: its work
+may have started. Saturation is another wait, for capacity (`Waitlist` per slot, planning).
+
+Calls wait per capability in arrival order and are all woken on every catalog change (an agent
+registered, came back, changed its capabilities); each then routes again, oldest first, and one
+that still finds nothing waits again. They also look again every `_LOOK_AGAIN_S` seconds, for what
+changes without a catalog event (a BUSY agent back to ONLINE). Past its deadline a call ends
+``timeout``; with ``policy.defer_max_waiting`` calls waiting, one more is refused at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import amend
+from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.outcomes import ErrorKind, error_result
+from reach_adapters.router.policy import AgentErrors, RoutingPolicy
+from reach_adapters.router.selection import Problem
+from reach_adapters.router.state import Slot, Waitlist
+
+if TYPE_CHECKING:
+    from reach_adapters.router.attempts import Deliver, Run
+
+__all__ = ["PARKING", "Deferral", "DeferredQueue", "Parking"]
+
+logger = logging.getLogger(__name__)
+
+# The longest a deferred call waits without looking again on its own.
+_LOOK_AGAIN_S = 5.0
+
+
+@dataclass(slots=True, frozen=True)
+class Parking:
+    """How the runner of an async task hears that its task waits deferred (`park`) and that it
+    goes on to an agent (`resume`): it shows the task ``deferred`` meanwhile, and gives the
+    worker the task held to another task."""
+
+    task_id: str
+    park: Callable[[], Awaitable[None]]
+    resume: Callable[[], Awaitable[None]]
+
+
+PARKING: ContextVar[Parking | None] = ContextVar("reach_parking", default=None)
+"""Set by a task runner around the dispatch of one task; calls nested in it (with task ids of
+their own) do not use it."""
+
+
+class Deferral:
+    """One call's stay in the deferred queue, over the passes its dispatch makes."""
+
+    __slots__ = ("deadline", "task", "waited_ms")
+
+    def __init__(self, deadline: float, *, task: bool) -> None:
+        self.deadline = deadline  # Unix time
+        self.waited_ms = 0.0
+        # An async task's run, which its runner cuts when the router closes (a cluster's keeps it).
+        self.task = task
+
+
+class DeferredQueue:
+    """The calls of one router waiting for a capable agent, FIFO per capability."""
+
+    def __init__(self) -> None:
+        self._waitlists: dict[str, Waitlist] = {}
+        self.waiting = 0
+        self.closed = False
+
+    def __len__(self) -> int:
+        return self.waiting
+
+    def look_again(self) -> None:
+        """Wake every deferred call to route again: the catalog changed (a catalog listener)."""
+        for waitlist in list(self._waitlists.values()):
+            waitlist.wake_all()
+
+    async def close(self) -> None:
+        """The router closes: the calls waiting end now (async tasks are left to their runner)."""
+        self.closed = True
+        self.look_again()
+
+    async def hold(
+        self,
+        message: ReachMessage,
+        record: DecisionRecord,
+        problem: Problem,
+        result: ReachResult,
+        caller_deadline: bool,
+        run: Run,
+        policy: RoutingPolicy,
+    ) -> ReachResult | None:
+        """Wait for a capable agent: None when the call should route again now; else the result
+        to end it with (`result` itself when it may not wait, a refusal or an expiry)."""
+        meta = message.meta_info
+        capability = meta.capability
+        if not _deferrable(message, record, problem, result) or capability is None:
+            return result
+        deferral = run.deferral
+        if deferral is None:
+            return await self._park(message, record, result, caller_deadline, run, policy)
+        if self.closed and not deferral.task:
+            error = "the router closed while the call waited deferred; it never reached an agent"
+            kind = ErrorKind.CANCELLED
+            return error_result(message, ResultStatus.CANCELLED, kind, error, fault=Fault.ROUTER)
+        remaining = deferral.deadline - time.time()
+        if remaining <= 0:
+            return _expired(message, problem, deferral)
+        waitlist = self._waitlists.get(capability)
+        if waitlist is None:
+            waitlist = self._waitlists[capability] = Waitlist()
+        last = remaining <= _LOOK_AGAIN_S
+        began = time.perf_counter()
+        self.waiting += 1
+        expired = False
+        try:
+            await waitlist.wait(min(remaining, _LOOK_AGAIN_S))
+        except TimeoutError:
+            expired = last
+        finally:
+            self.waiting -= 1
+            deferral.waited_ms += (time.perf_counter() - began) * 1000.0
+            if not len(waitlist) and self._waitlists.get(capability) is waitlist:
+                del self._waitlists[capability]
+        if expired:
+            return _expired(message, problem, deferral)
+        if not caller_deadline:
+            # The deadline of this pass came from an agent's timeout: the next pass sets its own.
+            amend(meta, {"deadline": None})
+        return None
+
+    async def _park(
+        self,
+        message: ReachMessage,
+        record: DecisionRecord,
+        result: ReachResult,
+        caller_deadline: bool,
+        run: Run,
+        policy: RoutingPolicy,
+    ) -> ReachResult | None:
+        """Enter the queue, or refuse when it is full or the deadline has passed already."""
+        meta = message.meta_info
+        if self.closed:
+            _not_deferred(record, "the router is closing")
+            return result
+        if self.waiting >= policy.defer_max_waiting:
+            error = (
+                f"{result.error}; and the deferred queue is full ({self.waiting} calls wait, "
+                f"policy.defer_max_waiting {policy.defer_max_waiting}): call again later, or raise "
+                "defer_max_waiting"
+            )
+            _not_deferred(record, "the deferred queue is full")
+            kind = ErrorKind.DEFER_QUEUE_FULL
+            return error_result(
+                message, ResultStatus.NO_CANDIDATE, kind, error, fault=Fault.ROUTER, retryable=True
+            )
+        deadline = (meta.deadline or 0.0) if caller_deadline else meta.created_at + policy.defer_timeout_s
+        if deadline <= time.time():
+            _not_deferred(record, "its deadline has passed")
+            return result
+        parking = PARKING.get()
+        if parking is not None and parking.task_id != meta.task_id:
+            parking = None
+        run.deferral = Deferral(deadline, task=parking is not None)
+        if parking is not None:
+            await parking.park()
+            run.deliver = _resuming(run, parking)
+        logger.info(
+            "task %s deferred: no agent can serve %r now; it waits up to %.1f s",
+            meta.task_id,
+            meta.capability,
+            deadline - time.time(),
+        )
+        if not caller_deadline:
+            amend(meta, {"deadline": None})
+        # Routed again at once before it waits: an agent may have come while it was parked.
+        return None
+
+
+def _deferrable(message: ReachMessage, record: DecisionRecord, problem: Problem, result: ReachResult) -> bool:
+    hint = message.routing_hint
+    if not hint.defer:
+        return False
+    if hint.mode != "unicast":
+        _not_deferred(record, f"a {hint.mode} call is answered at once")
+        return False
+    if record.matches or message.meta_info.capability is None:
+        _not_deferred(record, "the call named no capability (matched from its text); name one to defer")
+        return False
+    return (
+        problem.status is ResultStatus.NO_CANDIDATE
+        and problem.error_type == ErrorKind.NO_CANDIDATE
+        and problem.fault is Fault.ROUTER
+        # Waiting for capacity is the planner's; its queue being full is no reason to wait here.
+        and problem.wait_for != "capacity"
+        # A call some agent had may have done its work: waiting for another would do it twice.
+        and not result.delivered
+        and not record.delivered
+    )
+
+
+def _not_deferred(record: DecisionRecord, why: str) -> None:
+    note = f"not deferred: {why}"
+    record.note = note if record.note is None else f"{record.note}; {note}"
+
+
+def _expired(message: ReachMessage, problem: Problem, deferral: Deferral) -> ReachResult:
+    capability = message.meta_info.capability
+    error = (
+        f"{problem.error}; waited deferred {deferral.waited_ms / 1000.0:.1f} s and no agent able to "
+        f"serve {capability!r} came before its deadline"
+    )
+    return error_result(message, ResultStatus.TIMEOUT, ErrorKind.TIMEOUT, error, fault=Fault.ROUTER)
+
+
+def _resuming(run: Run, parking: Parking) -> Deliver:
+    """`run`'s way of delivering, telling the task's runner first that the task left the queue."""
+    deliver = run.deliver
+
+    async def resume(
+        slot: Slot, message: ReachMessage, deadline: float, errors: AgentErrors
+    ) -> tuple[ReachResult, float]:
+        run.deliver = deliver
+        await parking.resume()
+        return await deliver(slot, message, deadline, errors)
+
+    return resume

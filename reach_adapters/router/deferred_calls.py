@@ -1,0 +1,22 @@
+"""What `Router` tells of its deferred queue (see `deferral`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reach_adapters.router.dispatcher import Dispatcher
+
+__all__ = ["DeferredCalls"]
+
+
+class DeferredCalls:
+    """Mixed into `Router`, which holds the dispatcher whose queue this reads."""
+
+    _dispatcher: Dispatcher
+
+    @property
+    def deferred_waiting(self) -> int:
+        """Calls (and async tasks) waiting now in the deferred queue for a capable agent
+        (``defer=True``); the ``reach_deferred_waiting`` gauge of ``/metrics``."""
+        return len(self._dispatcher.deferred)
