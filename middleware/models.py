@@ -10,7 +10,15 @@ import time
 from enum import StrEnum
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from middleware.errors import error_for
 from middleware.ids import new_task_id, new_trace_id
@@ -96,6 +104,15 @@ class MetaInfo(_Model):
         description="For streamed calls: what to stream, e.g. LangGraph's 'messages', 'updates' or 'values'.",
     )
 
+    @model_serializer(mode="wrap")
+    def _resume_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, JsonValue]:
+        # `resume` set, even to null, means "the answer to a question the agent asked": written
+        # while unset, a message read back (a task kept in Redis) would answer nothing.
+        data: dict[str, JsonValue] = handler(self)
+        if "resume" not in self.__pydantic_fields_set__:
+            data.pop("resume", None)
+        return data
+
 
 # How a consensus decides: equal answers, a judge capability, or (in-process only) a function.
 ConsensusVote = Literal["majority", "judge", "custom"]
@@ -128,6 +145,7 @@ class ConsensusHint(_Model):
             msg = "consensus judge names the judging capability, and goes with vote 'judge' only"
             raise ValueError(msg)
         return self
+
 
 
 class RoutingHint(_Model):

@@ -45,13 +45,9 @@ REMOTE_DELIVERY = "RemoteDeliveryError"
 def wire_message(message: ReachMessage, agent_id: str, deadline: float) -> dict[str, Any]:
     """`message` as JSON for agent `agent_id` on another node: a directed call with no fallback,
     its meta kept (task and trace ids, depth, lineage, principal, capability) and `deadline`.
-
-    ``resume`` travels only when the caller set it: its mere presence means "an answer to a
-    question the agent asked", not the task's input.
+    (``resume`` travels only when the caller set it: `MetaInfo` dumps it only then.)
     """
-    meta = message.meta_info
-    exclude = None if "resume" in meta.__pydantic_fields_set__ else {"meta_info": {"resume"}}
-    data = message.model_dump(mode="json", exclude=exclude)
+    data = message.model_dump(mode="json")
     data["meta_info"]["deadline"] = deadline
     data["routing_hint"] = {"mode": "directed", "target": agent_id}
     return data

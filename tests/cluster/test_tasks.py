@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 import redis.asyncio as redis
+from langchain_core.runnables import RunnableLambda
 
 from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
 from reach_adapters.cluster import Keys, NodeStats
 from reach_adapters.cluster.takeover import DEAD_LETTER, OUTCOME_UNKNOWN
 from reach_adapters.cluster.tasks import ClusterTasks
 from reach_adapters.errors import IdempotencyConflictError
+from reach_adapters.langchain import LangChainAgent
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from tests.redis_server import node_client
 from tests.waiting import eventually
@@ -208,3 +210,19 @@ async def test_the_callback_is_sent_once_by_the_node_that_finished_the_task(star
     await eventually(lambda: len(sent) == 1, timeout=10, what="the callback")
     await asyncio.sleep(0.2)
     assert [(task_id, status) for _, task_id, status in sent] == [(task.task_id, TaskStatus.OK)]
+
+
+async def test_a_task_for_a_langchain_agent_is_its_input_after_redis_not_an_answer(start: Start) -> None:
+    # A record read back from Redis once marked `resume` as set: the agent took the task for the
+    # answer to a question it never asked ("nothing to resume").
+    def shout(text: str) -> str:
+        return text.upper()
+
+    router = Router()
+    router.register(LangChainAgent(RunnableLambda(shout), agent_id="util:shout:01"))
+    await start(router, "n1")
+    task = await router.submit("shout", "hi")
+    done = await router.wait(task.task_id, timeout=10)
+    assert done.status is TaskStatus.OK, done.result
+    assert done.result is not None
+    assert done.result.payload == "HI"
