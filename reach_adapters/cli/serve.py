@@ -125,10 +125,15 @@ async def _run(
                 a2a=args.a2a,
                 public_url=args.public_url,
                 a2a_private_push=args.a2a_private_push,
+                consensus_tool=args.consensus_tool,
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:
-            stdio_task = loop.create_task(serve_mcp(gateway.router, transport="stdio", name=args.name))
+            stdio_task = loop.create_task(
+                serve_mcp(
+                    gateway.router, transport="stdio", name=args.name, consensus_tool=args.consensus_tool
+                )
+            )
             waits.add(stdio_task)
         if args.reload:
             gateway.watch(args.reload_interval)

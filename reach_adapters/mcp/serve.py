@@ -51,14 +51,18 @@ async def serve_mcp(
     path: str = "/mcp",
     name: str = "agent-reach",
     on_ready: Callable[[str], None] | None = None,
+    consensus_tool: bool = False,
 ) -> None:
     """Serve `router` as an MCP server until cancelled, or until the stdio client goes away.
 
     With ``transport="streamable-http"``, `on_ready` gets the URL once the server listens (useful
-    with ``port=0``); `start_mcp_server` starts one without blocking instead.
+    with ``port=0``); `start_mcp_server` starts one without blocking instead. `consensus_tool`:
+    offer the router's consensus as a tool too (`RouterMCPServer`).
     """
     if transport == "streamable-http":
-        endpoint = await start_mcp_server(router, host=host, port=port, path=path, name=name)
+        endpoint = await start_mcp_server(
+            router, host=host, port=port, path=path, name=name, consensus_tool=consensus_tool
+        )
         try:
             if on_ready is not None:
                 on_ready(endpoint.url)
@@ -69,7 +73,7 @@ async def serve_mcp(
     if transport != "stdio":
         msg = f"transport must be 'stdio' or 'streamable-http', got {transport!r}"
         raise InvalidDeclarationError(msg)
-    reach = RouterMCPServer(router, name=name)
+    reach = RouterMCPServer(router, name=name, consensus_tool=consensus_tool)
     try:
         async with stdio_server() as (read_stream, write_stream):
             await reach.server.run(read_stream, write_stream, reach.server.create_initialization_options())
@@ -88,6 +92,7 @@ async def start_mcp_server(
     routes: Sequence[Route] = (),
     shutdown_timeout_s: float = _SHUTDOWN_GRACE_S,
     limits: HTTPLimits | None = None,
+    consensus_tool: bool = False,
 ) -> MCPEndpoint:
     """Start serving `router` over streamable HTTP in the background; ``port=0`` picks a free port.
 
@@ -95,10 +100,17 @@ async def start_mcp_server(
     served beside `path` on the same port, and may pass a `sock` it bound itself (then `host` and
     `port` are not used), to report a port in use before building anything, and its `limits`:
     a wrapper around the whole app, uvicorn options, and the body limit of MCP requests.
+    `consensus_tool`: offer the router's consensus as a tool too (`RouterMCPServer`).
     """
-    if sock is not None:
+    if sock is None:
+        sock = _listen(host, port, path)
+    else:
         host = sock.getsockname()[0]
-        return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s, limits)
+    return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s, limits, consensus_tool)
+
+
+def _listen(host: str, port: int, path: str) -> socket.socket:
+    """The listening socket for `host`:`port`, after checking what a caller may have got wrong."""
     if not isinstance(host, str) or not host:
         msg = f"host must be a non-empty string such as '127.0.0.1', got {host!r}"
         raise InvalidDeclarationError(msg)
@@ -110,11 +122,10 @@ async def start_mcp_server(
         raise InvalidDeclarationError(msg)
     try:
         # Bound here, not by uvicorn, so the caller learns the port the OS picked.
-        sock = socket.create_server((host, port))
+        return socket.create_server((host, port))
     except OSError as exc:
         msg = f"cannot listen on {host}:{port}: {exc}; pick another host or port"
         raise MCPConnectionError(msg) from None
-    return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s, limits)
 
 
 async def _serve(
@@ -126,8 +137,9 @@ async def _serve(
     routes: Sequence[Route],
     shutdown_timeout_s: float,
     limits: HTTPLimits | None,
+    consensus_tool: bool,
 ) -> MCPEndpoint:
-    reach = RouterMCPServer(router, name=name)
+    reach = RouterMCPServer(router, name=name, consensus_tool=consensus_tool)
     app: ASGIApp = reach.server.streamable_http_app(
         streamable_http_path=path,
         host=host,

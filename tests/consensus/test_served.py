@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 
 from tests.gateway.conftest import ReachServer, run_reach, write
 
@@ -135,3 +136,18 @@ def test_reach_consensus_from_a_config_directory(config_dir: Path) -> None:
     judge = run_reach("consensus", "capital", "--config", str(config_dir), "--vote", "judge")
     assert judge.returncode != 0
     assert "--judge CAPABILITY goes with --vote judge" in judge.stderr
+
+
+async def test_reach_serve_offers_the_consensus_tool_only_when_asked(
+    serve: Callable[..., ReachServer], config_dir: Path
+) -> None:
+    plain = serve(voters(config_dir))
+    asked = serve(config_dir, "--consensus-tool")
+    async with Client(plain.mcp_url) as client:
+        assert "reach_consensus" not in {tool.name for tool in (await client.list_tools()).tools}
+    async with Client(asked.mcp_url) as client:
+        assert "reach_consensus" in {tool.name for tool in (await client.list_tools()).tools}
+        answer = await client.call_tool("reach_consensus", {"capability": "capital", "payload": FRANCE})
+    assert not answer.is_error, answer.content
+    assert answer.structured_content is not None
+    assert answer.structured_content["decision"] == "Paris"
