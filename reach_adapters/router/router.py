@@ -17,23 +17,21 @@ from reach_adapters.errors import (
     InvalidDeclarationError,
     InvalidPolicyError,
     RouterClosedError,
-    UnknownAgentError,
-    UnknownTaskError,
 )
 from reach_adapters.router.agent import Agent, close_agent
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.catalog import AgentInfo, list_agents, reachable_capabilities
 from reach_adapters.router.chains.calls import ChainCalls
 from reach_adapters.router.consensus.calls import ConsensusCalls
-from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.decision_calls import DecisionCalls
 from reach_adapters.router.deferred_calls import DeferredCalls
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.guard import Guard
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.health import HealthMonitor
+from reach_adapters.router.leaving import LeavingCalls
 from reach_adapters.router.matching import Matcher
 from reach_adapters.router.messages import build_message, inherit_hop, parse_message, require_name
-from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
@@ -48,7 +46,7 @@ __all__ = ["Router"]
 logger = logging.getLogger(__name__)
 
 
-class Router(TaskCalls, ChainCalls, ConsensusCalls, DeferredCalls):
+class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls, DeferredCalls):
     """Finds the right agent for each task and delivers it.
 
     The embedded default keeps everything in memory. `route` (unicast by capability), `broadcast`
@@ -121,61 +119,6 @@ class Router(TaskCalls, ChainCalls, ConsensusCalls, DeferredCalls):
         )
         self._changed()
 
-    async def deregister(self, agent_id: str, *, drain_timeout: float = 30.0, close: bool = False) -> None:
-        """Remove an agent gracefully: no new work at once, in-flight calls finish first.
-
-        After `drain_timeout` seconds the agent is removed even if calls are still running; they
-        run to completion and their results still reach their callers. With ``close=True`` the
-        agent's ``aclose()`` is called too, but only once those calls are done (in the background,
-        for at most its longest capability timeout), so closing never cuts a call off.
-        """
-        self._check_open()
-        runtime = self._registry.get(agent_id)
-        if runtime is None:
-            msg = f"agent {agent_id} is not registered; see router.catalog() for the registered ids"
-            raise UnknownAgentError(msg)
-        self._set_state(runtime, AgentState.DRAINING, "deregistering", StateSource.ROUTER)
-        await runtime.until_idle(drain_timeout)
-        if runtime.in_flight:
-            logger.warning("agent %s removed with %d calls still running", agent_id, runtime.in_flight)
-        self._registry.remove(agent_id)
-        logger.info("deregistered agent %s", agent_id)
-        self._changed()
-        if close:
-            if runtime.in_flight:
-                self._close_later(runtime)
-            else:
-                await close_agent(runtime.agent)
-
-    async def replace(self, agent: Agent, *, close: bool = True) -> None:
-        """Swap the registered agent with `agent`'s id for `agent`, with no gap in service.
-
-        New calls go to the new agent at once; calls already running on the old one finish there,
-        and the old agent is closed (``close=True``) once they are done. If the new agent's
-        declaration is invalid, the old one stays registered and the error is raised.
-        """
-        self._check_open()
-        agent_id = getattr(agent, "agent_id", None)
-        old = self._registry.get(agent_id) if isinstance(agent_id, str) else None
-        if old is None:
-            msg = f"agent {agent_id} is not registered, so there is nothing to replace; use register()"
-            raise UnknownAgentError(msg)
-        self._registry.remove(old.agent_id)
-        try:
-            self.register(agent)
-        except BaseException:
-            self._registry.restore(old)
-            raise
-        logger.info("replaced agent %s (%d calls finish on the old one)", old.agent_id, old.in_flight)
-        if close:
-            self._close_later(old)
-
-    def _close_later(self, runtime: AgentRuntime) -> None:
-        """Close the agent in the background once its calls are done; `aclose` waits for it."""
-        closing = asyncio.get_running_loop().create_task(runtime.close_when_idle())
-        self._closing.add(closing)
-        closing.add_done_callback(self._closing.discard)
-
     def __contains__(self, agent_id: object) -> bool:
         """Whether an agent with this id is registered: ``"support:refund:01" in router``."""
         return agent_id in self._registry
@@ -241,40 +184,6 @@ class Router(TaskCalls, ChainCalls, ConsensusCalls, DeferredCalls):
         self._tasks.reconfigure(policy)
         self._portal.start_timeout = policy.sync_start_timeout_s
         logger.info("routing policy updated: strategy %s", policy.strategy)
-
-    def add_observer(self, observer: ReachObserver) -> None:
-        """Tell `observer` about every finished reach (``on_reach(record, result)``)."""
-        if not callable(getattr(observer, "on_reach", None)):
-            msg = f"{type(observer).__name__} is not a ReachObserver: it needs on_reach(record, result)"
-            raise InvalidDeclarationError(msg)
-        self._dispatcher.observers.append(observer)
-
-    def explain(self, task_id: str, *, principal: str | None = None) -> DecisionRecord:
-        """The decision record of a recent task: candidates, scores, exclusions, attempts.
-
-        ``router.explain(task_id).why_not(agent_id)`` answers "why not that agent?". For a
-        `principal`, only its own tasks are found (all of them for an admin).
-        """
-        record = self._dispatcher.decisions.get(task_id)
-        owner = self._owner(principal)
-        if owner is not None and record.principal != owner:
-            msg = f"no decision record for task {task_id!r} of principal {principal!r}"
-            raise UnknownTaskError(msg)
-        return record
-
-    def recent_decisions(
-        self, limit: int = 20, capability: str | None = None, *, principal: str | None = None
-    ) -> list[DecisionRecord]:
-        """The latest decision records, newest first, optionally for one capability; the router
-        keeps the last ``policy.decision_log_size``. For a `principal`, only its own (all for an
-        admin)."""
-        return self._dispatcher.decisions.recent(limit, capability, self._owner(principal))
-
-    def _owner(self, principal: str | None) -> str | None:
-        """The principal whose tasks and records alone `principal` sees; None: it sees all."""
-        guard = self._dispatcher.guard
-        owner_only = principal is not None and guard is not None and not guard.sees_all(principal)
-        return principal if owner_only else None
 
     async def probe_now(self) -> None:
         """Probe every probe-able agent once, now (the background loop does it on an interval)."""
@@ -423,9 +332,6 @@ class Router(TaskCalls, ChainCalls, ConsensusCalls, DeferredCalls):
 
     def dispatch_sync(self, message: ReachMessage | Mapping[str, Any]) -> ReachResult:
         return self._portal.call(self.dispatch(message), method="dispatch_sync")
-
-    def deregister_sync(self, agent_id: str, *, drain_timeout: float = 30.0) -> None:
-        self._portal.call(self.deregister(agent_id, drain_timeout=drain_timeout), method="deregister_sync")
 
     # -- internals ---------------------------------------------------------------------------
 
