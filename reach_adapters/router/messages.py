@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Mapping
 from functools import lru_cache
@@ -18,8 +19,10 @@ from reach_adapters.router.options import CALL_OPTIONS, CallOptions
 __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_OPTION_ITEMS",
+    "MAX_TASK_ID_LENGTH",
     "build_message",
     "check_sizes",
+    "derived_task_id",
     "inherit_hop",
     "onward",
     "parse_message",
@@ -31,6 +34,8 @@ __all__ = [
 # cost more than a call should. Task and trace ids are bounded by `MetaInfo` itself (128).
 MAX_NAME_LENGTH = 256
 MAX_OPTION_ITEMS = 256
+# `MetaInfo.task_id`'s own bound.
+MAX_TASK_ID_LENGTH = 128
 _NAMED_OPTIONS = ("capability", "version", "namespace", "source")
 _COUNTED_META = ("tags", "attributes", "lineage")
 
@@ -72,6 +77,21 @@ def check_sizes(meta: MetaInfo, hint: RoutingHint) -> None:
         if count > MAX_OPTION_ITEMS:
             msg = f"{name} has {count} entries, over the limit of {MAX_OPTION_ITEMS}; send fewer"
             raise InvalidMessageError(msg)
+
+
+def derived_task_id(parent: str, suffix: str) -> str:
+    """The task id of work done for task `parent` (a chain's step, an undo, a consensus's judge):
+    ``<parent>/<suffix>``, so a reader sees the link. When that would pass `MAX_TASK_ID_LENGTH`,
+    a digest of `parent` stands in for it: the id stays within the limit, and the same for the
+    same parent, which the idempotency window relies on."""
+    derived = f"{parent}/{suffix}"
+    if len(derived) <= MAX_TASK_ID_LENGTH:
+        return derived
+    room = MAX_TASK_ID_LENGTH - len(suffix) - 1
+    if room < 16:
+        # A suffix too long to keep beside a digest worth the name: a digest of the whole.
+        return hashlib.sha256(derived.encode()).hexdigest()
+    return f"{hashlib.sha256(parent.encode()).hexdigest()[:room]}/{suffix}"
 
 
 def build_message(
