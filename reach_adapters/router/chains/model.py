@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.router.chains.template import Template, compile_template, references
+from reach_adapters.router.policy import StrategyName
 
 __all__ = ["Chain", "Step", "graph_problem"]
 
@@ -42,7 +43,7 @@ class Step(BaseModel):
     timeout_ms: int | None = Field(None, gt=0, le=86_400_000)
     version: str | None = Field(None, min_length=1, max_length=64)
     namespace: str | None = Field(None, min_length=1, max_length=256)
-    strategy: str | None = Field(None, min_length=1, max_length=256)
+    strategy: StrategyName | None = Field(None, description="A selection strategy the router has.")
     fallback: list[str] = Field(default_factory=list, description="Agent ids to try when none can serve.")
     priority: int | None = Field(None, ge=0, le=9)
     attributes: dict[str, JsonValue] = Field(default_factory=dict)
