@@ -179,7 +179,12 @@ async def test_a_transient_failure_of_an_undo_is_retried_an_answered_no_is_repor
             )
         )
         router.register(
-            FunctionAgent(flaky_undo, agent_id="w:undo-a:01", capabilities=[Capability(name="undo_a")])
+            FunctionAgent(
+                flaky_undo,
+                agent_id="w:undo-a:01",
+                # Safe to repeat: only then is an undo that may have been made tried again.
+                capabilities=[Capability(name="undo_a", idempotent=True)],
+            )
         )
         router.register(
             FunctionAgent(stubborn_undo, agent_id="w:undo-b:01", capabilities=[Capability(name="undo_b")])

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import JsonValue
 
@@ -23,14 +24,16 @@ from reach_adapters.router.agent import ok_result
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.chains.journal import ChainRun, Done
 from reach_adapters.router.chains.model import Chain, Step, dependencies
-from reach_adapters.router.chains.saga import SagaHost, compensate, derived_id
+from reach_adapters.router.chains.saga import SagaHost, compensate, new_report
 from reach_adapters.router.chains.template import (
     Template,
     TemplateError,
     compile_template,
+    from_input_alone,
     render,
 )
 from reach_adapters.router.compensation import ABANDONED
+from reach_adapters.router.messages import derived_task_id
 from reach_adapters.router.outcomes import ErrorKind, error_result
 
 __all__ = ["CHAIN_NAMESPACE", "ChainAgent", "ChainHost"]
@@ -38,27 +41,47 @@ __all__ = ["CHAIN_NAMESPACE", "ChainAgent", "ChainHost"]
 CHAIN_NAMESPACE = "chain"
 # Refusals of a step that are the chain's caller's doing: its principal may not, or not now.
 _CALLERS_REFUSALS = frozenset({ErrorKind.PERMISSION_DENIED.value, ErrorKind.QUOTA_EXCEEDED.value})
+# A chain answers a little before its deadline, so that the caller hears the chain's own account
+# (which step was late, what was undone) rather than the router's timeout of the chain agent,
+# which would count against a chain that did its work. Its steps get the deadline less the
+# margin; the undoing of what they did is waited for until half of it is left.
+_MARGIN_SHARE = 0.1
+_MARGIN_MIN_S = 0.01
+_MARGIN_MAX_S = 1.0
+# How close to the steps' deadline a step's timeout must end to say the chain ran out of time.
+_LATE_S = 0.005
 
 
 class ChainHost(SagaHost, Protocol):
     """What a chain needs of the router besides calls: the journal of what can be undone."""
 
-    def _compensable(self, task_id: str) -> Done | None: ...
+    def _compensable(self, task_id: str) -> list[Done]: ...
 
     def _keep(self, entry: Done | ChainRun) -> None: ...
+
+    def _chains_run(self) -> None: ...
+
+
+class _Ran(NamedTuple):
+    """One step's end: its summary, its output, and whether its failure is the chain's caller's."""
+
+    summary: dict[str, JsonValue]
+    output: Any
+    callers: bool = False
 
 
 class _Planned:
     """A step with its input template compiled and what it waits for."""
 
-    __slots__ = ("from_input_only", "step", "template", "waits")
+    __slots__ = ("from_input_alone", "step", "template", "waits")
 
     def __init__(self, step: Step) -> None:
         self.step = step
         self.template: Template = compile_template(step.input)
         self.waits = dependencies(step)
-        # A step fed by the chain's input alone fails on a bad input by the caller's mistake.
-        self.from_input_only = not self.waits
+        # Only a step whose input is the caller's, every value of it, fails its schema by the
+        # caller's mistake; a literal the chain's author wrote, or a step's output, may be to blame.
+        self.from_input_alone = from_input_alone(self.template)
 
 
 class ChainAgent:
@@ -112,37 +135,38 @@ class ChainAgent:
         if host is None:
             msg = f"chain {self.chain.name!r} is not bound to a router; register it with router.add_chain()"
             raise ReachError(msg)
+        host._chains_run()
         meta = message.meta_info
         chain_input = message.raw_payload
+        ends, steps_end = self._deadlines(message)
         outputs: dict[str, Any] = {}
         steps: list[JsonValue] = []
         done: list[Done] = []
         failed: dict[str, JsonValue] | None = None
-        failed_at: _Planned | None = None
+        failed_at: _Ran | None = None
         started: set[str] = set()
-        running: dict[asyncio.Task[tuple[dict[str, JsonValue], Any]], _Planned] = {}
+        running: dict[asyncio.Task[_Ran], _Planned] = {}
         try:
             while True:
                 if failed is None:
                     for planned in self._plan:
                         if planned.step.id not in started and planned.waits <= outputs.keys():
                             started.add(planned.step.id)
-                            call = self._step(host, planned, chain_input, outputs, meta.task_id)
+                            call = self._step(host, planned, chain_input, outputs, meta.task_id, steps_end)
                             running[asyncio.ensure_future(call)] = planned
                 if not running:
                     break
                 ready, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in ready:
                     planned = running.pop(task)
-                    summary, output = task.result()
+                    ran = task.result()
+                    summary = ran.summary
                     steps.append(summary)
                     if summary["status"] == ResultStatus.OK:
-                        outputs[planned.step.id] = output
-                        entry = host._compensable(str(summary["task_id"]))
-                        if entry is not None:
-                            done.append(entry)
+                        outputs[planned.step.id] = ran.output
+                        done.extend(host._compensable(str(summary["task_id"])))
                     elif failed is None:
-                        failed, failed_at = summary, planned
+                        failed, failed_at = summary, ran
             answer: Any = None
             if failed is None:
                 try:
@@ -159,7 +183,7 @@ class ChainAgent:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
             if cancelled.args[:1] != (ABANDONED,):
-                self._undo(host, done, message)
+                self._undo(host, done, message, new_report())
             host._keep(ChainRun(meta.task_id, self.chain.name, meta.principal, meta.trace_id, done))
             raise
         record: dict[str, JsonValue] = {"name": self.chain.name, "steps": steps}
@@ -167,30 +191,55 @@ class ChainAgent:
         if failed is None:
             return ok_result(message, self._agent_id, answer, extra={"chain": record})
         record["failed"] = failed
-        report = await asyncio.shield(self._undo(host, done, message))
-        return self._failure(message, failed, failed_at, {"chain": record, "compensation": report})
+        late = failed["status"] == ResultStatus.TIMEOUT and time.time() >= steps_end - _LATE_S
+        report = new_report()
+        undoing = self._undo(host, done, message, report)
+        # The undo goes on past the chain's answer if it must; the answer says how far it got.
+        await asyncio.wait({undoing}, timeout=max(ends - time.time(), 0.0))
+        report = _snapshot(report)
+        callers = failed_at is not None and failed_at.callers
+        return self._failure(message, failed, callers, late, {"chain": record, "compensation": report})
+
+    def _deadlines(self, message: ReachMessage) -> tuple[float, float]:
+        """When the chain answers at the latest, and the deadline its steps get: a margin before
+        its own (the chain's ``timeout_ms`` or the caller's deadline, whichever is sooner)."""
+        now = time.time()
+        budget = self.chain.timeout_ms / 1000.0
+        deadline = message.meta_info.deadline
+        if deadline is not None:
+            budget = max(min(budget, deadline - now), 0.0)
+        margin = min(max(budget * _MARGIN_SHARE, _MARGIN_MIN_S), _MARGIN_MAX_S, budget / 2)
+        return now + budget - margin / 2, now + budget - margin
 
     def _undo(
-        self, host: ChainHost, done: list[Done], message: ReachMessage
+        self, host: ChainHost, done: list[Done], message: ReachMessage, report: dict[str, JsonValue]
     ) -> asyncio.Task[dict[str, JsonValue]]:
         """Compensate `done` in a task of its own, in a context of its own: outside the chain's
-        call, so neither its deadline nor its cancellation cuts the undoing short."""
+        call, so neither its deadline nor its cancellation cuts the undoing short. `report` is
+        filled in as it goes."""
         meta = message.meta_info
-        work = compensate(host, done, meta.principal, meta.trace_id)
+        work = compensate(host, done, meta.principal, meta.trace_id, report)
         task = asyncio.get_running_loop().create_task(work, context=contextvars.Context())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
 
     async def _step(
-        self, host: ChainHost, planned: _Planned, chain_input: Any, outputs: dict[str, Any], chain_task: str
-    ) -> tuple[dict[str, JsonValue], Any]:
+        self,
+        host: ChainHost,
+        planned: _Planned,
+        chain_input: Any,
+        outputs: dict[str, Any],
+        chain_task: str,
+        steps_end: float,
+    ) -> _Ran:
         step = planned.step
-        task_id = derived_id(chain_task, step.id)
+        task_id = derived_task_id(chain_task, step.id)
         summary: dict[str, JsonValue] = {"step": step.id, "capability": step.capability, "task_id": task_id}
         try:
             payload = render(planned.template, chain_input, outputs)
         except TemplateError as exc:
+            # A key missing from the caller's input is the caller's; from a step's output, the chain's.
             caller = exc.root == "input"
             summary.update(
                 status=(ResultStatus.INVALID if caller else ResultStatus.ERROR).value,
@@ -199,23 +248,36 @@ class ChainAgent:
                 error=f"input of step {step.id!r}: {exc}",
                 agent_id=None,
             )
-            return summary, None
-        result = await host.route(step.capability, payload, task_id=task_id, **step.options())
+            return _Ran(summary, None, caller)
+        options = step.options()
+        deadline = steps_end
+        if step.timeout_ms is not None:
+            deadline = min(deadline, time.time() + step.timeout_ms / 1000.0)
+        result = await host.route(step.capability, payload, task_id=task_id, deadline=deadline, **options)
         summary.update(status=result.status.value, agent_id=result.agent_id)
-        if result.status is not ResultStatus.OK:
-            fault = None if result.fault is None else result.fault.value
-            summary.update(fault=fault, error_type=result.error_type, error=result.error)
-        return summary, result.payload
+        if result.status is ResultStatus.OK:
+            return _Ran(summary, result.payload)
+        summary.update(
+            fault=None if result.fault is None else result.fault.value,
+            error_type=result.error_type,
+            error=result.error,
+        )
+        return _Ran(summary, result.payload, _callers(result, planned))
 
     def _failure(
         self,
         message: ReachMessage,
         failed: dict[str, JsonValue],
-        planned: _Planned | None,
+        callers: bool,
+        late: bool,
         extra: dict[str, JsonValue],
     ) -> ReachResult:
-        status = ResultStatus(str(failed["status"]))
-        fault = _blame(failed, planned)
+        """The chain's failure, whose fault it is by DESIGN §6: the chain's caller's when the
+        failing step was refused for the caller's principal, or given a bad input made from the
+        caller's input alone; otherwise the chain's own (`task`), also when it ran out of time:
+        its agent did its work and the task could not be done, so the chain is neither retried
+        nor counted against. The step's own fault, which moved the failing agent's breaker where
+        it should, stays in ``extra["chain"]["failed"]``."""
         step = failed.get("step")
         where = (
             "its output"
@@ -223,31 +285,43 @@ class ChainAgent:
             else f"step {step!r} ({failed.get('capability')}, task {failed.get('task_id')})"
         )
         whose = f"the {failed.get('fault')}'s fault" if failed.get("fault") else "no fault named"
-        error = f"chain {self.chain.name!r}: {where} failed: {status}, {whose}: {failed.get('error')}"
+        error = (
+            f"chain {self.chain.name!r}: {where} failed: {failed['status']}, {whose}: {failed.get('error')}"
+        )
+        if callers:
+            status = ResultStatus(str(failed["status"]))
+        elif late:
+            status = ResultStatus.TIMEOUT
+            error = f"chain {self.chain.name!r} ran out of time: {where} was late: {failed.get('error')}"
+        else:
+            status = ResultStatus.ERROR
         result = error_result(
             message,
-            status if fault is Fault.CALLER else ResultStatus.ERROR,
+            status,
             str(failed.get("error_type") or "ChainStepFailed"),
             error,
-            fault=fault,
+            fault=Fault.CALLER if callers else Fault.TASK,
             agent_id=self._agent_id,
         )
         amend(result, {"extra": extra})
         return result
 
 
-def _blame(failed: dict[str, JsonValue], planned: _Planned | None) -> Fault:
-    """Whose fault the chain's failure is (DESIGN §6). The chain's caller's when the failing step
-    was refused for the caller's principal, or given a bad input made from the caller's input
-    alone; otherwise the chain's own (`task`): its agent did its work and the task could not be
-    done, so the chain is neither retried nor counted against. The step's own fault, which moved
-    the failing agent's breaker where it should, stays in ``extra["chain"]["failed"]``."""
-    if failed.get("fault") != Fault.CALLER or planned is None:
-        return Fault.TASK
-    if failed.get("error_type") in _CALLERS_REFUSALS or failed.get("status") == ResultStatus.CANCELLED:
-        return Fault.CALLER
-    invalid = failed.get("status") == ResultStatus.INVALID
-    return Fault.CALLER if invalid and planned.from_input_only else Fault.TASK
+def _callers(result: ReachResult, planned: _Planned) -> bool:
+    """Whether a step's failure is the chain's caller's doing: the step was refused for the
+    caller's principal (or cancelled for it), or its input, made wholly from the caller's, broke
+    the step's schema. A caller's mistake of any other kind was made by the chain's author."""
+    if result.fault is not Fault.CALLER:
+        return False
+    if result.error_type in _CALLERS_REFUSALS or result.status is ResultStatus.CANCELLED:
+        return True
+    invalid = result.status is ResultStatus.INVALID and result.error_type == ErrorKind.PAYLOAD_VALIDATION
+    return invalid and planned.from_input_alone
+
+
+def _snapshot(report: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """`report` as it is now: the undo it comes from may go on changing it."""
+    return {key: list(value) if isinstance(value, list) else value for key, value in report.items()}
 
 
 def _describe(chain: Chain) -> str:

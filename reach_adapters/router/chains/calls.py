@@ -25,6 +25,8 @@ __all__ = ["ChainCalls"]
 
 logger = logging.getLogger(__name__)
 
+_CHAIN_PREFIX = f"{CHAIN_NAMESPACE}:"
+
 
 class ChainCalls:
     """Mixed into `Router`, which holds what these methods use (its registry, dispatcher, portal
@@ -40,10 +42,13 @@ class ChainCalls:
     deregister: Callable[..., Coroutine[Any, Any, None]]
     _journal: Journal
 
+    _chain_records: _ChainRecords | None
+
     def _init_chains(self) -> None:
         self._journal = Journal()
         self._dispatcher.on_compensable = self._journal_reach
-        self._dispatcher.observers.append(_ChainRecords())
+        # Watching every reach for chains' is left to the first chain that runs (`_chains_run`).
+        self._chain_records = None
 
     def add_chain(self, chain: Chain) -> str:
         """Declare `chain` as a capability of its name, served by agent ``chain:<name>:0``: it is
@@ -96,9 +101,29 @@ class ChainCalls:
             return False
         return any(slot.capability.name == capability for slot in runtime.slots)
 
-    def _compensable(self, task_id: str) -> Done | None:
+    def _safe_to_repeat(self, agent_id: str | None, capability: str) -> bool:
+        """Whether agent `agent_id` declares `capability` safe to repeat (idempotent or read-only)."""
+        runtime = None if agent_id is None else self._registry.get(agent_id)
+        if runtime is None:
+            return False
+        return any(
+            slot.capability.name == capability and slot.capability.safe_to_repeat for slot in runtime.slots
+        )
+
+    def _compensable(self, task_id: str) -> list[Done]:
+        """What undoing task `task_id` would undo, in the order it was done: the reach itself, or
+        a chain's compensable steps (a chain run as a step of another is undone with it)."""
         entry = self._journal.get(task_id)
-        return entry if isinstance(entry, Done) else None
+        if entry is None:
+            return []
+        return entry.steps if isinstance(entry, ChainRun) else [entry]
+
+    def _chains_run(self) -> None:
+        """A chain is about to run: from now on, link chains' decision records to their steps'.
+        Routers that run no chain pay nothing for it on their reaches."""
+        if self._chain_records is None:
+            self._chain_records = _ChainRecords()
+            self._dispatcher.observers.append(self._chain_records)
 
     def _keep(self, entry: Done | ChainRun) -> None:
         self._journal.keep(entry, self.policy.compensation_journal_size)
@@ -126,8 +151,11 @@ class _ChainRecords:
     """Links a chain's decision record to its steps' records, and notes what was undone."""
 
     def on_reach(self, record: DecisionRecord, result: ReachResult) -> None:
+        # Most reaches carry no extra at all: one test, and they are out.
+        if not result.extra:
+            return
         agent_id = result.agent_id
-        if agent_id is None or not agent_id.startswith(f"{CHAIN_NAMESPACE}:") or not result.extra:
+        if agent_id is None or not agent_id.startswith(_CHAIN_PREFIX):
             return
         chain = result.extra.get("chain")
         steps = chain.get("steps") if isinstance(chain, dict) else None

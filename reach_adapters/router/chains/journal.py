@@ -3,6 +3,7 @@ chains with their compensable steps, kept (boundedly) for `Router.compensate`.""
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,8 +27,10 @@ class Done:
     trace_id: str
     input: Any
     output: Any
-    # Set once a compensation of it has been tried: the outcome (see `saga.Undo.to_dict`).
+    # Set once a compensation of it has ended: its outcome (see `saga._undo`).
     undone: dict[str, JsonValue] | None = None
+    # The compensation of it in progress, or the last one: concurrent callers wait for it.
+    undoing: asyncio.Task[dict[str, JsonValue]] | None = None
     # Compensation reaches made for it so far, over every round: each gets a task id of its own.
     tries: int = 0
 

@@ -1,5 +1,5 @@
 """Undoing what succeeded (a saga's compensation): each compensable reach is undone by a reach of
-its capability's `compensate_with`, newest first, retried on transient failures.
+its capability's `compensate_with`, newest first.
 
 The agent that did the work is asked first when it declares the compensating capability (it holds
 the state to undo); otherwise, or when it cannot answer, the compensating capability is routed
@@ -9,7 +9,6 @@ like any call. What could not be undone is said, never hidden: the caller must k
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, Unpack
@@ -18,16 +17,16 @@ from pydantic import JsonValue
 
 from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters.router.chains.journal import Done
+from reach_adapters.router.messages import derived_task_id
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.retry import backoff_s
 
-__all__ = ["Outcome", "SagaHost", "compensate", "derived_id"]
+__all__ = ["Outcome", "SagaHost", "compensate", "new_report"]
 
 logger = logging.getLogger(__name__)
 
-Outcome = Literal["compensated", "incomplete", "already_compensated", "nothing_to_compensate"]
-_MAX_TASK_ID = 128
+Outcome = Literal["compensated", "incomplete", "already_compensated", "nothing_to_compensate", "undoing"]
 
 
 class SagaHost(Protocol):
@@ -50,38 +49,46 @@ class SagaHost(Protocol):
 
     def _serves(self, agent_id: str, capability: str) -> bool: ...
 
-
-def _transient(result: ReachResult) -> bool:
-    """Whether a failed undo may succeed if tried again: no agent had room, or one failed in a
-    way that passes (a timeout, a dropped connection); never an answered no or a caller's mistake."""
-    return result.fault is Fault.ROUTER or (result.fault is Fault.AGENT and result.retryable)
+    def _safe_to_repeat(self, agent_id: str | None, capability: str) -> bool: ...
 
 
-def derived_id(base: str, suffix: str) -> str:
-    """``base/suffix``, a task id of its own for work done for task `base`: a step, an undo. A
-    base too long for that is shortened to a digest, keeping ids within the 128 characters allowed."""
-    derived = f"{base}/{suffix}"
-    if len(derived) <= _MAX_TASK_ID:
-        return derived
-    digest = hashlib.sha256(base.encode()).hexdigest()[: _MAX_TASK_ID - len(suffix) - 1]
-    return f"{digest}/{suffix}"
+def new_report() -> dict[str, JsonValue]:
+    """A compensation report before anything is undone: `compensate` fills it in as it goes, so a
+    caller that cannot wait for the end can say how far it got."""
+    return {"status": "undoing", "undone": [], "not_undone": [], "already_undone": []}
 
 
 async def compensate(
-    host: SagaHost, done: Sequence[Done], principal: str | None, trace_id: str
+    host: SagaHost,
+    done: Sequence[Done],
+    principal: str | None,
+    trace_id: str,
+    report: dict[str, JsonValue] | None = None,
 ) -> dict[str, JsonValue]:
     """Undo `done` (in the order they finished) newest first; what was undone, what could not be,
-    and what had been undone before (left alone: compensating twice does nothing)."""
-    undone: list[JsonValue] = []
-    failed: list[JsonValue] = []
-    before: list[JsonValue] = []
+    and what had been undone before (left alone: compensating twice does nothing).
+
+    An entry another call is undoing right now is waited for, and its outcome reported as it
+    ended: undone (``already_undone``) or not (``not_undone``), never guessed.
+    """
+    report = new_report() if report is None else report
+    undone, failed, before = report["undone"], report["not_undone"], report["already_undone"]
+    assert isinstance(undone, list), "a report from new_report()"
+    assert isinstance(failed, list), "a report from new_report()"
+    assert isinstance(before, list), "a report from new_report()"
     for entry in reversed(done):
-        if entry.undone is not None and entry.undone.get("status") in ("undone", "undoing"):
+        running = entry.undoing
+        if running is not None and not running.done():
+            outcome = await asyncio.shield(running)
+            (before if outcome["status"] == "undone" else failed).append(outcome)
+            continue
+        if entry.undone is not None and entry.undone.get("status") == "undone":
             before.append(entry.undone)
             continue
-        entry.undone = {"status": "undoing"}
-        outcome = await _undo(host, entry, principal, trace_id)
-        entry.undone = outcome
+        # A task of its own, so that a caller giving up leaves neither the undo half-made nor the
+        # callers waiting for it without an answer.
+        running = entry.undoing = asyncio.ensure_future(_undo(host, entry, principal, trace_id))
+        outcome = await asyncio.shield(running)
         (undone if outcome["status"] == "undone" else failed).append(outcome)
     status: Outcome
     if failed:
@@ -90,7 +97,19 @@ async def compensate(
         status = "compensated"
     else:
         status = "already_compensated" if before else "nothing_to_compensate"
-    return {"status": status, "undone": undone, "not_undone": failed, "already_undone": before}
+    report["status"] = status
+    return report
+
+
+def _again(host: SagaHost, entry: Done, result: ReachResult) -> bool:
+    """Whether a failed undo is worth another reach of our own, over the router's own retries:
+    when it never reached an agent (no agent had room), or when it failed in a way that passes
+    and the compensating capability is safe to repeat. Never an answered no or a caller's mistake,
+    and never an undo that may have been made already: refunding twice is worse than once."""
+    if result.fault is Fault.ROUTER and not result.delivered:
+        return True
+    transient = result.fault is Fault.AGENT and result.retryable
+    return transient and host._safe_to_repeat(result.agent_id, entry.compensate_with)
 
 
 async def _undo(host: SagaHost, entry: Done, principal: str | None, trace_id: str) -> dict[str, JsonValue]:
@@ -106,7 +125,7 @@ async def _undo(host: SagaHost, entry: Done, principal: str | None, trace_id: st
         # A task id per try, over every round of `Router.compensate`: a repeated id would be
         # answered from the idempotency window with an earlier try's failure.
         entry.tries += 1
-        task_id = derived_id(entry.task_id, "undo" if entry.tries == 1 else f"undo-{entry.tries}")
+        task_id = derived_task_id(entry.task_id, "undo" if entry.tries == 1 else f"undo-{entry.tries}")
         tried.append(task_id)
         options: CallOptions = {"task_id": task_id, "trace_id": trace_id, "principal": principal}
         worker = entry.agent_id
@@ -114,7 +133,7 @@ async def _undo(host: SagaHost, entry: Done, principal: str | None, trace_id: st
             result = await host.send(worker, entry.payload(), capability=entry.compensate_with, **options)
         else:
             result = await host.route(entry.compensate_with, entry.payload(), **options)
-        if result.status is ResultStatus.OK or not _transient(result):
+        if result.status is ResultStatus.OK or not _again(host, entry, result):
             break
     assert result is not None, "at least one try is made"
     outcome: dict[str, JsonValue] = {
@@ -141,4 +160,5 @@ async def _undo(host: SagaHost, entry: Done, principal: str | None, trace_id: st
             result.error_type,
             result.error,
         )
+    entry.undone = outcome
     return outcome

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-__all__ = ["Ref", "Template", "TemplateError", "compile_template", "render"]
+__all__ = ["Ref", "Template", "TemplateError", "compile_template", "from_input_alone", "render"]
 
 _STEP_ID = r"[A-Za-z0-9_][A-Za-z0-9_\-]{0,63}"
 _HEAD = re.compile(rf"^\$(?:(input)|steps\.({_STEP_ID})\.output)")
@@ -87,6 +87,18 @@ def references(template: Template) -> list[Ref]:
     if isinstance(template, list):
         return [ref for item in template for ref in references(item)]
     return []
+
+
+def from_input_alone(template: Template) -> bool:
+    """Whether every value `template` makes comes from the chain's input: each leaf a ``$input``
+    reference, no literal and no step's output (objects and lists only arrange them)."""
+    if isinstance(template, Ref):
+        return template.step is None
+    if isinstance(template, dict):
+        return bool(template) and all(from_input_alone(item) for item in template.values())
+    if isinstance(template, list):
+        return bool(template) and all(from_input_alone(item) for item in template)
+    return False
 
 
 def render(template: Template, chain_input: Any, outputs: dict[str, Any]) -> Any:
