@@ -182,7 +182,7 @@ async def test_feedback_it_cannot_take_says_why() -> None:
             await router.feedback("nope", 1.0)
 
         failed = await router.route("nothing_declares_this")
-        with pytest.raises(InvalidFeedbackError, match="ended no_candidate and no agent's answer was taken"):
+        with pytest.raises(InvalidFeedbackError, match="ended no_candidate, so no agent's answer was taken"):
             await router.feedback(failed.task_id, 1.0)
 
         done = await router.route("work")
