@@ -17,8 +17,7 @@ from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from middleware import ReachResult
 from middleware.models import MAX_VOTERS
 from reach_adapters.errors import InvalidMessageError
-from reach_adapters.router import Router
-from reach_adapters.router.schemas import compiled_validator, first_error, schema_key
+from reach_adapters.router import Router, compiled_validator, first_error, schema_key
 
 __all__ = ["CONSENSUS_TOOL", "call_consensus", "consensus_tool", "consensus_tool_name"]
 
