@@ -147,7 +147,6 @@ class ConsensusHint(_Model):
         return self
 
 
-
 class RoutingHint(_Model):
     """How the caller wants the task delivered. Frozen: the router shares common hints."""
 

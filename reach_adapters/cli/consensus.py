@@ -9,7 +9,7 @@ from reach_adapters.cli.argtypes import json_or_text
 from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
 from reach_adapters.cli.errors import UsageError
 from reach_adapters.cli.query import local_run, remote_for
-from reach_adapters.cli.render import render_decision, render_json, render_result, table
+from reach_adapters.cli.render import render_decision, render_json, render_result, table, vote_side
 from reach_adapters.gateway import Gateway
 
 __all__ = ["render_votes", "run_consensus", "run_feedback"]
@@ -24,6 +24,10 @@ def run_consensus(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     if (args.vote == "judge") is (args.judge is None):
         msg = "--judge CAPABILITY goes with --vote judge, and --vote judge needs it"
+        raise UsageError(msg)
+    if args.quorum > args.n:
+        # Caught here, not by the server's 400: a usage mistake exits 2 with --url as with --config.
+        msg = f"--quorum {args.quorum} is above --n {args.n}: ask at least as many agents as must agree"
         raise UsageError(msg)
     options = {key: json_or_text(value) for key, value in args.options}
     how = {"n": args.n, "quorum": args.quorum, "vote": args.vote, "judge": args.judge}
@@ -47,7 +51,7 @@ def run_consensus(args: argparse.Namespace) -> int:
         print(render_result(result))
         votes = (result.get("extra") or {}).get("votes") or []
         if votes:
-            print(render_votes(votes))
+            print(render_votes(votes, decided=result["status"] == "ok"))
         if decision is not None:
             print(render_decision(decision))
     return EXIT_OK if result["status"] == "ok" else EXIT_FAILED
@@ -68,12 +72,12 @@ def run_feedback(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def render_votes(votes: list[dict[str, Any]]) -> str:
+def render_votes(votes: list[dict[str, Any]], *, decided: bool) -> str:
     rows = [
         (
             vote["agent_id"],
             vote["status"],
-            "agreed" if vote["agreed"] else "dissented",
+            vote_side(vote, decided),
             render_json(vote.get("payload")) if vote["status"] == "ok" else vote.get("error") or "",
         )
         for vote in votes

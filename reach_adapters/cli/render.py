@@ -18,6 +18,7 @@ __all__ = [
     "render_json",
     "render_result",
     "table",
+    "vote_side",
 ]
 
 
@@ -152,9 +153,9 @@ def render_decision(record: Mapping[str, Any], indent: str = "") -> str:
             outcome += f" ({fault}{attempt['error_type']}: {attempt.get('error')})"
         elapsed = f"{attempt['elapsed_ms']:.1f} ms"
         lines.append(f"  attempt   {attempt['agent_id']} via {attempt['path']}: {outcome} in {elapsed}")
+    decided = record.get("status") == "ok"
     for vote in record.get("votes", []):
-        side = "agreed" if vote["agreed"] else "dissented"
-        lines.append(f"  vote      {vote['agent_id']}: {vote['status']}, {side}")
+        lines.append(f"  vote      {vote['agent_id']}: {vote['status']}, {vote_side(vote, decided)}")
     if record.get("deferred_ms") is not None:
         lines.append(f"  deferred: waited {record['deferred_ms'] / 1000.0:.1f} s for a capable agent")
     if record.get("note"):
@@ -199,3 +200,13 @@ def _security_summary(security: Mapping[str, Any] | None) -> str:
     if security["open"]:
         parts.append(f"open: {', '.join(security['open'])}")
     return "security: " + ", ".join(parts)
+
+
+def vote_side(vote: Mapping[str, Any], decided: bool) -> str:
+    """A consensus voter's side: a failed voter gave no vote, and without a decision (a tie, too
+    few answers) no answer agreed or dissented with anything."""
+    if vote["status"] != "ok":
+        return "failed"
+    if not decided:
+        return "-"
+    return "agreed" if vote["agreed"] else "dissented"

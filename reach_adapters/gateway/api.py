@@ -303,5 +303,9 @@ def error_response(status: int, exc: Exception) -> Response:
 
 
 def _example(model: type[BaseModel]) -> str:
+    # A body of another shape (feedback, consensus) shows its own example.
+    example = getattr(model, "example", None)
+    if isinstance(example, dict):
+        return json.dumps(example)
     first = "capability" if issubclass(model, RouteRequest) else "agent_id"
     return json.dumps({first: "...", "payload": {}, "options": {}})

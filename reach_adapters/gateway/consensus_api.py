@@ -34,7 +34,11 @@ __all__ = ["ConsensusAPI", "ConsensusRequest", "FeedbackRequest"]
 
 class ConsensusRequest(RouteRequest):
     """The body of ``/api/route``, and how the consensus decides: `n` agents asked, `quorum`
-    agreeing needed, ``vote`` by ``majority`` or by the capability `judge`."""
+    agreeing needed, ``vote`` by ``majority`` or by the capability `judge`. Strict: a count is a
+    JSON integer, never ``true``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    example: ClassVar[dict[str, JsonValue]] = {"capability": "...", "payload": {}, "n": 3, "quorum": 2}
 
     n: int = Field(3, ge=1, le=MAX_VOTERS)
     quorum: int = Field(2, ge=1, le=MAX_VOTERS)
@@ -55,6 +59,7 @@ class FeedbackRequest(BaseModel):
     # What `GatewayAPI._body` checks for nesting depth: the score is, through its checks, flat.
     payload: ClassVar[None] = None
     options: ClassVar[dict[str, JsonValue]] = {}
+    example: ClassVar[dict[str, JsonValue]] = {"task_id": "...", "score": 1.0, "reason": "..."}
 
 
 class ConsensusAPI:

@@ -16,7 +16,8 @@ from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 
 from middleware import ReachResult
 from middleware.models import MAX_VOTERS
-from reach_adapters.router import Router
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router import Router, compiled_validator, first_error, schema_key
 
 __all__ = ["CONSENSUS_TOOL", "call_consensus", "consensus_tool", "consensus_tool_name"]
 
@@ -43,6 +44,7 @@ _SCHEMA: dict[str, Any] = {
     "required": ["capability"],
     "additionalProperties": False,
 }
+_SCHEMA_KEY = schema_key(_SCHEMA)
 
 
 def consensus_tool_name(taken: Collection[str]) -> str:
@@ -73,7 +75,12 @@ def schema() -> Mapping[str, Any]:
 
 
 async def call_consensus(router: Router, arguments: Mapping[str, Any], principal: str | None) -> ReachResult:
-    """Run the consensus the arguments ask for; `InvalidMessageError` for bad ones."""
+    """Run the consensus the arguments ask for; `InvalidMessageError` for bad ones: those its
+    declared schema refuses (``"n": "3"``, ``true``, an unknown argument) included."""
+    problem = first_error(compiled_validator(_SCHEMA_KEY), dict(arguments), "(arguments)")
+    if problem is not None:
+        msg = f"invalid {CONSENSUS_TOOL} arguments: {problem}; see the tool's input schema"
+        raise InvalidMessageError(msg)
     return await router.consensus(
         arguments.get("capability"),  # type: ignore[arg-type]
         arguments.get("payload"),

@@ -328,6 +328,12 @@ class Dispatcher:
         start: float,
         run: Run,
     ) -> ReachResult:
+        invalid = self.planner.invalid_payload(message)
+        if invalid is not None:
+            # The caller's mistake, as a route says: no voter is asked to refuse it n times over.
+            kind = ErrorKind.PAYLOAD_VALIDATION
+            refused = error_result(message, ResultStatus.INVALID, kind, invalid, fault=Fault.CALLER)
+            return self._finish(run, message, record, refused, start, "none", plan.queued_ms)
         voters = pick_voters(plan.slots, hint_of(message).n)
         principal = message.meta_info.principal
         if self.guard is not None and principal is not None:

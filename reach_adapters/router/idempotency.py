@@ -52,7 +52,8 @@ class Fingerprint(NamedTuple):
         if self.mode == "directed":
             named = f" ({self.capability!r})" if self.capability else ""
             return f"send to agent {self.target}{named}"
-        verb = "broadcast to" if self.mode == "broadcast" else "route to"
+        verbs = {"broadcast": "broadcast to", "consensus": "ask a consensus of"}
+        verb = verbs.get(self.mode, "route to")
         if self.capability is None:
             return f"{verb} whatever matches its task text"
         return f"{verb} {self.capability!r}"
@@ -68,7 +69,8 @@ class Fingerprint(NamedTuple):
         if self.payload != first.payload:
             out.append("the payload differs")
         if self.options != first.options:
-            names = ("version", "namespace", "merge", "attributes")
+            decided = "consensus" if self.mode == "consensus" else "merge"
+            names = ("version", "namespace", decided, "attributes")
             changed = [n for n, a, b in zip(names, self.options, first.options, strict=True) if a != b]
             out.append(f"the routing options differ ({', '.join(changed)})")
         return out

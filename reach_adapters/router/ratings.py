@@ -18,6 +18,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from middleware import ReachResult, ResultStatus
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.policy import RatingPolicy
@@ -41,6 +42,9 @@ class Ratings:
         self.clock = clock
         # (agent id, capability) → (rating, clock time it was set).
         self._rated: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
+        # Whether any rating is held: strategies read it on every rank, so most routers, which
+        # never rate anyone, pay one attribute read for ratings.
+        self.rated = False
         # Tasks given feedback already: each takes one, so one good task cannot be counted twice.
         self._tasks: OrderedDict[str, None] = OrderedDict()
 
@@ -52,7 +56,7 @@ class Ratings:
 
     def of(self, agent_id: str, capability: str, now: float | None = None) -> float:
         """The rating now (or at clock time `now`): 1.0 unless feedback moved it lately."""
-        if not self._rated:
+        if not self.rated:
             return 1.0
         key = (agent_id, capability)
         entry = self._rated.get(key)
@@ -63,6 +67,7 @@ class Ratings:
         current = 1.0 - (1.0 - rating) * math.exp2(-elapsed / self.policy.half_life_s)
         if current >= 1.0 - _SETTLED:
             del self._rated[key]
+            self.rated = bool(self._rated)
             return 1.0
         return current
 
@@ -77,6 +82,7 @@ class Ratings:
         key = (agent_id, capability)
         self._rated[key] = (after, now)
         self._rated.move_to_end(key)
+        self.rated = True
         while len(self._rated) > _MAX_RATED:
             self._rated.popitem(last=False)
         return before, after
@@ -90,11 +96,12 @@ class Ratings:
             self._tasks.popitem(last=False)
         return True
 
-    def on_reach(self, record: DecisionRecord, result: object) -> None:
+    def on_reach(self, record: DecisionRecord, result: ReachResult) -> None:
         """Score 0 (``output_failure``) every attempt whose output broke the output schema: the
         agent answered, but not in the shape it declared."""
         capability = record.capability
-        if capability is None:
+        if capability is None or (result.status is ResultStatus.OK and len(record.attempts) == 1):
+            # Answered at the first try, as most reaches are: no attempt broke its schema.
             return
         for attempt in record.attempts:
             if attempt.error_type == ErrorKind.OUTPUT_VALIDATION:

@@ -46,14 +46,15 @@ def compiled_validator(key: str) -> CompiledSchema:
     return jsonschema_rs.validator_for(json.loads(key))
 
 
-def first_error(validator: CompiledSchema, instance: Any) -> str | None:
-    """The first validation error as one line naming the field, or None when valid."""
+def first_error(validator: CompiledSchema, instance: Any, root: str = "(payload)") -> str | None:
+    """The first validation error as one line naming the field (`root` for the whole instance),
+    or None when valid."""
     for err in validator.iter_errors(instance):
         path = [str(p) for p in err.instance_path]
         if isinstance(err.kind, jsonschema_rs.ValidationErrorKind.Required):
             # Name the missing field itself, not the object that lacks it.
             path.append(str(err.kind.property).strip('"'))
-        where = ".".join(path) or "(payload)"
+        where = ".".join(path) or root
         return f"field '{where}': {err.message}"
     return None
 

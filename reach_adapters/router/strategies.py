@@ -75,7 +75,7 @@ class WeightedStrategy:
             max(slot.capability.weight for slot in slots) if len(slots) > 1 else slots[0].capability.weight
         ) or 1.0
         source = meta.source
-        ratings = self._ratings if self._ratings is not None and len(self._ratings) else None
+        ratings = self._ratings if self._ratings is not None and self._ratings.rated else None
         out: Ranked = []
         for slot in slots:
             cap = slot.capability
@@ -139,7 +139,7 @@ class RatingStrategy:
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
         total = 0.0
         best: Slot | None = None
-        ratings = self._ratings if self._ratings is not None and len(self._ratings) else None
+        ratings = self._ratings if self._ratings is not None and self._ratings.rated else None
         quality: dict[int, float] = {}
         for slot in slots:
             rated = slot.runtime.success_rate * (1.0 if ratings is None else ratings.slot(slot))

@@ -91,6 +91,17 @@ async def test_a_rating_decays_back_to_the_declared_weight_with_its_half_life() 
         clock.now += 60.0 * 40
         assert rating(router, "team:a:01") == 1.0
         assert len(router.ratings) == 0
+        assert router.ratings.rated is False
+
+
+async def test_a_router_that_never_rated_anyone_says_so_with_a_flag() -> None:
+    # The strategies read the flag on every rank, instead of counting the table.
+    async with Router() as router:
+        router.register(worker("team:a:01"))
+        done = await router.route("work")
+        assert router.ratings.rated is False
+        await router.feedback(done.task_id, 0.5)
+        assert router.ratings.rated is True
 
 
 async def test_feedback_shifts_the_share_of_traffic_under_the_rating_strategy() -> None:
@@ -182,7 +193,7 @@ async def test_feedback_it_cannot_take_says_why() -> None:
             await router.feedback("nope", 1.0)
 
         failed = await router.route("nothing_declares_this")
-        with pytest.raises(InvalidFeedbackError, match="ended no_candidate and no agent's answer was taken"):
+        with pytest.raises(InvalidFeedbackError, match="ended no_candidate, so no agent's answer was taken"):
             await router.feedback(failed.task_id, 1.0)
 
         done = await router.route("work")

@@ -67,15 +67,30 @@ def give_feedback(
     """Rate the agents that served `record`'s task: the one that answered, or every voter that
     agreed with a consensus decision; those no longer `registered` are passed over."""
     task_id = record.task_id
+    if record.steps:
+        # The chain agent only passed its steps' answers on: rating it would change no routing.
+        msg = (
+            f"task {task_id!r} is a chain's: its steps' agents did the work, so rate the steps' tasks "
+            f"instead: {record.steps}"
+        )
+        raise InvalidFeedbackError(msg)
+    if record.status != ResultStatus.OK:
+        msg = (
+            f"task {task_id!r} ended {record.status}, so no agent's answer was taken and there is no "
+            "agent to rate; rate tasks that ended ok"
+        )
+        raise InvalidFeedbackError(msg)
     if record.votes:
         served = [vote["agent_id"] for vote in record.votes if vote["agreed"]]
     else:
         served = [record.chosen] if record.chosen is not None else []
-    if not served or record.capability is None or record.status != ResultStatus.OK:
-        msg = (
-            f"task {task_id!r} ended {record.status} and no agent's answer was taken, so there is no "
-            "agent to rate; rate tasks that ended ok"
+    if not served or record.capability is None:
+        why = (
+            "a broadcast's answer is every target's, no one agent's"
+            if record.mode == "broadcast"
+            else "no one agent's answer was taken"
         )
+        msg = f"task {task_id!r} ended ok, but {why}, so there is no agent to rate; rate a routed task"
         raise InvalidFeedbackError(msg)
     gone = [agent_id for agent_id in served if not registered(agent_id)]
     if gone and len(gone) == len(served):

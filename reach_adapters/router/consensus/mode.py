@@ -103,9 +103,23 @@ async def decide(
         for index, result in enumerate(r for r in results if r.status is ResultStatus.OK)
     ]
     if len(votes) < hint.quorum:
-        faults = {r.fault for r in results if r.status is not ResultStatus.OK}
-        # Agents that failed are to blame, then a lack of room; else no answer was anyone's failure.
-        fault = next((f for f in (Fault.AGENT, Fault.ROUTER) if f in faults), Fault.TASK)
+        failed = [r for r in results if r.status is not ResultStatus.OK]
+        if failed and not votes and all(r.fault is Fault.CALLER for r in failed):
+            # Every voter refused the call itself (an argument none takes): the caller's mistake.
+            first = failed[0]
+            refused = error_result(
+                message,
+                first.status,
+                first.error_type or ErrorKind.INVALID_MESSAGE,
+                first.error or "",
+                fault=Fault.CALLER,
+            )
+            amend(refused, {"extra": {"votes": _votes(results, None, record, policy)}})
+            return refused
+        faults = {r.fault for r in failed}
+        # Agents that failed are to blame, then a lack of room, then the caller's mistakes; else
+        # no answer was anyone's failure.
+        fault = next((f for f in (Fault.AGENT, Fault.ROUTER, Fault.CALLER) if f in faults), Fault.TASK)
         error = f"{len(votes)} of {len(results)} agents answered, fewer than the quorum of {hint.quorum}"
         return _no_consensus(message, error, fault, _votes(results, None, record, policy))
     judged: dict[str, JsonValue] | None = None
@@ -157,6 +171,19 @@ async def _vote(
     if decided is not None and not isinstance(decided, Verdict):
         error = f"the consensus vote function returned {type(decided).__name__}; return a Verdict, or None"
         return _invalid(message, error)
+    if decided is not None:
+        if isinstance(decided.agreed, str):
+            return _invalid(message, "the vote function's Verdict.agreed is a text; give a list of agent ids")
+        voted = [vote.agent_id for vote in votes]
+        strangers = sorted({a for a in [*decided.agreed, *decided.scores] if a not in voted})
+        if strangers:
+            # Refused rather than ignored: a verdict naming others is a bug in the caller's code,
+            # and the decision would be credited to an agent that never answered.
+            error = (
+                f"the consensus vote function's Verdict names {strangers}, which did not vote; its "
+                f"agreed (and scores) may name only the voters that answered: {voted}"
+            )
+            return _invalid(message, error)
     return decided
 
 
