@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
-from middleware import ConsensusHint, Fault, ReachMessage, ReachResult, ResultStatus, new_task_id
+from middleware import ConsensusHint, Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend, build_trusted
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.voting import (
@@ -28,7 +28,7 @@ from reach_adapters.router.consensus.voting import (
     majority,
 )
 from reach_adapters.router.decisions import DecisionRecord
-from reach_adapters.router.messages import build_message
+from reach_adapters.router.messages import build_message, derived_task_id
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.outcomes import ErrorKind, error_result
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
@@ -39,7 +39,6 @@ __all__ = ["NO_CONSENSUS", "decide", "pick_voters"]
 
 # The error type of a consensus that decided nothing; `raise_for_status` raises `NoConsensusError`.
 NO_CONSENSUS = "NoConsensusError"
-_MAX_TASK_ID = 128
 
 Dispatch = Callable[[ReachMessage], Awaitable[ReachResult]]
 
@@ -193,9 +192,8 @@ async def _judge(
     """Route the answers to the judge capability, a reach of its own, in the same trace."""
     meta = message.meta_info
     judge = hint.judge or ""
-    task_id = f"{meta.task_id}/judge"
     options: dict[str, Any] = {
-        "task_id": task_id if len(task_id) <= _MAX_TASK_ID else new_task_id(),
+        "task_id": derived_task_id(meta.task_id, "judge"),
         "trace_id": meta.trace_id,
         "deadline": meta.deadline,
         "priority": meta.priority,
