@@ -40,7 +40,7 @@ from reach_adapters.router.state import Slot, wake
 if TYPE_CHECKING:
     from reach_adapters.router.attempts import Deliver, Run
 
-__all__ = ["PARKING", "Deferral", "DeferredQueue", "Parking", "not_deferred"]
+__all__ = ["PARKING", "Deferral", "DeferredQueue", "Parking", "RouteAgain", "not_deferred"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,12 @@ class Parking:
 PARKING: ContextVar[Parking | None] = ContextVar("reach_parking", default=None)
 """Set by a task runner around the dispatch of one task; calls nested in it (with task ids of
 their own) do not use it."""
+
+
+class RouteAgain(Exception):  # noqa: N818 -- a signal, not an error
+    """Raised by `DeferredQueue.hold` for a call to route again now: it was just parked, or woken
+    in the queue. Only the dispatcher's loop of passes, which no call without ``defer`` goes
+    through, catches it: that keeps the loop off the path of every other call."""
 
 
 class Deferral:
@@ -106,9 +112,9 @@ class DeferredQueue:
         caller_deadline: bool,
         run: Run,
         policy: RoutingPolicy,
-    ) -> ReachResult | None:
-        """Wait for a capable agent: None when the call should route again now; else the result
-        to end it with (`result` itself when it may not wait, a refusal or an expiry)."""
+    ) -> ReachResult:
+        """Wait for a capable agent: `RouteAgain` when the call should route again now; else the
+        result to end it with (`result` itself when it may not wait, a refusal or an expiry)."""
         meta = message.meta_info
         capability = meta.capability
         if not _deferrable(message, record, problem, result) or capability is None:
@@ -148,7 +154,7 @@ class DeferredQueue:
         if not caller_deadline:
             # The deadline of this pass came from an agent's timeout: the next pass sets its own.
             amend(meta, {"deadline": None})
-        return None
+        raise RouteAgain
 
     async def _park(
         self,
@@ -158,7 +164,7 @@ class DeferredQueue:
         caller_deadline: bool,
         run: Run,
         policy: RoutingPolicy,
-    ) -> ReachResult | None:
+    ) -> ReachResult:
         """Enter the queue, or refuse when it is full or the deadline has passed already."""
         meta = message.meta_info
         if self.closed:
@@ -195,7 +201,7 @@ class DeferredQueue:
         if not caller_deadline:
             amend(meta, {"deadline": None})
         # Routed again at once before it waits: an agent may have come while it was parked.
-        return None
+        raise RouteAgain
 
 
 def _deferrable(message: ReachMessage, record: DecisionRecord, problem: Problem, result: ReachResult) -> bool:

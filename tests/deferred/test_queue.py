@@ -1,6 +1,6 @@
 """The deferred queue's own bookkeeping (review of issue 17, items 1, 2 and 11): calls that leave
 it, expired or cancelled, leave nothing behind; a call that looks again on its own keeps its place
-in line."""
+in line; a consensus with ``defer`` says why it did not wait."""
 
 from __future__ import annotations
 
@@ -103,3 +103,11 @@ async def test_a_look_again_serves_the_oldest_call_first() -> None:
 
         assert [result.status for result in results] == [ResultStatus.OK] * 2
         assert seen == [{"n": 1}, {"n": 2}]
+
+
+async def test_a_consensus_with_defer_notes_why_it_did_not_wait(router: Router) -> None:
+    result = await router.consensus("nobody", {"x": 1}, n=3, quorum=2, defer=True)
+
+    assert result.status is ResultStatus.NO_CANDIDATE
+    assert router.explain(result.task_id).note == "not deferred: a consensus call is answered at once"
+    assert _lines(router) == 0
