@@ -10,13 +10,18 @@ may have started. Saturation is another wait, for capacity (`Waitlist` per slot,
 
 Calls wait per capability in arrival order and are all woken on every catalog change (an agent
 registered, came back, changed its capabilities); each then routes again, oldest first, and one
-that still finds nothing waits again. They also look again every `_LOOK_AGAIN_S` seconds, for what
-changes without a catalog event (a BUSY agent back to ONLINE). Past its deadline a call ends
+that still finds nothing waits again, in its place of arrival (a `_Line`), not behind the calls
+that came after it. Every ``policy.defer_look_again_s`` seconds they look again on their own, for
+what changes without a catalog event (a BUSY agent back to ONLINE): the first call whose time has
+come wakes its whole line, so that this too serves the oldest first. Past its deadline a call ends
 ``timeout``; with ``policy.defer_max_waiting`` calls waiting, one more is refused at once.
 """
 
 from __future__ import annotations
 
+import asyncio
+import bisect
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -30,17 +35,14 @@ from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.outcomes import ErrorKind, error_result
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.selection import Problem
-from reach_adapters.router.state import Slot, Waitlist
+from reach_adapters.router.state import Slot, wake
 
 if TYPE_CHECKING:
     from reach_adapters.router.attempts import Deliver, Run
 
-__all__ = ["PARKING", "Deferral", "DeferredQueue", "Parking"]
+__all__ = ["PARKING", "Deferral", "DeferredQueue", "Parking", "RouteAgain", "not_deferred"]
 
 logger = logging.getLogger(__name__)
-
-# The longest a deferred call waits without looking again on its own.
-_LOOK_AGAIN_S = 5.0
 
 
 @dataclass(slots=True, frozen=True)
@@ -59,13 +61,21 @@ PARKING: ContextVar[Parking | None] = ContextVar("reach_parking", default=None)
 their own) do not use it."""
 
 
+class RouteAgain(Exception):  # noqa: N818 -- a signal, not an error
+    """Raised by `DeferredQueue.hold` for a call to route again now: it was just parked, or woken
+    in the queue. Only the dispatcher's loop of passes, which no call without ``defer`` goes
+    through, catches it: that keeps the loop off the path of every other call."""
+
+
 class Deferral:
     """One call's stay in the deferred queue, over the passes its dispatch makes."""
 
-    __slots__ = ("deadline", "task", "waited_ms")
+    __slots__ = ("arrival", "deadline", "task", "waited_ms")
 
-    def __init__(self, deadline: float, *, task: bool) -> None:
+    def __init__(self, deadline: float, arrival: int, *, task: bool) -> None:
         self.deadline = deadline  # Unix time
+        # Its place in its capability's line, kept over all its passes: first come, first served.
+        self.arrival = arrival
         self.waited_ms = 0.0
         # An async task's run, which its runner cuts when the router closes (a cluster's keeps it).
         self.task = task
@@ -75,7 +85,8 @@ class DeferredQueue:
     """The calls of one router waiting for a capable agent, FIFO per capability."""
 
     def __init__(self) -> None:
-        self._waitlists: dict[str, Waitlist] = {}
+        self._waitlists: dict[str, _Line] = {}
+        self._arrivals = itertools.count()
         self.waiting = 0
         self.closed = False
 
@@ -101,9 +112,9 @@ class DeferredQueue:
         caller_deadline: bool,
         run: Run,
         policy: RoutingPolicy,
-    ) -> ReachResult | None:
-        """Wait for a capable agent: None when the call should route again now; else the result
-        to end it with (`result` itself when it may not wait, a refusal or an expiry)."""
+    ) -> ReachResult:
+        """Wait for a capable agent: `RouteAgain` when the call should route again now; else the
+        result to end it with (`result` itself when it may not wait, a refusal or an expiry)."""
         meta = message.meta_info
         capability = meta.capability
         if not _deferrable(message, record, problem, result) or capability is None:
@@ -120,15 +131,19 @@ class DeferredQueue:
             return _expired(message, problem, deferral)
         waitlist = self._waitlists.get(capability)
         if waitlist is None:
-            waitlist = self._waitlists[capability] = Waitlist()
-        last = remaining <= _LOOK_AGAIN_S
+            waitlist = self._waitlists[capability] = _Line()
+        look_again_s = policy.defer_look_again_s
+        last = remaining <= look_again_s
         began = time.perf_counter()
         self.waiting += 1
         expired = False
         try:
-            await waitlist.wait(min(remaining, _LOOK_AGAIN_S))
+            await waitlist.wait(deferral.arrival, min(remaining, look_again_s))
         except TimeoutError:
             expired = last
+            if not last:
+                # Its time to look again: the calls before it in line look again first.
+                waitlist.wake_all()
         finally:
             self.waiting -= 1
             deferral.waited_ms += (time.perf_counter() - began) * 1000.0
@@ -139,7 +154,7 @@ class DeferredQueue:
         if not caller_deadline:
             # The deadline of this pass came from an agent's timeout: the next pass sets its own.
             amend(meta, {"deadline": None})
-        return None
+        raise RouteAgain
 
     async def _park(
         self,
@@ -149,11 +164,11 @@ class DeferredQueue:
         caller_deadline: bool,
         run: Run,
         policy: RoutingPolicy,
-    ) -> ReachResult | None:
+    ) -> ReachResult:
         """Enter the queue, or refuse when it is full or the deadline has passed already."""
         meta = message.meta_info
         if self.closed:
-            _not_deferred(record, "the router is closing")
+            not_deferred(record, "the router is closing")
             return result
         if self.waiting >= policy.defer_max_waiting:
             error = (
@@ -161,19 +176,19 @@ class DeferredQueue:
                 f"policy.defer_max_waiting {policy.defer_max_waiting}): call again later, or raise "
                 "defer_max_waiting"
             )
-            _not_deferred(record, "the deferred queue is full")
+            not_deferred(record, "the deferred queue is full")
             kind = ErrorKind.DEFER_QUEUE_FULL
             return error_result(
                 message, ResultStatus.NO_CANDIDATE, kind, error, fault=Fault.ROUTER, retryable=True
             )
         deadline = (meta.deadline or 0.0) if caller_deadline else meta.created_at + policy.defer_timeout_s
         if deadline <= time.time():
-            _not_deferred(record, "its deadline has passed")
+            not_deferred(record, "its deadline has passed")
             return result
         parking = PARKING.get()
         if parking is not None and parking.task_id != meta.task_id:
             parking = None
-        run.deferral = Deferral(deadline, task=parking is not None)
+        run.deferral = Deferral(deadline, next(self._arrivals), task=parking is not None)
         if parking is not None:
             await parking.park()
             run.deliver = _resuming(run, parking)
@@ -186,7 +201,7 @@ class DeferredQueue:
         if not caller_deadline:
             amend(meta, {"deadline": None})
         # Routed again at once before it waits: an agent may have come while it was parked.
-        return None
+        raise RouteAgain
 
 
 def _deferrable(message: ReachMessage, record: DecisionRecord, problem: Problem, result: ReachResult) -> bool:
@@ -194,10 +209,10 @@ def _deferrable(message: ReachMessage, record: DecisionRecord, problem: Problem,
     if not hint.defer:
         return False
     if hint.mode != "unicast":
-        _not_deferred(record, f"a {hint.mode} call is answered at once")
+        not_deferred(record, f"a {hint.mode} call is answered at once")
         return False
     if record.matches or message.meta_info.capability is None:
-        _not_deferred(record, "the call named no capability (matched from its text); name one to defer")
+        not_deferred(record, "the call named no capability (matched from its text); name one to defer")
         return False
     return (
         problem.status is ResultStatus.NO_CANDIDATE
@@ -211,7 +226,8 @@ def _deferrable(message: ReachMessage, record: DecisionRecord, problem: Problem,
     )
 
 
-def _not_deferred(record: DecisionRecord, why: str) -> None:
+def not_deferred(record: DecisionRecord, why: str) -> None:
+    """Note in `record` why a call with ``defer=True`` ended without waiting."""
     note = f"not deferred: {why}"
     record.note = note if record.note is None else f"{record.note}; {note}"
 
@@ -223,6 +239,43 @@ def _expired(message: ReachMessage, problem: Problem, deferral: Deferral) -> Rea
         f"serve {capability!r} came before its deadline"
     )
     return error_result(message, ResultStatus.TIMEOUT, ErrorKind.TIMEOUT, error, fault=Fault.ROUTER)
+
+
+class _Line:
+    """The calls deferred for one capability, in order of arrival (`Deferral.arrival`).
+
+    Unlike a `Waitlist`, a call that looks again and waits again takes back its place of arrival
+    rather than the end of the line; and every wake is for all (a change may serve more than one).
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        # Sorted by arrival; a call has at most one entry, so arrivals never tie.
+        self._entries: list[tuple[int, asyncio.Future[None]]] = []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def wait(self, arrival: int, timeout: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (arrival, future)
+        bisect.insort(self._entries, entry)
+        try:
+            async with asyncio.timeout(timeout):
+                await future
+        finally:
+            if not future.done() or future.cancelled():
+                # Not woken (a timeout or a cancel): it leaves, or comes back to its place later.
+                future.cancel()
+                at = bisect.bisect_left(self._entries, (arrival,))
+                if at < len(self._entries) and self._entries[at][1] is future:
+                    del self._entries[at]
+
+    def wake_all(self) -> None:
+        entries, self._entries = self._entries, []
+        for _, future in entries:
+            wake(future)
 
 
 def _resuming(run: Run, parking: Parking) -> Deliver:

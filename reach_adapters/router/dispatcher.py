@@ -17,7 +17,7 @@ from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.mode import decide, hint_of, pick_voters
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
-from reach_adapters.router.deferral import DeferredQueue
+from reach_adapters.router.deferral import DeferredQueue, RouteAgain, not_deferred
 from reach_adapters.router.faults import ANSWERED
 from reach_adapters.router.guard import Guard, Refusal, refused_result
 from reach_adapters.router.hops import (
@@ -184,7 +184,9 @@ class Dispatcher:
             and not run.admitted
         ):
             return self._deduplicated(message, tracer, run)
-        return self._dispatch(message, tracer, run)
+        if message.routing_hint.defer:
+            return self._dispatch(message, tracer, run)
+        return self._dispatch_once(message, tracer, run)
 
     def _loop(self, message: ReachMessage, came_back: bool, run: Run) -> ReachResult:
         meta = message.meta_info
@@ -227,7 +229,10 @@ class Dispatcher:
                 continue  # the first caller gave up before an answer: claim it again
             return earlier.model_copy(update={"served_by": "deduplicated"})
         try:
-            result = await self._dispatch(message, tracer, run)
+            if message.routing_hint.defer:
+                result = await self._dispatch(message, tracer, run)
+            else:
+                result = await self._dispatch_once(message, tracer, run)
         except BaseException:
             self.dedupe.abandon(meta.task_id, future)
             raise
@@ -238,14 +243,15 @@ class Dispatcher:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
 
     async def _dispatch(self, message: ReachMessage, tracer: Tracer | None, run: Run) -> ReachResult:
-        result = await self._dispatch_once(message, tracer, run)
-        while result is None:  # woken in the deferred queue: an agent may serve it now
-            result = await self._dispatch_once(message, tracer, run)
-        return result
+        """The passes of a call that may wait deferred; every other call takes one pass, with no
+        loop around it."""
+        while True:
+            try:
+                return await self._dispatch_once(message, tracer, run)
+            except RouteAgain:  # parked or woken in the deferred queue: an agent may serve it now
+                continue
 
-    async def _dispatch_once(
-        self, message: ReachMessage, tracer: Tracer | None, run: Run
-    ) -> ReachResult | None:
+    async def _dispatch_once(self, message: ReachMessage, tracer: Tracer | None, run: Run) -> ReachResult:
         start = time.perf_counter()
         meta = message.meta_info
         hint = message.routing_hint
@@ -275,7 +281,9 @@ class Dispatcher:
                     refused = error_result(message, ResultStatus.INVALID, kind, invalid, fault=Fault.CALLER)
                     return self._finish(run, message, record, refused, start, "none", plan.queued_ms)
                 if hint.mode == "consensus":
-                    # One fallback agent's answer is no consensus.
+                    # One fallback agent's answer is no consensus, nor is waiting for one.
+                    if hint.defer:
+                        not_deferred(record, "a consensus call is answered at once")
                     return self._finish(run, message, record, missing, start, "none", plan.queued_ms)
                 return await self._fall_back(
                     message, record, missing, start, plan.queued_ms, caller_deadline, run, problem
@@ -356,18 +364,15 @@ class Dispatcher:
         caller_deadline: bool,
         run: Run,
         problem: Problem | None = None,
-    ) -> ReachResult | None:
+    ) -> ReachResult:
         """The fallback chain; then, for a `problem` no agent could serve, the deferred queue
-        (None: woken there, route again)."""
+        (`RouteAgain`: woken there, route again)."""
         result, path = await fall_back(
             message, record, result, caller_deadline, run, self.registry, self.policy, self.errors, self.guard
         )
         if path == "none" and problem is not None and message.routing_hint.defer:
             deferred = self.deferred.hold(message, record, problem, result, caller_deadline, run, self.policy)
-            held = await deferred
-            if held is None:
-                return None
-            result = held
+            result = await deferred
         return self._finish(run, message, record, result, start, path, queued_ms)
 
     def _finish(

@@ -276,6 +276,16 @@ class RoutingPolicy(_Strict):
             "the caller set no deadline (counted from the call's creation)."
         ),
     )
+    defer_look_again_s: float = Field(
+        5.0,
+        gt=0,
+        strict=True,
+        allow_inf_nan=False,
+        description=(
+            "How often calls waiting in the deferred queue route again on their own, for what "
+            "changes without a catalog event (a busy agent back to online); oldest first."
+        ),
+    )
     defer_max_waiting: int = Field(
         10_000,
         ge=0,

@@ -19,7 +19,7 @@ from reach_adapters.router.identity import AgentId
 from reach_adapters.router.portal import running_loop
 from reach_adapters.router.schemas import CompiledSchema, first_error
 
-__all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist"]
+__all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist", "wake"]
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +181,9 @@ class Waitlist:
                 self.wake_one()
             raise
         finally:
-            if not future.done():
+            if not future.done() or future.cancelled():
+                # Not woken (a timeout or a cancel, which cancels the future): it must not stay
+                # behind in the line, where nothing would ever take it out.
                 future.cancel()
                 with contextlib.suppress(ValueError):
                     self._waiters.remove(future)
@@ -193,18 +195,23 @@ class Waitlist:
 
     def wake_one(self) -> None:
         while self._waiters:
-            future = self._waiters.popleft()
-            if future.done():
-                continue
-            loop = future.get_loop()
-            if loop.is_closed():
-                continue
-            if running_loop() is loop:
-                # Resolved now, so a waiter cancelled before it runs still passes the wake on.
-                future.set_result(None)
-            else:
-                loop.call_soon_threadsafe(_resolve, future)
-            return
+            if wake(self._waiters.popleft()):
+                return
+
+
+def wake(future: asyncio.Future[None]) -> bool:
+    """Wake the caller waiting on `future`, from any thread; False when no one waits on it."""
+    if future.done():
+        return False
+    loop = future.get_loop()
+    if loop.is_closed():
+        return False
+    if running_loop() is loop:
+        # Resolved now, so a waiter cancelled before it runs still passes the wake on.
+        future.set_result(None)
+    else:
+        loop.call_soon_threadsafe(_resolve, future)
+    return True
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

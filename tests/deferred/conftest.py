@@ -26,10 +26,13 @@ def recorder(agent_id: str, capability: str, seen: list[Any], **cap: Any) -> Fun
 
 
 class Switchable(FunctionAgent):
-    """An echo agent whose state a test sets through the handle the router gives it."""
+    """An echo agent whose state a test sets through the handle the router gives it; with `seen`,
+    it notes each payload there, in order."""
 
-    def __init__(self, agent_id: str, capability: str, **cap: Any) -> None:
+    def __init__(self, agent_id: str, capability: str, seen: list[Any] | None = None, **cap: Any) -> None:
         async def echo(payload: Any) -> Any:
+            if seen is not None:
+                seen.append(payload)
             return {"agent": agent_id, "payload": payload}
 
         super().__init__(echo, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])
