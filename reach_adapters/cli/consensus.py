@@ -6,10 +6,10 @@ import argparse
 from typing import Any
 
 from reach_adapters.cli.argtypes import json_or_text
-from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
+from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.errors import UsageError
-from reach_adapters.cli.query import local_run, remote_for
-from reach_adapters.cli.render import render_decision, render_json, render_result, table, vote_side
+from reach_adapters.cli.query import local_run, print_outcome, remote_for
+from reach_adapters.cli.render import render_json, table, vote_side
 from reach_adapters.gateway import Gateway
 
 __all__ = ["render_votes", "run_consensus", "run_feedback"]
@@ -45,16 +45,12 @@ def run_consensus(args: argparse.Namespace) -> int:
 
         result, record = local_run(args, call)
         decision = record if args.explain else None
-    if args.json:
-        print(render_json({"result": result, "decision": decision} if args.explain else result))
-    else:
-        print(render_result(result))
-        votes = (result.get("extra") or {}).get("votes") or []
-        if votes:
-            print(render_votes(votes, decided=result["status"] == "ok"))
-        if decision is not None:
-            print(render_decision(decision))
-    return EXIT_OK if result["status"] == "ok" else EXIT_FAILED
+    return print_outcome(args, result, decision, _votes)
+
+
+def _votes(result: dict[str, Any]) -> str | None:
+    votes = (result.get("extra") or {}).get("votes") or []
+    return render_votes(votes, decided=result["status"] == "ok") if votes else None
 
 
 def run_feedback(args: argparse.Namespace) -> int:

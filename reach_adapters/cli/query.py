@@ -14,7 +14,7 @@ from reach_adapters.cli.render import render_catalog, render_decision, render_js
 from reach_adapters.gateway import Gateway
 from reach_adapters.gateway.views import catalog_view
 
-__all__ = ["local_run", "remote_for", "run_call", "run_catalog", "run_explain"]
+__all__ = ["local_run", "print_outcome", "remote_for", "run_call", "run_catalog", "run_explain"]
 
 T = TypeVar("T")
 
@@ -51,10 +51,24 @@ def run_call(args: argparse.Namespace) -> int:
 
         result, record = local_run(args, call)
         decision = record if args.explain else None
+    return print_outcome(args, result, decision)
+
+
+def print_outcome(
+    args: argparse.Namespace,
+    result: dict[str, Any],
+    decision: dict[str, Any] | None,
+    details: Callable[[dict[str, Any]], str | None] | None = None,
+) -> int:
+    """Print a call's result (``--json``: as JSON), what `details` adds, and with ``--explain``
+    its decision record; the exit code says whether it ended ok."""
     if args.json:
         print(render_json({"result": result, "decision": decision} if args.explain else result))
     else:
         print(render_result(result))
+        more = None if details is None else details(result)
+        if more:
+            print(more)
         if decision is not None:
             print(render_decision(decision))
     return EXIT_OK if result["status"] == "ok" else EXIT_FAILED
