@@ -147,6 +147,9 @@ async def _run(
         # A cancelled stdio server still waits for the SDK's stdin read in a worker thread, which
         # nothing interrupts: it is left behind, and the process leaves without it below.
         await asyncio.wait(waits - {stdio_task} if stdio_task is not None else waits)
+        # Calls waiting for an agent that may never come end now, answered, before the server
+        # stops waiting for its connections.
+        await gateway.router.close_deferred()
         if endpoint is not None:
             await endpoint.aclose()
         if node is not None:

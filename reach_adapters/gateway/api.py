@@ -24,6 +24,7 @@ from starlette.routing import Route
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describe_validation_error
 from reach_adapters.gateway.gateway import Gateway
+from reach_adapters.gateway.hangup import while_connected
 from reach_adapters.gateway.limits import ServerLimits, nested_deeper
 from reach_adapters.gateway.views import catalog_view, health_view
 from reach_adapters.mcp import request_principal
@@ -170,7 +171,7 @@ class GatewayAPI:
             return body
         router = self.gateway.router
         options = cast(CallOptions, {**body.options, "principal": request_principal(request.scope)})
-        return await self._routed(lambda: router.route(body.capability, body.payload, **options))
+        return await self._routed(request, lambda: router.route(body.capability, body.payload, **options))
 
     async def send(self, request: Request) -> Response:
         body = await self._body(request, SendRequest)
@@ -179,7 +180,7 @@ class GatewayAPI:
         router = self.gateway.router
         options = cast(CallOptions, {**body.options, "principal": request_principal(request.scope)})
         return await self._routed(
-            lambda: router.send(body.agent_id, body.payload, capability=body.capability, **options)
+            request, lambda: router.send(body.agent_id, body.payload, capability=body.capability, **options)
         )
 
     async def explain(self, request: Request) -> Response:
@@ -242,15 +243,20 @@ class GatewayAPI:
             return error_response(400, self.limits.too_deep())
         return body
 
-    async def _routed(self, call: Callable[[], Coroutine[Any, Any, ReachResult]]) -> Response:
-        """Run one routed call; mistakes in the call itself are 400s, a call security.yaml refuses
-        a 403 (not allowed) or 429 with ``Retry-After`` (over quota), a task id held for another
-        request a 409, a call no agent had capacity
-        for a 503 with ``Retry-After``, every other outcome a 200."""
+    async def _routed(
+        self, request: Request, call: Callable[[], Coroutine[Any, Any, ReachResult]]
+    ) -> Response:
+        """Run one routed call for as long as the client of `request` waits for it; mistakes in
+        the call itself are 400s, a call security.yaml refuses a 403 (not allowed) or 429 with
+        ``Retry-After`` (over quota), a task id held for another request a 409, a call no agent
+        had capacity for a 503 with ``Retry-After``, every other outcome a 200."""
         try:
-            result = await call()
+            result = await while_connected(request, call())
         except InvalidMessageError as exc:
             return error_response(400, exc)
+        if result is None:
+            # Nobody reads this: the client hung up, and its call was cancelled.
+            return Response(status_code=499)
         body = result.model_dump(mode="json")
         refused = _REFUSED.get(result.error_type or "") if result.status is ResultStatus.REJECTED else None
         if refused is not None:

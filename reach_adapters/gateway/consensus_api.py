@@ -83,6 +83,7 @@ class ConsensusAPI:
         router = self.router
         options = cast(CallOptions, {**body.options, "principal": request_principal(request.scope)})
         return await self.api._routed(
+            request,
             lambda: router.consensus(
                 body.capability,
                 body.payload,
@@ -91,7 +92,7 @@ class ConsensusAPI:
                 vote=body.vote,
                 judge=body.judge,
                 **options,
-            )
+            ),
         )
 
     async def feedback(self, request: Request) -> Response:

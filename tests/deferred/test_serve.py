@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,3 +82,39 @@ def test_options_defer_over_http_ends_timeout_when_no_agent_comes(serve: Serve, 
     assert "waited deferred" in result["error"]
     refused = server.api("POST", "/route", json={**body, "options": {"defer": "maybe"}})
     assert refused.status_code == 400
+
+
+async def test_a_client_hanging_up_takes_its_deferred_call_out_of_the_queue(
+    serve: Serve, config_dir: Path
+) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    server = serve(config_dir)
+    body = {"capability": "shout", "payload": {"text": "x"}, "options": {"defer": True, "timeout_ms": 60_000}}
+
+    with pytest.raises(httpx.ReadTimeout):
+        await asyncio.to_thread(httpx.post, f"{server.api_url}/route", json=body, timeout=1.0)
+
+    # The call left with its client: an agent coming later finds nobody to serve.
+    await until(lambda: waiting_is(server, 0), what="the hung-up call out of the deferred queue")
+    record = server.api("GET", "/decisions").json()[0]
+    assert (record["capability"], record["status"]) == ("shout", "cancelled")
+
+
+def test_a_server_stopping_answers_the_calls_waiting_deferred(serve: Serve, config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    server = serve(config_dir)
+    body = {"capability": "shout", "payload": {"text": "x"}, "options": {"defer": True, "timeout_ms": 60_000}}
+    answers: list[httpx.Response] = []
+
+    def call() -> None:
+        answers.append(httpx.post(f"{server.api_url}/route", json=body, timeout=30.0))
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    wait_until(lambda: deferred_waiting(server) == 1, what="the call waiting deferred")
+    assert server.terminate() == 0
+    caller.join(30)
+
+    assert [answer.status_code for answer in answers] == [200]
+    result = answers[0].json()
+    assert (result["status"], result["fault"], result["delivered"]) == ("cancelled", "router", False)
