@@ -93,6 +93,9 @@ async def test_a_chain_whose_third_step_fails_undoes_the_first_two_newest_first(
         # Each undo asked the agent that did the work: it declares the compensating capability.
         assert [item["agent_id"] for item in undone] == ["pay:accounts:01", "mcp:ledger:0"]
         assert report["not_undone"] == []
+        # The error says it too, for callers that read only the message (a CLI, an MCP client).
+        assert result.error is not None
+        assert result.error.endswith("; undone: " + ", ".join(item["capability"] for item in undone))
         record = router.explain(result.task_id).to_dict()
         assert [item["task_id"] for item in record["compensations"]] == [item["task_id"] for item in undone]
         # Compensating the failed chain again does nothing, and says so.

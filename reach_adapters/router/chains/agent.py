@@ -24,7 +24,7 @@ from reach_adapters.router.agent import ok_result
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.chains.journal import ChainRun, Done
 from reach_adapters.router.chains.model import Chain, Step, dependencies
-from reach_adapters.router.chains.saga import SagaHost, compensate, new_report
+from reach_adapters.router.chains.saga import SagaHost, compensate, new_report, undo_summary
 from reach_adapters.router.chains.template import (
     Template,
     TemplateError,
@@ -198,7 +198,11 @@ class ChainAgent:
         await asyncio.wait({undoing}, timeout=max(ends - time.time(), 0.0))
         report = _snapshot(report)
         callers = failed_at is not None and failed_at.callers
-        return self._failure(message, failed, callers, late, {"chain": record, "compensation": report})
+        failure = self._failure(message, failed, callers, late, {"chain": record, "compensation": report})
+        # Said in the error too: a caller reading only the message (a CLI, an MCP client) must
+        # learn what was left done.
+        amend(failure, {"error": f"{failure.error}; {undo_summary(report)}"})
+        return failure
 
     def _deadlines(self, message: ReachMessage) -> tuple[float, float]:
         """When the chain answers at the latest, and the deadline its steps get: a margin before

@@ -22,7 +22,7 @@ from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.retry import backoff_s
 
-__all__ = ["Outcome", "SagaHost", "compensate", "new_report"]
+__all__ = ["Outcome", "SagaHost", "compensate", "new_report", "undo_summary"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,25 @@ def new_report() -> dict[str, JsonValue]:
     """A compensation report before anything is undone: `compensate` fills it in as it goes, so a
     caller that cannot wait for the end can say how far it got."""
     return {"status": "undoing", "undone": [], "not_undone": [], "already_undone": []}
+
+
+def undo_summary(report: dict[str, JsonValue]) -> str:
+    """A report in a sentence: what was undone, what could not be, what is still being undone."""
+
+    def named(key: str) -> str:
+        items = report.get(key)
+        outcomes = items if isinstance(items, list) else []
+        return ", ".join(str(item.get("capability")) for item in outcomes if isinstance(item, dict))
+
+    status = report.get("status")
+    if status == "nothing_to_compensate":
+        return "nothing needed undoing"
+    parts = [f"undone: {named('undone') or 'nothing'}"]
+    if named("not_undone"):
+        parts.append(f"NOT undone: {named('not_undone')} (see extra.compensation)")
+    if status == "undoing":
+        parts.append("the rest is still being undone (router.compensate(task_id) waits for it)")
+    return "; ".join(parts)
 
 
 async def compensate(
