@@ -141,8 +141,11 @@ class ConsensusHint(_Model):
                 "as must agree"
             )
             raise ValueError(msg)
-        if (self.vote == "judge") is (self.judge is None):
-            msg = "consensus judge names the judging capability, and goes with vote 'judge' only"
+        if self.vote == "judge" and self.judge is None:
+            msg = "vote 'judge' needs judge: the name of the capability that picks among the answers"
+            raise ValueError(msg)
+        if self.vote != "judge" and self.judge is not None:
+            msg = f"judge {self.judge!r} goes with vote 'judge' only, and the vote is {self.vote!r}"
             raise ValueError(msg)
         return self
 

@@ -342,7 +342,18 @@ class Dispatcher:
             kind = ErrorKind.PAYLOAD_VALIDATION
             refused = error_result(message, ResultStatus.INVALID, kind, invalid, fault=Fault.CALLER)
             return self._finish(run, message, record, refused, start, "none", plan.queued_ms)
-        voters = pick_voters(plan.slots, hint_of(message).n)
+        hint = hint_of(message)
+        if hint.judge is not None and not self.registry.slots_named(hint.judge):
+            # Found out before the voters work for nothing: no agent could judge their answers.
+            error = (
+                f"no agent declares the judge capability {hint.judge!r}, so no voter was asked; "
+                "`reach catalog` lists the capabilities that exist"
+            )
+            missing = error_result(
+                message, ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, fault=Fault.ROUTER
+            )
+            return self._finish(run, message, record, missing, start, "none", plan.queued_ms)
+        voters = pick_voters(plan.slots, hint.n)
         principal = message.meta_info.principal
         if self.guard is not None and principal is not None:
             refusal = await self.guard.fan_out(principal, len(voters))

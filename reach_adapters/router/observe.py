@@ -24,12 +24,14 @@ class ReachObserver(Protocol):
 
 
 def decision_type(record: DecisionRecord) -> str:
-    """``fell back``, ``filtered`` (nothing could serve), ``retried``, ``matched`` (the capability
-    was found from the task text) or ``selected``."""
+    """``fell back``, ``filtered`` (nothing could serve), ``voted`` (a consensus), ``retried``,
+    ``matched`` (the capability was found from the task text) or ``selected``."""
     if record.path in ("fallback", "default"):
         return "fell back"
     if not record.attempts:
         return "filtered"
+    if record.mode == "consensus":
+        return "voted"
     candidate_attempts = sum(1 for attempt in record.attempts if attempt.path == "candidate")
     if candidate_attempts > 1 and record.mode != "broadcast":
         return "retried"

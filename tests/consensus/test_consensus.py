@@ -21,6 +21,7 @@ from reach_adapters import (
     Vote,
 )
 from reach_adapters.langchain import LangChainAgent
+from reach_adapters.router.observe import decision_type
 from tests.consensus.voters import CAPITAL, chat_voter, graph_voter, lambda_voter, mcp_voter
 
 pytestmark = pytest.mark.timeout(60)
@@ -230,6 +231,36 @@ async def test_a_judge_capability_picks_among_the_answers(voters: Router) -> Non
     assert sum(agreed.values()) == 4
 
 
+async def test_a_judge_nobody_declares_is_found_before_any_voter_is_asked() -> None:
+    asked: list[str] = []
+
+    def paris(country: str) -> str:
+        asked.append(country)
+        return "Paris"
+
+    async with Router() as router:
+        for n in (1, 2):
+            router.register(FunctionAgent(paris, agent_id=f"geo:f{n}:01", capabilities=[CAPITAL]))
+
+        result = await router.consensus("capital", FRANCE, n=2, quorum=2, vote="judge", judge="pick_capital")
+
+        assert (result.status, result.fault, result.delivered) == (
+            ResultStatus.NO_CANDIDATE,
+            Fault.ROUTER,
+            False,
+        )
+        assert "no agent declares the judge capability 'pick_capital', so no voter was asked" in str(
+            result.error
+        )
+        assert asked == []
+
+
+async def test_a_consensus_is_logged_as_voted_not_retried(voters: Router) -> None:
+    result = await voters.consensus("capital", FRANCE, n=3, quorum=2)
+
+    assert decision_type(voters.explain(result.task_id)) == "voted"
+
+
 async def test_a_judges_scores_pick_the_best_and_become_the_voters_ratings() -> None:
     async with Router() as router:
         router.register(lambda_voter())
@@ -269,12 +300,6 @@ async def test_a_judge_answering_nothing_it_may_answer_fails_the_consensus_as_it
         assert result.agent_id == "geo:judge:01"
         assert "picks none of the 2 answers" in (result.error or "")
         assert len(result.extra["votes"]) == 2  # type: ignore[arg-type]
-
-        missing = await router.consensus(
-            "capital", FRANCE, n=2, quorum=2, vote="judge", judge="nobody_judges"
-        )
-        assert missing.status is ResultStatus.ERROR
-        assert "the judge 'nobody_judges' ended no_candidate" in (missing.error or "")
 
 
 async def test_a_custom_vote_function_decides_sync_or_async() -> None:
@@ -362,8 +387,8 @@ async def test_a_repeated_task_id_is_answered_once(voters: Router) -> None:
         ({"n": 0}, "field 'n'"),
         ({"n": 99}, "field 'n'"),
         ({"vote": "loudest"}, "vote must be 'majority', 'judge' or a function"),
-        ({"vote": "judge"}, "judge names the judging capability"),
-        ({"judge": "pick"}, "judge names the judging capability"),
+        ({"vote": "judge"}, "vote 'judge' needs judge: the name of the capability"),
+        ({"judge": "pick"}, "judge 'pick' goes with vote 'judge' only"),
         (
             {"vote": "judge", "judge": "pick", "normalise": str.lower},
             "normalise is a function, for vote 'majority'",
