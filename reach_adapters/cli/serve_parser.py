@@ -21,7 +21,8 @@ def add_serve_command(commands: Any, command: Command, parents: list[argparse.Ar
         parents,
         "serve a config directory over MCP and HTTP",
         "Start the router from CONFIG_DIR and serve it: MCP (streamable HTTP at /mcp, or stdio) and an "
-        "HTTP API (/api/catalog, /api/route, /api/send, /api/explain/TASK_ID, /api/health, /metrics), and, "
+        "HTTP API (/api/catalog, /api/route, /api/send, /api/consensus, /api/tasks, /api/feedback, "
+        "/api/compensate/TASK_ID, /api/explain/TASK_ID, /api/health, /metrics), and, "
         "with the 'a2a' extra, A2A (/.well-known/agent-card.json, /a2a). "
         "Once serving, prints 'reach ready: url=... mcp=... api=...' (on stderr with --transport stdio). "
         "Changes to CONFIG_DIR are applied while it runs; an invalid change is logged and ignored.",
