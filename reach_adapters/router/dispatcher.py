@@ -15,7 +15,7 @@ from middleware.fast import amend
 from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn
 from reach_adapters.router.broadcast import fan_out
-from reach_adapters.router.consensus.mode import decide, hint_of, pick_voters
+from reach_adapters.router.consensus.mode import decide, hint_of, missing_judge, pick_voters
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.deferral import DeferredQueue, RouteAgain, not_deferred
 from reach_adapters.router.faults import ANSWERED
@@ -184,9 +184,7 @@ class Dispatcher:
             and not run.admitted
         ):
             return self._deduplicated(message, tracer, run)
-        if message.routing_hint.defer:
-            return self._dispatch(message, tracer, run)
-        return self._dispatch_once(message, tracer, run)
+        return self._passes(message, tracer, run)
 
     def _loop(self, message: ReachMessage, came_back: bool, run: Run) -> ReachResult:
         meta = message.meta_info
@@ -229,10 +227,7 @@ class Dispatcher:
                 continue  # the first caller gave up before an answer: claim it again
             return earlier.model_copy(update={"served_by": "deduplicated"})
         try:
-            if message.routing_hint.defer:
-                result = await self._dispatch(message, tracer, run)
-            else:
-                result = await self._dispatch_once(message, tracer, run)
+            result = await self._passes(message, tracer, run)
         except BaseException:
             self.dedupe.abandon(meta.task_id, future)
             raise
@@ -242,9 +237,16 @@ class Dispatcher:
     def _strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
 
+    def _passes(
+        self, message: ReachMessage, tracer: Tracer | None, run: Run
+    ) -> Coroutine[Any, Any, ReachResult]:
+        """A call that may wait deferred loops over passes; every other call takes one pass, with
+        no loop around it (no frame more on the common path)."""
+        if message.routing_hint.defer:
+            return self._dispatch(message, tracer, run)
+        return self._dispatch_once(message, tracer, run)
+
     async def _dispatch(self, message: ReachMessage, tracer: Tracer | None, run: Run) -> ReachResult:
-        """The passes of a call that may wait deferred; every other call takes one pass, with no
-        loop around it."""
         while True:
             try:
                 return await self._dispatch_once(message, tracer, run)
@@ -274,11 +276,9 @@ class Dispatcher:
                 )
                 if problem.fault is Fault.CALLER:
                     return self._finish(run, message, record, missing, start, "none", plan.queued_ms)
-                invalid = self.planner.invalid_payload(message)
-                if invalid is not None:
-                    # Fallback serves "no agent can take this", never "the caller sent garbage".
-                    kind = ErrorKind.PAYLOAD_VALIDATION
-                    refused = error_result(message, ResultStatus.INVALID, kind, invalid, fault=Fault.CALLER)
+                # Fallback serves "no agent can take this", never "the caller sent garbage".
+                refused = self._invalid_payload(message)
+                if refused is not None:
                     return self._finish(run, message, record, refused, start, "none", plan.queued_ms)
                 if hint.mode == "consensus":
                     # One fallback agent's answer is no consensus, nor is waiting for one.
@@ -336,24 +336,14 @@ class Dispatcher:
         start: float,
         run: Run,
     ) -> ReachResult:
-        invalid = self.planner.invalid_payload(message)
-        if invalid is not None:
-            # The caller's mistake, as a route says: no voter is asked to refuse it n times over.
-            kind = ErrorKind.PAYLOAD_VALIDATION
-            refused = error_result(message, ResultStatus.INVALID, kind, invalid, fault=Fault.CALLER)
+        # The caller's mistake, as a route says: no voter is asked to refuse it n times over.
+        refused = self._invalid_payload(message)
+        if refused is not None:
             return self._finish(run, message, record, refused, start, "none", plan.queued_ms)
-        hint = hint_of(message)
-        if hint.judge is not None and not self.registry.slots_named(hint.judge):
-            # Found out before the voters work for nothing: no agent could judge their answers.
-            error = (
-                f"no agent declares the judge capability {hint.judge!r}, so no voter was asked; "
-                "`reach catalog` lists the capabilities that exist"
-            )
-            missing = error_result(
-                message, ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, fault=Fault.ROUTER
-            )
+        missing = missing_judge(message, self.registry)
+        if missing is not None:
             return self._finish(run, message, record, missing, start, "none", plan.queued_ms)
-        voters = pick_voters(plan.slots, hint.n)
+        voters = pick_voters(plan.slots, hint_of(message).n)
         principal = message.meta_info.principal
         if self.guard is not None and principal is not None:
             refusal = await self.guard.fan_out(principal, len(voters))
@@ -364,6 +354,14 @@ class Dispatcher:
             voters, message, deadline, record, self.policy, self.errors, self.ratings, self.dispatch
         )
         return self._finish(run, message, record, decided, start, "candidate", plan.queued_ms)
+
+    def _invalid_payload(self, message: ReachMessage) -> ReachResult | None:
+        """The caller's refusal when the payload fits no declaration of its capability, else None."""
+        invalid = self.planner.invalid_payload(message)
+        if invalid is None:
+            return None
+        kind = ErrorKind.PAYLOAD_VALIDATION
+        return error_result(message, ResultStatus.INVALID, kind, invalid, fault=Fault.CALLER)
 
     async def _fall_back(
         self,

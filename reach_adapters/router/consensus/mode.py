@@ -33,9 +33,10 @@ from reach_adapters.router.options import CallOptions
 from reach_adapters.router.outcomes import ErrorKind, error_result
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.ratings import Ratings
+from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import Slot
 
-__all__ = ["NO_CONSENSUS", "decide", "pick_voters"]
+__all__ = ["NO_CONSENSUS", "decide", "missing_judge", "pick_voters"]
 
 # The error type of a consensus that decided nothing; `raise_for_status` raises `NoConsensusError`.
 NO_CONSENSUS = "NoConsensusError"
@@ -184,6 +185,19 @@ async def _vote(
             )
             return _invalid(message, error)
     return decided
+
+
+def missing_judge(message: ReachMessage, registry: Registry) -> ReachResult | None:
+    """A consensus's refusal when no agent declares its judge capability: found out before the
+    voters work for nothing."""
+    judge = hint_of(message).judge
+    if judge is None or registry.slots_named(judge):
+        return None
+    error = (
+        f"no agent declares the judge capability {judge!r}, so no voter was asked; "
+        "`reach catalog` lists the capabilities that exist"
+    )
+    return error_result(message, ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, fault=Fault.ROUTER)
 
 
 async def _judge(
