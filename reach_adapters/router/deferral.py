@@ -121,7 +121,15 @@ class DeferredQueue:
             return result
         deferral = run.deferral
         if deferral is None:
-            return await self._park(message, record, result, caller_deadline, run, policy)
+            refused = await self._park(message, record, result, caller_deadline, run, policy)
+            if refused is not None:
+                return refused
+            deferral = run.deferral
+            assert deferral is not None, "a parked call has its deferral"
+            if deferral.task:
+                # Routed again at once before it waits: an agent may have come while its state
+                # was saved (a cluster's store is a round trip away).
+                raise RouteAgain
         if self.closed and not deferral.task:
             error = "the router closed while the call waited deferred; it never reached an agent"
             kind = ErrorKind.CANCELLED
@@ -164,8 +172,9 @@ class DeferredQueue:
         caller_deadline: bool,
         run: Run,
         policy: RoutingPolicy,
-    ) -> ReachResult:
-        """Enter the queue, or refuse when it is full or the deadline has passed already."""
+    ) -> ReachResult | None:
+        """Enter the queue (None), or the result that refuses it: the queue is full, the router is
+        closing, or the deadline has passed already."""
         meta = message.meta_info
         if self.closed:
             not_deferred(record, "the router is closing")
@@ -200,8 +209,7 @@ class DeferredQueue:
         )
         if not caller_deadline:
             amend(meta, {"deadline": None})
-        # Routed again at once before it waits: an agent may have come while it was parked.
-        raise RouteAgain
+        return None
 
 
 def _deferrable(message: ReachMessage, record: DecisionRecord, problem: Problem, result: ReachResult) -> bool:
