@@ -12,6 +12,7 @@ from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
 from reach_adapters.cli.errors import UsageError
 from reach_adapters.cli.remote import Remote
 from reach_adapters.cli.render import render_json, render_result
+from reach_adapters.router.tasks.records import UNFINISHED
 
 __all__ = ["run_submit", "run_task"]
 
@@ -19,7 +20,6 @@ __all__ = ["run_submit", "run_task"]
 _LONG_POLL_S = 60.0
 # Beyond the wait itself, what one long poll may take on the way.
 _HTTP_MARGIN_S = 10.0
-_UNFINISHED = frozenset({"queued", "running", "deferred"})
 
 
 def run_submit(args: argparse.Namespace) -> int:
@@ -50,7 +50,7 @@ def run_task(args: argparse.Namespace) -> int:
     else:
         task = Remote(args.url, timeout_s=_HTTP_MARGIN_S, token=args.token).get(path)
     print(render_json(task) if args.json else _render(task))
-    unfinished = task["status"] in _UNFINISHED
+    unfinished = task["status"] in UNFINISHED
     if args.cancel or (unfinished and not args.wait):
         return EXIT_OK
     return EXIT_OK if task["status"] == "ok" else EXIT_FAILED
@@ -62,7 +62,7 @@ def _wait(args: argparse.Namespace, path: str) -> Any:
     while True:
         left = end - time.monotonic()
         task = remote.get(path, {"wait": f"{max(0.0, min(left, _LONG_POLL_S)):.3f}"})
-        if task["status"] not in _UNFINISHED or left <= _LONG_POLL_S:
+        if task["status"] not in UNFINISHED or left <= _LONG_POLL_S:
             return task
 
 

@@ -286,7 +286,8 @@ class TaskWorkers:
         if run.stopped == CALLER:
             return cancelled_result(record.message, running=False)
         run.delivering = True
-        PARKING.set(self.parked.parking(record))
+        if record.message.routing_hint.defer:
+            PARKING.set(self.parked.parking(record))
         try:
             return await self._router.dispatch(record.message)
         except asyncio.CancelledError:

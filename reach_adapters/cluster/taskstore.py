@@ -18,6 +18,7 @@ import redis.asyncio as redis
 from reach_adapters.cluster.batching import ScriptBatch
 from reach_adapters.cluster.records import Keys
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
+from reach_adapters.router.tasks.records import UNFINISHED
 
 __all__ = ["QUEUE_FULL", "RedisTaskStore", "done_event"]
 
@@ -32,10 +33,10 @@ _Letters = list[dict[str, Any]]
 _DONE = b'{"op":"done","task_id":'
 _RECORD = b',"record":'
 
-_UNFINISHED_LUA = """
+_UNFINISHED_LUA = f"""
 local function unfinished(raw)
   local status = cjson.decode(raw)['status']
-  return status == 'queued' or status == 'running' or status == 'deferred'
+  return {" or ".join(f"status == '{status}'" for status in sorted(UNFINISHED))}
 end
 """
 

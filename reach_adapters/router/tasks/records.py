@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from middleware import ReachMessage, ReachResult
 
-__all__ = ["TaskRecord", "TaskStatus"]
+__all__ = ["UNFINISHED", "TaskRecord", "TaskStatus"]
 
 
 class TaskStatus(StrEnum):
@@ -32,10 +32,11 @@ class TaskStatus(StrEnum):
 
     @property
     def finished(self) -> bool:
-        return self not in _UNFINISHED
+        return self not in UNFINISHED
 
 
-_UNFINISHED = frozenset({TaskStatus.QUEUED, TaskStatus.RUNNING, TaskStatus.DEFERRED})
+# The one list of where a task can stand before it ends: the Redis scripts and the CLI read it too.
+UNFINISHED = frozenset({TaskStatus.QUEUED, TaskStatus.RUNNING, TaskStatus.DEFERRED})
 
 
 class TaskRecord(BaseModel):

@@ -206,7 +206,9 @@ class AsyncTasks:
             record.status = TaskStatus.RUNNING
             record.started_at = time.time()
             await self.store.save(record)
-            PARKING.set(Parking(record.task_id, partial(self._park, run), partial(self._resume, run)))
+            if record.message.routing_hint.defer:
+                # Only a deferred task may park: the others need no way back to the runner.
+                PARKING.set(Parking(record.task_id, partial(self._park, run), partial(self._resume, run)))
             result = await self._dispatch(record.message)
         except asyncio.CancelledError:
             # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
