@@ -11,7 +11,10 @@ import os
 import random
 import time
 
-__all__ = ["new_task_id", "new_trace_id"]
+__all__ = ["MAX_ID_LENGTH", "new_task_id", "new_trace_id"]
+
+# The longest task or trace id a message may carry.
+MAX_ID_LENGTH = 128
 
 _MASK_62 = (1 << 62) - 1
 _counter = itertools.count()

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from middleware.errors import error_for
-from middleware.ids import new_task_id, new_trace_id
+from middleware.ids import MAX_ID_LENGTH, new_task_id, new_trace_id
 
 __all__ = [
     "ConsensusHint",
@@ -50,8 +50,8 @@ class _Model(BaseModel):
 class MetaInfo(_Model):
     """Who asked for what, when, and under which limits."""
 
-    task_id: str = Field(default_factory=new_task_id, min_length=1, max_length=128)
-    trace_id: str = Field(default_factory=new_trace_id, min_length=1, max_length=128)
+    task_id: str = Field(default_factory=new_task_id, min_length=1, max_length=MAX_ID_LENGTH)
+    trace_id: str = Field(default_factory=new_trace_id, min_length=1, max_length=MAX_ID_LENGTH)
     capability: str | None = Field(None, description="Requested capability name.")
     version: str | None = Field(None, description="Required capability version (exact match).")
     namespace: str | None = Field(None, description="Only agents in this namespace may serve.")

@@ -22,6 +22,7 @@ from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
 from reach_adapters.router.agent import CallStyle
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.chains import Chain, Step
+from reach_adapters.router.chains.agent import CHAIN_NAMESPACE
 from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.policy import RoutingPolicy
 
@@ -257,7 +258,7 @@ class _ChainFileMethods(BaseModel):
 
     @property
     def agent_id(self) -> str:
-        return f"chain:{getattr(self, 'name')}:0"  # noqa: B009 - the field comes with the twin
+        return f"{CHAIN_NAMESPACE}:{getattr(self, 'name')}:0"  # noqa: B009 - the field comes with the twin
 
     def declaration(self) -> Chain:
         """The `Chain` this file declares; raises `InvalidDeclarationError` if it does not hold."""

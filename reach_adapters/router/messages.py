@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, RoutingHint, ensure_json
 from middleware.fast import build_trusted
+from middleware.ids import MAX_ID_LENGTH
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.hops import current_guard, current_hop
 from reach_adapters.router.options import CALL_OPTIONS, CallOptions
@@ -31,11 +32,11 @@ __all__ = [
 ]
 
 # Names and lists a caller sends become keys, labels and log fields: bounded, so one call cannot
-# cost more than a call should. Task and trace ids are bounded by `MetaInfo` itself (128).
+# cost more than a call should. Task and trace ids are bounded by `MetaInfo` itself.
 MAX_NAME_LENGTH = 256
 MAX_OPTION_ITEMS = 256
 # `MetaInfo.task_id`'s own bound.
-MAX_TASK_ID_LENGTH = 128
+MAX_TASK_ID_LENGTH = MAX_ID_LENGTH
 _NAMED_OPTIONS = ("capability", "version", "namespace", "source")
 _COUNTED_META = ("tags", "attributes", "lineage")
 

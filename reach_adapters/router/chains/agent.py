@@ -142,6 +142,8 @@ class ChainAgent:
         outputs: dict[str, Any] = {}
         steps: list[JsonValue] = []
         done: list[Done] = []
+        # Kept in the journal however the chain ends: `done` fills in as steps succeed.
+        run = ChainRun(meta.task_id, self.chain.name, meta.principal, meta.trace_id, done)
         failed: dict[str, JsonValue] | None = None
         failed_at: _Ran | None = None
         started: set[str] = set()
@@ -184,10 +186,10 @@ class ChainAgent:
             await asyncio.gather(*running, return_exceptions=True)
             if cancelled.args[:1] != (ABANDONED,):
                 self._undo(host, done, message, new_report())
-            host._keep(ChainRun(meta.task_id, self.chain.name, meta.principal, meta.trace_id, done))
+            host._keep(run)
             raise
         record: dict[str, JsonValue] = {"name": self.chain.name, "steps": steps}
-        host._keep(ChainRun(meta.task_id, self.chain.name, meta.principal, meta.trace_id, done))
+        host._keep(run)
         if failed is None:
             return ok_result(message, self._agent_id, answer, extra={"chain": record})
         record["failed"] = failed

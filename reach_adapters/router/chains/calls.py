@@ -16,6 +16,7 @@ from reach_adapters.router.chains.model import Chain
 from reach_adapters.router.chains.saga import compensate
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.planning import slot_for
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.registry import Registry
@@ -99,16 +100,14 @@ class ChainCalls:
         runtime = self._registry.get(agent_id)
         if runtime is None or runtime.state in UNUSABLE_STATES:
             return False
-        return any(slot.capability.name == capability for slot in runtime.slots)
+        # As `send(agent_id, capability=...)` finds it, so the check and the send agree.
+        return slot_for(runtime.slots, capability) is not None
 
     def _safe_to_repeat(self, agent_id: str | None, capability: str) -> bool:
         """Whether agent `agent_id` declares `capability` safe to repeat (idempotent or read-only)."""
         runtime = None if agent_id is None else self._registry.get(agent_id)
-        if runtime is None:
-            return False
-        return any(
-            slot.capability.name == capability and slot.capability.safe_to_repeat for slot in runtime.slots
-        )
+        slot = None if runtime is None else slot_for(runtime.slots, capability)
+        return slot is not None and slot.capability.safe_to_repeat
 
     def _compensable(self, task_id: str) -> list[Done]:
         """What undoing task `task_id` would undo, in the order it was done: the reach itself, or
