@@ -308,5 +308,6 @@ def _thread(meta: MetaInfo, context_id: str) -> None:
 
 
 def _struct(struct: struct_pb2.Struct) -> dict[str, JsonValue]:
-    value = data_value(struct_pb2.Value(struct_value=struct))
-    return value if isinstance(value, dict) else {}
+    # Its fields walked in place: a Struct given to a Value's constructor is copied first, and this
+    # runs on every message served.
+    return {key: data_value(item) for key, item in struct.fields.items()}

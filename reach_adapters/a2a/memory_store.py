@@ -43,17 +43,11 @@ class MemoryA2ATaskStore(TaskStore):
         self._tasks: OrderedDict[str, _Kept] = OrderedDict()
         self._answering: set[str] = set()
 
-    def __len__(self) -> int:
-        self._expire(time.monotonic())
-        return len(self._tasks)
-
     async def save(self, task: Task, context: ServerCallContext) -> None:
         now = time.monotonic()
         kept = self._tasks.pop(task.id, None)
         owner = self._owners.owner(context) if kept is None else kept.owner
-        copy = Task()
-        copy.CopyFrom(task)
-        self._tasks[task.id] = _Kept(owner, copy, now + self._ttl_s)
+        self._tasks[task.id] = _Kept(owner, _copy(task), now + self._ttl_s)
         self._expire(now)
         while len(self._tasks) > self._max_tasks:
             self._tasks.popitem(last=False)

@@ -173,12 +173,8 @@ class A2AService:
         await self._push_client.aclose()
 
     def _scope(self, context: ServerCallContext) -> str | None:
-        """Whose tasks a caller sees: its own, or all (no security, or a principal that sees all)."""
-        principal = call_principal(context)
-        guard = self.router.guard
-        if principal is None or guard is None or guard.sees_all(principal):
-            return None
-        return principal
+        """Whose tasks a caller sees: its own, or all (`Router.owner_scope`)."""
+        return self.router.owner_scope(call_principal(context))
 
     def _url(self, base_url: object) -> str:
         if self._url_from_request and isinstance(base_url, str):

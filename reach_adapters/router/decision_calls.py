@@ -34,7 +34,7 @@ class DecisionCalls:
         `principal`, only its own tasks are found (all of them for an admin).
         """
         record = self._dispatcher.decisions.get(task_id)
-        owner = self._owner(principal)
+        owner = self.owner_scope(principal)
         if owner is not None and record.principal != owner:
             msg = f"no decision record for task {task_id!r} of principal {principal!r}"
             raise UnknownTaskError(msg)
@@ -46,10 +46,11 @@ class DecisionCalls:
         """The latest decision records, newest first, optionally for one capability; the router
         keeps the last ``policy.decision_log_size``. For a `principal`, only its own (all for an
         admin)."""
-        return self._dispatcher.decisions.recent(limit, capability, self._owner(principal))
+        return self._dispatcher.decisions.recent(limit, capability, self.owner_scope(principal))
 
-    def _owner(self, principal: str | None) -> str | None:
-        """The principal whose tasks and records alone `principal` sees; None: it sees all."""
+    def owner_scope(self, principal: str | None) -> str | None:
+        """The principal whose tasks and records alone `principal` sees; None: it sees all (no
+        security, or a principal allowed to). Every surface listing tasks keeps to it."""
         guard = self._dispatcher.guard
         owner_only = principal is not None and guard is not None and not guard.sees_all(principal)
         return principal if owner_only else None

@@ -37,7 +37,7 @@ class ChainCalls:
     _dispatcher: Dispatcher
     _portal: Portal
     _check_open: Callable[[], None]
-    _owner: Callable[[str | None], str | None]
+    owner_scope: Callable[[str | None], str | None]
     policy: RoutingPolicy
     register: Callable[[Agent], None]
     deregister: Callable[..., Coroutine[Any, Any, None]]
@@ -78,7 +78,8 @@ class ChainCalls:
         ``RoutingPolicy.compensation_journal_size``) or, for a `principal`, not its own.
         """
         self._check_open()
-        entry = self._journal.find(task_id, self._owner(principal), self.policy.compensation_journal_size)
+        size = self.policy.compensation_journal_size
+        entry = self._journal.find(task_id, self.owner_scope(principal), size)
         done = entry.steps if isinstance(entry, ChainRun) else [entry]
         report = await compensate(self, done, entry.principal, entry.trace_id)  # type: ignore[arg-type]
         report = {"task_id": task_id, **report}

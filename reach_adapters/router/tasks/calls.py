@@ -25,7 +25,7 @@ class TaskCalls:
     _tasks: TaskRunner
     _portal: Portal
     _check_open: Callable[[], None]
-    _owner: Callable[[str | None], str | None]
+    owner_scope: Callable[[str | None], str | None]
     policy: RoutingPolicy
 
     @property
@@ -73,30 +73,30 @@ class TaskCalls:
 
     async def task(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
         """A submitted task as it stands; for a `principal`, only its own (all for an admin)."""
-        return await self._tasks.get(task_id, self._owner(principal))
+        return await self._tasks.get(task_id, self.owner_scope(principal))
 
     async def wait(
         self, task_id: str, *, timeout: float | None = None, principal: str | None = None
     ) -> TaskRecord:
         """A submitted task once finished, or as it stands after `timeout` seconds."""
-        return await self._tasks.wait(task_id, self._owner(principal), timeout)
+        return await self._tasks.wait(task_id, self.owner_scope(principal), timeout)
 
     async def cancel(self, task_id: str, *, principal: str | None = None) -> TaskRecord:
         """Cancel a queued or running task (status ``cancelled``); `TaskFinishedError` if it ended."""
-        return await self._tasks.cancel(task_id, self._owner(principal))
+        return await self._tasks.cancel(task_id, self.owner_scope(principal))
 
     async def list_tasks(
         self, *, status: TaskStatus | None = None, limit: int = 100, principal: str | None = None
     ) -> list[TaskRecord]:
         """Submitted tasks kept, newest first; for a `principal`, only its own (all for an admin)."""
-        return await self._tasks.list(self._owner(principal), status, limit)
+        return await self._tasks.list(self.owner_scope(principal), status, limit)
 
     async def dead_letters(
         self, *, limit: int = 100, principal: str | None = None
     ) -> list[dict[str, JsonValue]]:
         """Tasks given up after too many deliveries (a cluster's queue), newest first; for a
         `principal`, only its own. The in-memory runner never gives a task up: always empty."""
-        return await self._tasks.dead_letters(self._owner(principal), limit)
+        return await self._tasks.dead_letters(self.owner_scope(principal), limit)
 
     def submit_sync(
         self,
