@@ -156,7 +156,8 @@ class RouterMCPServer:
         """The consensus tool's name now, clear of every capability's; None when not offered."""
         if not self.consensus_tool:
             return None
-        return consensus_tool_name({*self._catalog(), *self.router.declarations()})
+        # Every declared name, usable now or not (the tools offered are among them).
+        return consensus_tool_name(self.router.declarations())
 
     async def _consensus(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams

@@ -54,9 +54,7 @@ class AgentInfo(BaseModel):
         return "; ".join(parts) or None
 
 
-def agent_info(
-    runtime: AgentRuntime, slots: list[Slot] | None = None, ratings: Ratings | None = None
-) -> AgentInfo:
+def agent_info(runtime: AgentRuntime, slots: list[Slot] | None, ratings: Ratings) -> AgentInfo:
     """The agent as the catalog shows it, with the declarations of `slots` (default: all)."""
     shown = runtime.slots if slots is None else slots
     breaker = runtime.breaker
@@ -78,18 +76,12 @@ def agent_info(
         avg_ms=round(runtime.avg_ms, 3),
         capabilities=[slot.capability for slot in shown],
         node=getattr(runtime.agent, "hosted_on", None),
-        ratings=_ratings(shown, ratings),
+        ratings={slot.capability.name: round(ratings.slot(slot), 4) for slot in shown},
     )
 
 
-def _ratings(slots: list[Slot], ratings: Ratings | None) -> dict[str, float]:
-    if ratings is None:
-        return {}
-    return {slot.capability.name: round(ratings.slot(slot), 4) for slot in slots}
-
-
 def list_agents(
-    registry: Registry, visible: Callable[[Slot], bool] | None, ratings: Ratings | None = None
+    registry: Registry, visible: Callable[[Slot], bool] | None, ratings: Ratings
 ) -> list[AgentInfo]:
     """The catalog: every agent, or (with `visible`) the agents and capabilities a principal may
     reach."""

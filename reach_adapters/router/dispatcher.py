@@ -290,12 +290,9 @@ class Dispatcher:
                 )
             deadline = meta.deadline or 0.0
             if hint.mode == "broadcast":
-                principal = meta.principal
-                if self.guard is not None and principal is not None:
-                    refusal = await self.guard.fan_out(principal, len(plan.slots))
-                    if refusal is not None:
-                        return self._refuse(message, run, refusal, record)
-                run.targets.update(slot.runtime.agent_id for slot in plan.slots)
+                refused = await self._fan_out_refused(message, run, record, plan.slots)
+                if refused is not None:
+                    return refused
                 merged = await fan_out(plan.slots, message, deadline, hint.merge, record, self.errors)
                 return self._finish(run, message, record, merged, start, "candidate", plan.queued_ms)
             if hint.mode == "consensus":
@@ -344,16 +341,26 @@ class Dispatcher:
         if missing is not None:
             return self._finish(run, message, record, missing, start, "none", plan.queued_ms)
         voters = pick_voters(plan.slots, hint_of(message).n)
-        principal = message.meta_info.principal
-        if self.guard is not None and principal is not None:
-            refusal = await self.guard.fan_out(principal, len(voters))
-            if refusal is not None:
-                return self._refuse(message, run, refusal, record)
-        run.targets.update(slot.runtime.agent_id for slot in voters)
+        refused = await self._fan_out_refused(message, run, record, voters)
+        if refused is not None:
+            return refused
         decided = await decide(
             voters, message, deadline, record, self.policy, self.errors, self.ratings, self.dispatch
         )
         return self._finish(run, message, record, decided, start, "candidate", plan.queued_ms)
+
+    async def _fan_out_refused(
+        self, message: ReachMessage, run: Run, record: DecisionRecord, slots: list[Slot]
+    ) -> ReachResult | None:
+        """The refusal of a call sent to several `slots` at once when the caller's quota cannot
+        take that many; else None, and the run targets them all."""
+        principal = message.meta_info.principal
+        if self.guard is not None and principal is not None:
+            refusal = await self.guard.fan_out(principal, len(slots))
+            if refusal is not None:
+                return self._refuse(message, run, refusal, record)
+        run.targets.update(slot.runtime.agent_id for slot in slots)
+        return None
 
     def _invalid_payload(self, message: ReachMessage) -> ReachResult | None:
         """The caller's refusal when the payload fits no declaration of its capability, else None."""

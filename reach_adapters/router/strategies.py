@@ -64,7 +64,7 @@ class WeightedStrategy:
 
     name = "weighted"
 
-    def __init__(self, policy: RoutingPolicy, ratings: Ratings | None = None) -> None:
+    def __init__(self, policy: RoutingPolicy, ratings: Ratings) -> None:
         w = policy.weights
         self._w_weight, self._w_health, self._w_load, self._w_aff = w.weight, w.health, w.load, w.affinity
         self._busy_ratio = policy.busy_ratio
@@ -75,7 +75,7 @@ class WeightedStrategy:
             max(slot.capability.weight for slot in slots) if len(slots) > 1 else slots[0].capability.weight
         ) or 1.0
         source = meta.source
-        ratings = self._ratings if self._ratings is not None and self._ratings.rated else None
+        ratings = self._ratings if self._ratings.rated else None
         out: Ranked = []
         for slot in slots:
             cap = slot.capability
@@ -133,17 +133,17 @@ class RatingStrategy:
 
     name = "rating"
 
-    def __init__(self, ratings: Ratings | None = None) -> None:
+    def __init__(self, ratings: Ratings) -> None:
         self._ratings = ratings
 
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
         total = 0.0
         best: Slot | None = None
-        ratings = self._ratings if self._ratings is not None and self._ratings.rated else None
-        quality: dict[int, float] = {}
+        ratings = self._ratings if self._ratings.rated else None
+        quality: list[float] = []
         for slot in slots:
             rated = slot.runtime.success_rate * (1.0 if ratings is None else ratings.slot(slot))
-            quality[id(slot)] = rated
+            quality.append(rated)
             effective = max(rated, 0.01) * 100.0
             slot.swrr_current += effective
             total += effective
@@ -157,16 +157,16 @@ class RatingStrategy:
                 Scored(
                     slot.runtime.agent_id,
                     slot.swrr_current,
-                    {"rating": quality[id(slot)], "current": slot.swrr_current},
+                    {"rating": rated, "current": slot.swrr_current},
                 ),
             )
-            for slot in slots
+            for slot, rated in zip(slots, quality, strict=True)
         ]
         out.sort(key=lambda pair: (pair[0] is not best, -pair[1].score))
         return out
 
 
-def make_strategies(policy: RoutingPolicy, ratings: Ratings | None = None) -> dict[str, Strategy]:
+def make_strategies(policy: RoutingPolicy, ratings: Ratings) -> dict[str, Strategy]:
     return {
         "weighted": WeightedStrategy(policy, ratings),
         "least_wait": LeastWaitStrategy(),
