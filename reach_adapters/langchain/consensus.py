@@ -5,7 +5,11 @@ unasked."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+from langchain_core.tools import ToolException
+from pydantic import Field
 
 from middleware import ReachResult
 from middleware.models import MAX_VOTERS
@@ -37,8 +41,13 @@ _KEY = schema_key(_SCHEMA)
 
 
 class ReachConsensusTool(ReachTool):
-    """Asks n distinct agents of a capability the same task and answers what they agreed on."""
+    """Asks n distinct agents of a capability the same task and answers what they agreed on.
 
+    `refuse` says why a capability is outside what the toolkit offers (its filters), else None:
+    the capability asked and the judge are both held to it, as `ReachAnyTool`'s targets are.
+    """
+
+    refuse: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
     namespace: str | None = None
 
     @classmethod
@@ -47,6 +56,7 @@ class ReachConsensusTool(ReachTool):
         router: Router,
         *,
         handle_tool_error: bool,
+        refuse: Callable[[str, str | None], str | None] | None = None,
         namespace: str | None = None,
         principal: str | None = None,
     ) -> ReachConsensusTool:
@@ -61,6 +71,7 @@ class ReachConsensusTool(ReachTool):
             ),
             args_schema=_SCHEMA,
             handle_tool_error=handle_tool_error,
+            refuse=refuse,
             namespace=namespace,
             principal=principal,
         )
@@ -69,6 +80,12 @@ class ReachConsensusTool(ReachTool):
 
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         self._check(arguments)
+        if self.refuse is not None:
+            for asked in (arguments["capability"], arguments.get("judge")):
+                refused = None if asked is None else self.refuse(asked, None)
+                if refused is not None:
+                    msg = f"{self.name} may not reach {asked!r}: {refused}"
+                    raise ToolException(msg)
         return RoutedCall(
             "route",
             arguments["capability"],

@@ -89,6 +89,7 @@ class ReachToolkit(BaseToolkit):
                 ReachConsensusTool.build(
                     self.router,
                     handle_tool_error=self.handle_tool_error,
+                    refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
                     principal=self.principal,
                 )

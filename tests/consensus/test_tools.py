@@ -137,3 +137,22 @@ def test_the_consensus_tool_works_from_sync_code() -> None:
         assert json.loads(answer)["decision"] == "Paris"
     finally:
         router.close()
+
+
+async def test_a_filtered_toolkits_consensus_tool_keeps_to_its_capabilities(voters: Router) -> None:
+    voters.register(
+        FunctionAgent(lambda **_: {"pick": 0}, agent_id="geo:judge:01", capabilities=[{"name": "pick"}])
+    )
+    (tool,) = [
+        t
+        for t in ReachToolkit(voters, capabilities=["capital"], include_consensus=True).get_tools()
+        if t.name == "reach_consensus"
+    ]
+
+    for args in ({"capability": "pick"}, {"capability": "capital", "vote": "judge", "judge": "pick"}):
+        call = {"type": "tool_call", "id": "c", "name": "reach_consensus", "args": args}
+        refused = await tool.ainvoke(call)
+        assert refused.status == "error"
+        assert "may not reach 'pick': it is not one of the capabilities this toolkit offers" in str(
+            refused.content
+        )
