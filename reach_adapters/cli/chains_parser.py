@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
 from typing import Any
 
 from reach_adapters.cli.argtypes import positive
-from reach_adapters.cli.tasks_parser import add_token
+from reach_adapters.cli.tasks_parser import Command, add_token
 
 __all__ = ["add_chain_commands"]
-
-Command = Callable[[Any, str, list[argparse.ArgumentParser], str, str], argparse.ArgumentParser]
 
 
 def add_chain_commands(commands: Any, command: Command, parents: list[argparse.ArgumentParser]) -> None:

@@ -8,11 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from reach_adapters.cli.argtypes import add_call_options, payload, positive
-from reach_adapters.cli.tasks_parser import add_token
+from reach_adapters.cli.tasks_parser import Command, add_token
 
 __all__ = ["add_consensus_commands"]
-
-Command = Callable[[Any, str, list[argparse.ArgumentParser], str, str], argparse.ArgumentParser]
 
 
 def _count(text: str) -> int:
