@@ -84,14 +84,7 @@ def declare_offline(options: A2AOptions, overrides: Mapping[str, Mapping[str, An
     `overrides` name, from the fields they give (the card, once fetched, replaces them)."""
     capabilities: list[Capability] = []
     for skill, override in overrides.items():
-        declared: dict[str, Any] = {
-            "name": skill,
-            "description": skill,
-            "timeout_ms": options.timeout_ms,
-            "max_concurrency": options.max_concurrency,
-            "weight": options.weight,
-            **override,
-        }
+        declared: dict[str, Any] = {"name": skill, "description": skill, **_defaults(options), **override}
         declared["name"] = skill
         try:
             capabilities.append(Capability(**declared))
@@ -99,6 +92,15 @@ def declare_offline(options: A2AOptions, overrides: Mapping[str, Mapping[str, An
             msg = f"overrides for skill {skill!r}: {exc}"
             raise A2AOverridesError(msg) from None
     return Declared(tuple(capabilities))
+
+
+def _defaults(options: A2AOptions) -> dict[str, Any]:
+    """What every skill of the agent declares unless an override says otherwise."""
+    return {
+        "timeout_ms": options.timeout_ms,
+        "max_concurrency": options.max_concurrency,
+        "weight": options.weight,
+    }
 
 
 def _capability(
@@ -117,9 +119,7 @@ def _capability(
         "input_schema": schema,
         "keywords": list(skill.tags),
         "examples": list(skill.examples),
-        "timeout_ms": options.timeout_ms,
-        "max_concurrency": options.max_concurrency,
-        "weight": options.weight,
+        **_defaults(options),
         "title": skill.name or None,
         "meta": {"a2a": {"input_modes": input_modes, "output_modes": output_modes}},
     }
