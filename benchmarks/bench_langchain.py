@@ -50,7 +50,7 @@ async def lookup(order: dict[str, Any]) -> dict[str, Any]:
     return {"order_id": order["order_id"], "status": "shipped"}
 
 
-async def noop(payload: Any) -> None:
+async def noop() -> None:
     return None
 
 
@@ -88,6 +88,12 @@ async def run(calls: int) -> dict[str, tuple[float, float]]:
         "route(noop)": lambda: router.route("noop", None),
         "route(noop)+direct": route_then_direct,
     }
+    for name in ("router.route", "router.send", "chain routed", "route(noop)"):
+        # A routed case that fails would time the error path, not the delivery.
+        result = await cases[name]()
+        if not result.ok:
+            msg = f"benchmark case {name!r} failed: {result.error}"
+            raise SystemExit(msg)
     samples: dict[str, list[float]] = {name: [] for name in cases}
     # Interleaved rounds, so drift of the machine affects every case alike; every other round in
     # reverse order, as a case runs slower right after another (see the last line printed).
