@@ -220,4 +220,6 @@ def _ready(endpoint: GatewayEndpoint | None, stdio: bool, stream: TextIO) -> Non
     parts.append("mcp=stdio" if stdio or endpoint is None else f"mcp={endpoint.mcp_url}")
     if endpoint is not None:
         parts.append(f"api={endpoint.api_url}")
+        if endpoint.a2a_url is not None:
+            parts.append(f"a2a={endpoint.a2a_url}")
     print(READY_PREFIX, " ".join(parts), file=stream, flush=True)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 REACH = [PYTHON, "-m", "reach_adapters.cli"]
 PROBE_SERVER = str(Path(__file__).with_name("server.py"))
-READY = re.compile(r"^reach ready: url=(\S+) mcp=(\S+) api=(\S+)$")
+READY = re.compile(r"^reach ready: url=(\S+) mcp=(\S+) api=(\S+)(?: a2a=(\S+))?$")
 
 ECHO = "kind: function\nagent_id: util:echo:01\nfunction: tests.gateway.agents:echo\n"
 SHOUT = "kind: function\nagent_id: util:shout:01\nfunction: tests.gateway.agents:shout\n"
@@ -54,12 +54,12 @@ class ReachServer:
             text=True,
         )
         try:
-            self.url, self.mcp_url, self.api_url = self._ready(timeout=60.0)
+            self.url, self.mcp_url, self.api_url, self.a2a_url = self._ready(timeout=60.0)
         except BaseException:
             self.stop()
             raise
 
-    def _ready(self, timeout: float) -> tuple[str, str, str]:
+    def _ready(self, timeout: float) -> tuple[str, str, str, str | None]:
         assert self.process.stdout is not None
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)
         line = self.process.stdout.readline() if ready else ""
@@ -67,7 +67,7 @@ class ReachServer:
         if match is None:
             self.stop()
             pytest.fail(f"no ready line from reach serve (got {line!r}); its log:\n{self.log.read_text()}")
-        return match.group(1), match.group(2), match.group(3)
+        return match.group(1), match.group(2), match.group(3), match.group(4)
 
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return httpx.request(method, f"{self.api_url}{path}", timeout=30.0, **kwargs)

@@ -75,6 +75,8 @@ def text_of(blocks: Sequence[object]) -> str:
 async def test_one_port_serves_mcp_and_the_api(serve: Serve, mixed: Path) -> None:
     server = serve(mixed)
     assert server.mcp_url == f"{server.url}/mcp"
+    # The ready line names every endpoint served, A2A's too (the a2a extra is installed here).
+    assert server.a2a_url == f"{server.url}/a2a"
     assert server.url.startswith("http://127.0.0.1:")
     async with Client(server.mcp_url) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -218,10 +220,18 @@ async def test_stdio_transport_serves_mcp_on_stdio_and_the_api_on_its_port(
             answer = await client.call_tool("echo", {"text": "over stdio"})
             assert answer.structured_content == {"text": "over stdio"}
             ready = next(line for line in log.read_text().splitlines() if line.startswith("reach ready:"))
-            api = ready.split("api=")[1]
-            assert ready.split()[3] == "mcp=stdio"
+            fields = dict(pair.split("=", 1) for pair in ready.split()[2:])
+            api = fields["api"]
+            assert fields["mcp"] == "stdio"
             health = httpx.get(f"{api}/health", timeout=30).json()
             assert health["agents"] == 1
+
+
+def test_without_a2a_the_ready_line_names_no_a2a_endpoint(serve: Serve, config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    server = serve(config_dir, "--no-a2a")
+    assert server.a2a_url is None
+    assert httpx.get(f"{server.url}/.well-known/agent-card.json", timeout=30).status_code == 404
 
 
 def test_a_port_in_use_is_one_line_and_nothing_starts(config_dir: Path, tmp_path: Path) -> None:
