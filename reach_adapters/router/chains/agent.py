@@ -30,6 +30,7 @@ from reach_adapters.router.chains.template import (
     TemplateError,
     compile_template,
     from_input_alone,
+    references,
     render,
 )
 from reach_adapters.router.compensation import ABANDONED
@@ -78,7 +79,7 @@ class _Planned:
     def __init__(self, step: Step) -> None:
         self.step = step
         self.template: Template = compile_template(step.input)
-        self.waits = dependencies(step)
+        self.waits = dependencies(step, references(self.template))
         # Only a step whose input is the caller's, every value of it, fails its schema by the
         # caller's mistake; a literal the chain's author wrote, or a step's output, may be to blame.
         self.from_input_alone = from_input_alone(self.template)

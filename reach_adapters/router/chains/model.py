@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
-from reach_adapters.router.chains.template import Template, compile_template, references
+from reach_adapters.router.chains.template import Ref, Template, compile_template, references
 from reach_adapters.router.policy import StrategyName
 
 __all__ = ["Chain", "Step", "graph_problem"]
@@ -115,9 +115,9 @@ class Chain(BaseModel):
         return compile_template(output)
 
 
-def dependencies(step: Step) -> set[str]:
-    """The steps `step` waits for: those it references and those it names in `after`."""
-    return {ref.step for ref in references(compile_template(step.input)) if ref.step} | set(step.after)
+def dependencies(step: Step, refs: list[Ref]) -> set[str]:
+    """The steps `step` waits for: those its input's `refs` name and those it names in `after`."""
+    return {ref.step for ref in refs if ref.step} | set(step.after)
 
 
 def graph_problem(steps: Sequence[Step], output: Any) -> tuple[Loc, str] | None:
@@ -150,7 +150,7 @@ def graph_problem(steps: Sequence[Step], output: Any) -> tuple[Loc, str] | None:
         for name in step.after:
             if name not in ids:
                 return ("steps", index, "after"), _unknown(name, name, ids)
-        waits[step.id] = {ref.step for ref in refs if ref.step} | set(step.after)
+        waits[step.id] = dependencies(step, refs)
     try:
         for ref in references(compile_template(output)):
             if ref.step is not None and ref.step not in ids:
