@@ -19,6 +19,7 @@ from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.gateway.gateway import Gateway
 from reach_adapters.gateway.limits import ServerLimits
 from reach_adapters.mcp import MCPEndpoint, request_principal, start_mcp_server
+from reach_adapters.mcp.serve import socket_url
 
 if TYPE_CHECKING:
     from reach_adapters.a2a.serve import A2AService
@@ -172,9 +173,8 @@ def _a2a_service(
         return None
     from reach_adapters.a2a.serve import A2AService
 
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    base_url = public_url or f"http://{shown}:{port}"
+    host = sock.getsockname()[0]
+    base_url = public_url or socket_url(sock)
     # Listening on every interface, no one address is the clients': the card names the URL each
     # request came to (its Host, which the guard checks on a loopback server).
     everywhere = public_url is None and ipaddress.ip_address(host.split("%", 1)[0]).is_unspecified

@@ -20,7 +20,7 @@ from reach_adapters.mcp.errors import MCPConnectionError
 from reach_adapters.mcp.server import RouterMCPServer
 from reach_adapters.router import Router
 
-__all__ = ["HTTPLimits", "MCPEndpoint", "serve_mcp", "start_mcp_server"]
+__all__ = ["HTTPLimits", "MCPEndpoint", "serve_mcp", "socket_url", "start_mcp_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +177,13 @@ class _Server(uvicorn.Server):
             self.ready.set()
 
 
+def socket_url(sock: socket.socket, path: str = "") -> str:
+    """The ``http://`` URL of `path` on the listening `sock` (an IPv6 host in brackets)."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"
+
+
 class MCPEndpoint:
     """A router served over streamable HTTP: where it listens, and how to stop it.
 
@@ -200,8 +207,7 @@ class MCPEndpoint:
         host, port = sock.getsockname()[:2]
         self.host: str = host
         self.port: int = port
-        shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{port}{path}"
+        self.url = socket_url(sock, path)
 
     async def started(self) -> None:
         """Wait until the server accepts connections; raise `MCPConnectionError` if it cannot."""
