@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import JsonValue
@@ -13,7 +13,7 @@ from middleware import Converter, ReachMessage, ReachResult
 from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
-from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
+from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
 from reach_adapters.langchain.derive import (
     derive_capability,
     native_schemas,
@@ -25,11 +25,12 @@ from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed,
     find_graph,
+    interrupts,
     pending_interrupts,
     resume_command,
     unwrap,
 )
-from reach_adapters.router import Capability, parse_agent_id, validate_capabilities
+from reach_adapters.router import Capability, StreamEnded, parse_agent_id, validate_capabilities
 
 __all__ = ["LangChainAgent"]
 
@@ -169,11 +170,20 @@ class LangChainAgent:
                 try:
                     chunk = await anext(stream)
                 except StopAsyncIteration:
-                    return
+                    break
+            if mode is None and interrupts(chunk) is not None:
+                # LangGraph's own marker: the stream's end below says what the graph asks.
+                continue
             if chunks is not None:
                 yield chunks.chunk_to_middleware(chunk, message)
             else:
                 yield self._converter.result_to_middleware(chunk, message).payload
+        if self._threaded:
+            # Whatever the stream mode showed, the thread's state says whether it stopped to ask.
+            with detached():
+                pending = await pending_interrupts(self._graph, self._state_config(config))
+            if pending:
+                raise StreamEnded(interrupted_result(pending, message))
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> Any:
         """The runnable's input for `message`: its payload, or the answer to an interrupt.
@@ -197,8 +207,20 @@ class LangChainAgent:
             raise InvalidMessageError(msg)
         return resume_command(await self._answer(meta.resume, config))
 
+    def _state_config(self, config: RunnableConfig) -> RunnableConfig:
+        """`config` naming the thread, which a binding (`.with_config(configurable=...)`) may hold
+        instead: the graph's state is read from the graph itself, outside the binding."""
+        if thread_of(config) is not None:
+            return config
+        for layer in unwrap(self._runnable):
+            bound = getattr(layer, "config", None)
+            if isinstance(bound, Mapping) and thread_of(bound) is not None:
+                return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
+        return config
+
     async def _answer(self, resume: Any, config: RunnableConfig) -> Any:
         """`resume`, checked against the interrupts the thread waits on."""
+        config = self._state_config(config)
         pending = await pending_interrupts(self._graph, config)
         thread = thread_of(config)
         if not pending:

@@ -30,7 +30,23 @@ from reach_adapters.langchain.messages import (
 )
 from reach_adapters.router import input_required_result, ok_result
 
-__all__ = ["ChunkConverter", "LangChainConverter", "to_json"]
+__all__ = ["ChunkConverter", "LangChainConverter", "interrupted_result", "to_json"]
+
+
+def interrupted_result(asked: list[Any], message: ReachMessage, state: Any = None) -> ReachResult:
+    """The ``input_required`` result of a graph stopped at ``interrupt()``: the payload is what it
+    asks (the interrupt's value, or a list of them); `extra` has each interrupt's id and value,
+    and the graph's `state` so far when there is one."""
+    values = [to_json(getattr(item, "value", item), where="interrupt") for item in asked]
+    extra: dict[str, JsonValue] = {
+        "interrupts": [
+            {"id": str(getattr(item, "id", "")), "value": value}
+            for item, value in zip(asked, values, strict=True)
+        ]
+    }
+    if state is not None:
+        extra["output"] = to_json(state, where="output")
+    return input_required_result(message, None, values[0] if len(values) == 1 else values, extra=extra)
 
 
 @runtime_checkable
@@ -192,19 +208,11 @@ class LangChainConverter:
         A graph that stopped at ``interrupt()`` gives an ``input_required`` result instead: the
         payload is what it asks (the interrupt's value, or a list of them).
         """
-        extra: dict[str, JsonValue] = {}
         asked = interrupts(native)
         if asked is not None:
-            values = [to_json(getattr(item, "value", item), where="interrupt") for item in asked]
-            extra["interrupts"] = [
-                {"id": str(getattr(item, "id", "")), "value": value}
-                for item, value in zip(asked, values, strict=True)
-            ]
             state = {key: value for key, value in native.items() if key != INTERRUPT_KEY}
-            extra["output"] = to_json(state, where="output")
-            return input_required_result(
-                message, None, values[0] if len(values) == 1 else values, extra=extra
-            )
+            return interrupted_result(asked, message, state)
+        extra: dict[str, JsonValue] = {}
         if isinstance(native, str):
             payload: JsonValue = str.__str__(native)
         else:

@@ -9,10 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.types.a2a_pb2 import TaskState
 
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import Held, approval_graph, shout
-from tests.a2a_serve.conftest import Serve
+from tests.a2a_serve.conftest import Serve, message, request
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -177,3 +178,28 @@ async def test_a_refused_message_keeps_the_callers_ids_and_no_hop_token_is_store
     )
     assert stored["history"], stored
     assert "a-signed-hop-token" not in str(stored)
+
+
+async def test_a_streamed_message_to_a_graph_that_asks_ends_input_required(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    states: list[int] = []
+    task_id = context_id = ""
+    async with server.client(streaming=True) as client:
+        async with asyncio.timeout(20):
+            async for event in client.send_message(request(message(ASK, skill="refund"))):
+                if event.HasField("task"):
+                    task_id, context_id = event.task.id, event.task.context_id
+                    states.append(event.task.status.state)
+                elif event.HasField("status_update"):
+                    task_id, context_id = event.status_update.task_id, event.status_update.context_id
+                    states.append(event.status_update.status.state)
+        assert states[-1] == TaskState.TASK_STATE_INPUT_REQUIRED, states
+        answer = message("yes", task_id=task_id, context_id=context_id)
+        async with asyncio.timeout(20):
+            async for event in client.send_message(request(answer)):
+                if event.HasField("task"):
+                    states.append(event.task.status.state)
+                elif event.HasField("status_update"):
+                    states.append(event.status_update.status.state)
+    assert states[-1] == TaskState.TASK_STATE_COMPLETED, states

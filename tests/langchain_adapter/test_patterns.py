@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import typing
 import warnings
@@ -26,7 +27,7 @@ from langgraph.types import interrupt
 
 from examples.langchain_demo.agents import scripted
 from middleware import Fault, ResultStatus
-from reach_adapters import Router
+from reach_adapters import InputRequiredError, Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
 
 pytestmark = pytest.mark.timeout(30)
@@ -238,6 +239,49 @@ async def test_an_interrupt_asks_for_input_and_resume_goes_on(router: Router) ->
     done = await router.route("refund", None, configurable=thread, resume="approved")
     assert (done.status, done.payload) == (ResultStatus.OK, "refund approved")
     assert router.catalog()[0].failures == 0
+
+
+async def drained(stream: AsyncIterator[Any], chunks: list[Any]) -> None:
+    async with asyncio.timeout(30):
+        async for chunk in stream:
+            chunks.append(chunk)
+
+
+async def test_a_stream_that_stops_at_an_interrupt_asks_for_input(router: Router) -> None:
+    router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    thread = {"thread_id": "t-s"}
+    chunks: list[Any] = []
+    with pytest.raises(InputRequiredError) as asked:
+        await drained(router.stream("refund", {"messages": USER}, configurable=thread), chunks)
+    assert asked.value.result is not None
+    assert asked.value.result.payload == {"question": "approve the refund of order 42?"}
+    assert asked.value.result.extra["interrupts"][0]["value"] == asked.value.result.payload
+    # Said once, as the stream's end, not also as a chunk in LangGraph's own shape.
+    assert not any(isinstance(chunk, dict) and "__interrupt__" in chunk for chunk in chunks)
+    assert router.recent_decisions(1)[0].status == "input_required"
+    assert router.catalog()[0].failures == 0
+    done = await router.route("refund", None, configurable=thread, resume="approved")
+    assert (done.status, done.payload) == (ResultStatus.OK, "refund approved")
+
+
+async def test_a_stream_in_a_mode_asked_keeps_langgraphs_chunks_and_still_asks(router: Router) -> None:
+    router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    chunks: list[Any] = []
+    stream = router.stream(
+        "refund", {"messages": USER}, configurable={"thread_id": "t-u"}, stream_mode="updates"
+    )
+    with pytest.raises(InputRequiredError):
+        await drained(stream, chunks)
+    assert any(isinstance(chunk, dict) and "__interrupt__" in chunk for chunk in chunks)
+
+
+async def test_a_graph_bound_to_its_thread_is_resumed_on_it(router: Router) -> None:
+    bound = approval_graph().with_config(configurable={"thread_id": "bound-1"})
+    router.register(LangChainAgent(bound, agent_id="support:refund:01"))
+    asked = await router.route("refund", {"messages": USER})
+    assert asked.status is ResultStatus.INPUT_REQUIRED
+    done = await router.route("refund", None, resume="approved")
+    assert (done.status, done.payload) == (ResultStatus.OK, "refund approved")
 
 
 async def test_resume_on_a_runnable_that_cannot_be_resumed_is_invalid(router: Router) -> None:
