@@ -30,7 +30,18 @@ from reach_adapters.router import (
     request_meta,
 )
 
-__all__ = ["META_PREFIX", "MCPConverter", "content_to_json", "meta_from_request", "request_meta"]
+__all__ = [
+    "ASKED_META",
+    "META_PREFIX",
+    "MCPConverter",
+    "content_to_json",
+    "meta_from_request",
+    "request_meta",
+]
+
+# What an input-required answer asks, in its `_meta` when it goes without structured content.
+ASKED_META = META_PREFIX + "asked"
+_ASKING = "input required: "
 
 _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
 
@@ -79,6 +90,15 @@ class MCPConverter:
 
     def result_to_middleware(self, native: CallToolResult, message: ReachMessage) -> ReachResult:
         content = content_to_json(native.content)
+        structured = native.structured_content
+        if native.meta and native.meta.get(META_PREFIX + "status") == ResultStatus.INPUT_REQUIRED:
+            # Another reach router's agent asks for input (sent as an error when the tool has an
+            # output schema the question does not fit): what it asks is the answer's payload.
+            if isinstance(structured, dict):
+                asked = structured.get("asked")
+            else:
+                asked = native.meta.get(ASKED_META, _text_of(content).removeprefix(_ASKING))
+            return input_required_result(message, self.agent_id, asked, extra={"content": content})
         if native.is_error:
             routed = _routed_outcome(native.meta)
             if routed is not None:
@@ -102,12 +122,7 @@ class MCPConverter:
             # Every block of the error, and its `_meta`, for serving it again unchanged.
             amend(failed, {"extra": _kept(content, native.meta)})
             return failed
-        structured = native.structured_content
         payload = content if structured is None else structured
-        if native.meta and native.meta.get(META_PREFIX + "status") == ResultStatus.INPUT_REQUIRED:
-            # Another reach router's agent asks for input: what it asks is the answer's payload.
-            asked = structured.get("asked") if isinstance(structured, dict) else payload
-            return input_required_result(message, self.agent_id, asked, extra={"content": content})
         return ok_result(message, self.agent_id, payload, extra=_kept(content, native.meta))
 
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
@@ -122,7 +137,7 @@ class MCPConverter:
             ids[META_PREFIX + "status"] = result.status
             asked = result.payload
             text = asked if isinstance(asked, str) else json.dumps(asked, ensure_ascii=False)
-            asking = [TextContent(type="text", text=f"input required: {text}")]
+            asking = [TextContent(type="text", text=_ASKING + text)]
             return CallToolResult(content=asking, structured_content={"asked": asked}, _meta=ids)
         kept = result.extra.get("meta")
         if isinstance(kept, dict):

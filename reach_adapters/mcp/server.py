@@ -32,7 +32,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from middleware import ReachResult
+from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidDeclarationError, ReachError
 from reach_adapters.mcp.consensus_tool import (
     call_consensus,
@@ -41,7 +41,7 @@ from reach_adapters.mcp.consensus_tool import (
     consensus_tool_name,
 )
 from reach_adapters.mcp.consensus_tool import schema as consensus_schema
-from reach_adapters.mcp.converter import MCPConverter, meta_from_request
+from reach_adapters.mcp.converter import ASKED_META, MCPConverter, meta_from_request
 from reach_adapters.mcp.relay import Relay, relaying
 from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.router import Capability, Router, running_loop, wrap_field
@@ -194,6 +194,12 @@ class RouterMCPServer:
         answer = self._converter.result_from_middleware(result)
         if served.boxed and result.ok:
             answer.structured_content = {"result": result.payload}
+        elif result.status is ResultStatus.INPUT_REQUIRED and served.tool.output_schema is not None:
+            # A question is no output of the tool's schema, and clients check every result that is
+            # not an error against it: this one goes as an error, its `_meta` saying what it is.
+            answer.structured_content = None
+            answer.is_error = True
+            answer.meta = {**(answer.meta or {}), ASKED_META: result.payload}
         return answer
 
     async def _dispatch(
