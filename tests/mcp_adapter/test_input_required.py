@@ -4,7 +4,7 @@ on the calling side gets ``input_required`` with the question as payload, and bo
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import mcp
 import pytest
@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
+from mcp.types import RequestParamsMeta
 
 from middleware import ResultStatus
 from reach_adapters import Router
@@ -53,8 +54,8 @@ def order_graph() -> Any:
     return builder.compile(checkpointer=InMemorySaver())
 
 
-def thread(name: str, **more: Any) -> dict[str, Any]:
-    return {"agent-reach/configurable": {"thread_id": name}, **more}
+def thread(name: str, **more: Any) -> RequestParamsMeta:
+    return cast(RequestParamsMeta, {"agent-reach/configurable": {"thread_id": name}, **more})
 
 
 async def test_an_mcp_client_reads_the_question_of_a_tool_with_an_output_schema() -> None:
