@@ -73,6 +73,8 @@ _STREAMING_METHODS = frozenset({"SendStreamingMessage", "message/stream"})
 # Where an input-required task keeps what its resume needs: the agent holding the thread.
 _AGENT = META_PREFIX + "agent_id"
 _CAPABILITY = META_PREFIX + "capability"
+# ... and the run's settings, its thread among them: the answer goes on the thread that asked.
+_CONFIGURABLE = META_PREFIX + "configurable"
 _STREAMED = "stream"
 # Ignored in a message's metadata: an interrupt is resumed by answering its task, nothing else.
 _RESUME = META_PREFIX + "resume"
@@ -132,7 +134,7 @@ class RouterExecutor(AgentExecutor):
         if method in _STREAMING_METHODS and reach.meta_info.capability is not None and not _resumes(reach):
             await self._stream(updater, reach)
             return
-        await self._finish(updater, await self.router.dispatch(reach))
+        await self._finish(updater, await self.router.dispatch(reach), reach)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Mark the task canceled; the SDK then cancels `execute`, and with it the routed call
@@ -195,6 +197,10 @@ class RouterExecutor(AgentExecutor):
             msg = f"task {task.id} waits for input, but not from an agent of this router: start a new task"
             raise InvalidMessageError(msg)
         meta = self._meta(context, metadata, capability)
+        configurable = stopped.get(_CONFIGURABLE)
+        if isinstance(configurable, dict):
+            # The thread the agent asked on, whatever thread the answer names (or names none).
+            meta.configurable = configurable
         meta.resume = result_payload(message.parts)
         return ReachMessage(
             raw_payload=None, meta_info=meta, routing_hint=RoutingHint(mode="directed", target=agent_id)
@@ -206,9 +212,15 @@ class RouterExecutor(AgentExecutor):
         _thread(meta, str(context.context_id))
         return meta
 
-    async def _finish(self, updater: TaskUpdater, result: ReachResult) -> None:
+    async def _finish(
+        self, updater: TaskUpdater, result: ReachResult, reach: ReachMessage | None = None
+    ) -> None:
+        """End the task as `result` says; an input-required one keeps `reach`'s run settings for
+        the answer."""
         state = STATES[result.status]
         metadata = result_metadata(result)
+        if result.status is ResultStatus.INPUT_REQUIRED and reach is not None:
+            metadata[_CONFIGURABLE] = reach.meta_info.configurable
         if result.ok:
             await updater.add_artifact(payload_parts(result.payload), name="result")
             await updater.update_status(state, metadata=metadata)
@@ -236,7 +248,7 @@ class RouterExecutor(AgentExecutor):
                 )
                 first = False
         except ReachError as exc:
-            await self._finish(updater, self._stream_failure(reach, exc))
+            await self._finish(updater, self._stream_failure(reach, exc), reach)
             return
         record = self._record(meta.task_id)
         chosen = (

@@ -203,3 +203,21 @@ async def test_a_streamed_message_to_a_graph_that_asks_ends_input_required(serve
                 elif event.HasField("status_update"):
                     states.append(event.status_update.status.state)
     assert states[-1] == TaskState.TASK_STATE_COMPLETED, states
+
+
+async def test_an_answer_resumes_the_thread_the_first_message_named(served: Serve) -> None:
+    server = await served()
+    router = server.gateway.router
+    router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    named = {"agent-reach/configurable": {"thread_id": "alice-1"}}
+    asked = task(
+        await call(server.url, "SendMessage", {"message": msg(data=ASK, skill="refund", metadata=named)})
+    )
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
+    # The answer names no thread: it goes on the one the agent asked on, not the contextId's.
+    answer = msg("yes", task_id=asked["id"], context_id=asked["contextId"])
+    answered = task(await call(server.url, "SendMessage", {"message": answer}))
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
+    assert texts(answered) == ["refund yes"]
+    after = await router.route("refund", None, configurable={"thread_id": "alice-1"}, resume="again")
+    assert "waits on no interrupt" in (after.error or "")
