@@ -21,7 +21,9 @@ import redis.asyncio as redis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["Direct", "direct_connection", "exchange", "reply_timeout_s"]
+__all__ = ["Arg", "Direct", "direct_connection", "exchange", "pack", "reply_timeout_s"]
+
+Arg = str | bytes | int
 
 
 def direct_connection(client: redis.Redis) -> AbstractConnection:
@@ -37,7 +39,20 @@ def reply_timeout_s(client: redis.Redis) -> float | None:
     return timeout_s
 
 
-async def exchange(conn: AbstractConnection, timeout_s: float | None, *args: Any) -> Any:
+def pack(*args: Arg) -> bytes:
+    """`args` as one command in the Redis protocol (RESP), in one buffer: what the connection's
+    `pack_command` makes, at half its cost (no encoder round, no chunking of large values)."""
+    out = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        if isinstance(arg, str):
+            arg = arg.encode()
+        elif isinstance(arg, int):
+            arg = b"%d" % arg
+        out.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+    return b"".join(out)
+
+
+async def exchange(conn: AbstractConnection, timeout_s: float | None, *args: Arg) -> Any:
     """Send one command on `conn` and read its raw reply, within `timeout_s` for the reply.
 
     Raises as the client would: `RedisTimeoutError` when the reply is late, ConnectionError
@@ -45,13 +60,13 @@ async def exchange(conn: AbstractConnection, timeout_s: float | None, *args: Any
     disconnected (redis-py disconnects on a failed write or read, and on a cancelled one), so
     it reconnects on its next command instead of reading a reply meant for this one.
     """
-    await conn.send_command(*args)
+    await conn.send_packed_command(pack(*args))
     try:
         async with asyncio.timeout(timeout_s):
             return await conn.read_response()
     except TimeoutError:
         await conn.disconnect(nowait=True)
-        msg = f"no reply from Redis within {timeout_s} s to {args[0]}"
+        msg = f"no reply from Redis within {timeout_s} s to {args[0]!r}"
         raise RedisTimeoutError(msg) from None
 
 
@@ -68,7 +83,7 @@ class Direct:
         self._idle: list[AbstractConnection] = []
         self._closed = False
 
-    async def execute(self, *args: Any) -> Any:
+    async def execute(self, *args: Arg) -> Any:
         """The raw reply of the command `args`; raises `RedisError` (or OSError) as the client does."""
         conn = self._idle.pop() if self._idle else direct_connection(self._client)
         try:
