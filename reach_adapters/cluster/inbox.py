@@ -19,6 +19,7 @@ import redis.asyncio as redis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from reach_adapters.cluster.direct import Direct
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
@@ -73,7 +74,7 @@ class Inbox:
         outage: Outage,
     ) -> None:
         self._router = router
-        self._client = client
+        self._commands = Direct(client)
         self._keys = keys
         self.node_id = node_id
         self._stats = stats
@@ -116,6 +117,7 @@ class Inbox:
                 )
                 await self._reply(call.reply_to, request_id, result)
         await self._refuse_unread()
+        await self._commands.aclose()
 
     async def _refuse_unread(self) -> None:
         """Answer the calls written after the reader stopped, as never delivered: their callers
@@ -222,10 +224,10 @@ class Inbox:
         entry = orjson.dumps({"id": request_id, "result": result.model_dump(mode="json")})
         now = time.monotonic()
         try:
-            await self._client.xadd(stream, {"m": entry}, maxlen=STREAM_MAXLEN, approximate=True)
+            await self._commands.execute("XADD", stream, "MAXLEN", "~", STREAM_MAXLEN, "*", "m", entry)
             if now - self._expiry_set.get(reply_to, float("-inf")) > self._reply_ttl_ms / 2000:
                 self._expiry_set[reply_to] = now
-                await self._client.pexpire(stream, self._reply_ttl_ms)
+                await self._commands.execute("PEXPIRE", stream, self._reply_ttl_ms)
         except (RedisError, OSError) as exc:
             logger.warning(
                 "node %s could not answer call %s of node %s (it ends at its deadline): %s",

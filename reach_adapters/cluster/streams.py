@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import redis.asyncio as redis
-from redis.asyncio.connection import AbstractConnection, Connection
+from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError
 
+from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.outage import Outage
 
 __all__ = ["STREAM_MAXLEN", "StreamReader", "entries", "last_entry_id"]
@@ -24,14 +25,23 @@ _BATCH = 256
 
 
 def entries(reply: Any) -> list[tuple[bytes, bytes]]:
-    """(entry id, field ``m``) of each entry of an XREAD reply on one stream."""
+    """(entry id, field ``m``) of each entry of an XREAD reply on one stream: as the client's
+    `xread` gives it (fields in a dict), or raw as the readers take it, skipping the client's
+    response callback (fields in a flat list of names and values; streams in a map in RESP3)."""
     out: list[tuple[bytes, bytes]] = []
-    for _stream, items in reply or ():
+    for _stream, items in reply.items() if isinstance(reply, dict) else reply or ():
         for entry_id, fields in items:
-            raw = fields.get(b"m")
+            raw = fields.get(b"m") if isinstance(fields, dict) else _field(fields, b"m")
             if raw is not None:
                 out.append((entry_id, raw))
     return out
+
+
+def _field(fields: list[bytes], name: bytes) -> bytes | None:
+    for i in range(0, len(fields) - 1, 2):
+        if fields[i] == name:
+            return fields[i + 1]
+    return None
 
 
 async def last_entry_id(client: redis.Redis, stream: str) -> bytes | str:
@@ -46,7 +56,7 @@ class StreamReader:
     """Hands each new entry of `stream` to `handle`, from `start` until `aclose`.
 
     `name` is the loop's name in `outage` and in the task's name; `block_ms` bounds each
-    blocking read, well within the client's socket timeout, which would cut it off.
+    blocking read, well within the client's socket timeout, which bounds its reply.
     """
 
     def __init__(
@@ -60,6 +70,7 @@ class StreamReader:
         name: str,
     ) -> None:
         self._client = client
+        self._timeout_s = reply_timeout_s(client)
         self._stream = stream
         self._handle = handle
         self._block_ms = block_ms
@@ -75,12 +86,9 @@ class StreamReader:
     async def start(self) -> None:
         """Read from the stream's last entry on; raises RedisError when Redis does not answer."""
         start_id = self.last_id = await last_entry_id(self._client, self._stream)
-        # A connection of its own (opened by its first read), held until `aclose`: each blocking
-        # read is then one command sent and one reply parsed, without the client's per-command
-        # round through its pool and bookkeeping, which costs tens of µs on every cross-node
-        # call's path.
-        pool = self._client.connection_pool
-        self._conn = conn = pool.connection_class(**pool.connection_kwargs)
+        # A direct connection of its own (opened by its first read), held until `aclose`: each
+        # blocking read is one command sent and one raw reply read (direct.py says why).
+        self._conn = conn = direct_connection(self._client)
         self._task = asyncio.get_running_loop().create_task(
             self._reading(conn, start_id), name=f"reach cluster {self._name} of {self._outage.who}"
         )
@@ -122,13 +130,15 @@ class StreamReader:
                 await asyncio.sleep(0)
 
     async def _xread(self, conn: AbstractConnection, last_id: bytes | str) -> Any:
-        await conn.send_command(
-            "XREAD", "COUNT", _BATCH, "BLOCK", self._block_ms, "STREAMS", self._stream, last_id
-        )
-        # The client's own parsing, so entries come as its `xread` gives them.
-        return await self._client.parse_response(cast(Connection, conn), "XREAD")
+        command = ("XREAD", "COUNT", _BATCH, "BLOCK", self._block_ms, "STREAMS", self._stream, last_id)
+        return await exchange(conn, self._timeout_s, *command)
 
     async def unread(self) -> list[bytes]:
         """Entries written after the last one handled: after `aclose`, what nobody will read."""
-        reply = await self._client.xread({self._stream: self.last_id}, count=STREAM_MAXLEN)
+        conn = direct_connection(self._client)
+        try:
+            command = ("XREAD", "COUNT", STREAM_MAXLEN, "STREAMS", self._stream, self.last_id)
+            reply = await exchange(conn, self._timeout_s, *command)
+        finally:
+            await conn.disconnect()
         return [raw for _, raw in entries(reply)]

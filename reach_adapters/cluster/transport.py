@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from reach_adapters.cluster.direct import Direct
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
@@ -80,7 +81,7 @@ class Transport:
         block_ms: int,
         outage: Outage,
     ) -> None:
-        self._client = client
+        self._commands = Direct(client)
         self._keys = keys
         self.node_id = node_id
         self._stats = stats
@@ -102,6 +103,7 @@ class Transport:
             self._end(pending, f"node {self.node_id} left the cluster while the call waited")
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+        await self._commands.aclose()
 
     async def call(self, host: str, agent_id: str, message: ReachMessage, timeout_s: float) -> ReachResult:
         """Deliver `message` to `agent_id` on node `host` and wait for its result, at most until
@@ -121,9 +123,7 @@ class Transport:
         self._pending[request_id] = _Pending(future, message, host, agent_id)
         try:
             try:
-                await self._client.xadd(
-                    self._keys.inbox(host), {"m": orjson.dumps(entry)}, maxlen=STREAM_MAXLEN, approximate=True
-                )
+                await self._xadd(host, orjson.dumps(entry))
             except RedisTimeoutError:
                 # Written, maybe taken: Redis may still add it. Not "not delivered", which would
                 # let the router send it elsewhere too; the answer, or the deadline, tells.
@@ -187,13 +187,14 @@ class Transport:
 
     async def _cancel(self, host: str, request_id: str) -> None:
         self._stats.remote_calls_cancelled += 1
-        entry = orjson.dumps({"op": "cancel", "id": request_id})
         try:
-            await self._client.xadd(
-                self._keys.inbox(host), {"m": entry}, maxlen=STREAM_MAXLEN, approximate=True
-            )
+            await self._xadd(host, orjson.dumps({"op": "cancel", "id": request_id}))
         except (RedisError, OSError) as exc:
             logger.warning("could not ask node %s to cancel call %s: %s", host, request_id, exc)
+
+    async def _xadd(self, host: str, entry: bytes) -> None:
+        inbox = self._keys.inbox(host)
+        await self._commands.execute("XADD", inbox, "MAXLEN", "~", STREAM_MAXLEN, "*", "m", entry)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
