@@ -19,6 +19,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from middleware.errors import error_for
 from middleware.ids import MAX_ID_LENGTH, new_task_id, new_trace_id
@@ -135,18 +136,25 @@ class ConsensusHint(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> ConsensusHint:
+        # Typed errors, so a surface with other names for the fields (the CLI's flags) can say
+        # each rule in its own words without checking it again.
         if self.quorum > self.n:
-            msg = (
-                f"consensus quorum {self.quorum} is above n {self.n}: ask at least as many agents "
-                "as must agree"
+            raise PydanticCustomError(
+                "consensus_quorum_above_n",
+                "consensus quorum {quorum} is above n {n}: ask at least as many agents as must agree",
+                {"quorum": self.quorum, "n": self.n},
             )
-            raise ValueError(msg)
         if self.vote == "judge" and self.judge is None:
-            msg = "vote 'judge' needs judge: the name of the capability that picks among the answers"
-            raise ValueError(msg)
+            raise PydanticCustomError(
+                "consensus_judge_missing",
+                "vote 'judge' needs judge: the name of the capability that picks among the answers",
+            )
         if self.vote != "judge" and self.judge is not None:
-            msg = f"judge {self.judge!r} goes with vote 'judge' only, and the vote is {self.vote!r}"
-            raise ValueError(msg)
+            raise PydanticCustomError(
+                "consensus_judge_unused",
+                "judge {judge} goes with vote 'judge' only, and the vote is {vote}",
+                {"judge": repr(self.judge), "vote": repr(self.vote)},
+            )
         return self
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pydantic import ValidationError
+
+from middleware import ConsensusHint
 from reach_adapters.cli.argtypes import json_or_text
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.errors import UsageError
@@ -22,15 +25,13 @@ def run_consensus(args: argparse.Namespace) -> int:
     if clash:
         msg = f"--option cannot set {clash}: give the capability and the payload as arguments"
         raise UsageError(msg)
-    if (args.vote == "judge") is (args.judge is None):
-        msg = "--judge CAPABILITY goes with --vote judge, and --vote judge needs it"
-        raise UsageError(msg)
-    if args.quorum > args.n:
-        # Caught here, not by the server's 400: a usage mistake exits 2 with --url as with --config.
-        msg = f"--quorum {args.quorum} is above --n {args.n}: ask at least as many agents as must agree"
-        raise UsageError(msg)
-    options = {key: json_or_text(value) for key, value in args.options}
     how = {"n": args.n, "quorum": args.quorum, "vote": args.vote, "judge": args.judge}
+    try:
+        # Checked here, not by the server's 400: a usage mistake exits 2 with --url as with --config.
+        ConsensusHint(**how)
+    except ValidationError as exc:
+        raise UsageError(_in_flags(exc)) from None
+    options = {key: json_or_text(value) for key, value in args.options}
     if args.url:
         remote = remote_for(args)
         body = {"capability": args.capability, "payload": args.payload, "options": options, **how}
@@ -46,6 +47,30 @@ def run_consensus(args: argparse.Namespace) -> int:
         result, record = local_run(args, call)
         decision = record if args.explain else None
     return print_outcome(args, result, decision, _votes)
+
+
+# `ConsensusHint`'s rules between its fields, said in the flags' names (by error type).
+_JUDGE = "--judge CAPABILITY goes with --vote judge, and --vote judge needs it"
+_RULES = {
+    "consensus_quorum_above_n": (
+        "--quorum {quorum} is above --n {n}: ask at least as many agents as must agree"
+    ),
+    "consensus_judge_missing": _JUDGE,
+    "consensus_judge_unused": _JUDGE,
+}
+
+
+def _in_flags(exc: ValidationError) -> str:
+    """What `ConsensusHint` refused, each problem naming the flags rather than its fields."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        rule = _RULES.get(error["type"])
+        if rule is not None:
+            lines.append(rule.format(**error.get("ctx", {})))
+        else:
+            flag = " ".join(f"--{part}" for part in error["loc"])
+            lines.append(f"{flag} {error['input']}: {error['msg']}")
+    return "; ".join(lines)
 
 
 def _votes(result: dict[str, Any]) -> str | None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from typing import Any
 
-from reach_adapters.cli.argtypes import add_call_options, payload, positive
-from reach_adapters.cli.tasks_parser import Command, add_token
+from reach_adapters.cli.argtypes import add_call_options
+from reach_adapters.cli.tasks_parser import Command, add_query, add_task
 
 __all__ = ["add_consensus_commands"]
 
@@ -49,10 +48,7 @@ def add_consensus_commands(
         "capability --judge. Prints the decision and every vote. Exits 1 when fewer than QUORUM "
         "agreed (status no_consensus) or the call failed. See docs/consensus.md.",
     )
-    sub.add_argument("capability", metavar="CAPABILITY")
-    sub.add_argument(
-        "payload", type=payload, nargs="?", default={}, metavar="PAYLOAD", help="JSON ('-' reads stdin)"
-    )
+    add_task(sub)
     sub.add_argument("--n", type=_count, default=3, metavar="N", help="agents asked (default: 3)")
     sub.add_argument(
         "--quorum", type=_count, default=2, metavar="Q", help="agreeing answers needed (default: 2)"
@@ -78,12 +74,7 @@ def add_consensus_commands(
     sub.add_argument("task_id", metavar="TASK_ID")
     sub.add_argument("score", type=_score, metavar="SCORE", help="0 (bad) .. 1 (good)")
     sub.add_argument("--reason", metavar="TEXT", help="why; kept in the server's log")
-    sub.add_argument(
-        "--url", default=os.environ.get("REACH_URL"), help="a running `reach serve` (default: $REACH_URL)"
-    )
-    sub.add_argument("--timeout", type=positive, default=60.0, metavar="S", help="HTTP timeout")
-    add_token(sub)
-    sub.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_query(sub)
     sub.set_defaults(run=_run_feedback, extra="gateway")
 
 

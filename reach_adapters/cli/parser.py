@@ -24,7 +24,7 @@ from reach_adapters.cli.codes import EXIT_USAGE
 from reach_adapters.cli.consensus_parser import add_consensus_commands
 from reach_adapters.cli.safety import add_config_safety
 from reach_adapters.cli.serve_parser import add_serve_command
-from reach_adapters.cli.tasks_parser import add_task_commands, add_token
+from reach_adapters.cli.tasks_parser import add_query, add_task_commands, add_token
 from reach_adapters.version import package_version
 
 __all__ = ["build_parser"]
@@ -172,12 +172,7 @@ def _explain(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     sub.add_argument("task_id", metavar="TASK_ID")
     sub.add_argument("--why-not", metavar="AGENT_ID", help="also say why the task did not go to this agent")
-    sub.add_argument(
-        "--url", default=os.environ.get("REACH_URL"), help="a running `reach serve` (default: $REACH_URL)"
-    )
-    sub.add_argument("--timeout", type=positive, default=60.0, metavar="S", help="HTTP timeout")
-    add_token(sub)
-    sub.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_query(sub)
     sub.set_defaults(run=_explain_remote, extra="gateway")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from reach_adapters.cli.argtypes import add_call_options, payload, positive
 
-__all__ = ["add_task_commands", "add_token"]
+__all__ = ["add_query", "add_task", "add_task_commands", "add_token"]
 
 Command = Callable[[Any, str, list[argparse.ArgumentParser], str, str], argparse.ArgumentParser]
 
@@ -23,10 +23,31 @@ def add_token(sub: argparse.ArgumentParser) -> None:
     )
 
 
-def _server(sub: argparse.ArgumentParser) -> None:
+def add_task(sub: argparse.ArgumentParser) -> None:
+    """CAPABILITY and the task's PAYLOAD, as a command sending one task to a capability takes them."""
+    sub.add_argument("capability", metavar="CAPABILITY")
+    sub.add_argument(
+        "payload", type=payload, nargs="?", default={}, metavar="PAYLOAD", help="JSON ('-' reads stdin)"
+    )
+
+
+def _url(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--url", default=os.environ.get("REACH_URL"), help="a running `reach serve` (default: $REACH_URL)"
     )
+
+
+def add_query(sub: argparse.ArgumentParser) -> None:
+    """What a command asking a running server one thing takes: its URL, an HTTP timeout, the
+    token, and ``--json``."""
+    _url(sub)
+    sub.add_argument("--timeout", type=positive, default=60.0, metavar="S", help="HTTP timeout")
+    add_token(sub)
+    sub.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def _server(sub: argparse.ArgumentParser) -> None:
+    _url(sub)
     add_token(sub)
     sub.add_argument("--json", action="store_true", help="print the task as JSON")
 
@@ -41,10 +62,7 @@ def add_task_commands(commands: Any, command: Command, parents: list[argparse.Ar
         "once with a task id and runs the task in the background; follow it with `reach task`. With "
         "--callback-url the server POSTs the finished task there, signed (docs/tasks.md).",
     )
-    sub.add_argument("capability", metavar="CAPABILITY")
-    sub.add_argument(
-        "payload", type=payload, nargs="?", default={}, metavar="PAYLOAD", help="JSON ('-' reads stdin)"
-    )
+    add_task(sub)
     add_call_options(sub, "timeout_ms, priority, task_id")
     sub.add_argument("--callback-url", metavar="URL", help="where the server POSTs the finished task")
     sub.add_argument("--timeout", type=positive, default=60.0, metavar="S", help="HTTP timeout")

@@ -110,8 +110,13 @@ class ReachTool(BaseTool):
 
     router: Router = Field(exclude=True)
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
-    # Whom the calls are made for, under the router's guard (see ReachToolkit).
+    # Whom the calls are made for, under the router's guard, and the namespace that calls by
+    # capability name keep to (see ReachToolkit).
     principal: str | None = None
+    namespace: str | None = None
+    # Why a target is outside what the toolkit offers (its filters), else None; the tools that can
+    # reach more than one capability are held to it (`_hold`).
+    refuse: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
 
     # The key of the compiled validator (cached by the core) for the arguments; None: unchecked.
     _schema_key: str | None = PrivateAttr(None)
@@ -119,6 +124,13 @@ class ReachTool(BaseTool):
     @abstractmethod
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         """What to call, checked."""
+
+    def _hold(self, target: str, capability: str | None = None) -> None:
+        """Refuse a target outside the toolkit's filters, naming why."""
+        refused = None if self.refuse is None else self.refuse(target, capability)
+        if refused is not None:
+            msg = f"{self.name} may not reach {target!r}: {refused}"
+            raise ToolException(msg)
 
     def _check(self, arguments: Any) -> None:
         if self._schema_key is None:
@@ -157,12 +169,8 @@ class ReachTool(BaseTool):
     # model's arguments of those names.
     def _run(self, /, **arguments: Any) -> tuple[str, ReachResult]:
         call = self._request(arguments)
-        router = self.router
         try:
-            if call.mode == "send":
-                result = router.send_sync(call.target, call.payload, **call.options())
-            else:
-                result = router.route_sync(call.target, call.payload, **call.options())
+            result = self._reach_sync(call)
         except SyncCallError:
             raise
         except ReachError as exc:
@@ -171,15 +179,23 @@ class ReachTool(BaseTool):
 
     async def _arun(self, /, **arguments: Any) -> tuple[str, ReachResult]:
         call = self._request(arguments)
-        router = self.router
         try:
-            if call.mode == "send":
-                result = await router.send(call.target, call.payload, **call.options())
-            else:
-                result = await router.route(call.target, call.payload, **call.options())
+            result = await self._reach(call)
         except ReachError as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
         return self._answer(result)
+
+    def _reach_sync(self, call: RoutedCall) -> ReachResult:
+        """Make `call` from sync code: the router method a tool calls (see `_reach`)."""
+        if call.mode == "send":
+            return self.router.send_sync(call.target, call.payload, **call.options())
+        return self.router.route_sync(call.target, call.payload, **call.options())
+
+    async def _reach(self, call: RoutedCall) -> ReachResult:
+        """Make `call`: a route or a send; a tool asking more of the router replaces both."""
+        if call.mode == "send":
+            return await self.router.send(call.target, call.payload, **call.options())
+        return await self.router.route(call.target, call.payload, **call.options())
 
     def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
         if result.status is ResultStatus.INPUT_REQUIRED:
@@ -233,7 +249,6 @@ class CapabilityTool(ReachTool):
 
     capability: Capability = Field(exclude=True)
     wrapped: bool = False
-    namespace: str | None = None
 
     @classmethod
     def build(
@@ -324,14 +339,8 @@ def _refs(node: Any) -> set[str]:
 
 
 class ReachAnyTool(ReachTool):
-    """Reaches any agent: by capability name (best agent) or by agent id (that agent).
-
-    `refuse` says why a target is outside what the toolkit offers (its filters), else None;
-    `namespace` keeps calls by capability name to that namespace.
-    """
-
-    refuse: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
-    namespace: str | None = None
+    """Reaches any agent: by capability name (best agent) or by agent id (that agent); targets
+    are held to the toolkit's filters (`refuse`)."""
 
     @classmethod
     def build(
@@ -387,8 +396,5 @@ class ReachAnyTool(ReachTool):
         call = RoutedCall(
             mode, target, arguments.get("payload"), capability, resume, resumes, namespace, self.principal
         )
-        refused = self.refuse(call.target, call.capability) if self.refuse is not None else None
-        if refused is not None:
-            msg = f"{self.name} may not reach {call.target!r}: {refused}"
-            raise ToolException(msg)
+        self._hold(call.target, call.capability)
         return call

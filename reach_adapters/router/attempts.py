@@ -26,6 +26,7 @@ from reach_adapters.router.state import Slot
 from reach_adapters.router.tracing import ATTEMPT, spanned
 
 if TYPE_CHECKING:
+    from reach_adapters.router.consensus.voting import LocalVote
     from reach_adapters.router.deferral import Deferral
 
 __all__ = ["Opener", "Run", "fall_back", "in_turn"]
@@ -50,9 +51,16 @@ class Run:
     """One dispatch of a task here: the lineage it came with, the agents it has gone to, and how
     each attempt is made (`deliver`, or a stream's opener)."""
 
-    __slots__ = ("admitted", "deferral", "deliver", "lineage", "stream", "targets")
+    __slots__ = ("admitted", "deferral", "deliver", "lineage", "local", "stream", "targets")
 
-    def __init__(self, lineage: list[str], stream: Opener | None = None, *, admitted: bool = False) -> None:
+    def __init__(
+        self,
+        lineage: list[str],
+        stream: Opener | None = None,
+        *,
+        admitted: bool = False,
+        local: LocalVote | None = None,
+    ) -> None:
         self.lineage = lineage
         # Admitted (and deduplicated) by another router of the cluster, which may send the same
         # task to another agent here next: not a reuse of its task id.
@@ -62,6 +70,8 @@ class Run:
         self.deliver: Deliver = deliver if stream is None else stream.attempt
         # Its stay in the deferred queue, once it waits there (``defer=True``).
         self.deferral: Deferral | None = None
+        # A consensus's vote function and normaliser, which stay in this process.
+        self.local = local
 
     def sent_back(self, lineage: list[str]) -> bool:
         """Whether the same task arriving with `lineage` went out through one of this run's

@@ -16,6 +16,7 @@ from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.mode import decide, hint_of, missing_judge, pick_voters
+from reach_adapters.router.consensus.voting import LocalVote
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.deferral import DeferredQueue, RouteAgain, not_deferred
 from reach_adapters.router.faults import ANSWERED
@@ -111,20 +112,25 @@ class Dispatcher:
         self.budget.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
 
     async def dispatch(
-        self, message: ReachMessage, stream: Opener | None = None, *, admitted: bool = False
+        self,
+        message: ReachMessage,
+        stream: Opener | None = None,
+        *,
+        admitted: bool = False,
+        local: LocalVote | None = None,
     ) -> ReachResult:
         """Deliver `message`; with `stream`, its attempts open streams (see `streaming`).
 
         `admitted`: another router of the cluster admitted the call (its caller, permissions and
         quota) and deduplicated its task id: neither is done again here, though selection still
-        keeps to what the guard allows.
+        keeps to what the guard allows. `local`: a consensus's Python vote function and normaliser.
         """
         if self._on_dispatch is not None:
             self._on_dispatch()
         meta = message.meta_info
         token = set_current_reach(meta)
         task_id = meta.task_id
-        run = Run(meta.lineage, stream, admitted=admitted)
+        run = Run(meta.lineage, stream, admitted=admitted, local=local)
         runs = self._running.get(task_id)
         if runs is None:
             self._running[task_id] = [run]
@@ -345,7 +351,15 @@ class Dispatcher:
         if refused is not None:
             return refused
         decided = await decide(
-            voters, message, deadline, record, self.policy, self.errors, self.ratings, self.dispatch
+            voters,
+            message,
+            deadline,
+            record,
+            self.policy,
+            self.errors,
+            self.ratings,
+            self.dispatch,
+            run.local,
         )
         return self._finish(run, message, record, decided, start, "candidate", plan.queued_ms)
 

@@ -121,3 +121,11 @@ def test_quorum_above_n_is_a_usage_error_with_url_and_with_config(config_dir: Pa
 
     assert (remote.returncode, local.returncode) == (2, 2), (remote.stderr, local.stderr)
     assert "--quorum 3 is above --n 2" in remote.stderr
+
+
+def test_a_count_over_the_voters_limit_is_a_usage_error_naming_the_flag() -> None:
+    # ConsensusHint's own bound, checked before any request: no server needs to answer here.
+    done = run_reach("consensus", "capital", "--n", "17", "--quorum", "2", "--url", "http://127.0.0.1:9")
+
+    assert done.returncode == 2, done.stderr
+    assert "--n 17: Input should be less than or equal to 16" in done.stderr

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from middleware import ConsensusHint, ReachResult
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.router.consensus.feedback import Feedback, check_score, give_feedback
-from reach_adapters.router.consensus.voting import LOCAL_VOTE, LocalVote, Normaliser, VoteFunction
+from reach_adapters.router.consensus.voting import LocalVote, Normaliser, VoteFunction
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.messages import build_message, require_name
@@ -77,16 +77,13 @@ class ConsensusCalls:
             msg = f"invalid consensus: {describe_validation_error(exc)}"
             raise InvalidMessageError(msg) from None
         message = build_message(payload, options, capability=capability, mode="consensus")
+        # Patched on, not given to `build_message`, which would then test for it on every plain
+        # route (a benchmarked path) for the sake of this rarer call.
         message = message.model_copy(
             update={"routing_hint": message.routing_hint.model_copy(update={"consensus": hint})}
         )
-        if function is None and normalise is None:
-            return await self._dispatcher.dispatch(message)
-        token = LOCAL_VOTE.set(LocalVote(message.meta_info.task_id, function, normalise))
-        try:
-            return await self._dispatcher.dispatch(message)
-        finally:
-            LOCAL_VOTE.reset(token)
+        local = None if function is None and normalise is None else LocalVote(function, normalise)
+        return await self._dispatcher.dispatch(message, local=local)
 
     def consensus_sync(
         self,

@@ -19,7 +19,6 @@ from middleware import ConsensusHint, Fault, ReachMessage, ReachResult, ResultSt
 from middleware.fast import amend, build_trusted
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.voting import (
-    LOCAL_VOTE,
     LocalVote,
     Verdict,
     Vote,
@@ -79,13 +78,12 @@ async def decide(
     errors: AgentErrors,
     ratings: Ratings,
     dispatch: Dispatch,
+    local: LocalVote | None,
 ) -> ReachResult:
-    """Ask every voter at once, then decide; the result's ``extra["votes"]`` has every vote."""
+    """Ask every voter at once, then decide; the result's ``extra["votes"]`` has every vote.
+    `local`: the caller's vote function and normaliser, if it gave them."""
     hint = hint_of(message)
     meta = message.meta_info
-    local = LOCAL_VOTE.get()
-    if local is not None and local.task_id != meta.task_id:
-        local = None
     if hint.vote == "custom" and (local is None or local.vote is None):
         return _invalid(message, "consensus vote 'custom' needs a Python function: router.consensus(vote=f)")
     if len(voters) < hint.n:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
 
 __all__ = [
-    "LOCAL_VOTE",
     "LocalVote",
     "Normaliser",
     "Verdict",
@@ -51,15 +49,11 @@ VoteFunction = Callable[[list[Vote]], "Verdict | Awaitable[Verdict | None] | Non
 
 @dataclass(frozen=True, slots=True)
 class LocalVote:
-    """The Python parts of one consensus call, which never travel in its message: they are
-    found by the task id they were given for."""
+    """The Python parts of one consensus call, which never travel in its message: the run of
+    its dispatch carries them (`Run.local`), so no other call, nested or not, can see them."""
 
-    task_id: str
     vote: VoteFunction | None
     normalise: Normaliser | None
-
-
-LOCAL_VOTE: ContextVar[LocalVote | None] = ContextVar("agent_reach_local_vote", default=None)
 
 
 def canonical(value: Any) -> str:
