@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, cast
+from typing import cast
 from uuid import uuid4
 
 import httpx
@@ -83,7 +83,7 @@ class Turn:
 
 
 def request_for(
-    message: ReachMessage, skill: str, meta: dict[str, Any], turn: Turn, return_immediately: bool
+    message: ReachMessage, skill: str, meta: dict[str, str], turn: Turn, return_immediately: bool
 ) -> SendMessageRequest:
     """The A2A request for `message`: its payload (or its answer to a question) as parts, the
     task's hop metadata and the skill it asks for, in the conversation `turn` names."""
@@ -97,8 +97,11 @@ def request_for(
     outgoing.message_id = uuid4().hex
     outgoing.role = Role.ROLE_USER
     outgoing.parts.extend(payload_parts(info.resume if resuming else message.raw_payload))
-    outgoing.metadata.update(meta)
-    outgoing.metadata["skill"] = skill
+    # Every value a string (`hop.pack`): set as such, without Struct.update's per-value type dispatch.
+    fields = outgoing.metadata.fields
+    for key, value in meta.items():
+        fields[key].string_value = value
+    fields["skill"].string_value = skill
     outgoing.context_id = turn.context_id
     outgoing.task_id = turn.task_id
     return request
