@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, cast
+from typing import cast
 from uuid import uuid4
 
 import httpx
@@ -83,7 +83,7 @@ class Turn:
 
 
 def request_for(
-    message: ReachMessage, skill: str, meta: dict[str, Any], turn: Turn, return_immediately: bool
+    message: ReachMessage, skill: str, meta: dict[str, str], turn: Turn, return_immediately: bool
 ) -> SendMessageRequest:
     """The A2A request for `message`: its payload (or its answer to a question) as parts, the
     task's hop metadata and the skill it asks for, in the conversation `turn` names."""
@@ -97,8 +97,11 @@ def request_for(
     outgoing.message_id = uuid4().hex
     outgoing.role = Role.ROLE_USER
     outgoing.parts.extend(payload_parts(info.resume if resuming else message.raw_payload))
-    outgoing.metadata.update(meta)
-    outgoing.metadata["skill"] = skill
+    # Every value a string (`hop.pack`): set as such, without Struct.update's per-value type dispatch.
+    fields = outgoing.metadata.fields
+    for key, value in meta.items():
+        fields[key].string_value = value
+    fields["skill"].string_value = skill
     outgoing.context_id = turn.context_id
     outgoing.task_id = turn.task_id
     return request
@@ -202,23 +205,46 @@ class Exchange:
         caller, with nothing left to cancel: read in place, it spares every call a task."""
         if not self._detached:
             return await anext(stream, None)
-        first = asyncio.ensure_future(anext(stream, None))
+        # The reader hands the event over through a plain future: a cancelled caller cancels
+        # only that, and the reader learns so. (A shielded task costs a loop turn more per call.)
+        answer: asyncio.Future[StreamResponse | None] = asyncio.get_running_loop().create_future()
+        reader = asyncio.ensure_future(self._read_first(stream, answer))
         try:
-            return await asyncio.shield(first)
+            return await answer
         except asyncio.CancelledError:
-            first.add_done_callback(lambda done: self._orphaned(done, stream))
+            # The event came after all, but the call was cancelled before it could take it.
+            if answer.done() and not answer.cancelled() and answer.exception() is None:
+                self._orphaned(answer.result(), stream)
+            else:
+                self._link.hold(reader)
             raise
 
-    def _orphaned(
-        self, first: asyncio.Future[StreamResponse | None], stream: AsyncGenerator[StreamResponse, None]
+    async def _read_first(
+        self, stream: AsyncGenerator[StreamResponse, None], answer: asyncio.Future[StreamResponse | None]
     ) -> None:
+        """Read the first event into `answer`; if the call gave up meanwhile, deal with it here."""
+        try:
+            event = await anext(stream, None)
+        except asyncio.CancelledError:
+            answer.cancel()
+            raise
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, which judges it
+            if answer.cancelled():
+                self._link.close_soon(stream)
+            else:
+                answer.set_exception(exc)
+            return
+        if answer.cancelled():
+            self._orphaned(event, stream)
+        else:
+            answer.set_result(event)
+
+    def _orphaned(self, event: StreamResponse | None, stream: AsyncGenerator[StreamResponse, None]) -> None:
         """The first event of a call already abandoned: cancel the task it names, if running."""
-        if not first.cancelled() and first.exception() is None:
-            event = first.result()
-            if event is not None:
-                self._take(event)
-                if self.task is not None and not self.done:
-                    self._link.cancel_soon(self.task.id)
+        if event is not None:
+            self._take(event)
+            if self.task is not None and not self.done:
+                self._link.cancel_soon(self.task.id)
         self._link.close_soon(stream)
 
     async def _follow(self, context: ClientCallContext) -> AsyncIterator[list[Part]]:

@@ -50,6 +50,7 @@ class Link:
         self.quiet = asyncio.Event()
         self.quiet.set()
         self._cancels: set[asyncio.Task[None]] = set()
+        self._readers: set[asyncio.Future[None]] = set()
         self._elsewhere: set[tuple[str, str, int | None]] = set()
 
     @property
@@ -136,6 +137,12 @@ class Link:
     def close_soon(self, stream: AsyncGenerator[StreamResponse, None]) -> None:
         """Close an event stream no call reads any more, in the background."""
         self._background(stream.aclose(), "a2a close stream")
+
+    def hold(self, reader: asyncio.Future[None]) -> None:
+        """Keep a reader a cancelled call left behind until it ends (the loop holds tasks only
+        weakly). Not waited for by `aclose`: closing the HTTP client ends it."""
+        self._readers.add(reader)
+        reader.add_done_callback(self._readers.discard)
 
     def _background(self, work: Coroutine[Any, Any, None], name: str) -> None:
         # A context of its own: nothing of the call that left it behind applies to it.

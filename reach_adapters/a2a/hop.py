@@ -20,14 +20,17 @@ __all__ = ["HOP_KEY", "pack", "unpack"]
 
 HOP_KEY = "agent-reach"
 _FLAT = frozenset(META_PREFIX + key for key in ("task_id", "trace_id", "caller_token"))
+# Made once: `json.dumps` with separators builds an encoder per call.
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
-def pack(carried: dict[str, Any]) -> dict[str, Any]:
-    """`request_meta`'s keys with all but the ids and hop token under the one `HOP_KEY`."""
+def pack(carried: dict[str, Any]) -> dict[str, str]:
+    """`request_meta`'s keys with all but the ids and hop token (strings all three) under the one
+    `HOP_KEY`: every value a string."""
     flat = {key: value for key, value in carried.items() if key in _FLAT}
     rest = {key.removeprefix(META_PREFIX): value for key, value in carried.items() if key not in _FLAT}
     if rest:
-        flat[HOP_KEY] = json.dumps(rest, separators=(",", ":"))
+        flat[HOP_KEY] = _ENCODE(rest)
     return flat
 
 
