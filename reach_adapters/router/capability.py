@@ -166,9 +166,8 @@ class Capability(BaseModel):
         self._input_key = schema_key(self.input_schema)
         # Schemas that accept any object get no validator: at most a type check (`object_only`).
         self._input_open = self.input_schema in ({}, {"type": "object"})
-        self._object_only = "input_schema" in self.model_fields_set and self.input_schema == {
-            "type": "object"
-        }
+        given = "input_schema" in self.model_fields_set
+        self._object_only = given and self.input_schema == {"type": "object"}
         self._output_key = None if self.output_schema is None else schema_key(self.output_schema)
 
     @property
