@@ -97,6 +97,9 @@ async def in_turn(
     retries = 0
     # The first candidate was screened just now, with no await since: no need to check it again.
     slot = plan.slots[0]
+    # When the attempt began, should a cancellation cut it short: the first, with the dispatch
+    # (no clock read on the common path).
+    began = record.created_at
     while True:
         tried.add(id(slot))
         run.targets.add(slot.runtime.agent_id)
@@ -114,13 +117,12 @@ async def in_turn(
             # one of an agent whose needs are not known yet.
             if usual is not None and share * 1000.0 >= 2 * usual:
                 ends = now + share
-        started = time.perf_counter()
         try:
             result, elapsed_ms = await spanned(
                 tracer, ATTEMPT, run.deliver(slot, message, ends, errors), slot, record
             )
         except asyncio.CancelledError as cancelled:
-            _cut_short(message, record, slot.runtime.agent_id, started, cancelled)
+            _cut_short(message, record, slot.runtime.agent_id, began, cancelled)
             raise
         record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
         if result.status in ANSWERED:
@@ -149,13 +151,14 @@ async def in_turn(
         if following is None:
             return result, slot
         slot = following
+        began = time.time()
 
 
 def _cut_short(
     message: ReachMessage,
     record: DecisionRecord,
     agent_id: str,
-    started: float,
+    began: float,
     cancelled: asyncio.CancelledError,
     path: str = "candidate",
 ) -> None:
@@ -179,7 +182,8 @@ def _cut_short(
         agent_id=agent_id,
         delivered=True,
     )
-    record.add_attempt(agent_id, cut, (time.perf_counter() - started) * 1000.0, path)
+    # Unix time (`time.time`) it began: the record's creation for a first attempt.
+    record.add_attempt(agent_id, cut, (time.time() - began) * 1000.0, path)
 
 
 def _next_slot(plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy) -> Slot | None:
@@ -252,11 +256,10 @@ async def fall_back(
             exclusions.append(Exclusion(agent_id, reason, ExclusionKind.DEADLINE))
             break
         run.targets.add(agent_id)
-        started = time.perf_counter()
         try:
             outcome, elapsed_ms = await run.deliver(slot, message, meta.deadline or now, errors)
         except asyncio.CancelledError as cancelled:
-            _cut_short(message, record, agent_id, started, cancelled, path)
+            _cut_short(message, record, agent_id, now, cancelled, path)
             raise
         record.add_attempt(agent_id, outcome, elapsed_ms, path)
         if outcome.status in ANSWERED:

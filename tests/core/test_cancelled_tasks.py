@@ -13,7 +13,7 @@ import pytest
 from middleware import Fault, ResultStatus
 from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy, TaskStatus
 from reach_adapters.router import Guard, Refusal
-from tests.core.conftest import Gate
+from tests.core.conftest import FAST, Gate, failing_agent
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(30)
@@ -97,6 +97,30 @@ async def test_a_cancelled_route_leaves_its_cut_short_attempt_in_the_decision_re
         record = router.explain("route-1")
         assert [(a.agent_id, a.status, a.delivered) for a in record.attempts] == [
             ("work:slow:01", ResultStatus.CANCELLED, True)
+        ]
+
+
+async def test_a_fallback_attempt_cut_short_is_recorded_on_its_path() -> None:
+    started = asyncio.Event()
+
+    async def slow(payload: Any) -> Any:
+        started.set()
+        await asyncio.sleep(60)
+
+    async with Router(FAST) as router:
+        router.register(failing_agent("work:broken:01", RuntimeError("down"), idempotent=True))
+        router.register(
+            FunctionAgent(slow, agent_id="work:spare:01", capabilities=[Capability(name="spare")])
+        )
+        task = await router.submit("work", {}, fallback=["work:spare:01"])
+        await asyncio.wait_for(started.wait(), 10)
+        result = (await router.cancel(task.task_id)).result
+        assert result is not None
+        assert (result.agent_id, result.attempts, result.delivered) == ("work:spare:01", 2, True)
+        record = router.explain(task.task_id)
+        assert [(a.agent_id, a.path, a.status) for a in record.attempts] == [
+            ("work:broken:01", "candidate", ResultStatus.ERROR),
+            ("work:spare:01", "fallback", ResultStatus.CANCELLED),
         ]
 
 
