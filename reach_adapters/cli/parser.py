@@ -144,11 +144,16 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
 def _with_options(args: argparse.Namespace) -> int:
     from reach_adapters.cli.errors import UsageError
     from reach_adapters.cli.query import run_call
-    from reach_adapters.gateway.api import RESERVED_OPTIONS
+    from reach_adapters.gateway.api import REQUEST_FIELDS, option_problem
 
-    clash = sorted({key for key, _ in args.options} & RESERVED_OPTIONS)
+    names = {key for key, _ in args.options}
+    clash = sorted(names & REQUEST_FIELDS)
     if clash:
         msg = f"--option cannot set {clash}: give the capability or agent id and the payload as arguments"
+        raise UsageError(msg)
+    problem = option_problem(names)
+    if problem is not None:
+        msg = f"--option: {problem}"
         raise UsageError(msg)
     if args.capability is not None and ":" not in args.target:
         msg = (

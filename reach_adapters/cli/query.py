@@ -13,6 +13,7 @@ from reach_adapters.cli.remote import Remote
 from reach_adapters.cli.render import render_catalog, render_decision, render_json, render_result
 from reach_adapters.gateway import Gateway
 from reach_adapters.gateway.views import catalog_view
+from reach_adapters.router.planning import NAME_ONE
 
 __all__ = ["local_run", "print_outcome", "remote_for", "run_call", "run_catalog", "run_explain"]
 
@@ -51,7 +52,16 @@ def run_call(args: argparse.Namespace) -> int:
 
         result, record = local_run(args, call)
         decision = record if args.explain else None
+    if directed:
+        _in_cli_words(result)
     return print_outcome(args, result, decision)
+
+
+def _in_cli_words(result: dict[str, Any]) -> None:
+    """The router names a directed call's capability as the Python API takes it; here it is a flag."""
+    error = result.get("error")
+    if isinstance(error, str) and NAME_ONE in error:
+        result["error"] = error.replace(NAME_ONE, "(--capability NAME)")
 
 
 def print_outcome(

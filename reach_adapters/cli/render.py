@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reach_adapters.router.outcomes import UNKNOWN_OUTCOME
+
 __all__ = [
     "render_catalog",
     "render_check",
@@ -129,8 +131,16 @@ def render_result(result: Mapping[str, Any]) -> str:
         fault = f" ({result['fault']} fault)" if result.get("fault") else ""
         lines.append(f"error{fault}: {result.get('error_type')}: {result.get('error')}")
         if result.get("delivered"):
-            lines.append("delivered: yes, the agent received the task (it may have done the work)")
+            lines.append(_delivered(result))
     return "\n".join(lines)
+
+
+def _delivered(result: Mapping[str, Any]) -> str:
+    """The delivered line of a failed result: received for sure, or (the router says the outcome
+    is unknown: a connection lost, a node gone before it read the call) maybe."""
+    if UNKNOWN_OUTCOME in (result.get("error") or ""):
+        return "delivered: maybe, outcome unknown (the agent may have received the task and done the work)"
+    return "delivered: yes, the agent received the task (it may have done the work)"
 
 
 def render_decision(record: Mapping[str, Any], indent: str = "") -> str:

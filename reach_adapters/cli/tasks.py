@@ -23,11 +23,16 @@ _HTTP_MARGIN_S = 10.0
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from reach_adapters.gateway.api import RESERVED_OPTIONS
+    from reach_adapters.gateway.api import REQUEST_FIELDS, option_problem
 
-    clash = sorted({key for key, _ in args.options} & RESERVED_OPTIONS)
+    names = {key for key, _ in args.options}
+    clash = sorted(names & REQUEST_FIELDS)
     if clash:
         msg = f"--option cannot set {clash}: give the capability and the payload as arguments"
+        raise UsageError(msg)
+    problem = option_problem(names)
+    if problem is not None:
+        msg = f"--option: {problem}"
         raise UsageError(msg)
     body: dict[str, Any] = {
         "capability": args.capability,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Coroutine
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
@@ -29,15 +30,19 @@ from reach_adapters.gateway.limits import ServerLimits, nested_deeper
 from reach_adapters.gateway.views import catalog_view, health_view
 from reach_adapters.mcp import request_principal
 from reach_adapters.router import CallOptions, ErrorKind, ExclusionKind
+from reach_adapters.router.options import CALL_OPTIONS
 
 __all__ = [
+    "API_OPTIONS",
     "API_PREFIX",
+    "REQUEST_FIELDS",
     "RESERVED_OPTIONS",
     "GatewayAPI",
     "RouteRequest",
     "SendRequest",
     "SubmitRequest",
     "error_response",
+    "option_problem",
 ]
 
 API_PREFIX = "/api"
@@ -48,9 +53,14 @@ _NO_METRICS = (
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
-# Named by the request itself, or by the server (who called), so never an option; hop tokens
-# come from other gateways, over MCP.
-RESERVED_OPTIONS = frozenset({"capability", "agent_id", "payload", "principal", "caller_token"})
+# Named by the request's own fields, so never an option.
+REQUEST_FIELDS = frozenset({"capability", "agent_id", "payload"})
+# Who calls is whom the request authenticates as, never what its body says; hop tokens come from
+# other gateways, over MCP.
+_IDENTITY = frozenset({"principal", "caller_token"})
+RESERVED_OPTIONS = REQUEST_FIELDS | _IDENTITY
+# What a request's `options` may set: the call options of the Python API, but who calls.
+API_OPTIONS = CALL_OPTIONS - RESERVED_OPTIONS
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # A call that waited for capacity until its deadline times out; one that could not wait has none.
 _UNDELIVERED_BY_LOAD = frozenset({ResultStatus.NO_CANDIDATE, ResultStatus.TIMEOUT})
@@ -62,11 +72,32 @@ _REFUSED = {
 }
 
 
+def option_problem(names: AbstractSet[str]) -> str | None:
+    """Why option `names` cannot go to the API (who calls, or a name it does not take), else None.
+
+    The request's own fields (`REQUEST_FIELDS`) are each caller's to point to: a body's fields,
+    the CLI's arguments.
+    """
+    identity = sorted(_IDENTITY & names)
+    if identity:
+        return (
+            f"options may not set {identity}: who calls is whom the request authenticates as (its "
+            "bearer token; see docs/security.md), never an option"
+        )
+    unknown = sorted(names - API_OPTIONS)
+    if unknown:
+        return f"unknown option(s) {unknown}; the options are {', '.join(sorted(API_OPTIONS))}"
+    return None
+
+
 def _no_reserved(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    clash = sorted(RESERVED_OPTIONS & set(options))
+    clash = sorted(REQUEST_FIELDS & set(options))
     if clash:
         msg = f"options may not set {clash}: give them as the request's own fields"
         raise ValueError(msg)
+    problem = option_problem(options.keys())
+    if problem is not None:
+        raise ValueError(problem)
     return options
 
 

@@ -24,7 +24,7 @@ def patch_capabilities(
     patched = []
     for item in validate_capabilities(agent_id, capabilities):
         patch = patches.get(item.name)
-        patched.append(item if not patch else Capability(**{**item.model_dump(), **patch}))
+        patched.append(item if not patch else item.model_copy(update=patch))
     return tuple(patched)
 
 

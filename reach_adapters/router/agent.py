@@ -264,10 +264,10 @@ def _call_style(fn: Callable[..., Any]) -> CallStyle:
 def _derive_capability(fn: Callable[..., Any], style: CallStyle) -> Capability:
     name = getattr(fn, "__name__", type(fn).__name__)
     description = inspect.getdoc(fn) or ""
-    schema: dict[str, Any] = {"type": "object"}
-    if style == "kwargs":
-        schema = _signature_schema(fn)
-    return Capability(name=name, description=description, input_schema=schema)
+    if style != "kwargs":
+        # A function of the payload or message takes any payload: no schema of its own.
+        return Capability(name=name, description=description)
+    return Capability(name=name, description=description, input_schema=_signature_schema(fn))
 
 
 def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:

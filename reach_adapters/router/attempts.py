@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry.trace import Tracer
 
-from middleware import ReachMessage, ReachResult
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
+from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.decisions import DecisionRecord, Exclusion, ExclusionKind
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED, RETRIED
 from reach_adapters.router.guard import Guard
+from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
 from reach_adapters.router.planning import Plan, slot_for
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.registry import Registry
@@ -105,6 +107,9 @@ async def in_turn(
     retries = 0
     # The first candidate was screened just now, with no await since: no need to check it again.
     slot = plan.slots[0]
+    # When the attempt began, should a cancellation cut it short: the first, with the dispatch
+    # (no clock read on the common path).
+    began = record.created_at
     while True:
         tried.add(id(slot))
         run.targets.add(slot.runtime.agent_id)
@@ -122,9 +127,13 @@ async def in_turn(
             # one of an agent whose needs are not known yet.
             if usual is not None and share * 1000.0 >= 2 * usual:
                 ends = now + share
-        result, elapsed_ms = await spanned(
-            tracer, ATTEMPT, run.deliver(slot, message, ends, errors), slot, record
-        )
+        try:
+            result, elapsed_ms = await spanned(
+                tracer, ATTEMPT, run.deliver(slot, message, ends, errors), slot, record
+            )
+        except asyncio.CancelledError as cancelled:
+            _cut_short(message, record, slot.runtime.agent_id, began, cancelled)
+            raise
         record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
         if result.status in ANSWERED:
             if slot.capability.name != meta.capability:
@@ -152,6 +161,39 @@ async def in_turn(
         if following is None:
             return result, slot
         slot = following
+        began = time.time()
+
+
+def _cut_short(
+    message: ReachMessage,
+    record: DecisionRecord,
+    agent_id: str,
+    began: float,
+    cancelled: asyncio.CancelledError,
+    path: str = "candidate",
+) -> None:
+    """Record the attempt a cancellation cut short: the agent had the task and may have done the
+    work, and whoever asks which agent that was (a cancelled async task's result, `explain`)
+    finds it here. The deadline's cancellations end as timeouts before this; what is left is the
+    caller giving up, or the router abandoning the call (closing, a task taken over)."""
+    abandoned = cancelled.args[:1] == (ABANDONED,)
+    who, fault = (
+        ("the router abandoned the call", Fault.ROUTER)
+        if abandoned
+        else ("the caller cancelled it", Fault.CALLER)
+    )
+    error = f"{who} while agent {agent_id} ran it; {UNKNOWN_OUTCOME}"
+    cut = error_result(
+        message,
+        ResultStatus.CANCELLED,
+        ErrorKind.CANCELLED,
+        error,
+        fault=fault,
+        agent_id=agent_id,
+        delivered=True,
+    )
+    # Unix time (`time.time`) it began: the record's creation for a first attempt.
+    record.add_attempt(agent_id, cut, (time.time() - began) * 1000.0, path)
 
 
 def _next_slot(plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy) -> Slot | None:
@@ -224,7 +266,11 @@ async def fall_back(
             exclusions.append(Exclusion(agent_id, reason, ExclusionKind.DEADLINE))
             break
         run.targets.add(agent_id)
-        outcome, elapsed_ms = await run.deliver(slot, message, meta.deadline or now, errors)
+        try:
+            outcome, elapsed_ms = await run.deliver(slot, message, meta.deadline or now, errors)
+        except asyncio.CancelledError as cancelled:
+            _cut_short(message, record, agent_id, now, cancelled, path)
+            raise
         record.add_attempt(agent_id, outcome, elapsed_ms, path)
         if outcome.status in ANSWERED:
             return outcome, path

@@ -13,8 +13,10 @@ from pydantic import (
     Field,
     JsonValue,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -104,6 +106,7 @@ class Capability(BaseModel):
 
     _input_key: str = PrivateAttr("")
     _input_open: bool = PrivateAttr(True)
+    _object_only: bool = PrivateAttr(False)
     _output_key: str | None = PrivateAttr(None)
 
     def __init__(self, /, **data: Any) -> None:
@@ -132,10 +135,24 @@ class Capability(BaseModel):
         return keywords
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy; with `update`, a new declaration checked (and its schemas compiled) like any other."""
+        """A copy; with `update`, a new declaration checked (and its schemas compiled) like any other.
+
+        Built from the fields the declaration gave, not from all: an input schema left to its
+        default stays a default, which takes any payload (see `object_only`).
+        """
         if not update:
             return super().model_copy(deep=deep)
-        return type(self)(**{**dict(self), **update})
+        given = {name: getattr(self, name) for name in self.model_fields_set}
+        return type(self)(**{**given, **update})
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The declaration as data, without an input schema it did not give: rebuilt from its dump
+        (another node's lease, a catalog read back), it takes what this one takes."""
+        data: dict[str, Any] = handler(self)
+        if "input_schema" not in self.model_fields_set:
+            data.pop("input_schema", None)
+        return data
 
     def model_post_init(self, context: Any, /) -> None:
         for field in ("input_schema", "output_schema"):
@@ -147,8 +164,10 @@ class Capability(BaseModel):
                 msg = f"capability {self.name!r}: field '{field}' is not a valid JSON Schema: {problem}"
                 raise InvalidDeclarationError(msg)
         self._input_key = schema_key(self.input_schema)
-        # Schemas that accept any object are not checked on each call.
+        # Schemas that accept any object get no validator: at most a type check (`object_only`).
         self._input_open = self.input_schema in ({}, {"type": "object"})
+        given = "input_schema" in self.model_fields_set
+        self._object_only = given and self.input_schema == {"type": "object"}
         self._output_key = None if self.output_schema is None else schema_key(self.output_schema)
 
     @property
@@ -157,7 +176,15 @@ class Capability(BaseModel):
 
     @property
     def checks_input(self) -> bool:
+        """Whether payloads go through the input schema's validator (never for an open object)."""
         return not self._input_open
+
+    @property
+    def object_only(self) -> bool:
+        """Whether the declaration gave its input schema as exactly ``{"type": "object"}``: it takes
+        any JSON object and nothing else, checked by type alone. The default schema (none given)
+        is the same text but takes any payload, as capabilities declared without one always did."""
+        return self._object_only
 
     @property
     def safe_to_repeat(self) -> bool:
@@ -170,7 +197,10 @@ class Capability(BaseModel):
 
     def same_schemas(self, other: Capability) -> bool:
         """Whether both take and give the same shapes: replicas, not namesakes. Titles,
-        descriptions and examples may differ (one replica a version ahead in its docs)."""
+        descriptions and examples may differ (one replica a version ahead in its docs). An object
+        schema given and one left to its default are not the same: one refuses a text the other takes."""
+        if self._object_only is not other._object_only:
+            return False
         if self._input_key == other._input_key and self._output_key == other._output_key:
             return True
         same_input = _shape(self.input_schema) == _shape(other.input_schema)

@@ -252,6 +252,9 @@ class DecisionLog:
                     break
         return out
 
+    def find(self, task_id: str) -> DecisionRecord | None:
+        return self._records.get(task_id)
+
     def get(self, task_id: str) -> DecisionRecord:
         record = self._records.get(task_id)
         if record is None:

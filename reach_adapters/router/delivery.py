@@ -84,10 +84,8 @@ def admit(
         )
     if slot.adapt is not None or slot.own_name is not None:
         message = _adapted(slot, message)
-    # Most capabilities take any object and most calls carry one: skip the check call then.
-    if (
-        slot.input_validator is not None or (message.raw_payload is None and slot.object_input)
-    ) and not resumes(message):
+    # Most capabilities take any payload and most calls carry one: skip the check call then.
+    if (slot.checks_input or (message.raw_payload is None and slot.object_input)) and not resumes(message):
         problem = _input_problem(slot, message)
         if problem is not None:
             return error_result(

@@ -98,10 +98,17 @@ def error_result(
 
     An agent returning it need not say `delivered`: the router knows the agent had the task. Say
     it only to pass on another router's word (a task that never left it).
+
+    It carries the message's trace id and capability: not every failure passes through the
+    dispatcher's finishing step (an async task cancelled or failed in the router, a cluster
+    node's refusal), and the caller needs them to find the task's trace.
     """
+    meta = message.meta_info
     values = {
         "status": status,
-        "task_id": message.meta_info.task_id,
+        "task_id": meta.task_id,
+        "trace_id": meta.trace_id,
+        "capability": meta.capability,
         "agent_id": agent_id,
         "error_type": error_type,
         "error": error,

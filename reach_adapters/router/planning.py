@@ -27,9 +27,13 @@ from reach_adapters.router.selection import (
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy
 
-__all__ = ["Plan", "Planner", "slot_for"]
+__all__ = ["NAME_ONE", "Plan", "Planner", "slot_for"]
 
 logger = logging.getLogger(__name__)
+
+# How a directed call names one of its agent's capabilities, as the Python API says it; other
+# surfaces (the CLI's ``--capability``) put their own words in its place.
+NAME_ONE = "(capability=...)"
 
 
 class Plan:
@@ -265,7 +269,7 @@ class Planner:
                 return [], refused, False
         if meta.capability is None and len(slots) > 1:
             error = f"agent {target} declares several capabilities {_names(slots)}; name the one to call "
-            error += "(capability=...)"
+            error += NAME_ONE
             return [], Problem(ResultStatus.INVALID, ErrorKind.INVALID_MESSAGE, error, Fault.CALLER), False
         slot = slot_for(slots, meta.capability)
         if slot is None:

@@ -78,7 +78,7 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
         self._health = HealthMonitor(self._registry, policy, self._set_state)
         self._portal = Portal(start_timeout=policy.sync_start_timeout_s)
         store = MemoryTaskStore() if task_store is None else task_store
-        self._tasks = AsyncTasks(self._dispatcher.dispatch, policy, store)
+        self._tasks = AsyncTasks(self._dispatcher.dispatch, policy, store, self._dispatcher.decisions)
         self._listeners: list[Callable[[], None]] = []
         self._on_close: list[Callable[[], Awaitable[None]]] = []
         # Calls waiting deferred for a capable agent look again on every catalog change, and end

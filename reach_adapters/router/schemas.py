@@ -16,7 +16,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
-__all__ = ["CompiledSchema", "check_schema", "compiled_validator", "first_error", "schema_key", "wrap_field"]
+__all__ = [
+    "CompiledSchema",
+    "check_schema",
+    "compiled_validator",
+    "first_error",
+    "json_kind",
+    "schema_key",
+    "wrap_field",
+]
 
 CompiledSchema = jsonschema_rs.Validator
 
@@ -57,6 +65,26 @@ def first_error(validator: CompiledSchema, instance: Any, root: str = "(payload)
         where = ".".join(path) or root
         return f"field '{where}': {err.message}"
     return None
+
+
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "an object"),
+)
+
+
+def json_kind(value: Any, preview: int = 40) -> str:
+    """What `value` is in JSON's words, with the start of it: ``a string "PX-7"``."""
+    if value is None:
+        return "null"
+    # bool before int: True is an int to Python, a boolean to JSON.
+    kind = next((name for cls, name in _KINDS if isinstance(value, cls)), type(value).__name__)
+    text = json.dumps(value, default=str)
+    return f"{kind} {text if len(text) <= preview else text[: preview - 3] + '...'}"
 
 
 def wrap_field(field: str, schema: dict[str, Any], *, title: str | None = None) -> dict[str, Any]:

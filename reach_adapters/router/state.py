@@ -17,7 +17,7 @@ from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
 from reach_adapters.router.portal import running_loop
-from reach_adapters.router.schemas import CompiledSchema, first_error
+from reach_adapters.router.schemas import CompiledSchema, first_error, json_kind
 
 __all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist", "wake"]
 
@@ -233,6 +233,10 @@ class Slot:
     input_validator: CompiledSchema | None = None
     output_validator: CompiledSchema | None = None
     object_input: bool = False
+    # Declared to take exactly any JSON object (`Capability.object_only`): checked by type alone.
+    object_only: bool = False
+    # Whether admission checks payloads at all (a validator, or object_only): one test per call.
+    checks_input: bool = False
     adapt: Callable[[str, Any], Any] | None = None
     # The agent's own name for the capability, when the router serves it under another one.
     own_name: str | None = None
@@ -244,6 +248,8 @@ class Slot:
         self.input_validator = cap.input_validator if cap.checks_input else None
         self.output_validator = cap.output_validator
         self.object_input = cap.input_schema.get("type") == "object"
+        self.object_only = cap.object_only
+        self.checks_input = self.input_validator is not None or self.object_only
         adapt = getattr(self.runtime.agent, "adapt_payload", None)
         self.adapt = adapt if callable(adapt) else None
 
@@ -259,9 +265,15 @@ class Slot:
         validator = self.input_validator
         if payload is None and self.object_input:
             payload = {}
-        if validator is None or validator.is_valid(payload):
+        problem: str | None
+        if self.object_only:
+            if isinstance(payload, dict):
+                return None
+            problem = f"it takes a JSON object, got {json_kind(payload)}"
+        elif validator is None or validator.is_valid(payload):
             return None
-        problem = first_error(validator, payload)
+        else:
+            problem = first_error(validator, payload)
         name = self.capability.name
         return f"payload does not match the input schema of {name!r} at {self.agent_id}: {problem}"
 

@@ -119,3 +119,31 @@ async def test_loopback_guard_reads_host_and_origin_headers_strictly(
     assert answer.status_code == status, answer.text
     if status != 200:
         assert answer.json()["error_type"] == "InvalidMessageError"
+
+
+async def test_api_option_errors_name_only_what_the_api_takes(config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    async with await Gateway.start(config_dir) as gateway:
+        app = Starlette(routes=GatewayAPI(gateway).routes())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            unknown = await client.post("/api/route", json={"capability": "echo", "options": {"colour": 1}})
+            assert unknown.status_code == 400
+            error = unknown.json()["error"]
+            assert "unknown option(s) ['colour']; the options are " in error
+            assert "timeout_ms" in error
+            assert "principal" not in error
+            assert "caller_token" not in error
+            for path, body in (
+                ("/api/route", {"capability": "echo"}),
+                ("/api/send", {"agent_id": "util:echo:01"}),
+                ("/api/tasks", {"capability": "echo"}),
+            ):
+                for name in ("principal", "caller_token"):
+                    who = await client.post(path, json={**body, "options": {name: "admin"}})
+                    assert who.status_code == 400, path
+                    error = who.json()["error"]
+                    assert f"options may not set ['{name}']" in error
+                    assert "authenticates" in error
+                    assert "docs/security.md" in error
+                    assert "request's own fields" not in error

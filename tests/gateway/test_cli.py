@@ -20,6 +20,7 @@ from reach_adapters.cli.render import render_result
 from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
 from reach_adapters.observability import JsonFormatter
+from reach_adapters.router import UNKNOWN_OUTCOME
 from tests.gateway.conftest import (
     ECHO,
     PROBE,
@@ -240,7 +241,22 @@ def test_call_names_the_capability_of_an_agent_with_several(config_dir: Path) ->
     assert json.loads(called.stdout)["payload"] == "hi"
     unnamed = run_reach("call", "mcp:probe:0", '{"text": "hi"}', "--config", str(config_dir), "--json")
     assert unnamed.returncode == 1
-    assert "declares several capabilities" in json.loads(unnamed.stdout)["error"]
+    error = json.loads(unnamed.stdout)["error"]
+    assert "declares several capabilities" in error
+    # The CLI names its flag, not the Python API's keyword.
+    assert "(--capability NAME)" in error
+    assert "capability=" not in error
+    shown = run_reach("call", "mcp:probe:0", '{"text": "hi"}', "--config", str(config_dir))
+    assert "name the one to call (--capability NAME)" in shown.stdout
+    # Who calls is not an option, and an unknown one lists only those the CLI and API take.
+    who = run_reach("call", "mcp:probe:0", "--option", "principal=admin", "--config", str(config_dir))
+    assert who.returncode == 2
+    assert "authenticates" in who.stderr
+    assert "as arguments" not in who.stderr
+    odd = run_reach("call", "mcp:probe:0", "--option", "colour=1", "--config", str(config_dir))
+    assert odd.returncode == 2
+    assert "unknown option(s) ['colour']" in odd.stderr
+    assert "caller_token" not in odd.stderr
     misplaced = run_reach("call", "say", "--capability", "say", "--config", str(config_dir))
     assert misplaced.returncode == 2
     assert "--capability goes with an agent id" in misplaced.stderr
@@ -299,6 +315,22 @@ def test_a_result_nobody_served_says_not_served() -> None:
     result = {"status": "no_candidate", "task_id": "t-1", "served_by": "none", "attempts": 0, "error": "x"}
     head = render_result(result).splitlines()[0]
     assert head == "no_candidate: - -> no agent (not served, 0 attempt(s), 0.0 ms)"
+
+
+def test_a_result_of_unknown_outcome_says_the_agent_may_have_received_it() -> None:
+    base = {"status": "error", "task_id": "t-3", "delivered": True, "fault": "agent"}
+    unknown = {
+        **base,
+        "error": f"node n2 stopped hosting agent util:echo:01 while the call waited; {UNKNOWN_OUTCOME}",
+    }
+    lines = render_result(unknown).splitlines()
+    assert (
+        "delivered: maybe, outcome unknown (the agent may have received the task and done the work)" in lines
+    )
+    assert not any(line.startswith("delivered: yes") for line in lines)
+    plain = render_result({**base, "error": "the agent raised ValueError"}).splitlines()
+    assert "delivered: yes, the agent received the task (it may have done the work)" in plain
+    assert not any("delivered" in line for line in render_result({**base, "delivered": False}).splitlines())
 
 
 def test_an_agent_asking_for_input_shows_what_it_asks_and_how_to_answer() -> None:

@@ -98,11 +98,13 @@ class ChainAgent:
         self.chain = chain
         self._host = host
         self._agent_id = f"{CHAIN_NAMESPACE}:{chain.name}:0"
+        # A schema the chain left to its default is left so here too (`Capability.object_only`).
+        given = {"input_schema": chain.input_schema} if "input_schema" in chain.model_fields_set else {}
         self._capabilities = (
             Capability(
                 name=chain.name,
                 description=chain.description or _describe(chain),
-                input_schema=chain.input_schema,
+                **given,
                 output_schema=chain.output_schema,
                 keywords=chain.keywords,
                 examples=chain.examples,

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import JsonValue
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import amend
 from reach_adapters.errors import (
     IdempotencyConflictError,
     InvalidMessageError,
@@ -31,6 +32,7 @@ from reach_adapters.errors import (
     UnknownTaskError,
 )
 from reach_adapters.router.compensation import ABANDONED
+from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.deferral import PARKING, Parking
 from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
 from reach_adapters.router.policy import RoutingPolicy
@@ -62,8 +64,11 @@ class AsyncTasks:
         dispatch: Callable[[ReachMessage], Awaitable[ReachResult]],
         policy: RoutingPolicy,
         store: TaskStore,
+        decisions: DecisionLog | None = None,
     ) -> None:
         self.store = store
+        # Where `dispatch` records its reaches: a task cancelled as it ran names its agent from there.
+        self._decisions = decisions
         self.notifier: Notifier | None = None
         self._dispatch = dispatch
         self._policy = policy
@@ -213,7 +218,12 @@ class AsyncTasks:
         except asyncio.CancelledError:
             # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
             ran = record.status is not TaskStatus.DEFERRED
-            return cancelled_result(record.message, running=ran, closing=run.stopped != _CALLER)
+            decision = self._decisions.find(record.task_id) if self._decisions is not None else None
+            if decision is not None and decision.created_at < (record.started_at or 0.0):
+                decision = None  # an earlier reach that used the same task id
+            return cancelled_result(
+                record.message, running=ran, closing=run.stopped != _CALLER, decision=decision
+            )
         except Exception as exc:  # noqa: BLE001 - logged there, with its traceback
             return failed_in_router(record, exc)
         finally:
@@ -317,12 +327,35 @@ def failed_in_router(record: TaskRecord, exc: Exception) -> ReachResult:
     return error_result(record.message, ResultStatus.ERROR, type(exc).__name__, str(exc), fault=Fault.ROUTER)
 
 
-def cancelled_result(message: ReachMessage, *, running: bool, closing: bool = False) -> ReachResult:
+def cancelled_result(
+    message: ReachMessage, *, running: bool, closing: bool = False, decision: DecisionRecord | None = None
+) -> ReachResult:
+    """The result of an async task cancelled before it ran, or as it ran (`running`).
+
+    `decision`, the record the task's dispatch left, names the agents it went to: the last one is
+    the agent that may have done the work, which is what the caller of a cancel needs to know.
+    """
     who, fault = ("the router closed", Fault.ROUTER) if closing else ("the caller cancelled it", Fault.CALLER)
-    error = f"{who} while it ran; {UNKNOWN_OUTCOME}" if running else f"{who} before it ran"
-    return error_result(
-        message, ResultStatus.CANCELLED, ErrorKind.CANCELLED, error, fault=fault, delivered=running
+    attempts = [] if decision is None else decision.attempts
+    agent_id = attempts[-1].agent_id if attempts else None
+    if not running:
+        error = f"{who} before it ran"
+    elif agent_id is None:
+        error = f"{who} while it ran; {UNKNOWN_OUTCOME}"
+    else:
+        error = f"{who} while agent {agent_id} ran it; {UNKNOWN_OUTCOME}"
+    result = error_result(
+        message,
+        ResultStatus.CANCELLED,
+        ErrorKind.CANCELLED,
+        error,
+        fault=fault,
+        agent_id=agent_id,
+        delivered=running or (decision is not None and decision.delivered),
     )
+    # Nothing served it: "none", as the dispatcher says of any call that ended without an answer.
+    amend(result, {"attempts": len(attempts), "served_by": "none"})
+    return result
 
 
 def repeated_task(held: TaskRecord, message: ReachMessage, principal: str | None) -> TaskRecord:
