@@ -9,7 +9,16 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["add_call_options", "base_url", "json_or_text", "pair", "payload", "port", "positive"]
+__all__ = [
+    "add_call_options",
+    "base_url",
+    "call_options",
+    "json_or_text",
+    "pair",
+    "payload",
+    "port",
+    "positive",
+]
 
 
 def port(text: str) -> int:
@@ -91,3 +100,22 @@ def add_call_options(parser: argparse.ArgumentParser, examples: str) -> None:
         const=("defer", "true"),
         help="when no agent can serve now, wait for one to come, within the deadline (docs/reliability.md)",
     )
+
+
+def call_options(args: argparse.Namespace, arguments: str) -> dict[str, Any]:
+    """The ``--option`` pairs as the call's options, refused as a usage mistake when they name
+    the request's own fields (given as `arguments`, which the message names) or what the API
+    does not take."""
+    from reach_adapters.cli.errors import UsageError
+    from reach_adapters.gateway.api import REQUEST_FIELDS, option_problem
+
+    names = {key for key, _ in args.options}
+    clash = sorted(names & REQUEST_FIELDS)
+    if clash:
+        msg = f"--option cannot set {clash}: give {arguments} as arguments"
+        raise UsageError(msg)
+    problem = option_problem(names)
+    if problem is not None:
+        msg = f"--option: {problem}"
+        raise UsageError(msg)
+    return {key: json_or_text(value) for key, value in args.options}

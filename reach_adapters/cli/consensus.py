@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from middleware import ConsensusHint
-from reach_adapters.cli.argtypes import json_or_text
+from reach_adapters.cli.argtypes import call_options
 from reach_adapters.cli.codes import EXIT_OK
 from reach_adapters.cli.errors import UsageError
 from reach_adapters.cli.query import local_run, print_outcome, remote_for
@@ -19,19 +19,13 @@ __all__ = ["render_votes", "run_consensus", "run_feedback"]
 
 
 def run_consensus(args: argparse.Namespace) -> int:
-    from reach_adapters.gateway.api import RESERVED_OPTIONS
-
-    clash = sorted({key for key, _ in args.options} & RESERVED_OPTIONS)
-    if clash:
-        msg = f"--option cannot set {clash}: give the capability and the payload as arguments"
-        raise UsageError(msg)
+    options = call_options(args, "the capability and the payload")
     how = {"n": args.n, "quorum": args.quorum, "vote": args.vote, "judge": args.judge}
     try:
         # Checked here, not by the server's 400: a usage mistake exits 2 with --url as with --config.
         ConsensusHint(**how)
     except ValidationError as exc:
         raise UsageError(_in_flags(exc)) from None
-    options = {key: json_or_text(value) for key, value in args.options}
     if args.url:
         remote = remote_for(args)
         body = {"capability": args.capability, "payload": args.payload, "options": options, **how}

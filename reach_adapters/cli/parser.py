@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from reach_adapters.cli.argtypes import (
     add_call_options,
-    json_or_text,
+    call_options,
     pair,
     payload,
     positive,
@@ -144,24 +144,15 @@ def _call(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
 def _with_options(args: argparse.Namespace) -> int:
     from reach_adapters.cli.errors import UsageError
     from reach_adapters.cli.query import run_call
-    from reach_adapters.gateway.api import REQUEST_FIELDS, option_problem
 
-    names = {key for key, _ in args.options}
-    clash = sorted(names & REQUEST_FIELDS)
-    if clash:
-        msg = f"--option cannot set {clash}: give the capability or agent id and the payload as arguments"
-        raise UsageError(msg)
-    problem = option_problem(names)
-    if problem is not None:
-        msg = f"--option: {problem}"
-        raise UsageError(msg)
+    options = call_options(args, "the capability or agent id and the payload")
     if args.capability is not None and ":" not in args.target:
         msg = (
             f"--capability goes with an agent id; {args.target!r} is a capability name, "
             "which reaches the best agent for it already"
         )
         raise UsageError(msg)
-    args.options = {key: json_or_text(value) for key, value in args.options}
+    args.options = options
     return run_call(args)
 
 

@@ -7,9 +7,8 @@ import time
 from typing import Any
 from urllib.parse import quote
 
-from reach_adapters.cli.argtypes import json_or_text
+from reach_adapters.cli.argtypes import call_options
 from reach_adapters.cli.codes import EXIT_FAILED, EXIT_OK
-from reach_adapters.cli.errors import UsageError
 from reach_adapters.cli.remote import Remote
 from reach_adapters.cli.render import render_json, render_result
 from reach_adapters.router.tasks.records import UNFINISHED
@@ -23,21 +22,10 @@ _HTTP_MARGIN_S = 10.0
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from reach_adapters.gateway.api import REQUEST_FIELDS, option_problem
-
-    names = {key for key, _ in args.options}
-    clash = sorted(names & REQUEST_FIELDS)
-    if clash:
-        msg = f"--option cannot set {clash}: give the capability and the payload as arguments"
-        raise UsageError(msg)
-    problem = option_problem(names)
-    if problem is not None:
-        msg = f"--option: {problem}"
-        raise UsageError(msg)
     body: dict[str, Any] = {
         "capability": args.capability,
         "payload": args.payload,
-        "options": {key: json_or_text(value) for key, value in args.options},
+        "options": call_options(args, "the capability and the payload"),
     }
     if args.callback_url:
         body["callback_url"] = args.callback_url
