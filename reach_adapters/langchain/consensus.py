@@ -1,7 +1,7 @@
 """``reach_consensus``: the router's consensus as a LangChain tool, offered by `ReachToolkit` when
 asked (``include_consensus=True``): each call costs n agent calls, so a model is not offered it
-unasked. The tool itself (arguments, answer) is the core's
-(`reach_adapters.router.consensus.tool`), as the MCP server's is."""
+unasked. The tool itself (arguments, answer) is the core's (exported by `reach_adapters.router`),
+as the MCP server's is."""
 
 from __future__ import annotations
 
@@ -12,19 +12,17 @@ from typing import Any
 
 from middleware import ReachResult
 from reach_adapters.langchain.tools import ReachTool, RoutedCall
-from reach_adapters.router import Router
-from reach_adapters.router.consensus.tool import (
-    MODEL_SCHEMA,
-    MODEL_SCHEMA_KEY,
-    TOOL_DESCRIPTION,
-    TOOL_NAME,
-    tool_answer,
-    tool_options,
+from reach_adapters.router import (
+    CONSENSUS_MODEL_SCHEMA,
+    CONSENSUS_MODEL_SCHEMA_KEY,
+    CONSENSUS_TOOL_DESCRIPTION,
+    CONSENSUS_TOOL_NAME,
+    Router,
+    consensus_tool_answer,
+    consensus_tool_options,
 )
 
 __all__ = ["CONSENSUS_TOOL_NAME", "ReachConsensusTool"]
-
-CONSENSUS_TOOL_NAME = TOOL_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +56,14 @@ class ReachConsensusTool(ReachTool):
         tool = cls(
             router=router,
             name=CONSENSUS_TOOL_NAME,
-            description=TOOL_DESCRIPTION,
-            args_schema=MODEL_SCHEMA,
+            description=CONSENSUS_TOOL_DESCRIPTION,
+            args_schema=CONSENSUS_MODEL_SCHEMA,
             handle_tool_error=handle_tool_error,
             refuse=refuse,
             namespace=namespace,
             principal=principal,
         )
-        tool._schema_key = MODEL_SCHEMA_KEY
+        tool._schema_key = CONSENSUS_MODEL_SCHEMA_KEY
         return tool
 
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
@@ -79,7 +77,7 @@ class ReachConsensusTool(ReachTool):
             arguments.get("payload"),
             namespace=self.namespace,
             principal=self.principal,
-            how=tool_options(arguments),
+            how=consensus_tool_options(arguments),
         )
 
     def _reach_sync(self, call: RoutedCall) -> ReachResult:
@@ -92,4 +90,4 @@ class ReachConsensusTool(ReachTool):
         if not result.ok:
             # Raises, with the result kept as the error message's artifact.
             return super()._answer(result)
-        return json.dumps(tool_answer(result), ensure_ascii=False), result
+        return json.dumps(consensus_tool_answer(result), ensure_ascii=False), result

@@ -4,7 +4,7 @@ Offered beside the capability tools when `RouterMCPServer` is built with ``conse
 each call costs n agent calls, so a model is not offered it unasked. It never takes a
 capability's tool name: when a capability is called ``reach_consensus``, the tool is
 ``reach_consensus_2`` (or the next free number). The tool itself (arguments, answer) is the
-core's (`reach_adapters.router.consensus.tool`), as the LangChain toolkit's is.
+core's (exported by `reach_adapters.router`), as the LangChain toolkit's is.
 """
 
 from __future__ import annotations
@@ -17,19 +17,21 @@ from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 
 from middleware import ReachResult
 from reach_adapters.errors import InvalidMessageError
-from reach_adapters.router import Router, compiled_validator, first_error
-from reach_adapters.router.consensus.tool import (
-    SCHEMA,
-    SCHEMA_KEY,
-    TOOL_DESCRIPTION,
-    TOOL_NAME,
-    tool_answer,
-    tool_options,
+from reach_adapters.router import (
+    CONSENSUS_TOOL_DESCRIPTION,
+    CONSENSUS_TOOL_NAME,
+    CONSENSUS_TOOL_SCHEMA,
+    CONSENSUS_TOOL_SCHEMA_KEY,
+    Router,
+    compiled_validator,
+    consensus_tool_answer,
+    consensus_tool_options,
+    first_error,
 )
 
 __all__ = ["CONSENSUS_TOOL", "call_consensus", "consensus_tool", "consensus_tool_name"]
 
-CONSENSUS_TOOL = TOOL_NAME
+CONSENSUS_TOOL = CONSENSUS_TOOL_NAME
 
 
 def consensus_tool_name(taken: Collection[str]) -> str:
@@ -45,31 +47,34 @@ def consensus_tool(name: str) -> Tool:
     return Tool(
         name=name,
         title="Consensus",
-        description=TOOL_DESCRIPTION,
-        input_schema=SCHEMA,
+        description=CONSENSUS_TOOL_DESCRIPTION,
+        input_schema=CONSENSUS_TOOL_SCHEMA,
         annotations=ToolAnnotations(title="Consensus", read_only_hint=False, open_world_hint=True),
     )
 
 
 def schema() -> Mapping[str, Any]:
-    return SCHEMA
+    return CONSENSUS_TOOL_SCHEMA
 
 
 async def call_consensus(router: Router, arguments: Mapping[str, Any], principal: str | None) -> ReachResult:
     """Run the consensus the arguments ask for; `InvalidMessageError` for bad ones: those its
     declared schema refuses (``"n": "3"``, ``true``, an unknown argument) included."""
-    problem = first_error(compiled_validator(SCHEMA_KEY), dict(arguments), "(arguments)")
+    problem = first_error(compiled_validator(CONSENSUS_TOOL_SCHEMA_KEY), dict(arguments), "(arguments)")
     if problem is not None:
         msg = f"invalid {CONSENSUS_TOOL} arguments: {problem}; see the tool's input schema"
         raise InvalidMessageError(msg)
     return await router.consensus(
-        arguments["capability"], arguments.get("payload"), **tool_options(arguments), principal=principal
+        arguments["capability"],
+        arguments.get("payload"),
+        **consensus_tool_options(arguments),
+        principal=principal,
     )
 
 
 def consensus_answer(result: ReachResult, answer: CallToolResult) -> CallToolResult:
     """`answer` (the converter's) with the decision and the votes as structured content."""
-    structured = tool_answer(result)
+    structured = consensus_tool_answer(result)
     if result.ok:
         text = json.dumps(structured, ensure_ascii=False)
         return CallToolResult(

@@ -11,6 +11,14 @@ from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_req
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.carry import META_PREFIX, meta_from_request, request_meta
 from reach_adapters.router.compensation import ABANDONED
+from reach_adapters.router.consensus.tool import MODEL_SCHEMA as CONSENSUS_MODEL_SCHEMA
+from reach_adapters.router.consensus.tool import MODEL_SCHEMA_KEY as CONSENSUS_MODEL_SCHEMA_KEY
+from reach_adapters.router.consensus.tool import SCHEMA as CONSENSUS_TOOL_SCHEMA
+from reach_adapters.router.consensus.tool import SCHEMA_KEY as CONSENSUS_TOOL_SCHEMA_KEY
+from reach_adapters.router.consensus.tool import TOOL_DESCRIPTION as CONSENSUS_TOOL_DESCRIPTION
+from reach_adapters.router.consensus.tool import TOOL_NAME as CONSENSUS_TOOL_NAME
+from reach_adapters.router.consensus.tool import tool_answer as consensus_tool_answer
+from reach_adapters.router.consensus.tool import tool_options as consensus_tool_options
 from reach_adapters.router.decisions import DecisionRecord, ExclusionKind
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
@@ -39,6 +47,12 @@ from reach_adapters.router.state import AgentState
 
 __all__ = [
     "ABANDONED",
+    "CONSENSUS_MODEL_SCHEMA",
+    "CONSENSUS_MODEL_SCHEMA_KEY",
+    "CONSENSUS_TOOL_DESCRIPTION",
+    "CONSENSUS_TOOL_NAME",
+    "CONSENSUS_TOOL_SCHEMA",
+    "CONSENSUS_TOOL_SCHEMA_KEY",
     "META_PREFIX",
     "UNKNOWN_OUTCOME",
     "Agent",
@@ -68,6 +82,8 @@ __all__ = [
     "checked_options",
     "close_agent",
     "compiled_validator",
+    "consensus_tool_answer",
+    "consensus_tool_options",
     "error_result",
     "first_error",
     "import_object",
