@@ -298,8 +298,7 @@ def _refused(exc: InvalidMessageError, metadata: dict[str, Any]) -> ReachResult:
         ids[key] = value
     meta = MetaInfo(**ids)
     reach = ReachMessage(raw_payload=None, meta_info=meta)
-    refused = error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
-    return refused.model_copy(update={"trace_id": meta.trace_id})
+    return error_result(reach, ResultStatus.INVALID, type(exc).__name__, str(exc), fault=Fault.CALLER)
 
 
 def _resumes(reach: ReachMessage) -> bool:
