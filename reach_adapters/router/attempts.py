@@ -18,7 +18,7 @@ from reach_adapters.router.decisions import DecisionRecord, Exclusion, Exclusion
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED, RETRIED
 from reach_adapters.router.guard import Guard
-from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
+from reach_adapters.router.outcomes import ErrorKind, cut_short, error_result
 from reach_adapters.router.planning import Plan, slot_for
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.registry import Registry
@@ -182,12 +182,11 @@ def _cut_short(
         if abandoned
         else ("the caller cancelled it", Fault.CALLER)
     )
-    error = f"{who} while agent {agent_id} ran it; {UNKNOWN_OUTCOME}"
     cut = error_result(
         message,
         ResultStatus.CANCELLED,
         ErrorKind.CANCELLED,
-        error,
+        cut_short(who, agent_id),
         fault=fault,
         agent_id=agent_id,
         delivered=True,

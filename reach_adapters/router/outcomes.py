@@ -32,6 +32,7 @@ __all__ = [
     "StreamEnded",
     "account",
     "checked_output",
+    "cut_short",
     "error_result",
     "from_exception",
     "returned",
@@ -42,6 +43,13 @@ logger = logging.getLogger(__name__)
 
 # Said of every failure after delivery whose effect the router cannot know.
 UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
+
+
+def cut_short(who: str, agent_id: str | None) -> str:
+    """Why a task stopped as an agent ran it: `who` stopped it, and which agent may have done
+    the work (said only when known)."""
+    running = "it" if agent_id is None else f"agent {agent_id} ran it"
+    return f"{who} while {running}; {UNKNOWN_OUTCOME}"
 
 
 class ErrorKind(StrEnum):

@@ -34,7 +34,7 @@ from reach_adapters.errors import (
 from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.deferral import PARKING, Parking
-from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, error_result
+from reach_adapters.router.outcomes import ErrorKind, cut_short, error_result
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.store import TaskStore
@@ -338,17 +338,11 @@ def cancelled_result(
     who, fault = ("the router closed", Fault.ROUTER) if closing else ("the caller cancelled it", Fault.CALLER)
     attempts = [] if decision is None else decision.attempts
     agent_id = attempts[-1].agent_id if attempts else None
-    if not running:
-        error = f"{who} before it ran"
-    elif agent_id is None:
-        error = f"{who} while it ran; {UNKNOWN_OUTCOME}"
-    else:
-        error = f"{who} while agent {agent_id} ran it; {UNKNOWN_OUTCOME}"
     result = error_result(
         message,
         ResultStatus.CANCELLED,
         ErrorKind.CANCELLED,
-        error,
+        cut_short(who, agent_id) if running else f"{who} before it ran",
         fault=fault,
         agent_id=agent_id,
         delivered=running or (decision is not None and decision.delivered),
