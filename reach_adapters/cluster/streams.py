@@ -25,13 +25,13 @@ _BATCH = 256
 
 
 def entries(reply: Any) -> list[tuple[bytes, bytes]]:
-    """(entry id, field ``m``) of each entry of an XREAD reply on one stream: as the client's
-    `xread` gives it (fields in a dict), or raw as the readers take it, skipping the client's
-    response callback (fields in a flat list of names and values; streams in a map in RESP3)."""
+    """(entry id, field ``m``) of each entry of a raw XREAD reply on one stream, as the readers
+    take it, skipping the client's response callback (fields in a flat list of names and values;
+    streams in a map in RESP3)."""
     out: list[tuple[bytes, bytes]] = []
     for _stream, items in reply.items() if isinstance(reply, dict) else reply or ():
         for entry_id, fields in items:
-            raw = fields.get(b"m") if isinstance(fields, dict) else _field(fields, b"m")
+            raw = _field(fields, b"m")
             if raw is not None:
                 out.append((entry_id, raw))
     return out

@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -17,7 +17,6 @@ import redis.asyncio as redis
 from middleware import ReachMessage
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.cluster import ClusterError, Keys, RemoteWorker
-from reach_adapters.cluster.streams import entries
 from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError, UnknownAgentError
 from reach_adapters.router import AgentState, Fault, ResultStatus
 from tests.cluster.conftest import TTL, Join, cap, listed, shout_keeps_ids
@@ -131,7 +130,9 @@ async def test_a_call_past_its_deadline_is_refused_undelivered(
             reply = await client.xread({keys.replies("me"): "0-0"}, block=10_000)
     finally:
         await client.aclose()
-    answer = orjson.loads(entries(reply)[0][1])
+    # The client's parsed reply: one stream, one entry, its fields in a dict.
+    [(_, [(_, fields)])] = cast("list[Any]", reply)
+    answer = orjson.loads(fields[b"m"])
     assert answer["id"] == "r1"
     assert (answer["result"]["status"], answer["result"]["delivered"]) == ("timeout", False)
     assert ran == []
