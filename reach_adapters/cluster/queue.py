@@ -28,10 +28,11 @@ from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
+from reach_adapters.errors import UnknownTaskError
 from reach_adapters.router import ABANDONED, ReachResult, Router
 from reach_adapters.router.deferral import PARKING
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
-from reach_adapters.router.tasks.runner import cancelled_result, failed_in_router
+from reach_adapters.router.tasks.runner import cancelled_result, failed_in_router, run_decision
 
 __all__ = ["CALLER", "TaskWorkers", "block_seconds"]
 
@@ -292,7 +293,13 @@ class TaskWorkers:
             return await self._router.dispatch(record.message)
         except asyncio.CancelledError:
             if run.stopped == CALLER:
-                return cancelled_result(record.message, running=record.status is not TaskStatus.DEFERRED)
+                # The record this run left names the agent that may have done the work.
+                try:
+                    decision = run_decision(self._router.explain(record.task_id), record)
+                except UnknownTaskError:
+                    decision = None
+                running = record.status is not TaskStatus.DEFERRED
+                return cancelled_result(record.message, running=running, decision=decision)
             if run.stopped is not None:
                 return None
             raise

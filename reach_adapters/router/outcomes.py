@@ -107,9 +107,10 @@ def error_result(
     An agent returning it need not say `delivered`: the router knows the agent had the task. Say
     it only to pass on another router's word (a task that never left it).
 
-    It carries the message's trace id and capability: not every failure passes through the
-    dispatcher's finishing step (an async task cancelled or failed in the router, a cluster
-    node's refusal), and the caller needs them to find the task's trace.
+    It carries the message's trace id and capability, and says no agent served it: not every
+    failure passes through the dispatcher's finishing step (an async task cancelled or failed in
+    the router, a cluster node's refusal), and the caller needs them to find the task's trace.
+    The finishing step puts the path the task took in their place.
     """
     meta = message.meta_info
     values = {
@@ -122,6 +123,7 @@ def error_result(
         "error": error,
         "fault": fault,
         "retryable": retryable,
+        "served_by": "none",
         "timings": ZERO_TIMINGS,
     }
     if delivered is not None:

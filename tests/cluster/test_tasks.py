@@ -172,6 +172,9 @@ async def test_cancel_from_another_node_queued_and_running(start: Start) -> None
     assert stopped.status is TaskStatus.CANCELLED
     assert stopped.result is not None
     assert stopped.result.delivered is True
+    # The node that ran it names the agent that may have done the work, as one router does.
+    assert (stopped.result.agent_id, stopped.result.attempts) == ("util:count:1", 1)
+    assert "while agent util:count:1 ran it" in (stopped.result.error or "")
     # The cancelled queued task never runs once node 1 has a free worker.
     await asyncio.sleep(0.3)
     assert held.calls == ["long"]

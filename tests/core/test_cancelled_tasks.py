@@ -1,7 +1,7 @@
 """A cancelled async task says which task it was and which agent may have done its work: its
 trace id and capability always, the agent it was delivered to when it was cancelled as it ran,
 and the decision record shows that cancelled attempt. Failures built outside the dispatcher's
-finishing step carry the trace id and capability too."""
+finishing step carry the trace id and capability too, and say that no agent served them."""
 
 from __future__ import annotations
 
@@ -152,3 +152,5 @@ async def test_a_task_that_failed_in_the_router_keeps_its_trace_and_capability()
         result = done.result
         assert result is not None
         assert (result.fault, result.trace_id, result.capability) == (Fault.ROUTER, TRACE, "work")
+        # No agent had it: the result must not say a candidate served it.
+        assert (result.served_by, result.attempts, result.delivered) == ("none", 0, False)

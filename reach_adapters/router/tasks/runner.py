@@ -219,10 +219,11 @@ class AsyncTasks:
             # Stopped by cancel() or aclose(); a cancellation from elsewhere is the router's too.
             ran = record.status is not TaskStatus.DEFERRED
             decision = self._decisions.find(record.task_id) if self._decisions is not None else None
-            if decision is not None and decision.created_at < (record.started_at or 0.0):
-                decision = None  # an earlier reach that used the same task id
             return cancelled_result(
-                record.message, running=ran, closing=run.stopped != _CALLER, decision=decision
+                record.message,
+                running=ran,
+                closing=run.stopped != _CALLER,
+                decision=run_decision(decision, record),
             )
         except Exception as exc:  # noqa: BLE001 - logged there, with its traceback
             return failed_in_router(record, exc)
@@ -321,6 +322,14 @@ class _Run:
                 self.task.cancel(ABANDONED if closing else None)
 
 
+def run_decision(decision: DecisionRecord | None, record: TaskRecord) -> DecisionRecord | None:
+    """`decision`, the record kept under the task's id, when the task's own run left it; None when
+    an earlier reach that used the same id did."""
+    if decision is not None and decision.created_at < (record.started_at or 0.0):
+        return None
+    return decision
+
+
 def failed_in_router(record: TaskRecord, exc: Exception) -> ReachResult:
     """The result of a task whose dispatch raised: the router's fault (agents' errors are results)."""
     logger.exception("async task %s failed in the router", record.task_id)
@@ -347,8 +356,8 @@ def cancelled_result(
         agent_id=agent_id,
         delivered=running or (decision is not None and decision.delivered),
     )
-    # Nothing served it: "none", as the dispatcher says of any call that ended without an answer.
-    amend(result, {"attempts": len(attempts), "served_by": "none"})
+    # The deliveries its dispatch made, as the dispatcher's finishing step would have counted them.
+    amend(result, {"attempts": len(attempts)})
     return result
 
 
