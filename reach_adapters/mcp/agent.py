@@ -25,7 +25,7 @@ from reach_adapters.mcp.legacy import MCPServerConfig
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.spec import ServerParameters, ServerSpec, server_spec
-from reach_adapters.mcp.tools import Declared
+from reach_adapters.mcp.tools import Declared, checked_by_router
 from reach_adapters.router import (
     AgentHandle,
     AgentState,
@@ -254,9 +254,10 @@ class MCPServerAgent:
 
     # -- calls -------------------------------------------------------------------------------
 
-    async def _on_session_loop(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on the loop that owns the session: the SDK's streams belong to it."""
-        return await on_loop(self._connection.loop, coro, self._no_session_loop)
+    def _on_session_loop(self, coro: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
+        """`coro` to run on the loop that owns the session: the SDK's streams belong to it.
+        Not a coroutine itself: a call's chain of awaits is one frame shorter."""
+        return on_loop(self._connection.loop, coro, self._no_session_loop)
 
     def _no_session_loop(self) -> MCPOfflineError:
         msg = (
@@ -279,9 +280,10 @@ class MCPServerAgent:
         if client is None:
             return False
         try:
-            await client.list_tools()
+            listed = await client.list_tools()
         except (MCPError, ValidationError):
             return False
+        checked_by_router(client, listed.tools)
         return True
 
     async def _call(self, message: ReachMessage) -> ReachResult:

@@ -21,19 +21,21 @@ from middleware.fast import amend
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.router import UNKNOWN_OUTCOME, error_result, onward, time_left
+from reach_adapters.router import UNKNOWN_OUTCOME, ErrorKind, error_result, onward, time_left
 
 __all__ = ["ToolRoute", "call_tool"]
 
 
 @dataclass(frozen=True, slots=True)
 class ToolRoute:
-    """The server's name for a capability's tool, whether the tool is safe to run twice, and
-    whether its structured result wraps a non-object value as ``{"result": value}``."""
+    """The server's name for a capability's tool, whether the tool is safe to run twice,
+    whether its structured result wraps a non-object value as ``{"result": value}``, and whether
+    it declares an output schema (so its results must carry structured content)."""
 
     tool: str
     safe: bool
     unwrap: bool = False
+    structured: bool = False
 
 
 async def call_tool(
@@ -106,9 +108,18 @@ async def call_tool(
         error = f"MCP server {agent_id} sent a malformed result for {route.tool!r}: {exc}"
         return _failed(message, agent_id, MCPProtocolError.__name__, error, retryable=True)
     except RuntimeError as exc:
-        # The SDK checks structured content against the tool's output schema and raises this;
-        # the core does not re-send "OutputValidationError" for tools that are not safe to repeat.
-        return _failed(message, agent_id, "OutputValidationError", str(exc), retryable=True)
+        # The SDK checks structured content against the tool's output schema and raises this
+        # after a listing of its own (`checked_by_router`); the core does not re-send
+        # "OutputValidationError" for tools that are not safe to repeat.
+        return _failed(message, agent_id, ErrorKind.OUTPUT_VALIDATION, str(exc), retryable=True)
+    if route.structured and native.structured_content is None and not native.is_error:
+        # The one check of the SDK's the router's own (of the payload) cannot make: content
+        # blocks alone may well fit the schema of the value the SDK wraps.
+        error = (
+            f"MCP server {agent_id}: tool {route.tool!r} has an output schema but returned "
+            "no structured content"
+        )
+        return _failed(message, agent_id, ErrorKind.OUTPUT_VALIDATION, error, retryable=True)
     result = converter.result_to_middleware(native, message)
     if route.unwrap and result.ok and isinstance(result.payload, dict) and "result" in result.payload:
         # The same payload a local function returning the bare value gives.

@@ -15,7 +15,7 @@ import itertools
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, TypeVar, cast
 
 from mcp.client.context import ClientRequestContext
@@ -184,14 +184,28 @@ def relaying(relay: Relay) -> Iterator[Relay]:
 
 class Call:
     """One call on an upstream session: the caller's relay, if any, and whether the caller was
-    refused something the upstream asked during it."""
+    refused something the upstream asked during it.
 
-    __slots__ = ("owner", "refusal", "relay")
+    Its own context manager (`Relays.calling`): one object a call, where a generator-based one
+    would add a generator and a wrapper to every call on the session."""
+
+    __slots__ = ("_token", "owner", "refusal", "relay")
 
     def __init__(self, owner: Relays, relay: Relay | None) -> None:
         self.owner = owner
         self.relay = relay
         self.refusal: str | None = None
+        self._token: Token[Call | None] | None = None
+
+    def __enter__(self) -> Call:
+        self._token = _call.set(self)
+        self.owner._in_flight.add(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.owner._in_flight.discard(self)
+        if self._token is not None:
+            _call.reset(self._token)
 
     def refuse(self, msg: str) -> ErrorData:
         return self.refused(ErrorData(code=INVALID_REQUEST, message=msg))
@@ -213,18 +227,11 @@ class Relays:
         self._agent_id = agent_id
         self._in_flight: set[Call] = set()
 
-    @contextmanager
-    def calling(self) -> Iterator[Call]:
-        """The call about to be sent on this session, counted in flight meanwhile (every call,
-        relayed or not, so a request read off the stream is never guessed onto a caller)."""
-        call = Call(self, _current.get())
-        token = _call.set(call)
-        self._in_flight.add(call)
-        try:
-            yield call
-        finally:
-            self._in_flight.discard(call)
-            _call.reset(token)
+    def calling(self) -> Call:
+        """The call about to be sent on this session, to enter (``with``) for as long as it is in
+        flight: every call is counted, relayed or not, so a request read off the stream is never
+        guessed onto a caller."""
+        return Call(self, _current.get())
 
     def _find(self) -> Call | None:
         call = _call.get()

@@ -112,9 +112,11 @@ class _EofStream:
         return self
 
     async def __anext__(self) -> _Item:
+        # The inner stream directly, not through `receive`: the session reads every message here.
         try:
-            return await self.receive()
+            return await self._inner.receive()
         except anyio.EndOfStream:
+            self._on_eof()
             raise StopAsyncIteration from None
 
     async def __aenter__(self) -> _EofStream:
