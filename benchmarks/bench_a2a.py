@@ -2,10 +2,10 @@
 
 A routed call (``router.route`` -> `A2AAgent` -> the agent) against the a2a-sdk client calling the
 same agent directly: ``ClientFactory().create(card)`` made once, ``send_message`` with the same
-message (the same parts and the ``skill`` metadata) read to its last event. The agent is an a2a-sdk
-server in another process (benchmarks/a2a_bench_server.py), once streaming (SSE, the SDK
-client's default when the card allows it) and once without streaming (one blocking
-``SendMessage``). Target: routed / direct <= 1.10x at p50.
+message (the same parts, built with the SDK's helpers, and the ``skill`` metadata) read to its
+last event. The agent is an a2a-sdk server in another process (benchmarks/a2a_bench_server.py),
+once streaming (SSE, the SDK client's default when the card allows it) and once without
+streaming (one blocking ``SendMessage``). Target: routed / direct <= 1.10x at p50.
 
 Run: ``python -m benchmarks.bench_a2a [--calls N]``.
 """
@@ -25,18 +25,23 @@ from uuid import uuid4
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
-from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest
+from a2a.helpers import new_data_part, new_text_part
+from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest
 from google.protobuf import struct_pb2
+from pydantic import JsonValue
 
 from benchmarks.bench_mcp import alternating, report, verdict
 from reach_adapters import Router
 from reach_adapters.a2a import A2AAgent
-from reach_adapters.a2a.parts import payload_parts
+from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, payload_parts
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 1.10
 READY = re.compile(r"^a2a ready: url=(\S+)$")
-CASES = {"sum (JSON)": ("sum", {"a": 1, "b": 2}), "echo (text)": ("echo", {"text": "hello"})}
+CASES: dict[str, tuple[str, JsonValue]] = {
+    "sum (JSON)": ("sum", {"a": 1, "b": 2}),
+    "echo (text)": ("echo", {"text": "hello"}),
+}
 
 
 @asynccontextmanager
@@ -65,11 +70,19 @@ async def direct_client(url: str) -> tuple[Client, httpx.AsyncClient]:
     return ClientFactory(ClientConfig(httpx_client=http)).create(card), http
 
 
+def sdk_parts(payload: Any) -> list[Part]:
+    """The parts `payload_parts` makes, built with the SDK's own helpers, as its users build them."""
+    text = payload.get("text") if isinstance(payload, dict) and len(payload) == 1 else None
+    if isinstance(text, str):
+        return [new_text_part(text)]
+    return [new_data_part(payload, media_type=JSON_MEDIA_TYPE)]
+
+
 async def direct_call(client: Client, skill: str, payload: Any) -> None:
     metadata = struct_pb2.Struct()
     metadata["skill"] = skill
     message = Message(
-        message_id=uuid4().hex, role=Role.ROLE_USER, parts=payload_parts(payload), metadata=metadata
+        message_id=uuid4().hex, role=Role.ROLE_USER, parts=sdk_parts(payload), metadata=metadata
     )
     async for _ in client.send_message(SendMessageRequest(message=message)):
         pass
@@ -107,6 +120,9 @@ async def bench(label: str, calls: int, *server_args: str) -> None:
 
 
 async def main(calls: int) -> None:
+    for _, payload in CASES.values():
+        # Both sides send the same message: the baseline only builds it the SDK's way.
+        assert sdk_parts(payload) == payload_parts(payload)
     print(f"A2A adapter benchmark: {calls} calls per case, routed and direct called in turn")
     await bench("1. streaming agent (SendStreamingMessage, SSE)", calls)
     await bench("2. agent without streaming (blocking SendMessage)", calls, "--no-streaming")

@@ -24,7 +24,6 @@ from reach_adapters.a2a.errors import (
     A2AProtocolError,
     A2ATimeoutError,
 )
-from reach_adapters.a2a.hop import pack
 from reach_adapters.a2a.options import A2AOptions
 from reach_adapters.a2a.states import checked_payload, message_result, task_result
 from reach_adapters.a2a.threads import Threads
@@ -196,7 +195,7 @@ class A2AAgent:
         return payload
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
-        return await self._on_loop(self._invoke(message))
+        return await on_loop(self._loop, self._invoke(message), self._loop_gone)
 
     async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
         """Each artifact chunk as the agent streams it; an agent that streams none yields its
@@ -292,7 +291,7 @@ class A2AAgent:
             msg = f"agent {self._agent_id} has no skill for capability {skill!r}; it has {skills}"
             raise InvalidMessageError(msg)
         options = self._link.options
-        carried = pack(request_meta(onward(meta, self._agent_id, skill if options.hop_tokens else None)))
+        carried = request_meta(onward(meta, self._agent_id, skill if options.hop_tokens else None))
         turn = self._threads.turn(meta)
         request = request_for(message, skill, carried, turn, options.return_immediately)
         # The skill's own timeout (its override's, if any), as the router bounds the call by it.

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import cast
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import Any, cast
 from uuid import uuid4
 
 import httpx
@@ -50,7 +50,8 @@ from reach_adapters.a2a.errors import (
     A2AOfflineError,
     A2AProtocolError,
 )
-from reach_adapters.a2a.parts import payload_parts
+from reach_adapters.a2a.hop import pack
+from reach_adapters.a2a.parts import fill_part
 from reach_adapters.a2a.states import FINAL, RUNNING
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router import UNKNOWN_OUTCOME
@@ -60,6 +61,8 @@ __all__ = ["Exchange", "Turn", "request_for"]
 
 logger = logging.getLogger(__name__)
 
+# Read once: a protobuf enum's value looked up by name costs a Python call each time.
+_USER = Role.ROLE_USER
 # HTTP statuses by which the agent refuses the router's credentials.
 _DENIED = frozenset({401, 403})
 # Errors by which the agent says the request was wrong: the caller's to fix, not retried.
@@ -83,10 +86,11 @@ class Turn:
 
 
 def request_for(
-    message: ReachMessage, skill: str, meta: dict[str, str], turn: Turn, return_immediately: bool
+    message: ReachMessage, skill: str, carried: dict[str, Any], turn: Turn, return_immediately: bool
 ) -> SendMessageRequest:
     """The A2A request for `message`: its payload (or its answer to a question) as parts, the
-    task's hop metadata and the skill it asks for, in the conversation `turn` names."""
+    task's hop metadata (`request_meta`'s, packed by `hop.pack`) and the skill it asks for, in
+    the conversation `turn` names."""
     info = message.meta_info
     resuming = "resume" in info.__pydantic_fields_set__
     # Filled in place: a message passed to a constructor is copied, and this is on every call.
@@ -95,12 +99,10 @@ def request_for(
         request.configuration.return_immediately = True
     outgoing = request.message
     outgoing.message_id = uuid4().hex
-    outgoing.role = Role.ROLE_USER
-    outgoing.parts.extend(payload_parts(info.resume if resuming else message.raw_payload))
-    # Every value a string (`hop.pack`): set as such, without Struct.update's per-value type dispatch.
+    outgoing.role = _USER
+    fill_part(outgoing.parts.add(), info.resume if resuming else message.raw_payload)
     fields = outgoing.metadata.fields
-    for key, value in meta.items():
-        fields[key].string_value = value
+    pack(carried, fields)
     fields["skill"].string_value = skill
     outgoing.context_id = turn.context_id
     outgoing.task_id = turn.task_id
@@ -149,7 +151,7 @@ class Exchange:
             task.status.state in FINAL or (self._stated and task.status.state not in RUNNING)
         )
 
-    async def events(self) -> AsyncIterator[list[Part]]:
+    async def events(self) -> AsyncIterator[Sequence[Part]]:
         """Run the call to its end, yielding each artifact chunk's parts as they come."""
         client = self._link.client
         if client is None:
@@ -207,8 +209,9 @@ class Exchange:
             return await anext(stream, None)
         # The reader hands the event over through a plain future: a cancelled caller cancels
         # only that, and the reader learns so. (A shielded task costs a loop turn more per call.)
-        answer: asyncio.Future[StreamResponse | None] = asyncio.get_running_loop().create_future()
-        reader = asyncio.ensure_future(self._read_first(stream, answer))
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[StreamResponse | None] = loop.create_future()
+        reader = loop.create_task(self._read_first(stream, answer))
         try:
             return await answer
         except asyncio.CancelledError:
@@ -247,7 +250,7 @@ class Exchange:
                 self._link.cancel_soon(self.task.id)
         self._link.close_soon(stream)
 
-    async def _follow(self, context: ClientCallContext) -> AsyncIterator[list[Part]]:
+    async def _follow(self, context: ClientCallContext) -> AsyncIterator[Sequence[Part]]:
         """A task the send left running: its events (subscribe), or its state polled."""
         client = self._link.client
         task = self.task
@@ -268,16 +271,9 @@ class Exchange:
                 self._subscribing = False
         self._take_task(await client.get_task(GetTaskRequest(id=task.id), context=context))
 
-    def _take(self, event: StreamResponse) -> list[Part] | None:
-        chunk = self._taken(event)
-        task = self.task
-        if task is not None and not self.done and task.id not in self._link.live:
-            self._link.live.add(task.id)
-            if self._link.closing:
-                self._link.cancel_soon(task.id)  # its id came after `aclose` cancelled the others
-        return chunk
-
-    def _taken(self, event: StreamResponse) -> list[Part] | None:
+    def _take(self, event: StreamResponse) -> Sequence[Part] | None:
+        """Lay `event` into the task (or the reply); an artifact chunk's parts are returned."""
+        chunk = None
         kind = event.WhichOneof("payload")
         if kind == "task":
             self._take_task(event.task)
@@ -288,10 +284,16 @@ class Exchange:
             self._task(status.task_id, status.context_id).status.CopyFrom(status.status)
             self._stated = True
         elif kind == "artifact_update":
-            chunk = event.artifact_update
-            _merge(self._task(chunk.task_id, chunk.context_id), chunk.artifact, append=chunk.append)
-            return list(chunk.artifact.parts)
-        return None
+            update = event.artifact_update
+            _merge(self._task(update.task_id, update.context_id), update.artifact, append=update.append)
+            chunk = update.artifact.parts
+        task = self.task
+        # The id first: once the task is followed, every later event stops there.
+        if task is not None and task.id not in self._link.live and not self.done:
+            self._link.live.add(task.id)
+            if self._link.closing:
+                self._link.cancel_soon(task.id)  # its id came after `aclose` cancelled the others
+        return chunk
 
     def _take_task(self, task: Task) -> None:
         self._stated = True

@@ -41,6 +41,9 @@ class Link:
         self.http = http_client(self.url, headers, auth, options)
         self.card = AgentCard()
         self.client: Client | None = None
+        # Whether the card says the agent streams: calls then learn the task's id from the first
+        # event. Kept apart from the card, as every call reads it.
+        self.streaming = False
         # Set by `aclose`: a call failing from then on failed because the agent was closed.
         self.closing = False
         # Ids of the remote tasks calls are following now, cancelled by `aclose`.
@@ -52,11 +55,6 @@ class Link:
         self._cancels: set[asyncio.Task[None]] = set()
         self._readers: set[asyncio.Future[None]] = set()
         self._elsewhere: set[tuple[str, str, int | None]] = set()
-
-    @property
-    def streaming(self) -> bool:
-        """Whether the agent streams: calls then learn the task's id from the first event."""
-        return self.card.capabilities.streaming
 
     async def fetch_card(self, timeout_s: float | None = None) -> AgentCard:
         """The agent's card, fetched now; every failure is a `ReachError` naming the URL."""
@@ -104,6 +102,7 @@ class Link:
             )
             raise A2ACardError(msg) from None
         self.card, self.client = card, client
+        self.streaming = card.capabilities.streaming
 
     def _check_interfaces(self, card: AgentCard) -> None:
         """Refuse a card that moves calls from https to plain http; say once per origin when calls

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
 
 from a2a.types.a2a_pb2 import Part
 from google.protobuf import json_format, struct_pb2
@@ -22,6 +21,7 @@ __all__ = [
     "JSON_MEDIA_TYPE",
     "TEXT_MEDIA_TYPE",
     "data_value",
+    "fill_part",
     "input_payload",
     "payload_parts",
     "result_payload",
@@ -35,15 +35,53 @@ _EXACT = 2**53
 
 def payload_parts(payload: JsonValue) -> list[Part]:
     """A payload as parts: a string, or an object whose only field is ``text``, is one text part."""
+    part = Part()
+    fill_part(part, payload)
+    return [part]
+
+
+def fill_part(part: Part, payload: JsonValue) -> None:
+    """Set `part` (empty) to `payload`'s one part, as `payload_parts` makes it; filled in place,
+    as a request's ``parts.add()`` gives it, so nothing is copied on the way."""
     if isinstance(payload, str):
-        return [Part(text=payload)]
+        part.text = payload
+        return
     if isinstance(payload, dict) and len(payload) == 1:
         text = payload.get("text")
         if isinstance(text, str):
-            return [Part(text=text)]
-    # ParseDict reads any JSON into a Value; its stubs only know the dict case.
-    value = json_format.ParseDict(cast("Any", payload), struct_pb2.Value())
-    return [Part(data=value, media_type=JSON_MEDIA_TYPE)]
+            part.text = text
+            return
+    part.media_type = JSON_MEDIA_TYPE
+    _fill_value(part.data, payload)
+
+
+def _fill_value(value: struct_pb2.Value, item: object) -> None:
+    """`item` into `value` as ``json_format.ParseDict`` puts it (an empty object or list still
+    sets its kind), without ParseDict's per-field descriptor walk: every request's data goes
+    through here."""
+    if isinstance(item, str):
+        value.string_value = item
+    elif isinstance(item, bool):
+        value.bool_value = item
+    elif isinstance(item, int | float):
+        value.number_value = item
+    elif isinstance(item, dict):
+        struct = value.struct_value
+        struct.SetInParent()
+        fields = struct.fields
+        for key, sub in item.items():
+            _fill_value(fields[key], sub)
+    elif isinstance(item, list | tuple):
+        listed = value.list_value
+        listed.SetInParent()
+        values = listed.values
+        for sub in item:
+            _fill_value(values.add(), sub)
+    elif item is None:
+        value.null_value = struct_pb2.NULL_VALUE
+    else:
+        msg = f"Value {item} has unexpected type {type(item)}"
+        raise json_format.ParseError(msg)
 
 
 def data_value(value: struct_pb2.Value) -> JsonValue:
@@ -64,7 +102,9 @@ def data_value(value: struct_pb2.Value) -> JsonValue:
         msg = f"a data part holds {number}, which JSON cannot carry"
         raise ValueError(msg)
     if kind == "struct_value":
-        return {key: data_value(item) for key, item in value.struct_value.fields.items()}
+        # Keys indexed: the map's items() is the Python-level Mapping view, twice the cost.
+        fields = value.struct_value.fields
+        return {key: data_value(fields[key]) for key in fields}
     if kind == "list_value":
         return [data_value(item) for item in value.list_value.values]
     if kind == "bool_value":

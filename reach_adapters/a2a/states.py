@@ -19,7 +19,7 @@ from pydantic import JsonValue
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.a2a.errors import A2AProtocolError
-from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, result_payload
+from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, data_value, result_payload
 from reach_adapters.router import META_PREFIX, ErrorKind, error_result, input_required_result, ok_result
 
 __all__ = ["FINAL", "RUNNING", "TERMINAL", "checked_payload", "message_result", "task_result"]
@@ -37,6 +37,9 @@ TERMINAL = frozenset(
 INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 FINAL = TERMINAL | INTERRUPTED
 RUNNING = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
+# Read once: a protobuf enum's value looked up by name costs a Python call each time.
+_COMPLETED = TaskState.TASK_STATE_COMPLETED
+_INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
 
 # Non-reach agents: state -> (status, error_type, fault).
 _FAILED: dict[int, tuple[ResultStatus, str, Fault | None]] = {
@@ -64,6 +67,14 @@ def state_name(state: int) -> str:
 def checked_payload(parts: Sequence[Part], where: str) -> JsonValue:
     """`parts` as a payload (`result_payload`), after checking each is what it claims: a part
     with no content, or a text part typed JSON that is not JSON, is an `A2AProtocolError`."""
+    if len(parts) == 1:
+        # The common answer, one data part or one untyped text part, needs no checking.
+        part = parts[0]
+        kind = part.WhichOneof("content")
+        if kind == "data":
+            return data_value(part.data)
+        if kind == "text" and not part.media_type:
+            return part.text
     checked: list[Part] = []
     for index, part in enumerate(parts):
         kind = part.WhichOneof("content")
@@ -97,12 +108,17 @@ def task_result(message: ReachMessage, agent_id: str, url: str, task: Task) -> R
         said = "still running" if state in RUNNING else "in an unknown state"
         msg = f"{where}: field 'status.state' is {state_name(state)!r} ({said}); expected a final state"
         raise A2AProtocolError(msg)
-    if state == TaskState.TASK_STATE_COMPLETED:
-        parts = [part for artifact in task.artifacts for part in artifact.parts]
+    if state == _COMPLETED:
+        artifacts = task.artifacts
+        parts: Sequence[Part] = (
+            artifacts[0].parts
+            if len(artifacts) == 1
+            else [part for artifact in artifacts for part in artifact.parts]
+        )
         source = "artifacts" if parts else "status.message"
         payload = checked_payload(parts or task.status.message.parts, f"{where}: {source}")
         result = ok_result(message, agent_id, payload, extra=extra)
-    elif state == TaskState.TASK_STATE_INPUT_REQUIRED:
+    elif state == _INPUT_REQUIRED:
         asked = checked_payload(task.status.message.parts, f"{where}: status.message")
         result = input_required_result(message, agent_id, asked, extra=extra)
     else:
