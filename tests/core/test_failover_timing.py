@@ -30,6 +30,14 @@ def hung_agent(agent_id: str, **cap: Any) -> FunctionAgent:
     return FunctionAgent(hang, agent_id=agent_id, capabilities=[Capability(name="lookup", **cap)])
 
 
+def budget_ms(error: str | None) -> int:
+    """The time an attempt was given, from its timeout error: what was left of the deadline when
+    the agent got the task, so a busy machine may have spent a millisecond or two on the way."""
+    found = re.search(r"within (\d+) ms", error or "")
+    assert found is not None, error
+    return int(found.group(1))
+
+
 async def test_a_safe_call_moves_past_a_hung_replica_within_its_deadline() -> None:
     router = Router(FAST)
     router.register(hung_agent("kb:lookup:01", read_only=True, weight=100))
@@ -44,7 +52,7 @@ async def test_a_safe_call_moves_past_a_hung_replica_within_its_deadline() -> No
     assert 1.2 < took < 2.8
     first = router.explain(result.task_id).attempts[0]
     assert (first.agent_id, first.status, first.fault) == ("kb:lookup:01", ResultStatus.TIMEOUT, Fault.AGENT)
-    assert "within 1500 ms" in (first.error or "")
+    assert 1490 <= budget_ms(first.error) <= 1500
 
 
 async def test_work_that_is_not_safe_to_repeat_gets_the_whole_deadline() -> None:
@@ -54,7 +62,8 @@ async def test_work_that_is_not_safe_to_repeat_gets_the_whole_deadline() -> None
     await router.route("lookup", {})
     result = await router.route("lookup", {}, timeout_ms=800)
     assert (result.status, result.agent_id, result.attempts) == (ResultStatus.TIMEOUT, "pay:charge:01", 1)
-    assert "within 800 ms" in (result.error or "")
+    # No share was kept back for a fallback.
+    assert 790 <= budget_ms(result.error) <= 800
 
 
 async def test_the_share_is_a_policy_field() -> None:
