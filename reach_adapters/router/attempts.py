@@ -13,7 +13,7 @@ from opentelemetry.trace import Tracer
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
-from reach_adapters.router.compensation import ABANDONED
+from reach_adapters.router.compensation import abandoned
 from reach_adapters.router.decisions import DecisionRecord, Exclusion, ExclusionKind
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED, RETRIED
@@ -176,10 +176,9 @@ def _cut_short(
     work, and whoever asks which agent that was (a cancelled async task's result, `explain`)
     finds it here. The deadline's cancellations end as timeouts before this; what is left is the
     caller giving up, or the router abandoning the call (closing, a task taken over)."""
-    abandoned = cancelled.args[:1] == (ABANDONED,)
     who, fault = (
         ("the router abandoned the call", Fault.ROUTER)
-        if abandoned
+        if abandoned(cancelled)
         else ("the caller cancelled it", Fault.CALLER)
     )
     cut = error_result(

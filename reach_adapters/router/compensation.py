@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from middleware import ReachMessage
 from reach_adapters.router.state import Slot
 
-__all__ = ["ABANDONED", "compensate_later"]
+__all__ = ["ABANDONED", "abandoned", "compensate_later"]
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +26,12 @@ ABANDONED = "reach: the call was abandoned, not cancelled by its caller"
 is dropped because another node took the task over, or its router or node is closing, and the
 call's work may stand, or be done again elsewhere."""
 
+
+def abandoned(cancelled: asyncio.CancelledError) -> bool:
+    """Whether `cancelled` dropped the call (`ABANDONED`) rather than its caller cancelling it."""
+    return cancelled.args[:1] == (ABANDONED,)
+
+
 # Running compensations: held so the event loop does not drop them half way.
 _running: set[asyncio.Task[None]] = set()
 
@@ -33,7 +39,7 @@ _running: set[asyncio.Task[None]] = set()
 def compensate_later(slot: Slot, message: ReachMessage, cancelled: asyncio.CancelledError) -> None:
     """Start the agent's ``compensate(message)`` when its capability is compensable, it has one,
     and the call was `cancelled` for its caller (not `ABANDONED`)."""
-    if not slot.capability.compensable or cancelled.args[:1] == (ABANDONED,):
+    if not slot.capability.compensable or abandoned(cancelled):
         return
     compensate: Compensate | None = getattr(slot.runtime.agent, "compensate", None)
     if compensate is None:

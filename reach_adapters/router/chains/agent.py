@@ -33,7 +33,7 @@ from reach_adapters.router.chains.template import (
     references,
     render,
 )
-from reach_adapters.router.compensation import ABANDONED
+from reach_adapters.router.compensation import abandoned
 from reach_adapters.router.messages import derived_task_id
 from reach_adapters.router.outcomes import ErrorKind, error_result
 
@@ -187,7 +187,7 @@ class ChainAgent:
             for task in running:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
-            if cancelled.args[:1] != (ABANDONED,):
+            if not abandoned(cancelled):
                 self._undo(host, done, message, new_report())
             host._keep(run)
             raise
