@@ -23,7 +23,7 @@ from reach_adapters.cluster.direct import Direct
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
-from reach_adapters.cluster.streams import STREAM_MAXLEN, StreamReader
+from reach_adapters.cluster.streams import StreamReader, append
 from reach_adapters.cluster.transport import REMOTE_DELIVERY
 from reach_adapters.router import (
     ABANDONED,
@@ -224,7 +224,7 @@ class Inbox:
         entry = orjson.dumps({"id": request_id, "result": result.model_dump(mode="json")})
         now = time.monotonic()
         try:
-            await self._commands.execute("XADD", stream, "MAXLEN", "~", STREAM_MAXLEN, "*", "m", entry)
+            await append(self._commands, stream, entry)
             if now - self._expiry_set.get(reply_to, float("-inf")) > self._reply_ttl_ms / 2000:
                 self._expiry_set[reply_to] = now
                 await self._commands.execute("PEXPIRE", stream, self._reply_ttl_ms)

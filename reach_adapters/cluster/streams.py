@@ -13,15 +13,21 @@ import redis.asyncio as redis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError
 
-from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
+from reach_adapters.cluster.direct import Direct, direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.outage import Outage
 
-__all__ = ["STREAM_MAXLEN", "StreamReader", "entries", "last_entry_id"]
+__all__ = ["STREAM_MAXLEN", "StreamReader", "append", "entries", "last_entry_id"]
 
 # Entries kept per inbox and replies stream (XADD MAXLEN ~): readers follow them within
 # milliseconds, so this only bounds what a stream left unread (a dead node's) can hold.
 STREAM_MAXLEN = 10_000
 _BATCH = 256
+
+
+async def append(commands: Direct, stream: str, entry: bytes) -> None:
+    """Add `entry` to `stream` in the field ``m`` its readers take (`entries`), the stream kept
+    to about `STREAM_MAXLEN` entries."""
+    await commands.execute("XADD", stream, "MAXLEN", "~", STREAM_MAXLEN, "*", "m", entry)
 
 
 def entries(reply: Any) -> list[tuple[bytes, bytes]]:

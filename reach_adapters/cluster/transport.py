@@ -25,7 +25,7 @@ from reach_adapters.cluster.direct import Direct
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
-from reach_adapters.cluster.streams import STREAM_MAXLEN, StreamReader
+from reach_adapters.cluster.streams import StreamReader, append
 from reach_adapters.router import (
     UNKNOWN_OUTCOME,
     Fault,
@@ -123,7 +123,7 @@ class Transport:
         self._pending[request_id] = _Pending(future, message, host, agent_id)
         try:
             try:
-                await self._xadd(host, orjson.dumps(entry))
+                await append(self._commands, self._keys.inbox(host), orjson.dumps(entry))
             except RedisTimeoutError:
                 # Written, maybe taken: Redis may still add it. Not "not delivered", which would
                 # let the router send it elsewhere too; the answer, or the deadline, tells.
@@ -188,13 +188,11 @@ class Transport:
     async def _cancel(self, host: str, request_id: str) -> None:
         self._stats.remote_calls_cancelled += 1
         try:
-            await self._xadd(host, orjson.dumps({"op": "cancel", "id": request_id}))
+            await append(
+                self._commands, self._keys.inbox(host), orjson.dumps({"op": "cancel", "id": request_id})
+            )
         except (RedisError, OSError) as exc:
             logger.warning("could not ask node %s to cancel call %s: %s", host, request_id, exc)
-
-    async def _xadd(self, host: str, entry: bytes) -> None:
-        inbox = self._keys.inbox(host)
-        await self._commands.execute("XADD", inbox, "MAXLEN", "~", STREAM_MAXLEN, "*", "m", entry)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
