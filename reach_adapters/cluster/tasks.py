@@ -281,6 +281,7 @@ class ClusterTasks:
             notifying.cancel()
         if self._notifying:
             await asyncio.wait(self._notifying)
+        await self.store.aclose()
 
     # -- inside --------------------------------------------------------------------------------
 
