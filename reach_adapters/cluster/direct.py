@@ -28,11 +28,14 @@ __all__ = ["Arg", "Direct", "direct_connection", "exchange", "exchange_all", "pa
 Arg = str | bytes | int
 
 
-def direct_connection(client: redis.Redis) -> AbstractConnection:
+def direct_connection(client: redis.Redis, *, protocol: int | None = None) -> AbstractConnection:
     """A connection with the settings of `client`'s pool but no socket timeout (its replies are
-    bounded by `exchange`). Connects on its first command."""
+    bounded by `exchange`), speaking RESP `protocol` if given. Connects on its first command."""
     pool = client.connection_pool
-    return pool.connection_class(**{**pool.connection_kwargs, "socket_timeout": None})
+    settings = {**pool.connection_kwargs, "socket_timeout": None}
+    if protocol is not None:
+        settings["protocol"] = protocol
+    return pool.connection_class(**settings)
 
 
 def reply_timeout_s(client: redis.Redis) -> float | None:

@@ -23,6 +23,7 @@ from pydantic import JsonValue, ValidationError
 from redis.exceptions import RedisError
 
 from middleware import ReachMessage
+from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.errors import ClusterError, TasksUnavailableError
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.queue import CALLER, TaskWorkers, block_seconds
@@ -303,22 +304,28 @@ class ClusterTasks:
     async def _listening(self) -> None:
         block = block_seconds(self._client)
         while not self._closed:
+            # Subscribed on a RESP2 connection of its own: every node hears every task's event, and
+            # each is one raw array read here, without the client's pub/sub round (whose RESP3 push
+            # handler formats each message for a debug log).
+            conn = direct_connection(self._client, protocol=2)
             try:
-                async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
-                    await pubsub.subscribe(self._keys.task_events)
-                    # Events may have been missed before: the tasks accepted here are read again.
-                    self._accepted.clear()
-                    self._hearing = True
-                    self._outage.ok(_EVENTS)
-                    while not self._closed:
-                        message = await pubsub.get_message(timeout=block)
-                        if message is not None and message.get("type") == "message":
-                            self._event(message["data"])
+                await exchange(conn, reply_timeout_s(self._client), "SUBSCRIBE", self._keys.task_events)
+                # Events may have been missed before: the tasks accepted here are read again.
+                self._accepted.clear()
+                self._hearing = True
+                self._outage.ok(_EVENTS)
+                while not self._closed:
+                    # None when nothing came within `block` (the connection stays subscribed).
+                    message = await conn.read_response(timeout=block, disconnect_on_error=False)
+                    if message is not None and message[0] == b"message":
+                        self._event(message[2])
             except (RedisError, OSError) as exc:
                 self._hearing = False
                 if self._closed:
                     return
                 await asyncio.sleep(self._outage.failed(_EVENTS, exc))
+            finally:
+                await conn.disconnect()
 
     def _event(self, data: bytes) -> None:
         done = done_event(data)
