@@ -208,8 +208,8 @@ class ClusterTasks:
         waiters = self._waiters.setdefault(task_id, set())
         waiters.add(waiter)
         try:
-            # None: submitted here and not finished as far as this node heard; its event will tell.
-            record = None if self._unheard(task_id, owner) else await self.get(task_id, owner)
+            # None: not finished, as this node heard (submitted here) or read; its event will tell.
+            record = None if self._unheard(task_id, owner) else await self._if_finished(task_id, owner)
             while record is None or not record.finished:
                 left = _POLL_S if end is None else min(_POLL_S, end - loop.time())
                 if left <= 0:
@@ -228,6 +228,20 @@ class ClusterTasks:
             if not waiters:
                 self._waiters.pop(task_id, None)
         return record
+
+    async def _if_finished(self, task_id: str, owner: str | None) -> TaskRecord | None:
+        """The task's record if it has finished, else None; `UnknownTaskError` as `get` raises it.
+        An unfinished record (the common case when a wait begins) is only glanced at, not decoded
+        into a `TaskRecord`: what a wait returns comes with its done event."""
+        raw = await self._redis(self.store.get_raw(task_id), f"read task {task_id!r}")
+        if raw is None:
+            return owned(None, task_id, owner)
+        glance = orjson.loads(raw)
+        if owner is not None and glance.get("principal") != owner:
+            return owned(None, task_id, owner)
+        if TaskStatus(glance["status"]).finished:
+            return TaskRecord.model_validate_json(raw)
+        return None
 
     def _unheard(self, task_id: str, owner: str | None) -> bool:
         """Whether `task_id` was submitted here (by `owner`, if given) and its done event is yet to come."""

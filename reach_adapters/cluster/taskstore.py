@@ -134,9 +134,13 @@ class RedisTaskStore:
         return held if isinstance(held, TaskRecord) else None
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        # Batched: the waits for many tasks read their records in the same turns.
-        raw = await self._batch.command("GET", self.keys.task(task_id))
+        raw = await self.get_raw(task_id)
         return None if raw is None else TaskRecord.model_validate_json(raw)
+
+    async def get_raw(self, task_id: str) -> bytes | None:
+        """The record's JSON, undecoded. Batched: the waits for many tasks read theirs in the same turns."""
+        raw: bytes | None = await self._batch.command("GET", self.keys.task(task_id))
+        return raw
 
     async def save(self, record: TaskRecord, *, keep_s: float | None = None) -> None:
         px = _ms(keep_s) if record.finished and keep_s is not None else None
