@@ -14,23 +14,28 @@ instead, with the client's retry (once, on a fresh connection) and its errors ke
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import redis.asyncio as redis
 from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["Arg", "Direct", "direct_connection", "exchange", "pack", "reply_timeout_s"]
+__all__ = ["Arg", "Direct", "direct_connection", "exchange", "exchange_all", "pack", "reply_timeout_s"]
 
 Arg = str | bytes | int
 
 
-def direct_connection(client: redis.Redis) -> AbstractConnection:
+def direct_connection(client: redis.Redis, *, protocol: int | None = None) -> AbstractConnection:
     """A connection with the settings of `client`'s pool but no socket timeout (its replies are
-    bounded by `exchange`). Connects on its first command."""
+    bounded by `exchange`), speaking RESP `protocol` if given. Connects on its first command."""
     pool = client.connection_pool
-    return pool.connection_class(**{**pool.connection_kwargs, "socket_timeout": None})
+    settings = {**pool.connection_kwargs, "socket_timeout": None}
+    if protocol is not None:
+        settings["protocol"] = protocol
+    return pool.connection_class(**settings)
 
 
 def reply_timeout_s(client: redis.Redis) -> float | None:
@@ -61,18 +66,37 @@ async def exchange(conn: AbstractConnection, timeout_s: float | None, *args: Arg
     disconnected (redis-py disconnects on a failed write or read, this on a late one), so it
     reconnects on its next command instead of reading a reply meant for this one.
     """
+    (reply,) = await exchange_all(conn, timeout_s, [args])
+    if isinstance(reply, ResponseError):
+        raise reply
+    return reply
+
+
+async def exchange_all(
+    conn: AbstractConnection, timeout_s: float | None, commands: Sequence[Sequence[Arg]]
+) -> list[Any]:
+    """Send `commands` on `conn` in one write and read their raw replies, all within `timeout_s`,
+    as `exchange` does one; a command's `ResponseError` is its reply (the connection stays usable:
+    the reply was read whole), a late or failed exchange raises."""
     try:
         async with asyncio.timeout(timeout_s):
-            await conn.send_packed_command(pack(*args))
-            return await conn.read_response()
+            await conn.send_packed_command(b"".join([pack(*args) for args in commands]))
+            replies: list[Any] = []
+            for _ in commands:
+                try:
+                    replies.append(await conn.read_response())
+                except ResponseError as exc:
+                    replies.append(exc)
+            return replies
     except TimeoutError:
         await conn.disconnect(nowait=True)
-        msg = f"no reply from Redis within {timeout_s} s to {args[0]!r}"
+        msg = f"no reply from Redis within {timeout_s} s to {commands[0][0]!r}"
         raise RedisTimeoutError(msg) from None
 
 
 class Direct:
-    """Single commands on direct connections, one per command in flight, kept for the next.
+    """Commands (one, or a pipeline of them) on direct connections, one per exchange in flight,
+    kept for the next.
 
     What `redis.asyncio.Redis.execute_command` does on the call path, without its per-command
     costs (see the module's docstring); replies come raw (no response callbacks).
@@ -86,10 +110,19 @@ class Direct:
 
     async def execute(self, *args: Arg) -> Any:
         """The raw reply of the command `args`; raises `RedisError` (or OSError) as the client does."""
+        (reply,) = await self.execute_all([args])
+        if isinstance(reply, ResponseError):
+            raise reply
+        return reply
+
+    async def execute_all(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+        """The raw replies of `commands`, sent in one write as a pipeline (not a transaction): a
+        command's `ResponseError` is its reply; a failed exchange raises (`RedisError`, OSError),
+        retried as a whole, as the client retries a pipeline."""
         conn = self._idle.pop() if self._idle else direct_connection(self._client)
         try:
             return await conn.retry.call_with_retry(
-                partial(exchange, conn, self._timeout_s, *args), lambda _: conn.disconnect()
+                partial(exchange_all, conn, self._timeout_s, commands), lambda _: conn.disconnect()
             )
         finally:
             if self._closed:

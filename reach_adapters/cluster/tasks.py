@@ -23,6 +23,7 @@ from pydantic import JsonValue, ValidationError
 from redis.exceptions import RedisError
 
 from middleware import ReachMessage
+from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.errors import ClusterError, TasksUnavailableError
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.queue import CALLER, TaskWorkers, block_seconds
@@ -207,8 +208,8 @@ class ClusterTasks:
         waiters = self._waiters.setdefault(task_id, set())
         waiters.add(waiter)
         try:
-            # None: submitted here and not finished as far as this node heard; its event will tell.
-            record = None if self._unheard(task_id, owner) else await self.get(task_id, owner)
+            # None: not finished, as this node heard (submitted here) or read; its event will tell.
+            record = None if self._unheard(task_id, owner) else await self._if_finished(task_id, owner)
             while record is None or not record.finished:
                 left = _POLL_S if end is None else min(_POLL_S, end - loop.time())
                 if left <= 0:
@@ -227,6 +228,20 @@ class ClusterTasks:
             if not waiters:
                 self._waiters.pop(task_id, None)
         return record
+
+    async def _if_finished(self, task_id: str, owner: str | None) -> TaskRecord | None:
+        """The task's record if it has finished, else None; `UnknownTaskError` as `get` raises it.
+        An unfinished record (the common case when a wait begins) is only glanced at, not decoded
+        into a `TaskRecord`: what a wait returns comes with its done event."""
+        raw = await self._redis(self.store.get_raw(task_id), f"read task {task_id!r}")
+        if raw is None:
+            return owned(None, task_id, owner)
+        glance = orjson.loads(raw)
+        if owner is not None and glance.get("principal") != owner:
+            return owned(None, task_id, owner)
+        if TaskStatus(glance["status"]).finished:
+            return TaskRecord.model_validate_json(raw)
+        return None
 
     def _unheard(self, task_id: str, owner: str | None) -> bool:
         """Whether `task_id` was submitted here (by `owner`, if given) and its done event is yet to come."""
@@ -281,6 +296,7 @@ class ClusterTasks:
             notifying.cancel()
         if self._notifying:
             await asyncio.wait(self._notifying)
+        await self.store.aclose()
 
     # -- inside --------------------------------------------------------------------------------
 
@@ -302,22 +318,28 @@ class ClusterTasks:
     async def _listening(self) -> None:
         block = block_seconds(self._client)
         while not self._closed:
+            # Subscribed on a RESP2 connection of its own: every node hears every task's event, and
+            # each is one raw array read here, without the client's pub/sub round (whose RESP3 push
+            # handler formats each message for a debug log).
+            conn = direct_connection(self._client, protocol=2)
             try:
-                async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
-                    await pubsub.subscribe(self._keys.task_events)
-                    # Events may have been missed before: the tasks accepted here are read again.
-                    self._accepted.clear()
-                    self._hearing = True
-                    self._outage.ok(_EVENTS)
-                    while not self._closed:
-                        message = await pubsub.get_message(timeout=block)
-                        if message is not None and message.get("type") == "message":
-                            self._event(message["data"])
+                await exchange(conn, reply_timeout_s(self._client), "SUBSCRIBE", self._keys.task_events)
+                # Events may have been missed before: the tasks accepted here are read again.
+                self._accepted.clear()
+                self._hearing = True
+                self._outage.ok(_EVENTS)
+                while not self._closed:
+                    # None when nothing came within `block` (the connection stays subscribed).
+                    message = await conn.read_response(timeout=block, disconnect_on_error=False)
+                    if message is not None and message[0] == b"message":
+                        self._event(message[2])
             except (RedisError, OSError) as exc:
                 self._hearing = False
                 if self._closed:
                     return
                 await asyncio.sleep(self._outage.failed(_EVENTS, exc))
+            finally:
+                await conn.disconnect()
 
     def _event(self, data: bytes) -> None:
         done = done_event(data)

@@ -122,6 +122,10 @@ class RedisTaskStore:
         self._finish = client.register_script(_FINISH)
         self._batch = ScriptBatch(client)
 
+    async def aclose(self) -> None:
+        """Disconnect the connections of its atomic steps (the client stays its owner's)."""
+        await self._batch.aclose()
+
     # -- the TaskStore protocol ----------------------------------------------------------------
 
     async def create(self, record: TaskRecord) -> TaskRecord | None:
@@ -130,8 +134,13 @@ class RedisTaskStore:
         return held if isinstance(held, TaskRecord) else None
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        raw = await self._client.get(self.keys.task(task_id))
+        raw = await self.get_raw(task_id)
         return None if raw is None else TaskRecord.model_validate_json(raw)
+
+    async def get_raw(self, task_id: str) -> bytes | None:
+        """The record's JSON, undecoded. Batched: the waits for many tasks read theirs in the same turns."""
+        raw: bytes | None = await self._batch.command("GET", self.keys.task(task_id))
+        return raw
 
     async def save(self, record: TaskRecord, *, keep_s: float | None = None) -> None:
         px = _ms(keep_s) if record.finished and keep_s is not None else None
@@ -192,7 +201,8 @@ class RedisTaskStore:
         reply = await self._batch.run(
             self._enqueue,
             [keys.task(record.task_id), keys.task_index, keys.task_queue],
-            [_dumps(record), record.created_at, record.task_id, queue_bound, int(queue)],
+            # The score as redis-py spells a float (repr: exact, and read back the same).
+            [_dumps(record), repr(record.created_at), record.task_id, queue_bound, int(queue)],
         )
         if reply[0] == 0:
             return TaskRecord.model_validate_json(reply[1])

@@ -1,5 +1,5 @@
-"""`ScriptBatch`: script calls of one loop turn share a pipeline, yet each gets its own reply or
-error, and a Redis that lost its scripts (restarted, flushed) is given them again."""
+"""`ScriptBatch`: script calls and commands of one loop turn share a pipeline, yet each gets its
+own reply or error, and a Redis that lost its scripts (restarted, flushed) is given them again."""
 
 from __future__ import annotations
 
@@ -29,8 +29,16 @@ async def client(redis_url: str) -> AsyncIterator[redis.Redis]:
     await client.aclose()
 
 
-async def test_calls_of_one_turn_each_get_their_own_reply_or_error(client: redis.Redis, prefix: str) -> None:
+@pytest.fixture
+async def batch(client: redis.Redis) -> AsyncIterator[ScriptBatch]:
     batch = ScriptBatch(client)
+    yield batch
+    await batch.aclose()
+
+
+async def test_calls_of_one_turn_each_get_their_own_reply_or_error(
+    client: redis.Redis, batch: ScriptBatch, prefix: str
+) -> None:
     step = client.register_script(_STEP)
     counter = f"{prefix}counter"
     calls = [batch.run(step, [counter], [1]) for _ in range(20)]
@@ -43,8 +51,9 @@ async def test_calls_of_one_turn_each_get_their_own_reply_or_error(client: redis
     assert replies == list(range(1, 21))
 
 
-async def test_scripts_lost_by_redis_are_loaded_again(client: redis.Redis, prefix: str) -> None:
-    batch = ScriptBatch(client)
+async def test_scripts_lost_by_redis_are_loaded_again(
+    client: redis.Redis, batch: ScriptBatch, prefix: str
+) -> None:
     step = client.register_script(_STEP)
     counter = f"{prefix}counter"
     assert await batch.run(step, [counter], [1]) == 1
@@ -55,8 +64,9 @@ async def test_scripts_lost_by_redis_are_loaded_again(client: redis.Redis, prefi
     assert await batch.run(step, [counter], [1]) == 7
 
 
-async def test_a_caller_that_leaves_does_not_disturb_the_others(client: redis.Redis, prefix: str) -> None:
-    batch = ScriptBatch(client)
+async def test_a_caller_that_leaves_does_not_disturb_the_others(
+    client: redis.Redis, batch: ScriptBatch, prefix: str
+) -> None:
     step = client.register_script(_STEP)
     counter = f"{prefix}counter"
     leaving = asyncio.create_task(batch.run(step, [counter], [1]))
@@ -66,3 +76,19 @@ async def test_a_caller_that_leaves_does_not_disturb_the_others(client: redis.Re
     assert await staying in (1, 2)
     with pytest.raises(asyncio.CancelledError):
         await leaving
+
+
+async def test_plain_commands_join_the_turn_with_their_raw_replies(
+    batch: ScriptBatch, client: redis.Redis, prefix: str
+) -> None:
+    step = client.register_script(_STEP)
+    counter, missing = f"{prefix}counter", f"{prefix}missing"
+    replies = await asyncio.gather(
+        batch.run(step, [counter], [5]),
+        batch.command("GET", counter),
+        batch.command("GET", missing),
+        batch.command("HGET", counter, "field"),
+        return_exceptions=True,
+    )
+    assert list(replies[:3]) == [5, b"5", None]
+    assert isinstance(replies[3], ResponseError)  # WRONGTYPE: one command's error is its own

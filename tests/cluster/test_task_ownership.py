@@ -38,6 +38,7 @@ async def test_a_node_whose_entry_was_taken_over_cannot_start_the_task(redis_url
         await client.set(keys.task("t1"), record.model_dump_json())
         assert await store.start(record, entry_id, "rescuer") == 0
     finally:
+        await store.aclose()
         await client.aclose()
 
 

@@ -15,7 +15,7 @@ from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
 from reach_adapters.cluster import Keys, NodeStats
 from reach_adapters.cluster.takeover import DEAD_LETTER, OUTCOME_UNKNOWN
 from reach_adapters.cluster.tasks import ClusterTasks
-from reach_adapters.errors import IdempotencyConflictError
+from reach_adapters.errors import IdempotencyConflictError, UnknownTaskError
 from reach_adapters.langchain import LangChainAgent
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from tests.redis_server import node_client
@@ -229,3 +229,27 @@ async def test_a_task_for_a_langchain_agent_is_its_input_after_redis_not_an_answ
     assert done.status is TaskStatus.OK, done.result
     assert done.result is not None
     assert done.result.payload == "HI"
+
+
+async def test_a_wait_on_another_node_sees_only_its_principals_tasks(start: Start) -> None:
+    counter = Counter()
+    counter.hold = True
+    one, two = counting_router(counter, "util:count:1"), counting_router(Counter(), "util:count:2")
+    await start(one, "n1")
+    # The runner itself: without a security guard, a router lets every principal see every task.
+    runner = await start(two, "n2", take=False)
+    task = await one.submit("count", {"text": "mine"}, principal="alice")
+    await eventually(lambda: counter.calls == ["mine"])
+    with pytest.raises(UnknownTaskError):
+        await runner.wait(task.task_id, "bob", 0.1)
+    with pytest.raises(UnknownTaskError):
+        await runner.wait("no-such-task", None, 0.1)
+    running = await runner.wait(task.task_id, "alice", 0.1)
+    assert running.status is TaskStatus.RUNNING
+    waiting = asyncio.ensure_future(runner.wait(task.task_id, "alice", 10))
+    counter.release.set()
+    done = await waiting
+    assert done.status is TaskStatus.OK
+    assert (await runner.wait(task.task_id, "alice", 0.1)).status is TaskStatus.OK
+    with pytest.raises(UnknownTaskError):
+        await runner.wait(task.task_id, "bob", 0.1)
