@@ -23,7 +23,7 @@ EXTRAS: dict[Extra, tuple[str, ...]] = {
     "langchain": ("langchain_core",),
     "mcp": ("mcp", "tenacity"),
     "metrics": ("prometheus_client",),
-    "gateway": ("mcp", "tenacity", "httpx", "starlette", "uvicorn", "jwt"),
+    "gateway": ("mcp", "tenacity", "httpx", "starlette", "uvicorn", "httptools", "jwt"),
     "cluster": ("redis",),
     "a2a": ("a2a", "httpx", "tenacity"),
 }

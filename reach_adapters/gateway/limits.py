@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reach_adapters.gateway.errors import GatewayError, LimitExceededError
-from reach_adapters.gateway.protocol import head_timeout_protocol
+from reach_adapters.gateway.protocol import gateway_protocol
 
 __all__ = ["JSON_PARSER_MAX_DEPTH", "BodyLimit", "ServerLimits", "nested_deeper"]
 
@@ -61,12 +61,11 @@ class ServerLimits:
 
     def uvicorn_options(self) -> dict[str, Any]:
         """uvicorn's own limits: connections and tasks at once (then 503), idle keep-alive time,
-        the largest request head (h11 answers 400 past it), and the time to send it."""
+        the largest request head (400 past it), and the time to send it."""
         return {
-            "http": head_timeout_protocol(self.head_timeout_s),
+            "http": gateway_protocol(self.head_timeout_s, self.max_header_bytes),
             "limit_concurrency": self.limit_concurrency,
             "timeout_keep_alive": self.keep_alive_s,
-            "h11_max_incomplete_event_size": self.max_header_bytes,
         }
 
     def too_deep(self) -> LimitExceededError:

@@ -71,7 +71,7 @@ def _length(answer: bytes) -> int:
 @pytest.fixture
 def echo_server(config_dir: Path, serve: Callable[..., ReachServer]) -> ReachServer:
     write(config_dir, "util:echo:01.yaml", ECHO)
-    return serve(config_dir, "--body-timeout", "1", "--header-timeout", "1")
+    return serve(config_dir, "--body-timeout", "1", "--header-timeout", "1", "--max-header-bytes", "4096")
 
 
 def test_big_bodies_are_refused_unread_and_memory_stays_bounded(echo_server: ReachServer) -> None:
@@ -111,6 +111,33 @@ def test_a_slow_body_is_cut_off(echo_server: ReachServer) -> None:
     assert status == 408
     assert "did not arrive within 1 s" in answer
     assert "--body-timeout" in answer
+
+
+def raw_get(url: str, headers: dict[str, str]) -> bytes:
+    """GET `url` by hand with `headers`, sent at once; everything the server answers until it
+    closes or ends its answer."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    lines = [f"GET {parts.path} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    answer = b""
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        while data := conn.recv(65536):
+            answer += data
+    return answer
+
+
+def test_a_request_head_past_max_header_bytes_is_refused(echo_server: ReachServer) -> None:
+    health = echo_server.api_url + "/health"
+    # Two headers that together pass 4096 bytes, each well under it: the whole head counts.
+    refused = raw_get(health, {"X-Big-1": "a" * 2100, "X-Big-2": "b" * 2100})
+    assert refused.startswith(b"HTTP/1.1 400 "), refused[:200]
+    # Just under the limit, the same request is served.
+    served = raw_get(health, {"X-Big-1": "a" * 1800, "X-Big-2": "b" * 1800})
+    assert served.startswith(b"HTTP/1.1 200 "), served[:200]
+    assert echo_server.health()["status"] == "ok"
 
 
 def test_a_slow_request_head_is_cut_off(echo_server: ReachServer) -> None:
