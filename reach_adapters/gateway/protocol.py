@@ -5,10 +5,10 @@ httptools parses in C, where h11 parses in Python: a gateway request costs the s
 quarter less CPU with it. uvicorn bounds neither the head's size (its h11 option does not apply to
 httptools) nor, once a request's first byte came, the time the rest of the head takes, so a client
 sending its headers a byte at a time would hold a connection, and one of `limit_concurrency`'s
-places, for as long as it liked (slowloris). Here a connection whose head is not complete
-`head_timeout_s` after it opened, or after its last response, is closed; a head past
-`max_head_bytes` is answered 400 and its connection closed, as for any request httptools cannot
-parse.
+places, for as long as it liked (slowloris). Here a connection with no request under way whose
+next head is not complete `head_timeout_s` after it opened, or after its last response, is closed;
+a head past `max_head_bytes` is answered 400 and its connection closed, as uvicorn answers any
+request httptools cannot parse.
 """
 
 from __future__ import annotations
@@ -33,8 +33,14 @@ class _BoundedHead(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
-        self._head_done = False
+        # Heads read whole and responses sent: equal when no request is under way.
+        self._heads = 0
+        self._responses = 0
+        # Whether the next bytes belong to a head, and how many of them came so far.
+        self._in_head = True
         self._head_bytes = 0
+        # Head bytes as the parser hands them over (request target, complete headers).
+        self._parsed_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -44,10 +50,19 @@ class _BoundedHead(HttpToolsProtocol):
         self._disarm()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        counting, heads = self._in_head, self._heads
+        super().data_received(data)
+        # httptools holds a header until its line ends, so its callbacks alone would let one
+        # endless header grow unbounded: what arrives while a head stays incomplete counts too.
+        if counting and self._in_head and self._heads == heads:
+            self._head_bytes += len(data)
+            if self._head_bytes > self.max_head_bytes and not self.transport.is_closing():
+                self.send_400_response(self._too_large())
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._head_done = False
-        self._head_bytes = 0
+        self._parsed_bytes = 0
 
     def on_url(self, url: bytes) -> None:
         self._count(len(url))
@@ -58,20 +73,27 @@ class _BoundedHead(HttpToolsProtocol):
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        self._head_done = True
+        self._heads += 1
+        self._in_head = False
+        self._head_bytes = 0
         super().on_headers_complete()
 
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head = True
+
     def on_response_complete(self) -> None:
+        self._responses += 1
         super().on_response_complete()
-        # `_head_done` stays: it is the next request's to reset when its first byte comes (a
-        # pipelined one may have its head in already).
         self._arm()
 
     def _count(self, size: int) -> None:
-        self._head_bytes += size
-        if self._head_bytes > self.max_head_bytes:
-            msg = f"request head larger than {self.max_head_bytes} bytes"
-            raise _HeadTooLargeError(msg)
+        self._parsed_bytes += size
+        if self._parsed_bytes > self.max_head_bytes:
+            raise _HeadTooLargeError(self._too_large())
+
+    def _too_large(self) -> str:
+        return f"request head larger than {self.max_head_bytes} bytes"
 
     def _arm(self) -> None:
         self._disarm()
@@ -84,8 +106,10 @@ class _BoundedHead(HttpToolsProtocol):
 
     def _expired(self) -> None:
         self._head_timer = None
-        # With the head in, the request is under way, and the body timeout holds.
-        if not self._head_done and not self.transport.is_closing():
+        # A request under way is the body timeout's and the handler's; its response re-arms this.
+        # Otherwise no head came whole in time, whether bytes of one came or none (a bare CRLF
+        # stops uvicorn's keep-alive timer without starting a request).
+        if self._heads == self._responses and not self.transport.is_closing():
             self.logger.info("closing a connection whose request head did not arrive in time")
             self.transport.close()
 

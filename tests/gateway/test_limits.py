@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import select
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +20,8 @@ from reach_adapters import Capability, FunctionAgent, RoutingPolicy
 from reach_adapters.gateway import Gateway, GatewayError, ServerLimits
 from reach_adapters.gateway.api import GatewayAPI
 from tests.gateway.conftest import ECHO, ReachServer, write
+
+HOLD = "kind: function\nagent_id: util:hold:01\nfunction: tests.gateway.agents:hold\n"
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,12 +54,7 @@ def raw_post(url: str, head: dict[str, str], chunks: list[bytes], *, pause_s: fl
                 break  # the server answered and closed: read what it said
             if pause_s and select.select([conn], [], [], pause_s)[0]:
                 break  # answered before the body was done
-        answer = b""
-        while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _length(answer):
-            data = conn.recv(65536)
-            if not data:
-                break
-            answer += data
+        answer = _read_answer(conn)
     head_text, _, body = answer.partition(b"\r\n\r\n")
     return int(head_text.split()[1]), body.decode()
 
@@ -138,6 +137,91 @@ def test_a_request_head_past_max_header_bytes_is_refused(echo_server: ReachServe
     served = raw_get(health, {"X-Big-1": "a" * 1800, "X-Big-2": "b" * 1800})
     assert served.startswith(b"HTTP/1.1 200 "), served[:200]
     assert echo_server.health()["status"] == "ok"
+
+
+def test_one_endless_header_is_refused_at_max_header_bytes(echo_server: ReachServer) -> None:
+    parts = urlsplit(echo_server.url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    answer = b""
+    cut_off = False
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall(f"GET /api/health HTTP/1.1\r\nHost: {parts.netloc}\r\nX-Big: ".encode())
+        # 4 MiB of one header value whose line never ends: the parser holds it whole, and tells
+        # no callback of it. Accepted, it would all be read in well under the 1 s head timeout.
+        try:
+            for _ in range(1024):
+                conn.sendall(b"a" * 4096)
+        except OSError:
+            cut_off = True  # refused and closed, the rest unread
+        with contextlib.suppress(ConnectionResetError):
+            while data := conn.recv(65536):
+                answer += data
+    assert cut_off or answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert echo_server.health()["status"] == "ok"
+
+
+def test_a_bare_newline_after_a_response_does_not_lift_the_head_timeout(echo_server: ReachServer) -> None:
+    parts = urlsplit(echo_server.url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall(f"GET /api/health HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode())
+        assert _read_answer(conn).startswith(b"HTTP/1.1 200 ")
+        # A CRLF stops uvicorn's keep-alive timer and starts no request; the head timeout passes
+        # with no request begun, then a head comes a byte at a time.
+        conn.sendall(b"\r\n")
+        time.sleep(1.5)
+        assert _cut_off_while_trickling(conn, f"GET /api/health HTTP/1.1\r\nX-Slow: {'a' * 100}".encode())
+    assert echo_server.health()["status"] == "ok"
+
+
+def test_a_request_running_past_the_head_timeout_keeps_its_answer(
+    config_dir: Path, serve: Callable[..., ReachServer], tmp_path: Path
+) -> None:
+    write(config_dir, "util:hold:01.yaml", HOLD)
+    server = serve(config_dir, "--header-timeout", "1")
+    parts = urlsplit(server.api_url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    release = tmp_path / "release"
+    body = json.dumps({"capability": "hold", "payload": {"release": str(release)}}).encode()
+    head = (
+        f"POST {parts.path}/route HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        # The next request's first bytes come at once (pipelined), its head left incomplete.
+        conn.sendall(head.encode() + body + b"GET /api/hea")
+        time.sleep(2.0)  # twice the head timeout, the first request still running
+        release.touch()
+        assert conn.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+def _read_answer(conn: socket.socket) -> bytes:
+    """One whole answer (its head, then as much body as it says) read from `conn`."""
+    answer = b""
+    while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _length(answer):
+        data = conn.recv(65536)
+        if not data:
+            break
+        answer += data
+    return answer
+
+
+def _cut_off_while_trickling(conn: socket.socket, head: bytes) -> bool:
+    """Send `head` a byte every 0.2 s; whether the server closed the connection before the end."""
+    for index in range(len(head)):
+        try:
+            conn.sendall(head[index : index + 1])
+        except OSError:
+            return True
+        if select.select([conn], [], [], 0.2)[0]:
+            try:
+                return conn.recv(65536) == b""
+            except ConnectionResetError:
+                return True
+    return False
 
 
 def test_a_slow_request_head_is_cut_off(echo_server: ReachServer) -> None:
