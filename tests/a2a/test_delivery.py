@@ -39,16 +39,19 @@ async def test_a_skills_own_timeout_bounds_its_remote_call(router: Router, strea
         assert (result.status, result.payload) == (ResultStatus.OK, "slept 0.5"), result.error
 
 
-async def test_a_call_that_finds_no_free_connection_is_not_sent(router: Router, served: Served) -> None:
-    agent = await A2AAgent.connect(served.url, options={"max_connections": 1, "connect_timeout_s": 0.2})
-    router.register(agent)
-    long = asyncio.create_task(router.route("slow", {"seconds": 1.5}))
-    await eventually(lambda: bool(served.executor.record.started), what="the long task to start")
-    result = await router.route("hello", "ann", timeout_ms=2000)
-    assert (result.status, result.fault, result.delivered) == (ResultStatus.ERROR, Fault.ROUTER, False)
-    assert "raise the agent's max_connections" in (result.error or "")
-    assert (await long).status is ResultStatus.OK
-    assert router.catalog()[0].state.value == "online"
+async def test_a_call_that_finds_no_free_connection_is_not_sent(router: Router) -> None:
+    # Without streaming, the long call holds the one connection until it ends: no stream that a
+    # busy machine could see cut, and the task then polled on a connection free between polls.
+    async with serve_agent(streaming=False) as served:
+        agent = await A2AAgent.connect(served.url, options={"max_connections": 1, "connect_timeout_s": 0.2})
+        router.register(agent)
+        long = asyncio.create_task(router.route("slow", {"seconds": 3}))
+        await eventually(lambda: bool(served.executor.record.started), what="the long task to start")
+        result = await router.route("hello", "ann", timeout_ms=2000)
+        assert (result.status, result.fault, result.delivered) == (ResultStatus.ERROR, Fault.ROUTER, False)
+        assert "raise the agent's max_connections" in (result.error or "")
+        assert (await long).status is ResultStatus.OK
+        assert router.catalog()[0].state.value == "online"
 
 
 @pytest.mark.parametrize("closing", ["agent", "router"])
