@@ -66,10 +66,7 @@ async def exchange(conn: AbstractConnection, timeout_s: float | None, *args: Arg
     disconnected (redis-py disconnects on a failed write or read, this on a late one), so it
     reconnects on its next command instead of reading a reply meant for this one.
     """
-    (reply,) = await exchange_all(conn, timeout_s, [args])
-    if isinstance(reply, ResponseError):
-        raise reply
-    return reply
+    return _sole(await exchange_all(conn, timeout_s, [args]))
 
 
 async def exchange_all(
@@ -94,6 +91,14 @@ async def exchange_all(
         raise RedisTimeoutError(msg) from None
 
 
+def _sole(replies: list[Any]) -> Any:
+    """The reply of a pipeline of one command, its `ResponseError` raised."""
+    (reply,) = replies
+    if isinstance(reply, ResponseError):
+        raise reply
+    return reply
+
+
 class Direct:
     """Commands (one, or a pipeline of them) on direct connections, one per exchange in flight,
     kept for the next.
@@ -110,10 +115,7 @@ class Direct:
 
     async def execute(self, *args: Arg) -> Any:
         """The raw reply of the command `args`; raises `RedisError` (or OSError) as the client does."""
-        (reply,) = await self.execute_all([args])
-        if isinstance(reply, ResponseError):
-            raise reply
-        return reply
+        return _sole(await self.execute_all([args]))
 
     async def execute_all(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
         """The raw replies of `commands`, sent in one write as a pipeline (not a transaction): a
