@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 from typing import Any
 
@@ -75,8 +76,10 @@ class ShippingExecutor(AgentExecutor):
         metadata = json_format.MessageToDict(context.message.metadata)
         data = [value for value in get_data_parts(context.message.parts) if isinstance(value, dict)]
         skill = str(metadata.get("skill") or ("track_parcel" if data else "apology_note"))
-        # The router's hop metadata (docs/a2a.md): shown so the demo can tie each call to its task.
-        task_id, trace_id = (metadata.get(f"agent-reach/{key}", "-") for key in ("task_id", "trace_id"))
+        # The router's hop metadata, one JSON string (docs/a2a.md): shown so the demo can tie each
+        # call to its task.
+        hop = json.loads(str(metadata.get("agent-reach", "{}")))
+        task_id, trace_id = (hop.get(key, "-") for key in ("task_id", "trace_id"))
         print(f"shipping agent ran {skill} (task {task_id}, trace {trace_id})", flush=True)
         if context.current_task is None:
             await event_queue.enqueue_event(

@@ -10,7 +10,9 @@ import httpx
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse, TaskState
 
-from reach_adapters import Capability, FunctionAgent
+from middleware import MetaInfo, ReachMessage
+from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters.a2a import A2AAgent
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, shout
 from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of, text_of
@@ -108,6 +110,30 @@ async def test_the_packed_hop_metadata_continues_and_a_malformed_one_is_refused(
     assert "depth 9 exceeds max_depth" in looped.status.message.parts[0].text
     assert broken.status.state == TaskState.TASK_STATE_REJECTED
     assert "'agent-reach' must be a JSON object" in broken.status.message.parts[0].text
+
+
+async def test_a_reach_client_continues_its_task_on_a_reach_server(served: Serve) -> None:
+    """The router's own A2A client packs the whole hop into one metadata value; the served
+    router reads it back: the same task and trace, one level deeper, the hop in the lineage."""
+    server = await served()
+    seen: list[MetaInfo] = []
+
+    def record(message: ReachMessage) -> str:
+        seen.append(message.meta_info)
+        return "recorded"
+
+    server.gateway.router.register(
+        FunctionAgent(record, agent_id="test:record:01", capabilities=[Capability(name="record")])
+    )
+    async with Router() as near:
+        agent = await A2AAgent.connect(server.url)
+        near.register(agent)
+        result = await near.route("record", {"text": "x"}, task_id="t-over-a2a", trace_id="trace-over-a2a")
+    assert result.ok, result.error
+    [meta] = seen
+    assert (meta.task_id, meta.trace_id, meta.depth) == ("t-over-a2a", "trace-over-a2a", 1)
+    assert meta.lineage == [agent.agent_id]
+    assert meta.deadline is not None
 
 
 async def test_an_invalid_payload_is_rejected_with_the_reason(served: Serve) -> None:
