@@ -30,7 +30,11 @@ Arg = str | bytes | int
 
 def direct_connection(client: redis.Redis, *, protocol: int | None = None) -> AbstractConnection:
     """A connection with the settings of `client`'s pool but no socket timeout (its replies are
-    bounded by `exchange`), speaking RESP `protocol` if given. Connects on its first command."""
+    bounded by `exchange`), speaking RESP `protocol` if given. Connects on its first command.
+
+    Its replies are raw, in the shape of the protocol it speaks: the URL's ``protocol=`` unless
+    given here, else redis-py's default (RESP3 since redis-py 8, RESP2 before). Who reads them
+    takes both shapes (RESP3 has maps where RESP2 has flat lists: `streams.stream_entries`)."""
     pool = client.connection_pool
     settings = {**pool.connection_kwargs, "socket_timeout": None}
     if protocol is not None:

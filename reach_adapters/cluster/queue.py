@@ -17,15 +17,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import orjson
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
 from reach_adapters.cluster.deferred import ParkedRuns
+from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.outage import Outage
 from reach_adapters.cluster.stats import NodeStats
+from reach_adapters.cluster.streams import field, stream_entries
 from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
 from reach_adapters.errors import UnknownTaskError
@@ -137,6 +139,11 @@ class TaskWorkers:
         self._visibility_s = visibility_timeout_s
         self._finished = finished
         self._block_ms = int(block_seconds(client) * 1000)
+        self._timeout_s = reply_timeout_s(client)
+        # The task reader's connection (opened by its first read). Its replies come raw, in the
+        # wire's shape (RESP2 or RESP3: `stream_entries` reads both); the client's parsed reply
+        # changes shape when the URL says ``protocol=3`` (redis-py gives RESP3's map of streams).
+        self._reader_conn = direct_connection(client)
         self._refresh = client.register_script(_REFRESH)
         self._leave = client.register_script(_LEAVE)
         self._takeover = TakeOver(
@@ -190,6 +197,7 @@ class TaskWorkers:
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
+        await self._reader_conn.disconnect()
         runs = list(self.running.values())
         for run in runs:
             run.stop(CLOSING)
@@ -207,7 +215,6 @@ class TaskWorkers:
     # -- taking and running ----------------------------------------------------------------------
 
     async def _reading(self) -> None:
-        keys = self._keys
         while not self._closed:
             free = self.policy.task_workers - len(self.running) + len(self.parked)
             if free <= 0:
@@ -215,9 +222,7 @@ class TaskWorkers:
                 await self._slot.wait()
                 continue
             try:
-                reply = await self._client.xreadgroup(
-                    keys.task_group, self._node_id, {keys.task_queue: ">"}, count=free, block=self._block_ms
-                )
+                reply = await self._xreadgroup(free)
                 self._outage.ok(_READER)
             except ResponseError as exc:
                 # NOGROUP: Redis came back without the group (flushed, or no persistence).
@@ -235,9 +240,20 @@ class TaskWorkers:
                     return
                 await asyncio.sleep(self._outage.failed(_READER, exc))
                 continue
-            for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
-                for entry_id, fields in entries:
-                    self.take(text(entry_id), text(fields[b"t"]), fields.get(b"r"))
+            for entry_id, fields in stream_entries(reply):
+                task_id = field(fields, b"t")
+                if task_id is not None:
+                    self.take(text(entry_id), text(task_id), field(fields, b"r"))
+
+    async def _xreadgroup(self, count: int) -> Any:
+        """Up to `count` new entries of the queue for this node, as Redis sent them."""
+        conn, keys = self._reader_conn, self._keys
+        group = ("XREADGROUP", "GROUP", keys.task_group, self._node_id, "COUNT", count)
+        command = (*group, "BLOCK", self._block_ms, "STREAMS", keys.task_queue, ">")
+        # Retried as the client retries its own commands: once, on a fresh connection.
+        return await conn.retry.call_with_retry(
+            partial(exchange, conn, self._timeout_s, *command), lambda _: conn.disconnect()
+        )
 
     def take(self, entry_id: str, task_id: str, queued: bytes | None = None) -> None:
         """Run the task of entry `entry_id` here; `queued`: its record as the entry carries it

@@ -5,7 +5,7 @@ met with the process's `Outage` (one warning, a growing pause) rather than a bus
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 from reach_adapters.cluster.direct import Direct, direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.outage import Outage
 
-__all__ = ["STREAM_MAXLEN", "StreamReader", "append", "entries", "last_entry_id"]
+__all__ = ["STREAM_MAXLEN", "StreamReader", "append", "entries", "field", "last_entry_id", "stream_entries"]
 
 # Entries kept per inbox and replies stream (XADD MAXLEN ~): readers follow them within
 # milliseconds, so this only bounds what a stream left unread (a dead node's) can hold.
@@ -30,24 +30,35 @@ async def append(commands: Direct, stream: str, entry: bytes) -> None:
     await commands.execute("XADD", stream, "MAXLEN", "~", STREAM_MAXLEN, "*", "m", entry)
 
 
-def entries(reply: Any) -> list[tuple[bytes, bytes]]:
-    """(entry id, field ``m``) of each entry of a raw XREAD reply on one stream, as the readers
-    take it, skipping the client's response callback (fields in a flat list of names and values;
-    streams in a map in RESP3)."""
-    out: list[tuple[bytes, bytes]] = []
+def stream_entries(reply: Any) -> Iterator[tuple[bytes, list[bytes]]]:
+    """(entry id, fields as a flat list of names and values) of each entry of a raw XREAD or
+    XREADGROUP reply, as read on a direct connection: streams in a list of [name, entries] in
+    RESP2, in a map in RESP3 (the wire's shape is the Redis protocol's, the same whichever
+    redis-py reads it; the client's parsed reply, by contrast, changes with the URL's
+    ``protocol``). Nothing for a reply of None: the block ran out."""
     for _stream, items in reply.items() if isinstance(reply, dict) else reply or ():
-        for entry_id, fields in items:
-            raw = _field(fields, b"m")
-            if raw is not None:
-                out.append((entry_id, raw))
-    return out
+        yield from items
 
 
-def _field(fields: list[bytes], name: bytes) -> bytes | None:
+def field(fields: list[bytes] | None, name: bytes) -> bytes | None:
+    """The value of field `name` in an entry's flat list of names and values (None for an entry
+    deleted since, which XREADGROUP lists without fields)."""
+    fields = fields or []
     for i in range(0, len(fields) - 1, 2):
         if fields[i] == name:
             return fields[i + 1]
     return None
+
+
+def entries(reply: Any) -> list[tuple[bytes, bytes]]:
+    """(entry id, field ``m``) of each entry of a raw XREAD reply on one stream, as the readers
+    take it."""
+    out: list[tuple[bytes, bytes]] = []
+    for entry_id, fields in stream_entries(reply):
+        raw = field(fields, b"m")
+        if raw is not None:
+            out.append((entry_id, raw))
+    return out
 
 
 async def last_entry_id(client: redis.Redis, stream: str) -> bytes | str:
