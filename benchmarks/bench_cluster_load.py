@@ -126,6 +126,7 @@ async def run(clients: int, seconds: float) -> None:
             await load(apis, clients, 1.0, "sync")  # warm-up
             _, latencies, failures = await load(apis, clients, seconds, "sync")
             report("sync reaches", seconds, latencies, failures, SEED_SYNC)
+            await load(apis, clients, 1.0, "async")  # warm-up: the task path's first runs
             _, latencies, failures = await load(apis, clients, seconds, "async")
             report("async tasks", seconds, latencies, failures, SEED_ASYNC)
         finally:
