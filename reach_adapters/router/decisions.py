@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -75,8 +76,11 @@ class DecisionRecord:
     candidates: list[Scored] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
-    matches: list[tuple[str, float]] = field(default_factory=list)
-    best_matches: list[tuple[str, float]] = field(default_factory=list)
+    # Fields most calls leave empty start as the one empty tuple and are replaced when filled: the
+    # log keeps 10,000 records, and every container in them is one more object each of Python's
+    # full garbage collections scans (in a busy router, every second or two).
+    matches: Sequence[tuple[str, float]] = ()
+    best_matches: Sequence[tuple[str, float]] = ()
     target: str | None = None
     chosen: str | None = None
     path: str = "none"
@@ -91,10 +95,10 @@ class DecisionRecord:
     result_payload: Any = None
     # A chain's: the task ids of its steps' reaches, and what was undone (or could not be) for
     # this task, by the chain's failure or `Router.compensate`. Shown only when not empty.
-    steps: list[str] = field(default_factory=list)
-    compensations: list[dict[str, Any]] = field(default_factory=list)
+    steps: Sequence[str] = ()
+    compensations: Sequence[dict[str, Any]] = ()
     # Consensus: each voter's vote (agent_id, status, agreed, error; payload with record_payloads).
-    votes: list[dict[str, Any]] = field(default_factory=list)
+    votes: Sequence[dict[str, Any]] = ()
     # Set when the call waited in the deferred queue (``defer=True``): for how long, in all.
     deferred_ms: float | None = None
 

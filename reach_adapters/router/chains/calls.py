@@ -88,7 +88,7 @@ class ChainCalls:
         except Exception:  # noqa: BLE001 - the record may have left the log; the report stands
             logger.debug("no decision record left for compensated task %s", task_id)
         else:
-            record.compensations.extend(_outcomes(report))
+            record.compensations = [*record.compensations, *_outcomes(report)]
         return report
 
     def compensate_sync(self, task_id: str, *, principal: str | None = None) -> dict[str, JsonValue]:

@@ -267,7 +267,7 @@ def _votes(
     agreed = set() if verdict is None else set(verdict.agreed)
     scores = {} if verdict is None else verdict.scores
     out: list[JsonValue] = []
-    record.votes = []
+    kept_votes: list[dict[str, Any]] = []
     for result in results:
         agent_id = result.agent_id or ""
         vote: dict[str, JsonValue] = {
@@ -284,7 +284,8 @@ def _votes(
         kept = dict(vote)
         if not policy.record_payloads:
             kept.pop("payload")
-        record.votes.append(kept)
+        kept_votes.append(kept)
+    record.votes = kept_votes
     return out
 
 
