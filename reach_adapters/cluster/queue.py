@@ -24,10 +24,9 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
 from reach_adapters.cluster.deferred import ParkedRuns
-from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.outage import Outage
+from reach_adapters.cluster.queue_reader import QueueReader
 from reach_adapters.cluster.stats import NodeStats
-from reach_adapters.cluster.streams import field, stream_entries
 from reach_adapters.cluster.takeover import TakeOver, text
 from reach_adapters.cluster.taskstore import RedisTaskStore
 from reach_adapters.errors import UnknownTaskError
@@ -36,7 +35,7 @@ from reach_adapters.router.deferral import PARKING
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from reach_adapters.router.tasks.runner import cancelled_result, failed_in_router, run_decision
 
-__all__ = ["CALLER", "TaskWorkers", "block_seconds"]
+__all__ = ["CALLER", "TaskWorkers"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,12 +75,6 @@ if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then retu
 redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
 return 1
 """
-
-
-def block_seconds(client: redis.Redis) -> float:
-    """How long a blocking read may wait: well inside the client's socket timeout."""
-    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
-    return min(1.0, float(timeout) / 2) if timeout else 1.0
 
 
 class _Run:
@@ -138,12 +131,7 @@ class TaskWorkers:
         self._outage = outage
         self._visibility_s = visibility_timeout_s
         self._finished = finished
-        self._block_ms = int(block_seconds(client) * 1000)
-        self._timeout_s = reply_timeout_s(client)
-        # The task reader's connection (opened by its first read). Its replies come raw, in the
-        # wire's shape (RESP2 or RESP3: `stream_entries` reads both); the client's parsed reply
-        # changes shape when the URL says ``protocol=3`` (redis-py gives RESP3's map of streams).
-        self._reader_conn = direct_connection(client)
+        self._reader = QueueReader(client, self._keys.task_queue, self._keys.task_group, node_id)
         self._refresh = client.register_script(_REFRESH)
         self._leave = client.register_script(_LEAVE)
         self._takeover = TakeOver(
@@ -197,7 +185,7 @@ class TaskWorkers:
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
-        await self._reader_conn.disconnect()
+        await self._reader.aclose()
         runs = list(self.running.values())
         for run in runs:
             run.stop(CLOSING)
@@ -222,7 +210,7 @@ class TaskWorkers:
                 await self._slot.wait()
                 continue
             try:
-                reply = await self._xreadgroup(free)
+                taken = await self._reader.read(free)
                 self._outage.ok(_READER)
             except ResponseError as exc:
                 # NOGROUP: Redis came back without the group (flushed, or no persistence).
@@ -240,20 +228,8 @@ class TaskWorkers:
                     return
                 await asyncio.sleep(self._outage.failed(_READER, exc))
                 continue
-            for entry_id, fields in stream_entries(reply):
-                task_id = field(fields, b"t")
-                if task_id is not None:
-                    self.take(text(entry_id), text(task_id), field(fields, b"r"))
-
-    async def _xreadgroup(self, count: int) -> Any:
-        """Up to `count` new entries of the queue for this node, as Redis sent them."""
-        conn, keys = self._reader_conn, self._keys
-        group = ("XREADGROUP", "GROUP", keys.task_group, self._node_id, "COUNT", count)
-        command = (*group, "BLOCK", self._block_ms, "STREAMS", keys.task_queue, ">")
-        # Retried as the client retries its own commands: once, on a fresh connection.
-        return await conn.retry.call_with_retry(
-            partial(exchange, conn, self._timeout_s, *command), lambda _: conn.disconnect()
-        )
+            for entry_id, task_id, queued in taken:
+                self.take(entry_id, task_id, queued)
 
     def take(self, entry_id: str, task_id: str, queued: bytes | None = None) -> None:
         """Run the task of entry `entry_id` here; `queued`: its record as the entry carries it

@@ -26,7 +26,8 @@ from middleware import ReachMessage
 from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
 from reach_adapters.cluster.errors import ClusterError, TasksUnavailableError
 from reach_adapters.cluster.outage import Outage
-from reach_adapters.cluster.queue import CALLER, TaskWorkers, block_seconds
+from reach_adapters.cluster.queue import CALLER, TaskWorkers
+from reach_adapters.cluster.queue_reader import block_seconds
 from reach_adapters.cluster.records import Keys
 from reach_adapters.cluster.stats import NodeStats
 from reach_adapters.cluster.taskstore import QUEUE_FULL, RedisTaskStore, done_event
