@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from middleware import ReachResult, ResultStatus
@@ -27,6 +27,7 @@ from reach_adapters.errors import InvalidMessageError, UnknownTaskError, describ
 from reach_adapters.gateway.gateway import Gateway
 from reach_adapters.gateway.hangup import while_connected
 from reach_adapters.gateway.limits import ServerLimits, nested_deeper
+from reach_adapters.gateway.responses import JSONResponse
 from reach_adapters.gateway.views import catalog_view, health_view
 from reach_adapters.mcp import request_principal
 from reach_adapters.router import CallOptions, ErrorKind, ExclusionKind

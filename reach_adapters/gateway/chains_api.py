@@ -9,11 +9,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from reach_adapters.errors import UnknownTaskError
 from reach_adapters.gateway.api import API_PREFIX, error_response
+from reach_adapters.gateway.responses import JSONResponse
 from reach_adapters.mcp import request_principal
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from middleware.models import MAX_VOTERS
@@ -22,6 +22,7 @@ from reach_adapters.errors import (
     UnknownTaskError,
 )
 from reach_adapters.gateway.api import API_PREFIX, RouteRequest, error_response
+from reach_adapters.gateway.responses import JSONResponse
 from reach_adapters.mcp import request_principal
 from reach_adapters.router import CallOptions
 from reach_adapters.router.consensus.feedback import MAX_REASON

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from reach_adapters.errors import (
@@ -27,6 +27,7 @@ from reach_adapters.errors import (
 )
 from reach_adapters.gateway.api import API_PREFIX, SubmitRequest, error_response
 from reach_adapters.gateway.callbacks import CallbackSender, callback_secret
+from reach_adapters.gateway.responses import JSONResponse
 from reach_adapters.mcp import request_principal
 from reach_adapters.router import CallOptions
 from reach_adapters.router.tasks import TaskStatus
