@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio as redis
 
-from reach_adapters import Capability, Router
+from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.cluster import ClusterNode
 from reach_adapters.router import ReachMessage, ResultStatus
+from reach_adapters.router.tasks import TaskStatus
 from tests.gateway.conftest import serve
 from tests.redis_server import RedisServer, redis_server
 from tests.waiting import eventually
@@ -23,11 +25,14 @@ __all__ = [
     "cap",
     "cluster",
     "listed",
+    "listened",
     "own_redis",
     "prefix",
     "redis_server",
     "redis_url",
+    "running",
     "serve",
+    "shout_agent",
     "shout_keeps_ids",
     "two_servers",
 ]
@@ -75,6 +80,26 @@ async def cluster(redis_url: str, prefix: str) -> AsyncIterator[Join]:
 
 async def listed(router: Router, agent_id: str) -> None:
     await eventually(lambda: agent_id in router, timeout=10, what=f"{agent_id} listed")
+
+
+async def running(router: Router, task_id: str) -> bool:
+    return (await router.task(task_id)).status is TaskStatus.RUNNING
+
+
+async def listened(client: redis.Redis, channel: str) -> bool:
+    """Whether anyone listens on pub/sub `channel` (a node's task-events listener, say)."""
+    [(_, listeners)] = await client.pubsub_numsub(channel)
+    return int(listeners) >= 1
+
+
+def shout_agent(seen: list[ReachMessage]) -> FunctionAgent:
+    """``util:shout:01``: upper-cases its payload's ``text``, recording each message in `seen`."""
+
+    def shout(message: ReachMessage) -> str:
+        seen.append(message)
+        return str(message.raw_payload["text"]).upper()  # type: ignore[index,call-overload]
+
+    return FunctionAgent(shout, agent_id="util:shout:01", capabilities=[cap("shout")])
 
 
 async def shout_keeps_ids(router: Router, seen: list[ReachMessage]) -> None:

@@ -11,7 +11,7 @@ from middleware import ReachMessage
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.cluster import REMOTE_DELIVERY, ClusterNode
 from reach_adapters.router import UNKNOWN_OUTCOME, AgentState, Fault, ResultStatus
-from tests.cluster.conftest import Join, cap, listed, shout_keeps_ids
+from tests.cluster.conftest import Join, cap, listed, shout_agent, shout_keeps_ids
 from tests.redis_server import RedisServer
 from tests.waiting import eventually
 
@@ -30,12 +30,8 @@ def silence(node: ClusterNode) -> None:
 async def test_a_call_reaches_an_agent_only_on_another_node_with_its_ids(cluster: Join) -> None:
     seen: list[ReachMessage] = []
 
-    def shout(message: ReachMessage) -> str:
-        seen.append(message)
-        return str(message.raw_payload["text"]).upper()  # type: ignore[index,call-overload]
-
     a, b = Router(), Router()
-    b.register(FunctionAgent(shout, agent_id="util:shout:01", capabilities=[cap("shout")]))
+    b.register(shout_agent(seen))
     node_a = await cluster(a, "a")
     node_b = await cluster(b, "b")
     await listed(a, "util:shout:01")

@@ -23,7 +23,7 @@ from reach_adapters.router import ReachResult, ResultStatus
 from reach_adapters.router.tasks import TaskStatus
 from reach_adapters.security.quotas import Quotas
 from reach_adapters.security.spec import PrincipalSpec
-from tests.cluster.conftest import TTL, Join, cap, listed, shout_keeps_ids
+from tests.cluster.conftest import TTL, Join, cap, listed, listened, running, shout_agent, shout_keeps_ids
 from tests.waiting import eventually, until
 
 
@@ -91,24 +91,11 @@ async def test_a_wait_is_woken_by_the_done_event(
     assert record.result.payload == "from the event"
 
 
-async def running(router: Router, task_id: str) -> bool:
-    return (await router.task(task_id)).status is TaskStatus.RUNNING
-
-
-async def listened(client: redis.Redis, channel: str) -> bool:
-    [(_, listeners)] = await client.pubsub_numsub(channel)
-    return int(listeners) >= 1
-
-
 async def test_calls_reach_another_nodes_agent_and_a_workers(cluster: Join, url: str, prefix: str) -> None:
     seen: list[ReachMessage] = []
 
-    def shout(message: ReachMessage) -> str:
-        seen.append(message)
-        return str(message.raw_payload["text"]).upper()  # type: ignore[index,call-overload]
-
     a, b = Router(), Router()
-    b.register(FunctionAgent(shout, agent_id="util:shout:01", capabilities=[cap("shout")]))
+    b.register(shout_agent(seen))
     await cluster(a, "a", url)
     await cluster(b, "b", url)
     async with await RemoteWorker.connect(url, worker_id="w1", prefix=prefix, lease_ttl_s=TTL) as worker:

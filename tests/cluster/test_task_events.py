@@ -18,6 +18,7 @@ from reach_adapters.cluster.tasks import ClusterTasks
 from reach_adapters.cluster.taskstore import done_event
 from reach_adapters.router import ReachResult, ResultStatus
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
+from tests.cluster.conftest import listened, running
 from tests.redis_server import node_client
 from tests.waiting import until
 
@@ -111,15 +112,6 @@ async def test_a_wait_answers_from_the_record_the_done_event_carries(
     assert record.status is TaskStatus.OK
     assert record.result is not None
     assert record.result.payload == "from the event"
-
-
-async def running(router: Router, task_id: str) -> bool:
-    return (await router.task(task_id)).status is TaskStatus.RUNNING
-
-
-async def listened(client: redis.Redis, channel: str) -> bool:
-    [(_, listeners)] = await client.pubsub_numsub(channel)
-    return int(listeners) >= 1
 
 
 async def test_an_entry_without_its_record_is_run_from_the_record_in_redis(
