@@ -140,7 +140,7 @@ async def _run(
             waits.add(stdio_task)
         if args.reload:
             gateway.watch(args.reload_interval)
-        _settle_heap()
+        _settle_heap(gateway)
         _ready(endpoint, stdio, sys.stderr if stdio else sys.stdout)
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -219,18 +219,20 @@ def _listen(host: str, port: int, flag: str) -> socket.socket:
         raise GatewayError(msg) from None
 
 
-def _settle_heap() -> None:
+def _settle_heap(gateway: Gateway) -> None:
     """Tune the garbage collector for a long-running server, once the process is built.
 
     Under load a node's full collections were its longest pauses: each scanned every object the
     process holds (0.1-0.4 s on a busy 2-core machine), and the decision log (10,000 records,
     replaced every few seconds at 1,000+ calls/s) started one every 1-2 s, so they set the
-    cluster's async p99. What the process built to start (modules, agents, schemas) lives as
-    long as it does: frozen, no pass scans it again. And a full pass waits for 100 passes of the
-    middle generation instead of 10: garbage in cycles that outlives the younger generations is
-    freed a few seconds later, and the pauses come several times more rarely."""
+    cluster's async p99. What the process built to start (modules, agents, schemas) is frozen: no
+    pass scans it again. A config reload retires agents built at start, so the first one applied
+    unfreezes it all again, for them to be freed. And a full pass is considered after 100 passes of
+    the middle generation instead of 10, so under load the pauses come several times more rarely
+    (CPython also waits until the long-lived objects grew by a quarter)."""
     gc.collect()
     gc.freeze()
+    gateway.on_reload(gc.unfreeze)
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, _FULL_PASS_EVERY)
 

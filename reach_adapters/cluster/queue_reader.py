@@ -31,8 +31,11 @@ class QueueReader:
     def __init__(self, client: redis.Redis, stream: str, group: str, node_id: str) -> None:
         # Opened by the first read.
         self._conn = direct_connection(client)
-        self._timeout_s = reply_timeout_s(client)
-        block_ms = int(block_seconds(client) * 1000)
+        block_s = block_seconds(client)
+        timeout_s = reply_timeout_s(client)
+        # One bound covers a reconnect, the block and the reply: the block on top of the client's.
+        self._timeout_s = None if timeout_s is None else timeout_s + block_s
+        block_ms = int(block_s * 1000)
         self._command = ("XREADGROUP", "GROUP", group, node_id, "COUNT")
         self._tail = ("BLOCK", block_ms, "STREAMS", stream, ">")
 

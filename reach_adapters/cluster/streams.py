@@ -42,7 +42,7 @@ def stream_entries(reply: Any) -> Iterator[tuple[bytes, list[bytes]]]:
 
 def field(fields: list[bytes] | None, name: bytes) -> bytes | None:
     """The value of field `name` in an entry's flat list of names and values (None for an entry
-    deleted since, which XREADGROUP lists without fields)."""
+    without it, or without fields: XREADGROUP lists a deleted one so when reading history)."""
     fields = fields or []
     for i in range(0, len(fields) - 1, 2):
         if fields[i] == name:

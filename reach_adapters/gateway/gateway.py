@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -140,6 +140,7 @@ class Gateway:
         self._started = time.monotonic()
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
+        self._reload_listeners: list[Callable[[], None]] = []
         self._security_changed(security)
 
     @classmethod
@@ -221,6 +222,10 @@ class Gateway:
                 return False
             return True
 
+    def on_reload(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after each config change is applied (its agents built and installed)."""
+        self._reload_listeners.append(listener)
+
     def watch(self, interval_s: float = 0.5) -> None:
         """Poll the directory every `interval_s` seconds and reload when it changed and settled."""
         if interval_s <= 0:
@@ -294,6 +299,11 @@ class Gateway:
         self.generation += 1
         self.reloads_applied += 1
         self.last_error = None
+        for listener in self._reload_listeners:
+            try:
+                listener()
+            except Exception:
+                logger.exception("reload listener %r failed", listener)
         logger.info(
             "config generation %d in force: policy %s; security %s; added %s; changed %s; removed %s",
             self.generation,
