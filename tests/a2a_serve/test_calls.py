@@ -13,6 +13,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse, TaskState
 from middleware import MetaInfo, ReachMessage
 from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.a2a import A2AAgent
+from reach_adapters.a2a.hop import unpack
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, shout
 from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of, text_of
@@ -134,6 +135,14 @@ async def test_a_reach_client_continues_its_task_on_a_reach_server(served: Serve
     assert (meta.task_id, meta.trace_id, meta.depth) == ("t-over-a2a", "trace-over-a2a", 1)
     assert meta.lineage == [agent.agent_id]
     assert meta.deadline is not None
+
+
+def test_a_hop_token_counts_only_as_a_key_of_its_own() -> None:
+    # The handler takes the flat key out before the task stores the message; a token inside the
+    # packed string would stay in the task's history, so it is not read from there.
+    metadata = {"agent-reach": json.dumps({"task_id": "t-9", "caller_token": "secret"})}
+    unpack(metadata)
+    assert metadata == {"agent-reach/task_id": "t-9"}
 
 
 async def test_an_invalid_payload_is_rejected_with_the_reason(served: Serve) -> None:
