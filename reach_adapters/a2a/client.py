@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from a2a.client import A2ACardResolver, AgentCardResolutionError, Client, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientError
-from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, StreamResponse
+from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, GetExtendedAgentCardRequest, StreamResponse
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import A2AError
 
@@ -39,6 +39,8 @@ class Link:
         self.shown = redact_url(self.url)
         self.options = options
         self.http = http_client(self.url, headers, auth, options)
+        # Whether calls carry credentials of their own, which an extended card may answer.
+        self.credentials = bool(headers) or auth is not None
         self.card = AgentCard()
         self.client: Client | None = None
         # Whether the card says the agent streams: calls then learn the task's id from the first
@@ -57,8 +59,48 @@ class Link:
         self._elsewhere: set[tuple[str, str, int | None]] = set()
 
     async def fetch_card(self, timeout_s: float | None = None) -> AgentCard:
-        """The agent's card, fetched now; every failure is a `ReachError` naming the URL."""
+        """The agent's card, fetched now; every failure is a `ReachError` naming the URL.
+
+        When the public card says the agent has an extended card and this link has credentials,
+        that card is the one used: a secured agent (a ``reach serve`` with a security.yaml) may
+        list in public only what anyone may call, and each caller's skills in its extended card.
+        """
         timeout_s = self.options.connect_timeout_s if timeout_s is None else timeout_s
+        card = await self._public_card(timeout_s)
+        if not (card.capabilities.extended_agent_card and self.credentials):
+            return card
+        return await self._extended_card(card, timeout_s)
+
+    async def _extended_card(self, card: AgentCard, timeout_s: float) -> AgentCard:
+        where = f"the extended agent card of {self.shown}"
+        try:
+            client = ClientFactory(ClientConfig(httpx_client=self.http)).create(card)
+        except ValueError:
+            return card  # no interface this client speaks: `adopt` says so, with the card's details
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+        except TimeoutError:
+            msg = f"{where} did not arrive within {timeout_s} s; raise connect_timeout_s"
+            raise A2ATimeoutError(msg) from None
+        except (A2AError, httpx.HTTPError) as exc:
+            cause = exc.__cause__ if isinstance(exc, A2AClientError) else exc
+            if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code in (401, 403):
+                # Headers need not be credentials: the public card serves, and calls say the rest.
+                logger.warning(
+                    "%s was refused (HTTP %d): the public card is used; check the agent's headers, "
+                    "auth or bearer_token_env if skills are missing",
+                    where,
+                    cause.response.status_code,
+                )
+                return card
+            if isinstance(cause, httpx.TransportError):
+                msg = f"cannot reach the A2A agent at {self.shown}: {redact_text(str(cause) or repr(cause))}"
+                raise A2AConnectionError(msg) from None
+            msg = f"{where} cannot be read: {redact_text(str(exc))}"
+            raise A2ACardError(msg) from None
+
+    async def _public_card(self, timeout_s: float) -> AgentCard:
         where = f"{self.shown}{AGENT_CARD_WELL_KNOWN_PATH}"
         resolver = A2ACardResolver(self.http, self.url)
         try:

@@ -12,7 +12,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse, TaskState
 
 from middleware import MetaInfo, ReachMessage
 from reach_adapters import Capability, FunctionAgent, Router
-from reach_adapters.a2a import A2AAgent
+from reach_adapters.a2a import A2AAgent, A2ACardError
 from reach_adapters.a2a.hop import unpack
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, shout
@@ -135,6 +135,37 @@ async def test_a_reach_client_continues_its_task_on_a_reach_server(served: Serve
     assert (meta.task_id, meta.trace_id, meta.depth) == ("t-over-a2a", "trace-over-a2a", 1)
     assert meta.lineage == [agent.agent_id]
     assert meta.deadline is not None
+
+
+async def test_a_reach_client_reads_a_secured_servers_skills_from_its_extended_card(
+    served: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secured router lists only the matching skill in public; a client with credentials takes
+    the caller's skills from the extended card, and calls them."""
+    monkeypatch.setenv("REACH_TEST_ALICE", "alice-token-0123456789")
+    server = await served("principals:\n  alice: {token_env: REACH_TEST_ALICE, allow: [shout]}\n")
+    server.gateway.router.register(shout())
+    server.gateway.router.register(adder())
+    headers = {"Authorization": "Bearer alice-token-0123456789"}
+    async with Router() as near:
+        agent = await A2AAgent.connect(server.url, headers=headers)
+        assert [cap.name for cap in agent.capabilities] == ["shout"]
+        near.register(agent)
+        result = await near.route("shout", {"text": "hi"})
+    assert result.payload == "HI", result.error
+
+
+async def test_refused_credentials_leave_the_public_card_and_say_so(
+    served: Serve, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("REACH_TEST_ALICE", "alice-token-0123456789")
+    server = await served("principals:\n  alice: {token_env: REACH_TEST_ALICE, allow: [shout]}\n")
+    server.gateway.router.register(shout())
+    # The public card offers only the matching skill, which no capability can be named after.
+    with pytest.raises(A2ACardError, match="agent-reach:match"):
+        await A2AAgent.connect(server.url, headers={"Authorization": "Bearer wrong-token-0123456789"})
+    assert "extended agent card" in caplog.text
+    assert "refused (HTTP 401)" in caplog.text
 
 
 def test_a_hop_token_counts_only_as_a_key_of_its_own() -> None:
