@@ -23,7 +23,16 @@ from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["Arg", "Direct", "direct_connection", "exchange", "exchange_all", "pack", "reply_timeout_s"]
+__all__ = [
+    "Arg",
+    "Direct",
+    "direct_connection",
+    "exchange",
+    "exchange_all",
+    "pack",
+    "reply_timeout_s",
+    "retried",
+]
 
 Arg = str | bytes | int
 
@@ -93,6 +102,13 @@ async def exchange_all(
         await conn.disconnect(nowait=True)
         msg = f"no reply from Redis within {timeout_s} s to {commands[0][0]!r}"
         raise RedisTimeoutError(msg) from None
+
+
+async def retried(conn: AbstractConnection, timeout_s: float | None, *args: Arg) -> Any:
+    """`exchange`, retried as the client retries its own commands: once, on a fresh connection."""
+    return await conn.retry.call_with_retry(
+        partial(exchange, conn, timeout_s, *args), lambda _: conn.disconnect()
+    )
 
 
 def _sole(replies: list[Any]) -> Any:

@@ -8,11 +8,9 @@ map of streams), and a reader that misread it would stop taking tasks for good.
 
 from __future__ import annotations
 
-from functools import partial
-
 import redis.asyncio as redis
 
-from reach_adapters.cluster.direct import direct_connection, exchange, reply_timeout_s
+from reach_adapters.cluster.direct import direct_connection, reply_timeout_s, retried
 from reach_adapters.cluster.streams import field, stream_entries
 from reach_adapters.cluster.takeover import text
 
@@ -42,12 +40,7 @@ class QueueReader:
     async def read(self, count: int) -> list[tuple[str, str, bytes | None]]:
         """Up to `count` new entries, each as (entry id, task id, the record it carries or None);
         none once the block runs out. Redis's errors are raised (NOGROUP among them)."""
-        conn = self._conn
-        command = (*self._command, count, *self._tail)
-        # Retried as the client retries its own commands: once, on a fresh connection.
-        reply = await conn.retry.call_with_retry(
-            partial(exchange, conn, self._timeout_s, *command), lambda _: conn.disconnect()
-        )
+        reply = await retried(self._conn, self._timeout_s, *self._command, count, *self._tail)
         out: list[tuple[str, str, bytes | None]] = []
         for entry_id, fields in stream_entries(reply):
             task_id = field(fields, b"t")

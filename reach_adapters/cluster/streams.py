@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import Any
 
 import redis.asyncio as redis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError
 
-from reach_adapters.cluster.direct import Direct, direct_connection, exchange, reply_timeout_s
+from reach_adapters.cluster.direct import Direct, direct_connection, exchange, reply_timeout_s, retried
 from reach_adapters.cluster.outage import Outage
 
 __all__ = ["STREAM_MAXLEN", "StreamReader", "append", "entries", "field", "last_entry_id", "stream_entries"]
@@ -90,7 +89,8 @@ class StreamReader:
         self._timeout_s = reply_timeout_s(client)
         self._stream = stream
         self._handle = handle
-        self._block_ms = block_ms
+        # The blocking read's command, but for where it starts.
+        self._read = ("XREAD", "COUNT", _BATCH, "BLOCK", block_ms, "STREAMS", stream)
         self._outage = outage
         self._name = name
         self._task: asyncio.Task[None] | None = None
@@ -123,10 +123,7 @@ class StreamReader:
     async def _reading(self, conn: AbstractConnection, last_id: bytes | str) -> None:
         while not self._closed:
             try:
-                # Retried as the client retries its own commands: once, on a fresh connection.
-                reply = await conn.retry.call_with_retry(
-                    partial(self._xread, conn, last_id), lambda _: conn.disconnect()
-                )
+                reply = await retried(conn, self._timeout_s, *self._read, last_id)
             except (RedisError, OSError) as exc:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
@@ -145,10 +142,6 @@ class StreamReader:
                 # runs first: sending the next XREAD before it would put a write to Redis, and
                 # the wake-up of Redis it causes, on every call's path.
                 await asyncio.sleep(0)
-
-    async def _xread(self, conn: AbstractConnection, last_id: bytes | str) -> Any:
-        command = ("XREAD", "COUNT", _BATCH, "BLOCK", self._block_ms, "STREAMS", self._stream, last_id)
-        return await exchange(conn, self._timeout_s, *command)
 
     async def unread(self) -> list[bytes]:
         """Entries written after the last one handled: after `aclose`, what nobody will read."""
