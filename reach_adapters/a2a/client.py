@@ -74,7 +74,7 @@ class Link:
     async def _extended_card(self, card: AgentCard, timeout_s: float) -> AgentCard:
         where = f"the extended agent card of {self.shown}"
         try:
-            client = ClientFactory(ClientConfig(httpx_client=self.http)).create(card)
+            client = self._sdk_client(card)
         except ValueError:
             return card  # no interface this client speaks: `adopt` says so, with the card's details
         try:
@@ -133,9 +133,8 @@ class Link:
         if self.client is not None and card == self.card:
             return
         self._check_interfaces(card)
-        factory = ClientFactory(ClientConfig(httpx_client=self.http, streaming=True))
         try:
-            client = factory.create(card)
+            client = self._sdk_client(card)
         except ValueError as exc:
             offered = [f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces]
             msg = (
@@ -145,6 +144,11 @@ class Link:
             raise A2ACardError(msg) from None
         self.card, self.client = card, client
         self.streaming = card.capabilities.streaming
+
+    def _sdk_client(self, card: AgentCard) -> Client:
+        """The SDK's client for `card`, over this link's HTTP client; ValueError when the card
+        offers no interface it speaks."""
+        return ClientFactory(ClientConfig(httpx_client=self.http, streaming=True)).create(card)
 
     def _check_interfaces(self, card: AgentCard) -> None:
         """Refuse a card that moves calls from https to plain http; say once per origin when calls
