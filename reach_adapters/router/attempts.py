@@ -48,6 +48,10 @@ class Opener(Protocol):
 
     def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool) -> bool: ...
 
+    def settles(self, result: ReachResult, settle: Callable[[ReachResult | None], None], limit: int) -> None:
+        """Hand `settle` what a repeat of this stream's task id is answered with: its chunks
+        (up to `limit` bytes) once it ends, or None when the caller left it early."""
+
 
 class Run:
     """One dispatch of a task here: the lineage it came with, the agents it has gone to, and how

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any
 
 from opentelemetry.trace import Tracer
@@ -181,12 +182,10 @@ class Dispatcher:
         self, message: ReachMessage, tracer: Tracer | None, run: Run
     ) -> Coroutine[Any, Any, ReachResult]:
         # Returns the coroutine rather than awaiting it: one frame less on every routed call.
-        # Generated task ids are unique by construction; only ids the caller chose can repeat. A
-        # stream cannot be answered twice, so it is not deduplicated.
+        # Generated task ids are unique by construction; only ids the caller chose can repeat.
         if (
             "task_id" in message.meta_info.__pydantic_fields_set__
             and self.policy.dedupe_window_s
-            and run.stream is None
             and not run.admitted
         ):
             return self._deduplicated(message, tracer, run)
@@ -213,6 +212,10 @@ class Dispatcher:
     async def _deduplicated(self, message: ReachMessage, tracer: Tracer | None, run: Run) -> ReachResult:
         meta = message.meta_info
         request = fingerprint(message, self.planner.directed_capability(message))
+        stream = run.stream
+        if stream is not None:
+            # A repeated stream is answered with chunks, a repeated call with a payload.
+            request = request._replace(mode="stream")
         while True:
             try:
                 future, first = self.dedupe.claim(meta.task_id, request)
@@ -237,8 +240,17 @@ class Dispatcher:
         except BaseException:
             self.dedupe.abandon(meta.task_id, future)
             raise
-        self.dedupe.settle(meta.task_id, future, result)
+        if stream is None:
+            self.dedupe.settle(meta.task_id, future, result)
+        else:
+            stream.settles(result, partial(self._settle, meta.task_id, future), self.dedupe.max_result_bytes)
         return result
+
+    def _settle(self, task_id: str, future: asyncio.Future[ReachResult], outcome: ReachResult | None) -> None:
+        if outcome is None:
+            self.dedupe.abandon(task_id, future)
+        else:
+            self.dedupe.settle(task_id, future, outcome)
 
     def _strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)

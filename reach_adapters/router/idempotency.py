@@ -25,7 +25,7 @@ import orjson
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import IdempotencyConflictError
 
-__all__ = ["Fingerprint", "IdempotencyStore", "fingerprint", "result_size"]
+__all__ = ["Fingerprint", "IdempotencyStore", "fingerprint", "payload_size", "result_size"]
 
 
 # Canonical JSON: key order must not make two requests differ (a retry from a Go client need not
@@ -52,7 +52,7 @@ class Fingerprint(NamedTuple):
         if self.mode == "directed":
             named = f" ({self.capability!r})" if self.capability else ""
             return f"send to agent {self.target}{named}"
-        verbs = {"broadcast": "broadcast to", "consensus": "ask a consensus of"}
+        verbs = {"broadcast": "broadcast to", "consensus": "ask a consensus of", "stream": "stream from"}
         verb = verbs.get(self.mode, "route to")
         if self.capability is None:
             return f"{verb} whatever matches its task text"
@@ -111,7 +111,12 @@ def result_size(result: ReachResult) -> int:
     """About how many bytes keeping `result` costs: its payload and texts as JSON, plus the rest."""
     texts = len(result.error or "") + len(result.error_type or "")
     parts = result.results or ()
-    return _OVERHEAD + texts + len(_encode(result.payload)) + sum(result_size(part) for part in parts)
+    return _OVERHEAD + texts + payload_size(result.payload) + sum(result_size(part) for part in parts)
+
+
+def payload_size(value: object) -> int:
+    """The bytes of `value` as JSON."""
+    return len(_encode(value))
 
 
 def _encode(value: object) -> bytes:
@@ -150,6 +155,11 @@ class IdempotencyStore:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def max_result_bytes(self) -> int:
+        """The largest result kept whole; a stream stops gathering its chunks past it."""
+        return self._max_result_bytes
 
     def reconfigure(self, window_s: float, max_entries: int, max_bytes: int, max_result_bytes: int) -> None:
         """Applies to tasks claimed from now on; entries already held keep their expiry."""

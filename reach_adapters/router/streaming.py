@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from pydantic import JsonValue
 
@@ -20,6 +20,7 @@ from reach_adapters.router.agent import ok_result
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import admit, deliver
 from reach_adapters.router.dispatcher import Dispatcher
+from reach_adapters.router.idempotency import payload_size
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import (
     ErrorKind,
@@ -45,6 +46,9 @@ class _End:
 
 END: Final = _End()
 
+# Takes a deduplicated stream's answer to repeats of its task id (None: there is none).
+Settle = Callable[[ReachResult | None], None]
+
 
 async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> AsyncGenerator[JsonValue, None]:
     """Dispatch like `route`, then yield the chosen agent's chunks.
@@ -58,7 +62,13 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
     result = await dispatcher.dispatch(message, opener)
     stream = opener.opened
     if stream is None:
-        yield raise_for_status(result).payload
+        payload = raise_for_status(result).payload
+        if result.served_by != "deduplicated":
+            yield payload
+            return
+        # A repeat of a stream's task id: the first stream's chunks, as `_Opener.settles` kept them.
+        for kept in cast(list[JsonValue], payload):
+            yield kept
         return
     try:
         chunk = stream.first
@@ -113,6 +123,57 @@ class _Opener:
         stream.hold(self._dispatcher, record, result, keep)
         return True
 
+    def settles(self, result: ReachResult, settle: Settle, limit: int) -> None:
+        stream = self.opened
+        if stream is not None:
+            stream.kept = _Kept(settle, limit, stream.first)
+        elif result.status is ResultStatus.OK:
+            # An agent that does not stream: its payload was the one chunk.
+            settle(result.model_copy(update={"payload": [result.payload]}))
+        else:
+            settle(result)
+
+
+class _Kept:
+    """A deduplicated stream's chunks, gathered for repeats of its task id while they fit in
+    `limit` bytes; past it only the first caller has them, and a repeat is refused."""
+
+    __slots__ = ("chunks", "limit", "settle", "size")
+
+    def __init__(self, settle: Settle, limit: int, first: JsonValue | _End) -> None:
+        self.settle = settle
+        self.limit = limit
+        self.size = 0
+        self.chunks: list[JsonValue] | None = []
+        if not isinstance(first, _End):
+            self.add(first)
+
+    def add(self, chunk: JsonValue) -> None:
+        if self.chunks is None:
+            return
+        self.size += payload_size(chunk)
+        if self.size > self.limit:
+            self.chunks = None
+        else:
+            self.chunks.append(chunk)
+
+    def answer(self, message: ReachMessage, outcome: ReachResult) -> ReachResult:
+        """What a repeat gets: the chunks, the failure that ended the stream, or a refusal."""
+        if outcome.status is not ResultStatus.OK:
+            return outcome
+        if self.chunks is not None:
+            return outcome.model_copy(update={"payload": self.chunks})
+        error = (
+            f"task_id {message.meta_info.task_id!r} was already streamed, and its chunks were not "
+            f"kept (more than policy dedupe_max_result_bytes, {self.limit} bytes), so it is not "
+            "streamed again; the first caller got them. Give a new task_id to run the task again"
+        )
+        kind = ErrorKind.IDEMPOTENCY_CONFLICT
+        refused = error_result(message, ResultStatus.REJECTED, kind, error, fault=Fault.CALLER)
+        # Kept like the stream it stands for, so every repeat within the window is refused alike.
+        amend(refused, {"delivered": True})
+        return refused
+
 
 class _Stream:
     """An agent's open stream: read one step at a time, in flight until `end`."""
@@ -125,6 +186,7 @@ class _Stream:
         "first",
         "flight",
         "iterator",
+        "kept",
         "message",
         "outcome",
         "slot",
@@ -148,6 +210,8 @@ class _Stream:
         self.first: JsonValue | _End = END
         self.outcome: ReachResult | None = None
         self._held: tuple[Dispatcher, DecisionRecord, ReachResult, bool, float] | None = None
+        # Set when the stream's task id is deduplicated (`_Opener.settles`).
+        self.kept: _Kept | None = None
 
     async def pull(self, budget_s: float) -> JsonValue | _End | ReachResult:
         """The next chunk, `END`, or what the failure to get it means.
@@ -185,8 +249,10 @@ class _Stream:
         if isinstance(got, ReachResult):
             self.outcome = got
             return raise_for_status(got).payload  # a failed result: raises its ReachError
-        if got is END:
+        if isinstance(got, _End):
             self.outcome = ok_result(self.message, self.slot.runtime.agent_id, None)
+        elif self.kept is not None:
+            self.kept.add(got)
         return got
 
     async def close(self, outcome: ReachResult | None) -> float:
@@ -217,6 +283,10 @@ class _Stream:
             self.outcome = ok_result(self.message, self.slot.runtime.agent_id, None)
         outcome = self.outcome
         elapsed_ms = await self.close(outcome)
+        kept = self.kept
+        if kept is not None:
+            # Left early, the stream answers no repeat: the next one streams the task itself.
+            kept.settle(None if outcome is None else kept.answer(self.message, outcome))
         if self._held is None:
             return
         dispatcher, record, held, keep, held_at = self._held

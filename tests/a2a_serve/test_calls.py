@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -227,6 +229,39 @@ async def test_a_stream_sends_each_chunk_as_it_comes(served: Serve) -> None:
         stored = await client.get_task(GetTaskRequest(id=last.status_update.task_id))
     assert [part.text for part in stored.artifacts[0].parts] == ["one", "two", "three"]
     assert meta_of(stored)["agent-reach/agent_id"] == "util:words:01"
+
+
+async def test_a_retried_stream_is_answered_from_its_first_delivery(served: Serve) -> None:
+    """A reach client's retry of a streamed message (same packed task id, a new message id) gets
+    the first stream's chunks; the agent streams once."""
+    server = await served()
+    opened: list[str] = []
+
+    class Counted(Words):
+        async def astream(self, message: ReachMessage) -> AsyncIterator[Any]:
+            opened.append(message.meta_info.task_id)
+            async for word in super().astream(message):
+                yield word
+
+    server.gateway.router.register(Counted())
+    hop = {"agent-reach": json.dumps({"task_id": "t-retried"})}
+    answers = []
+    async with server.client(streaming=True) as client, asyncio.timeout(20):
+        for _ in range(2):
+            events = [
+                e async for e in client.send_message(request(message("a b", skill="words", metadata=hop)))
+            ]
+            answers.append(
+                [
+                    p.text
+                    for e in events
+                    if e.HasField("artifact_update")
+                    for p in e.artifact_update.artifact.parts
+                ]
+            )
+            assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert answers == [["a", "b"], ["a", "b"]]
+    assert opened == ["t-retried"]
 
 
 async def test_input_required_then_resumed_on_the_same_task(served: Serve) -> None:
