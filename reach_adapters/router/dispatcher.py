@@ -437,6 +437,6 @@ class Dispatcher:
             record.payload = message.raw_payload
             record.result_payload = result.payload
         # An open stream is not over yet: it records the outcome when it ends.
-        if run.stream is None or not run.stream.takes_over(record, result, keep):
+        if run.stream is None or not run.stream.takes_over(record, result, keep, start):
             record_outcome(self.decisions, self.observers, record, result, keep)
         return result

@@ -115,12 +115,13 @@ class _Opener:
         to_first_ms = (time.perf_counter() - stream.flight.start) * 1000.0
         return ok_result(admitted, slot.runtime.agent_id, None), to_first_ms
 
-    def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool) -> bool:
-        """Whether the stream is open, and records the outcome itself when it ends."""
+    def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool, start: float) -> bool:
+        """Whether the stream is open, and records the outcome itself when it ends; `start` is
+        when the dispatch began (``time.perf_counter()``), which the stream's total counts from."""
         stream = self.opened
         if stream is None:
             return False
-        stream.hold(self._dispatcher, record, result, keep)
+        stream.hold(self._dispatcher, record, result, keep, start)
         return True
 
     def settles(self, result: ReachResult, settle: Settle, limit: int) -> None:
@@ -272,9 +273,11 @@ class _Stream:
                 account(self.message, self.slot, outcome, elapsed_ms)
         return elapsed_ms
 
-    def hold(self, dispatcher: Dispatcher, record: DecisionRecord, result: ReachResult, keep: bool) -> None:
+    def hold(
+        self, dispatcher: Dispatcher, record: DecisionRecord, result: ReachResult, keep: bool, start: float
+    ) -> None:
         """Keep the dispatch's record and result, to finish them when the stream ends."""
-        self._held = (dispatcher, record, result, keep, time.perf_counter())
+        self._held = (dispatcher, record, result, keep, start)
 
     async def end(self) -> None:
         """The stream is over (exhausted, failed, or left by the caller): close it, then finish its
@@ -289,7 +292,7 @@ class _Stream:
             kept.settle(None if outcome is None else kept.answer(self.message, outcome))
         if self._held is None:
             return
-        dispatcher, record, held, keep, held_at = self._held
+        dispatcher, record, held, keep, start = self._held
         if outcome is None:
             agent_id = self.slot.runtime.agent_id
             error = "the caller stopped reading the stream before its end"
@@ -304,7 +307,9 @@ class _Stream:
                 for name in ("task_id", "trace_id", "capability", "attempts", "served_by", "agent_id")
             },
         )
-        total_ms = timings.total_ms + (time.perf_counter() - held_at) * 1000.0
+        # From the dispatch's start, not its total plus the time since: the step between the two
+        # would be counted by neither, and the total could come out below the agent's time.
+        total_ms = (time.perf_counter() - start) * 1000.0
         amend(
             outcome,
             {
