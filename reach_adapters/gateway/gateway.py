@@ -25,7 +25,7 @@ from reach_adapters.errors import ReachError
 from reach_adapters.gateway.build import build_agents, close_agents
 from reach_adapters.gateway.errors import GatewayError
 from reach_adapters.router.agent import Agent
-from reach_adapters.router.router import Router
+from reach_adapters.router.router import Router, remover
 from reach_adapters.router.state import UNUSABLE_STATES
 from reach_adapters.security.spec import SecuritySpec
 
@@ -222,9 +222,13 @@ class Gateway:
                 return False
             return True
 
-    def on_reload(self, listener: Callable[[], None]) -> None:
-        """Call `listener` after each config change is applied (its agents built and installed)."""
+    def on_reload(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` after each config change is applied (its agents built and installed).
+
+        Returns a function that removes the listener.
+        """
         self._reload_listeners.append(listener)
+        return remover(self._reload_listeners, listener)
 
     def watch(self, interval_s: float = 0.5) -> None:
         """Poll the directory every `interval_s` seconds and reload when it changed and settled."""

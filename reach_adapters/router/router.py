@@ -160,13 +160,13 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
         Returns a function that removes the listener.
         """
         self._listeners.append(listener)
-        return partial(_discard, self._listeners, listener)
+        return remover(self._listeners, listener)
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> Callable[[], None]:
         """Await `callback` first thing in `aclose`, for what must not outlive the router (a
         cluster node leaves before the agents close). Returns a function that removes it."""
         self._on_close.append(callback)
-        return partial(_discard, self._on_close, callback)
+        return remover(self._on_close, callback)
 
     def update_policy(self, policy: RoutingPolicy) -> None:
         """Apply a new policy to a running router (hot reload).
@@ -368,6 +368,11 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
             return
         self._registry.set_capabilities(runtime, capabilities)
         self._changed()
+
+
+def remover(items: list[Any], item: object) -> Callable[[], None]:
+    """A function that takes `item` out of `items`; calling it again does nothing."""
+    return partial(_discard, items, item)
 
 
 def _discard(items: list[Any], item: object) -> None:

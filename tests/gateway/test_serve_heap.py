@@ -45,3 +45,19 @@ async def test_the_startup_heap_is_frozen_until_a_reload_retires_agents(config_d
         assert gc.get_freeze_count() == 0
         gc.collect()
         assert started() is None
+
+
+async def test_a_reload_listener_is_called_after_each_change_until_removed(config_dir: Path) -> None:
+    write(config_dir, "util:echo:01.yaml", ECHO)
+    calls: list[int] = []
+    async with await Gateway.start(config_dir) as gateway:
+        remove = gateway.on_reload(lambda: calls.append(len(gateway.router.catalog())))
+        write(config_dir, "util:echo:02.yaml", ECHO.replace("util:echo:01", "util:echo:02"))
+        assert await gateway.reload()
+        # Called once the change is in: the new agent is already registered.
+        assert calls == [2]
+        remove()
+        remove()
+        (config_dir / "util:echo:02.yaml").unlink()
+        assert await gateway.reload()
+        assert calls == [2]
