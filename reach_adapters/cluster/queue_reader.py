@@ -8,6 +8,8 @@ map of streams), and a reader that misread it would stop taking tasks for good.
 
 from __future__ import annotations
 
+import logging
+
 import redis.asyncio as redis
 
 from reach_adapters.cluster.direct import direct_connection, reply_timeout_s, retried
@@ -15,6 +17,8 @@ from reach_adapters.cluster.streams import field, stream_entries
 from reach_adapters.cluster.takeover import text
 
 __all__ = ["QueueReader", "block_seconds"]
+
+logger = logging.getLogger(__name__)
 
 
 def block_seconds(client: redis.Redis) -> float:
@@ -34,6 +38,8 @@ class QueueReader:
         # One bound covers a reconnect, the block and the reply: the block on top of the client's.
         self._timeout_s = None if timeout_s is None else timeout_s + block_s
         block_ms = int(block_s * 1000)
+        self._stream = stream
+        self._group = group
         self._command = ("XREADGROUP", "GROUP", group, node_id, "COUNT")
         self._tail = ("BLOCK", block_ms, "STREAMS", stream, ">")
 
@@ -42,10 +48,19 @@ class QueueReader:
         none once the block runs out. Redis's errors are raised (NOGROUP among them)."""
         reply = await retried(self._conn, self._timeout_s, *self._command, count, *self._tail)
         out: list[tuple[str, str, bytes | None]] = []
+        foreign: list[bytes] = []
         for entry_id, fields in stream_entries(reply):
             task_id = field(fields, b"t")
-            if task_id is not None:
+            if task_id is None:
+                foreign.append(entry_id)
+            else:
                 out.append((text(entry_id), text(task_id), field(fields, b"r")))
+        if foreign:
+            # Written by something else than a node (no task id): left pending, it would come
+            # back at every take-over; dropped once, and said.
+            logger.warning("task queue %s: entries %s carry no task id; dropped", self._stream, foreign)
+            await retried(self._conn, self._timeout_s, "XACK", self._stream, self._group, *foreign)
+            await retried(self._conn, self._timeout_s, "XDEL", self._stream, *foreign)
         return out
 
     async def aclose(self) -> None:

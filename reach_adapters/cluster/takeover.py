@@ -8,6 +8,7 @@ never started or is safe to repeat, finished as outcome-unknown when it was runn
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -22,6 +23,8 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 
 __all__ = ["DEAD_LETTER", "OUTCOME_UNKNOWN", "TakeOver", "text"]
+
+logger = logging.getLogger(__name__)
 
 # The error_type of tasks the queue ended itself.
 OUTCOME_UNKNOWN = "OutcomeUnknown"
@@ -92,9 +95,14 @@ class TakeOver:
         )
         self._reclaim_from = text(reply[0])
         for entry_id, fields in reply[1]:
-            if fields:
+            task_id = fields.get(b"t") if fields else None
+            if task_id is not None:
                 self._stats.tasks_reclaimed += 1
-                await self._taken_over(text(entry_id), text(fields[b"t"]))
+                await self._taken_over(text(entry_id), text(task_id))
+            elif fields:
+                # Not a node's entry (no task id): it would be claimed again every round.
+                logger.warning("task queue: entry %s carries no task id; dropped", text(entry_id))
+                await self._workers.ack(text(entry_id))
 
     async def _taken_over(self, entry_id: str, task_id: str) -> None:
         keys = self._keys

@@ -19,7 +19,7 @@ from reach_adapters.errors import IdempotencyConflictError, UnknownTaskError
 from reach_adapters.langchain import LangChainAgent
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 from tests.redis_server import node_client
-from tests.waiting import eventually
+from tests.waiting import eventually, until
 
 VISIBILITY = 1.0  # short, so a node taken for dead is found out quickly
 
@@ -255,3 +255,34 @@ async def test_a_wait_on_another_node_sees_only_its_principals_tasks(start: Star
     assert (await runner.wait(task.task_id, "alice", 0.1)).status is TaskStatus.OK
     with pytest.raises(UnknownTaskError):
         await runner.wait(task.task_id, "bob", 0.1)
+
+
+async def test_entries_without_a_task_id_are_dropped_and_tasks_still_run(
+    start: Start, redis_url: str, prefix: str
+) -> None:
+    """Something else than a node wrote to the queue: entries left pending to a consumer that went
+    away, and one read fresh. Neither stalls the node's reader or its take-overs."""
+    keys = Keys(prefix)
+    counter = Counter()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        await client.xgroup_create(keys.task_queue, keys.task_group, id="0", mkstream=True)
+        await client.xadd(keys.task_queue, {"note": "not a task"})
+        await client.xadd(keys.task_queue, {"note": "not one either"})
+        assert await client.xreadgroup(keys.task_group, "ghost", {keys.task_queue: ">"}, count=2)
+        router = counting_router(counter, "util:count:1", idempotent=True)
+        await start(router, "n1")
+        await client.xadd(keys.task_queue, {"note": "fresh, read by the node"})
+        task = await router.submit("count", {"text": "real"})
+        done = await router.wait(task.task_id, timeout=10)
+        assert done.status is TaskStatus.OK
+        assert counter.calls == ["real"]
+
+        async def cleared() -> bool:
+            pending = await client.xpending(keys.task_queue, keys.task_group)
+            return await client.xlen(keys.task_queue) == 0 and pending["pending"] == 0
+
+        # The ghost's entries are taken over once idle past the visibility timeout, and dropped.
+        await until(cleared, timeout=10, what="the foreign entries dropped")
+    finally:
+        await client.aclose()
