@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from a2a.helpers.proto_helpers import new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -38,7 +38,6 @@ from reach_adapters.a2a.states import TERMINAL
 from reach_adapters.errors import InvalidMessageError, ReachError
 from reach_adapters.router import (
     META_PREFIX,
-    CallOptions,
     DecisionRecord,
     Fault,
     ReachMessage,
@@ -235,14 +234,12 @@ class RouterExecutor(AgentExecutor):
         """Each chunk of the chosen agent's stream as one more part of the result artifact."""
         meta = reach.meta_info
         capability = str(meta.capability)
-        options = cast("CallOptions", meta.model_dump(exclude_unset=True, exclude={"capability"}))
-        # The ids the result names, whether or not the caller carried them.
-        options["task_id"], options["trace_id"] = meta.task_id, meta.trace_id
         # No closing chunk: an artifact update must carry a part, and the completed status that
-        # follows ends the stream.
+        # follows ends the stream. The reach keeps its ids, and counts them as the caller's only
+        # when the caller carried them: a stream without one is not kept for repeats.
         first = True
         try:
-            async for chunk in self.router.stream(capability, reach.raw_payload, **options):
+            async for chunk in self.router.dispatch_stream(reach):
                 await updater.add_artifact(
                     payload_parts(chunk), artifact_id=_STREAMED, name="result", append=not first
                 )

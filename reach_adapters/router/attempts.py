@@ -22,6 +22,7 @@ from reach_adapters.router.outcomes import ErrorKind, cut_short, error_result
 from reach_adapters.router.planning import Plan, slot_for
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.registry import Registry
+from reach_adapters.router.repeats import Settle
 from reach_adapters.router.retry import RetryBudget, backoff_s, may_resend
 from reach_adapters.router.selection import exclusion, forbidden
 from reach_adapters.router.state import Slot
@@ -46,18 +47,21 @@ class Opener(Protocol):
         self, slot: Slot, message: ReachMessage, deadline: float, errors: AgentErrors
     ) -> Coroutine[Any, Any, tuple[ReachResult, float]]: ...
 
-    def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool, start: float) -> bool: ...
+    def takes_over(
+        self, record: DecisionRecord, result: ReachResult, keep: bool, start: float, leave: Callable[[], None]
+    ) -> bool: ...
 
-    def settles(self, result: ReachResult, settle: Callable[[ReachResult | None], None], limit: int) -> None:
-        """Hand `settle` what a repeat of this stream's task id is answered with: its chunks
-        (up to `limit` bytes) once it ends, or None when the caller left it early."""
+    def settles(self, result: ReachResult, settle: Settle, limit: int) -> None:
+        """Hand `settle` what a repeat of this stream's task id is answered with, and whether it
+        is kept for later repeats: its chunks (up to `limit` bytes) once it ends, or None when the
+        caller left it early."""
 
 
 class Run:
     """One dispatch of a task here: the lineage it came with, the agents it has gone to, and how
     each attempt is made (`deliver`, or a stream's opener)."""
 
-    __slots__ = ("admitted", "deferral", "deliver", "lineage", "local", "stream", "targets")
+    __slots__ = ("admitted", "deferral", "deliver", "lineage", "local", "open", "stream", "targets")
 
     def __init__(
         self,
@@ -73,6 +77,8 @@ class Run:
         self.admitted = admitted
         self.targets: set[str] = set()
         self.stream = stream
+        # A stream open past its dispatch: the task runs here until the stream ends.
+        self.open = False
         self.deliver: Deliver = deliver if stream is None else stream.attempt
         # Its stay in the deferred queue, once it waits there (``defer=True``).
         self.deferral: Deferral | None = None

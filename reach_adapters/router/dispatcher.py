@@ -38,6 +38,7 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.recording import new_record, record_outcome, settle
 from reach_adapters.router.registry import Registry
+from reach_adapters.router.repeats import still_streaming
 from reach_adapters.router.retry import RetryBudget, may_resend
 from reach_adapters.router.selection import Problem
 from reach_adapters.router.state import Slot
@@ -154,12 +155,17 @@ class Dispatcher:
             tracer = active_tracer()
             return await spanned(tracer, DISPATCH, self._run(message, tracer, run), message)
         finally:
-            runs = self._running[task_id]
-            if len(runs) == 1:
-                del self._running[task_id]
-            else:
-                runs.remove(run)
+            if not run.open:
+                self._leave(task_id, run)
             reset_current_reach(token)
+
+    def _leave(self, task_id: str, run: Run) -> None:
+        """`run` of task `task_id` is over here (a stream's when it ends)."""
+        runs = self._running[task_id]
+        if len(runs) == 1:
+            del self._running[task_id]
+        else:
+            runs.remove(run)
 
     async def _guarded(self, guard: Guard, message: ReachMessage, run: Run) -> ReachResult:
         tracer = active_tracer()
@@ -228,7 +234,13 @@ class Dispatcher:
             if first:
                 break
             try:
-                earlier = await asyncio.shield(future)
+                # A stream's first caller reads at its own pace: a repeat waits within its deadline.
+                async with asyncio.timeout(None if stream is None else self._stream_wait_s(message)):
+                    earlier = await asyncio.shield(future)
+            except TimeoutError:
+                record, waited = new_record(message, None), still_streaming(message)
+                # Kept out of the decision log: the task id's record belongs to the first stream.
+                return self._finish(run, message, record, waited, time.perf_counter(), "none", keep=False)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
@@ -246,11 +258,22 @@ class Dispatcher:
             stream.settles(result, partial(self._settle, meta.task_id, future), self.dedupe.max_result_bytes)
         return result
 
-    def _settle(self, task_id: str, future: asyncio.Future[ReachResult], outcome: ReachResult | None) -> None:
+    def _settle(
+        self, task_id: str, future: asyncio.Future[ReachResult], outcome: ReachResult | None, keep: bool
+    ) -> None:
         if outcome is None:
             self.dedupe.abandon(task_id, future)
         else:
-            self.dedupe.settle(task_id, future, outcome)
+            self.dedupe.settle(task_id, future, outcome, keep)
+
+    def _stream_wait_s(self, message: ReachMessage) -> float:
+        """How long a repeat may wait for the first stream of its task id: until its deadline,
+        else as long as the capability's longest timeout lets a stream run."""
+        meta = message.meta_info
+        if apply_caller_timeout(meta):
+            return max((meta.deadline or 0.0) - time.time(), 0.0)
+        slots = self.registry.slots_named(meta.capability or "")
+        return max((slot.capability.timeout_ms for slot in slots), default=0) / 1000.0
 
     def _strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
@@ -437,6 +460,11 @@ class Dispatcher:
             record.payload = message.raw_payload
             record.result_payload = result.payload
         # An open stream is not over yet: it records the outcome when it ends.
-        if run.stream is None or not run.stream.takes_over(record, result, keep, start):
+        stream = run.stream
+        if stream is not None and stream.takes_over(
+            record, result, keep, start, partial(self._leave, message.meta_info.task_id, run)
+        ):
+            run.open = True
+        else:
             record_outcome(self.decisions, self.observers, record, result, keep)
         return result

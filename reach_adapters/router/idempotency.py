@@ -203,16 +203,19 @@ class IdempotencyStore:
         self._evict(now)
         return future, True
 
-    def settle(self, task_id: str, future: asyncio.Future[ReachResult], result: ReachResult) -> None:
+    def settle(
+        self, task_id: str, future: asyncio.Future[ReachResult], result: ReachResult, keep: bool = True
+    ) -> None:
         """Record the first delivery's result; outcomes that reached no agent are forgotten, so a
-        repeat may try again."""
+        repeat may try again. With ``keep=False`` only its fingerprint stays, as for a result too
+        large to keep: later repeats are refused."""
         entry = self._entries.get(task_id)
         if entry is not None and entry.future is future:
             if not result.delivered:
                 self._drop(task_id)
             else:
                 size = result_size(result)
-                kept = size <= self._max_result_bytes
+                kept = keep and size <= self._max_result_bytes
                 self._entries[task_id] = entry._replace(
                     future=future if kept else None, size=size if kept else 0
                 )

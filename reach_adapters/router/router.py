@@ -15,6 +15,7 @@ from pydantic import JsonValue
 from middleware import MergePolicy, ReachMessage, ReachResult
 from reach_adapters.errors import (
     InvalidDeclarationError,
+    InvalidMessageError,
     InvalidPolicyError,
     RouterClosedError,
 )
@@ -297,6 +298,23 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
         require_name(capability, "capability")
         message = build_message(payload, options, capability=capability, mode="unicast")
         # Closed with this one, so a caller that stops early ends the agent's stream at once.
+        async with contextlib.aclosing(stream_message(self._dispatcher, message)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    async def dispatch_stream(self, message: ReachMessage | Mapping[str, Any]) -> AsyncIterator[JsonValue]:
+        """`stream` for a prepared `ReachMessage`, as `dispatch` is for `route`: a unicast one
+        naming its capability. Its task id counts as the caller's choice (deduplicated) only when
+        it was set, not when the message made one up."""
+        self._check_open()
+        message = parse_message(message)
+        if message.routing_hint.mode != "unicast" or not message.meta_info.capability:
+            msg = (
+                "dispatch_stream takes a unicast message naming its capability, got mode "
+                f"{message.routing_hint.mode!r} and capability {message.meta_info.capability!r}"
+            )
+            raise InvalidMessageError(msg)
+        inherit_hop(message)
         async with contextlib.aclosing(stream_message(self._dispatcher, message)) as chunks:
             async for chunk in chunks:
                 yield chunk

@@ -20,7 +20,6 @@ from reach_adapters.router.agent import ok_result
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import admit, deliver
 from reach_adapters.router.dispatcher import Dispatcher
-from reach_adapters.router.idempotency import payload_size
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import (
     ErrorKind,
@@ -33,6 +32,7 @@ from reach_adapters.router.outcomes import (
 )
 from reach_adapters.router.policy import AgentErrors
 from reach_adapters.router.recording import record_outcome
+from reach_adapters.router.repeats import Kept, Settle
 from reach_adapters.router.state import Slot
 
 __all__ = ["stream_message"]
@@ -45,9 +45,6 @@ class _End:
 
 
 END: Final = _End()
-
-# Takes a deduplicated stream's answer to repeats of its task id (None: there is none).
-Settle = Callable[[ReachResult | None], None]
 
 
 async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> AsyncGenerator[JsonValue, None]:
@@ -115,65 +112,29 @@ class _Opener:
         to_first_ms = (time.perf_counter() - stream.flight.start) * 1000.0
         return ok_result(admitted, slot.runtime.agent_id, None), to_first_ms
 
-    def takes_over(self, record: DecisionRecord, result: ReachResult, keep: bool, start: float) -> bool:
+    def takes_over(
+        self, record: DecisionRecord, result: ReachResult, keep: bool, start: float, leave: Callable[[], None]
+    ) -> bool:
         """Whether the stream is open, and records the outcome itself when it ends; `start` is
         when the dispatch began (``time.perf_counter()``), which the stream's total counts from."""
         stream = self.opened
         if stream is None:
             return False
         stream.hold(self._dispatcher, record, result, keep, start)
+        stream.leave = leave
         return True
 
     def settles(self, result: ReachResult, settle: Settle, limit: int) -> None:
         stream = self.opened
         if stream is not None:
-            stream.kept = _Kept(settle, limit, stream.first)
+            stream.kept = Kept(settle, limit)
+            if not isinstance(stream.first, _End):
+                stream.kept.add(stream.first)
         elif result.status is ResultStatus.OK:
             # An agent that does not stream: its payload was the one chunk.
-            settle(result.model_copy(update={"payload": [result.payload]}))
+            settle(result.model_copy(update={"payload": [result.payload]}), True)
         else:
-            settle(result)
-
-
-class _Kept:
-    """A deduplicated stream's chunks, gathered for repeats of its task id while they fit in
-    `limit` bytes; past it only the first caller has them, and a repeat is refused."""
-
-    __slots__ = ("chunks", "limit", "settle", "size")
-
-    def __init__(self, settle: Settle, limit: int, first: JsonValue | _End) -> None:
-        self.settle = settle
-        self.limit = limit
-        self.size = 0
-        self.chunks: list[JsonValue] | None = []
-        if not isinstance(first, _End):
-            self.add(first)
-
-    def add(self, chunk: JsonValue) -> None:
-        if self.chunks is None:
-            return
-        self.size += payload_size(chunk)
-        if self.size > self.limit:
-            self.chunks = None
-        else:
-            self.chunks.append(chunk)
-
-    def answer(self, message: ReachMessage, outcome: ReachResult) -> ReachResult:
-        """What a repeat gets: the chunks, the failure that ended the stream, or a refusal."""
-        if outcome.status is not ResultStatus.OK:
-            return outcome
-        if self.chunks is not None:
-            return outcome.model_copy(update={"payload": self.chunks})
-        error = (
-            f"task_id {message.meta_info.task_id!r} was already streamed, and its chunks were not "
-            f"kept (more than policy dedupe_max_result_bytes, {self.limit} bytes), so it is not "
-            "streamed again; the first caller got them. Give a new task_id to run the task again"
-        )
-        kind = ErrorKind.IDEMPOTENCY_CONFLICT
-        refused = error_result(message, ResultStatus.REJECTED, kind, error, fault=Fault.CALLER)
-        # Kept like the stream it stands for, so every repeat within the window is refused alike.
-        amend(refused, {"delivered": True})
-        return refused
+            settle(result, True)
 
 
 class _Stream:
@@ -188,6 +149,7 @@ class _Stream:
         "flight",
         "iterator",
         "kept",
+        "leave",
         "message",
         "outcome",
         "slot",
@@ -212,7 +174,9 @@ class _Stream:
         self.outcome: ReachResult | None = None
         self._held: tuple[Dispatcher, DecisionRecord, ReachResult, bool, float] | None = None
         # Set when the stream's task id is deduplicated (`_Opener.settles`).
-        self.kept: _Kept | None = None
+        self.kept: Kept | None = None
+        # Takes the task off the dispatcher's running ones (`_Opener.takes_over`).
+        self.leave: Callable[[], None] | None = None
 
     async def pull(self, budget_s: float) -> JsonValue | _End | ReachResult:
         """The next chunk, `END`, or what the failure to get it means.
@@ -281,17 +245,24 @@ class _Stream:
 
     async def end(self) -> None:
         """The stream is over (exhausted, failed, or left by the caller): close it, then finish its
-        decision record, attempt and result like a unary call's, and record them."""
+        decision record, attempt and result like a unary call's, and record them; then answer
+        repeats of its task id, and take the task off the running ones."""
         if self.first is END and self.outcome is None:
             self.outcome = ok_result(self.message, self.slot.runtime.agent_id, None)
         outcome = self.outcome
-        elapsed_ms = await self.close(outcome)
-        kept = self.kept
-        if kept is not None:
-            # Left early, the stream answers no repeat: the next one streams the task itself.
-            kept.settle(None if outcome is None else kept.answer(self.message, outcome))
-        if self._held is None:
-            return
+        try:
+            elapsed_ms = await self.close(outcome)
+            if self._held is not None:
+                self._record(outcome, elapsed_ms)
+        finally:
+            # Even when closing was cancelled: repeats must not wait for good.
+            if self.kept is not None:
+                self.kept.answer(self.message, outcome)
+            if self.leave is not None:
+                self.leave()
+
+    def _record(self, outcome: ReachResult | None, elapsed_ms: float) -> None:
+        assert self._held is not None
         dispatcher, record, held, keep, start = self._held
         if outcome is None:
             agent_id = self.slot.runtime.agent_id

@@ -262,6 +262,13 @@ async def test_a_retried_stream_is_answered_from_its_first_delivery(served: Serv
             assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     assert answers == [["a", "b"], ["a", "b"]]
     assert opened == ["t-retried"]
+    # A message without a task id of its caller's has nothing to repeat: its chunks are not kept.
+    kept = server.gateway.router._dispatcher.dedupe
+    assert len(kept) == 1
+    async with server.client(streaming=True) as client, asyncio.timeout(20):
+        [e async for e in client.send_message(request(message("a b", skill="words")))]
+    assert len(opened) == 2
+    assert len(kept) == 1
 
 
 async def test_input_required_then_resumed_on_the_same_task(served: Serve) -> None:

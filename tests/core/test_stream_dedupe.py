@@ -4,12 +4,19 @@ unary call: a repeat is answered with the first stream's chunks, never by runnin
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from middleware import MetaInfo, ReachMessage, ReachResult
 from reach_adapters import Capability, FunctionAgent, Router
-from reach_adapters.errors import AgentCallError, IdempotencyConflictError
+from reach_adapters.errors import (
+    AgentCallError,
+    IdempotencyConflictError,
+    InvalidMessageError,
+    ReachTimeoutError,
+)
 from tests.core.conftest import FAST
 from tests.core.test_streaming import Streamer, collect
 
@@ -110,3 +117,88 @@ async def test_streams_are_not_deduplicated_without_a_window() -> None:
     for _ in range(2):
         await collect(router, task_id="t-1")
     assert agent.opened == 2
+
+
+async def test_an_agent_whose_cleanup_is_cancelled_still_frees_its_task_id_for_a_repeat() -> None:
+    class Helper:
+        """Left early, it awaits a helper task it cancels: the cancellation comes out of aclose()."""
+
+        agent_id = "chat:talk:01"
+        capabilities = (Capability(name="talk"),)
+        opened = 0
+
+        async def invoke(self, message: ReachMessage) -> ReachResult:
+            raise AssertionError("streamed, not invoked")
+
+        async def astream(self, message: ReachMessage) -> AsyncIterator[Any]:
+            self.opened += 1
+            helper = asyncio.create_task(asyncio.sleep(60))
+            try:
+                yield "one"
+                yield "two"
+            except GeneratorExit:
+                helper.cancel()
+                await helper
+            helper.cancel()
+
+    router = Router(FAST)
+    agent = Helper()
+    router.register(agent)
+    async with asyncio.timeout(10):
+        chunks = router.stream("talk", {}, task_id="t-1")
+        assert await anext(chunks) == "one"
+        with pytest.raises(asyncio.CancelledError):
+            await chunks.aclose()  # type: ignore[attr-defined]
+        # Left early: the repeat streams the task itself, rather than waiting for good.
+        assert await collect(router, task_id="t-1") == ["one", "two"]
+    assert agent.opened == 2
+
+
+async def test_a_repeat_waits_for_the_first_stream_no_longer_than_its_own_deadline() -> None:
+    router = Router(FAST)
+    agent = Streamer("chat:talk:01")
+    router.register(agent)
+    async with asyncio.timeout(10):
+        first = router.stream("talk", {}, task_id="t-1")
+        assert await anext(first) == "chat:talk:01"  # and its caller pauses
+        with pytest.raises(ReachTimeoutError, match="still being streamed to its first caller") as raised:
+            await collect(router, task_id="t-1", timeout_ms=100)
+        assert raised.value.result is not None
+        assert (raised.value.result.fault, raised.value.result.delivered) == ("router", False)
+        assert [chunk async for chunk in first] == ["done"]
+    assert await collect(router, task_id="t-1") == ["chat:talk:01", "done"]
+    assert agent.opened == 1
+
+
+async def test_a_task_coming_back_mid_stream_is_refused_as_a_loop_not_left_waiting_on_itself() -> None:
+    router = Router(FAST)
+
+    class Looper:
+        agent_id = "chat:talk:01"
+        capabilities = (Capability(name="talk", timeout_ms=5000),)
+
+        async def invoke(self, message: ReachMessage) -> ReachResult:
+            raise AssertionError("streamed, not invoked")
+
+        async def astream(self, message: ReachMessage) -> AsyncIterator[Any]:
+            yield "one"
+            again = await router.route("talk", {}, task_id=message.meta_info.task_id)
+            yield again.error_type
+
+    router.register(Looper())
+    async with asyncio.timeout(3):
+        assert await collect(router, task_id="t-1") == ["one", "LoopDetectedError"]
+
+
+async def test_a_prepared_message_is_deduplicated_only_when_it_was_given_its_task_id() -> None:
+    router = Router(FAST)
+    agent = Streamer("chat:talk:01")
+    router.register(agent)
+    made_up = ReachMessage(raw_payload={}, meta_info=MetaInfo(capability="talk"))
+    chosen = ReachMessage(raw_payload={}, meta_info=MetaInfo(capability="talk", task_id="t-1"))
+    async with asyncio.timeout(10):
+        for message in (made_up, made_up, chosen, chosen):
+            assert [chunk async for chunk in router.dispatch_stream(message)] == ["chat:talk:01", "done"]
+        assert agent.opened == 3
+        with pytest.raises(InvalidMessageError, match="unicast message naming its capability"):
+            await anext(router.dispatch_stream(ReachMessage(raw_payload={})))
