@@ -267,13 +267,13 @@ class Dispatcher:
             self.dedupe.settle(task_id, future, outcome, keep)
 
     def _stream_wait_s(self, message: ReachMessage) -> float:
-        """How long a repeat may wait for the first stream of its task id: until its deadline,
-        else as long as the capability's longest timeout lets a stream run."""
+        """How long a repeat may wait for the first stream of its task id: until its own
+        deadline; without one, as long as any stream may run here (the first may have fallen
+        back to an agent of another capability)."""
         meta = message.meta_info
         if apply_caller_timeout(meta):
             return max((meta.deadline or 0.0) - time.time(), 0.0)
-        slots = self.registry.slots_named(meta.capability or "")
-        return max((slot.capability.timeout_ms for slot in slots), default=0) / 1000.0
+        return self.registry.longest_timeout_ms() / 1000.0
 
     def _strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)

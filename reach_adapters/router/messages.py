@@ -148,13 +148,13 @@ def _plain_hint(mode: str, merge: str, target: str | None) -> RoutingHint:
     return RoutingHint.model_validate({"mode": mode, "merge": merge, "target": target})
 
 
-def parse_message(message: ReachMessage | Mapping[str, Any]) -> ReachMessage:
+def parse_message(message: ReachMessage | Mapping[str, Any], method: str = "dispatch") -> ReachMessage:
     """A `ReachMessage` of the router's own, from a message (copied: the router writes into it,
-    and the caller's must stay as it was) or a dict."""
+    and the caller's must stay as it was) or a dict given to `method`."""
     if isinstance(message, ReachMessage):
         parsed = message.model_copy(update={"meta_info": message.meta_info.model_copy()})
     elif not isinstance(message, Mapping):
-        msg = f"dispatch() takes a ReachMessage or a dict, got {type(message).__name__}"
+        msg = f"{method}() takes a ReachMessage or a dict, got {type(message).__name__}"
         raise InvalidMessageError(msg)
     else:
         try:

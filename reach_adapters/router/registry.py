@@ -192,6 +192,12 @@ class Registry:
         """One declaration per capability name (the first registered), for matching tasks to names."""
         return {name: slots[0].capability for name, slots in self._slots.items()}
 
+    def longest_timeout_ms(self) -> int:
+        """The longest `timeout_ms` any capability declares: as long as any call may run."""
+        return max(
+            (slot.capability.timeout_ms for slots in self._slots.values() for slot in slots), default=0
+        )
+
     def slots_named(self, name: str) -> list[Slot]:
         return list(self._slots.get(name, ()))
 

@@ -307,7 +307,7 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
         naming its capability. Its task id counts as the caller's choice (deduplicated) only when
         it was set, not when the message made one up."""
         self._check_open()
-        message = parse_message(message)
+        message = parse_message(message, "dispatch_stream")
         if message.routing_hint.mode != "unicast" or not message.meta_info.capability:
             msg = (
                 "dispatch_stream takes a unicast message naming its capability, got mode "

@@ -143,6 +143,7 @@ class _Stream:
     __slots__ = (
         "_held",
         "astream",
+        "elapsed_ms",
         "ends",
         "errors",
         "first",
@@ -175,6 +176,8 @@ class _Stream:
         self._held: tuple[Dispatcher, DecisionRecord, ReachResult, bool, float] | None = None
         # Set when the stream's task id is deduplicated (`_Opener.settles`).
         self.kept: Kept | None = None
+        # The stream's time in milliseconds, once closed.
+        self.elapsed_ms = 0.0
         # Takes the task off the dispatcher's running ones (`_Opener.takes_over`).
         self.leave: Callable[[], None] | None = None
 
@@ -230,7 +233,7 @@ class _Stream:
         except Exception:
             logger.warning("closing the stream of agent %s failed", self.slot.runtime.agent_id, exc_info=True)
         finally:
-            elapsed_ms = self.flight.close()
+            self.elapsed_ms = elapsed_ms = self.flight.close()
             if outcome is None:
                 self.flight.abandon()
             else:
@@ -251,11 +254,11 @@ class _Stream:
             self.outcome = ok_result(self.message, self.slot.runtime.agent_id, None)
         outcome = self.outcome
         try:
-            elapsed_ms = await self.close(outcome)
-            if self._held is not None:
-                self._record(outcome, elapsed_ms)
+            await self.close(outcome)
         finally:
-            # Even when closing was cancelled: repeats must not wait for good.
+            # Even when closing was cancelled: recorded, and repeats do not wait for good.
+            if self._held is not None:
+                self._record(outcome, self.elapsed_ms)
             if self.kept is not None:
                 self.kept.answer(self.message, outcome)
             if self.leave is not None:

@@ -18,7 +18,7 @@ from reach_adapters.errors import (
     ReachTimeoutError,
 )
 from tests.core.conftest import FAST
-from tests.core.test_streaming import Streamer, collect
+from tests.core.test_streaming import Seen, Streamer, collect
 
 
 async def test_a_repeated_stream_gets_the_first_streams_chunks_and_the_agent_runs_once() -> None:
@@ -142,6 +142,8 @@ async def test_an_agent_whose_cleanup_is_cancelled_still_frees_its_task_id_for_a
             helper.cancel()
 
     router = Router(FAST)
+    seen = Seen()
+    router.add_observer(seen)
     agent = Helper()
     router.register(agent)
     async with asyncio.timeout(10):
@@ -149,6 +151,8 @@ async def test_an_agent_whose_cleanup_is_cancelled_still_frees_its_task_id_for_a
         assert await anext(chunks) == "one"
         with pytest.raises(asyncio.CancelledError):
             await chunks.aclose()  # type: ignore[attr-defined]
+        # Recorded all the same, as left by its caller.
+        assert [(record.status, result.fault) for record, result in seen.reaches] == [("cancelled", "caller")]
         # Left early: the repeat streams the task itself, rather than waiting for good.
         assert await collect(router, task_id="t-1") == ["one", "two"]
     assert agent.opened == 2
@@ -168,6 +172,17 @@ async def test_a_repeat_waits_for_the_first_stream_no_longer_than_its_own_deadli
         assert [chunk async for chunk in first] == ["done"]
     assert await collect(router, task_id="t-1") == ["chat:talk:01", "done"]
     assert agent.opened == 1
+
+
+async def test_a_repeat_without_a_deadline_waits_as_long_as_a_stream_may_run() -> None:
+    router = Router(FAST)
+    router.register(Streamer("chat:talk:01", timeout_ms=300))
+    async with asyncio.timeout(10):
+        first = router.stream("talk", {}, task_id="t-1")
+        assert await anext(first) == "chat:talk:01"
+        with pytest.raises(ReachTimeoutError, match="still being streamed"):
+            await collect(router, task_id="t-1")
+        await first.aclose()  # type: ignore[attr-defined]
 
 
 async def test_a_task_coming_back_mid_stream_is_refused_as_a_loop_not_left_waiting_on_itself() -> None:
