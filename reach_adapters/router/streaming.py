@@ -213,7 +213,11 @@ class _Stream:
 
     async def next(self) -> JsonValue | _End:
         """The next chunk or `END`; a failure now raises, as the caller holds part of the answer."""
-        got = await self.pull(self.ends - time.time())
+        left_s = self.ends - time.time()
+        got = await self.pull(left_s)
+        if isinstance(got, ReachResult) and left_s <= 0 and got.error_type == ErrorKind.TIMEOUT:
+            # The time went between chunks, while the caller was not reading: not the agent's.
+            got = self._caller_out_of_time()
         if isinstance(got, ReachResult):
             self.outcome = got
             return raise_for_status(got).payload  # a failed result: raises its ReachError
@@ -222,6 +226,18 @@ class _Stream:
         elif self.kept is not None:
             self.kept.add(got)
         return got
+
+    def _caller_out_of_time(self) -> ReachResult:
+        agent_id = self.slot.runtime.agent_id
+        error = (
+            f"the stream from agent {agent_id} ran out of time (its deadline, or the capability's "
+            "timeout_ms) while its caller was not reading it; read a stream as it comes, or give "
+            "it more time"
+        )
+        status, kind = ResultStatus.TIMEOUT, ErrorKind.TIMEOUT
+        return error_result(
+            self.message, status, kind, error, fault=Fault.CALLER, agent_id=agent_id, delivered=True
+        )
 
     async def close(self, outcome: ReachResult | None) -> float:
         """Close the agent's iterator and free the slot; count `outcome` (None: no outcome, the

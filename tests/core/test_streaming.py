@@ -10,7 +10,7 @@ import pytest
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters import Capability, ReachError, Router, RoutingPolicy
-from reach_adapters.errors import AgentCallError, NoCandidateError
+from reach_adapters.errors import AgentCallError, NoCandidateError, ReachTimeoutError
 from reach_adapters.observability.metrics import ReachMetrics
 from reach_adapters.router.decisions import DecisionRecord
 from tests.core.conftest import FAST, agent_info, echo_agent
@@ -211,3 +211,19 @@ async def test_an_astream_that_raises_when_called_fails_over_like_any_attempt() 
     assert refusing.opened == 1
     info = agent_info(router, "chat:talk:01")
     assert (info.failures, info.in_flight) == (1, 0)
+
+
+async def test_a_stream_whose_time_runs_out_while_its_caller_pauses_is_not_held_against_the_agent() -> None:
+    router = Router(FAST)
+    # The agent waits before its last chunk: the time left runs out there.
+    router.register(Streamer("chat:talk:01", hold=asyncio.Event(), timeout_ms=100))
+    async with asyncio.timeout(10):
+        chunks = router.stream("talk", {})
+        assert await anext(chunks) == "chat:talk:01"
+        await asyncio.sleep(0.2)
+        with pytest.raises(ReachTimeoutError, match="while its caller was not reading it") as raised:
+            await anext(chunks)
+    assert raised.value.result is not None
+    assert raised.value.result.fault == "caller"
+    info = agent_info(router, "chat:talk:01")
+    assert (info.failures, info.in_flight) == (0, 0)
