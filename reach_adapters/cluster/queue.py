@@ -131,7 +131,7 @@ class TaskWorkers:
         self._outage = outage
         self._visibility_s = visibility_timeout_s
         self._finished = finished
-        self._reader = QueueReader(client, self._keys.task_queue, self._keys.task_group, node_id)
+        self._reader = QueueReader(client, self._keys.task_queue, self._keys.task_group, node_id, self.ack)
         self._refresh = client.register_script(_REFRESH)
         self._leave = client.register_script(_LEAVE)
         self._takeover = TakeOver(

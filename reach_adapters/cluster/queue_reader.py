@@ -9,6 +9,7 @@ map of streams), and a reader that misread it would stop taking tasks for good.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import redis.asyncio as redis
 
@@ -30,7 +31,14 @@ def block_seconds(client: redis.Redis) -> float:
 class QueueReader:
     """Reads new entries of the task queue `stream` for consumer `node_id` of `group`."""
 
-    def __init__(self, client: redis.Redis, stream: str, group: str, node_id: str) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        stream: str,
+        group: str,
+        node_id: str,
+        drop: Callable[[str], Awaitable[None]],
+    ) -> None:
         # Opened by the first read.
         self._conn = direct_connection(client)
         block_s = block_seconds(client)
@@ -39,7 +47,8 @@ class QueueReader:
         self._timeout_s = None if timeout_s is None else timeout_s + block_s
         block_ms = int(block_s * 1000)
         self._stream = stream
-        self._group = group
+        # Acks and deletes an entry (`TaskWorkers.ack`).
+        self._drop = drop
         self._command = ("XREADGROUP", "GROUP", group, node_id, "COUNT")
         self._tail = ("BLOCK", block_ms, "STREAMS", stream, ">")
 
@@ -48,19 +57,17 @@ class QueueReader:
         none once the block runs out. Redis's errors are raised (NOGROUP among them)."""
         reply = await retried(self._conn, self._timeout_s, *self._command, count, *self._tail)
         out: list[tuple[str, str, bytes | None]] = []
-        foreign: list[bytes] = []
         for entry_id, fields in stream_entries(reply):
             task_id = field(fields, b"t")
-            if task_id is None:
-                foreign.append(entry_id)
-            else:
+            if task_id is not None:
                 out.append((text(entry_id), text(task_id), field(fields, b"r")))
-        if foreign:
+                continue
             # Written by something else than a node (no task id): left pending, it would come
             # back at every take-over; dropped once, and said.
-            logger.warning("task queue %s: entries %s carry no task id; dropped", self._stream, foreign)
-            await retried(self._conn, self._timeout_s, "XACK", self._stream, self._group, *foreign)
-            await retried(self._conn, self._timeout_s, "XDEL", self._stream, *foreign)
+            logger.warning(
+                "task queue %s: entry %s carries no task id; dropped", self._stream, text(entry_id)
+            )
+            await self._drop(text(entry_id))
         return out
 
     async def aclose(self) -> None:

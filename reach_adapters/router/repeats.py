@@ -54,9 +54,11 @@ class Kept:
             "task again"
         )
         kind = ErrorKind.IDEMPOTENCY_CONFLICT
-        refused = error_result(message, ResultStatus.REJECTED, kind, error, fault=Fault.CALLER)
+        refused = error_result(
+            message, ResultStatus.REJECTED, kind, error, fault=Fault.CALLER, delivered=True
+        )
         # For repeats waiting now; later ones are refused when they claim the task id.
-        self.settle(refused.model_copy(update={"delivered": True}), False)
+        self.settle(refused, False)
 
 
 def still_streaming(message: ReachMessage) -> ReachResult:
