@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from reach_adapters.router.consensus.voting import LocalVote
     from reach_adapters.router.deferral import Deferral
 
-__all__ = ["Opener", "Run", "fall_back", "in_turn"]
+__all__ = ["Opener", "Run", "fall_back", "in_turn", "loop_refused"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +91,21 @@ class Run:
         through another path does not."""
         n = len(self.lineage)
         return len(lineage) > n and lineage[n] in self.targets and lineage[:n] == self.lineage
+
+
+def loop_refused(message: ReachMessage, came_back: bool, max_depth: int) -> ReachResult:
+    """The refusal of a task that came back to a run of it still going on here (`came_back`),
+    or that went deeper than `max_depth`."""
+    meta = message.meta_info
+    chain = " → ".join(meta.lineage) or "(top level)"
+    if came_back:
+        error = (
+            f"recursive reach refused: task {meta.task_id} came back to this router, which is "
+            f"still running it, through {chain}"
+        )
+    else:
+        error = f"recursive reach refused: depth {meta.depth} exceeds max_depth {max_depth}: {chain}"
+    return error_result(message, ResultStatus.REJECTED, ErrorKind.LOOP_DETECTED, error, fault=Fault.CALLER)
 
 
 async def in_turn(

@@ -17,7 +17,21 @@ import itertools
 import math
 import weakref
 
-__all__ = ["Expiry", "watchdog"]
+from middleware import MetaInfo
+from middleware.fast import amend
+
+__all__ = ["Expiry", "apply_caller_timeout", "watchdog"]
+
+
+def apply_caller_timeout(meta: MetaInfo) -> bool:
+    """Turn the caller's ``timeout_ms`` into a deadline; True when the caller bounds the task.
+
+    A deadline the caller set (or inherited) bounds fallbacks too; one derived later from a
+    capability's timeout does not, since a fallback agent has a timeout of its own.
+    """
+    if meta.deadline is None and meta.timeout_ms is not None:
+        amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
+    return meta.deadline is not None
 
 
 class Expiry:

@@ -11,13 +11,12 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from middleware import Fault, MetaInfo, ReachMessage, ReachResult, ResultStatus
-from middleware.fast import amend
-from reach_adapters.errors import IdempotencyConflictError
-from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn, loop_refused
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.mode import decide, hint_of, missing_judge, pick_voters
 from reach_adapters.router.consensus.voting import LocalVote
+from reach_adapters.router.deadlines import apply_caller_timeout
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.deferral import DeferredQueue, RouteAgain, not_deferred
 from reach_adapters.router.faults import ANSWERED
@@ -38,7 +37,7 @@ from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.recording import new_record, record_outcome, settle
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.repeats import still_streaming
+from reach_adapters.router.repeats import Repeated, claim, settler
 from reach_adapters.router.retry import RetryBudget, may_resend
 from reach_adapters.router.selection import Problem
 from reach_adapters.router.state import Slot
@@ -46,17 +45,6 @@ from reach_adapters.router.strategies import Strategy, make_strategies
 from reach_adapters.router.tracing import DISPATCH, SELECT, active_tracer, spanned
 
 __all__ = ["Dispatcher", "Plan"]
-
-
-def apply_caller_timeout(meta: MetaInfo) -> bool:
-    """Turn the caller's ``timeout_ms`` into a deadline; True when the caller bounds the task.
-
-    A deadline the caller set (or inherited) bounds fallbacks too; one derived later from a
-    capability's timeout does not, since a fallback agent has a timeout of its own.
-    """
-    if meta.deadline is None and meta.timeout_ms is not None:
-        amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
-    return meta.deadline is not None
 
 
 class Dispatcher:
@@ -198,73 +186,36 @@ class Dispatcher:
         return self._passes(message, tracer, run)
 
     def _loop(self, message: ReachMessage, came_back: bool, run: Run) -> ReachResult:
-        meta = message.meta_info
-        chain = " → ".join(meta.lineage) or "(top level)"
-        if came_back:
-            error = (
-                f"recursive reach refused: task {meta.task_id} came back to this router, which is "
-                f"still running it, through {chain}"
-            )
-        else:
-            limit = self.policy.max_depth
-            error = f"recursive reach refused: depth {meta.depth} exceeds max_depth {limit}: {chain}"
-        refused = error_result(
-            message, ResultStatus.REJECTED, ErrorKind.LOOP_DETECTED, error, fault=Fault.CALLER
-        )
+        refused = loop_refused(message, came_back, self.policy.max_depth)
         # A task that came back stays out of the decision log: its id names the run still going on.
         record = new_record(message, None)
         return self._finish(run, message, record, refused, time.perf_counter(), "none", keep=not came_back)
 
     async def _deduplicated(self, message: ReachMessage, tracer: Tracer | None, run: Run) -> ReachResult:
-        meta = message.meta_info
         request = fingerprint(message, self.planner.directed_capability(message))
         stream = run.stream
         if stream is not None:
             # A repeated stream is answered with chunks, a repeated call with a payload.
             request = request._replace(mode="stream")
-        while True:
-            try:
-                future, first = self.dedupe.claim(meta.task_id, request)
-            except IdempotencyConflictError as exc:
-                kind = ErrorKind.IDEMPOTENCY_CONFLICT
-                refused = error_result(message, ResultStatus.REJECTED, kind, str(exc), fault=Fault.CALLER)
-                # Kept out of the decision log: the task id's record belongs to the first request.
-                record = new_record(message, None)
-                return self._finish(run, message, record, refused, time.perf_counter(), "none", keep=False)
-            if first:
-                break
-            try:
-                # A stream's first caller reads at its own pace: a repeat waits within its deadline.
-                async with asyncio.timeout(None if stream is None else self._stream_wait_s(message)):
-                    earlier = await asyncio.shield(future)
-            except TimeoutError:
-                record, waited = new_record(message, None), still_streaming(message)
-                # Kept out of the decision log: the task id's record belongs to the first stream.
-                return self._finish(run, message, record, waited, time.perf_counter(), "none", keep=False)
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise
-                continue  # the first caller gave up before an answer: claim it again
-            return earlier.model_copy(update={"served_by": "deduplicated"})
+        wait_s = None if stream is None else partial(self._stream_wait_s, message)
+        claimed = await claim(self.dedupe, message, request, wait_s)
+        if isinstance(claimed, Repeated):
+            if not claimed.refused:
+                return claimed.result
+            # Kept out of the decision log: the task id's record belongs to its first request.
+            record = new_record(message, None)
+            return self._finish(run, message, record, claimed.result, time.perf_counter(), "none", keep=False)
+        task_id = message.meta_info.task_id
         try:
             result = await self._passes(message, tracer, run)
         except BaseException:
-            self.dedupe.abandon(meta.task_id, future)
+            self.dedupe.abandon(task_id, claimed)
             raise
         if stream is None:
-            self.dedupe.settle(meta.task_id, future, result)
+            self.dedupe.settle(task_id, claimed, result)
         else:
-            stream.settles(result, partial(self._settle, meta.task_id, future), self.dedupe.max_result_bytes)
+            stream.settles(result, settler(self.dedupe, task_id, claimed), self.dedupe.max_result_bytes)
         return result
-
-    def _settle(
-        self, task_id: str, future: asyncio.Future[ReachResult], outcome: ReachResult | None, keep: bool
-    ) -> None:
-        if outcome is None:
-            self.dedupe.abandon(task_id, future)
-        else:
-            self.dedupe.settle(task_id, future, outcome, keep)
 
     def _stream_wait_s(self, message: ReachMessage) -> float:
         """How long a repeat may wait for the first stream of its task id: until its own

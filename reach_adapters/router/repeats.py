@@ -1,17 +1,21 @@
-"""Repeats of a stream's task id (see `idempotency`): answered with the first stream's chunks,
-kept while it streams, or told the first is still streaming when their deadline passes first."""
+"""Repeats of a caller-chosen task id (see `idempotency`): answered with the first delivery's
+result; a stream's with its chunks, kept while it streams, or told the first is still streaming
+when their deadline passes first."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import NamedTuple
 
 from pydantic import JsonValue
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
-from reach_adapters.router.idempotency import payload_size
+from reach_adapters.errors import IdempotencyConflictError
+from reach_adapters.router.idempotency import Fingerprint, IdempotencyStore, payload_size
 from reach_adapters.router.outcomes import ErrorKind, error_result
 
-__all__ = ["Kept", "Settle", "still_streaming"]
+__all__ = ["Kept", "Repeated", "Settle", "claim", "settler", "still_streaming"]
 
 # Takes what repeats of a stream's task id get (None: nothing, the next one streams it itself)
 # and whether later repeats may get it too.
@@ -71,3 +75,55 @@ def still_streaming(message: ReachMessage) -> ReachResult:
     )
     # Never delivered, it waited in the router: the router's to answer for (DESIGN §6).
     return error_result(message, ResultStatus.TIMEOUT, ErrorKind.TIMEOUT, error, fault=Fault.ROUTER)
+
+
+class Repeated(NamedTuple):
+    """What a repeat of a task id gets instead of a delivery of its own: the first request's
+    answer, or (`refused`) this call's own refusal, recorded as its outcome."""
+
+    result: ReachResult
+    refused: bool
+
+
+async def claim(
+    store: IdempotencyStore,
+    message: ReachMessage,
+    request: Fingerprint,
+    stream_wait_s: Callable[[], float] | None,
+) -> asyncio.Future[ReachResult] | Repeated:
+    """Claim `message`'s task id for `request`: the future its delivery settles when it is the
+    first; else what this repeat gets. A stream's repeat waits at most `stream_wait_s()`."""
+    task_id = message.meta_info.task_id
+    while True:
+        try:
+            future, first = store.claim(task_id, request)
+        except IdempotencyConflictError as exc:
+            kind = ErrorKind.IDEMPOTENCY_CONFLICT
+            refused = error_result(message, ResultStatus.REJECTED, kind, str(exc), fault=Fault.CALLER)
+            return Repeated(refused, refused=True)
+        if first:
+            return future
+        try:
+            # A stream's first caller reads at its own pace: a repeat waits within its deadline.
+            async with asyncio.timeout(None if stream_wait_s is None else stream_wait_s()):
+                earlier = await asyncio.shield(future)
+        except TimeoutError:
+            return Repeated(still_streaming(message), refused=True)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            continue  # the first caller gave up before an answer: claim it again
+        return Repeated(earlier.model_copy(update={"served_by": "deduplicated"}), refused=False)
+
+
+def settler(store: IdempotencyStore, task_id: str, future: asyncio.Future[ReachResult]) -> Settle:
+    """How a stream that claimed `task_id` settles it when it ends (see `Settle`)."""
+
+    def settle(outcome: ReachResult | None, keep: bool) -> None:
+        if outcome is None:
+            store.abandon(task_id, future)
+        else:
+            store.settle(task_id, future, outcome, keep)
+
+    return settle
