@@ -34,6 +34,10 @@ def apply_caller_timeout(meta: MetaInfo) -> bool:
     return meta.deadline is not None
 
 
+# Deadlines this close are one: a nested call's, derived from its caller's, lands a few µs apart.
+_TOGETHER_S = 0.001
+
+
 class Expiry:
     """The deadline of one delivery: cancels its task if it is still active when it fires."""
 
@@ -91,12 +95,30 @@ class Watchdog:
         self._timer_at = math.inf
         now = self._loop.time()
         heap = self._heap
-        while heap and (heap[0][0] <= now or not heap[0][2].active):
-            _, _, expiry = heapq.heappop(heap)
-            if expiry.active:
-                self.release(expiry)
-                expiry.fired = True
-                expiry.task.cancel()
+        # One cut per task and pass: the innermost of its deliveries due (a nested call carries its
+        # caller's deadline, so both are due together) is cut first, so the timeout is the nested
+        # agent's; the enclosing one follows on a later pass if its agent still runs by then.
+        cut: dict[asyncio.Task[object], tuple[float, int, Expiry]] = {}
+        held = []
+        while heap and (heap[0][0] <= now + _TOGETHER_S or not heap[0][2].active):
+            entry = heapq.heappop(heap)
+            task = entry[2].task
+            if not entry[2].active:
+                continue
+            other = cut.get(task)
+            if other is None:
+                cut[task] = entry
+            elif entry[1] > other[1]:
+                cut[task] = entry
+                held.append(other)
+            else:
+                held.append(entry)
+        for _, _, expiry in cut.values():
+            self.release(expiry)
+            expiry.fired = True
+            expiry.task.cancel()
+        for _, seq, expiry in held:
+            heapq.heappush(heap, (now + _TOGETHER_S, seq, expiry))
         if heap:
             self._arm(heap[0][0])
 

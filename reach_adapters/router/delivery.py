@@ -128,8 +128,7 @@ async def deliver(
         try:
             result = returned(message, agent_id, await slot.runtime.agent.invoke(message))
         except asyncio.CancelledError:
-            if flight.expired():
-                raise TimeoutError from None
+            flight.cancelled()
             raise
         finally:
             flight.exit()

@@ -16,13 +16,17 @@ from reach_adapters.router.deadlines import Expiry, Watchdog, watchdog
 from reach_adapters.router.hops import Hop, enter_hop, free_slot, leave_hop
 from reach_adapters.router.state import Slot
 
-__all__ = ["InFlight"]
+__all__ = ["AgentCancelledError", "InFlight"]
+
+
+class AgentCancelledError(Exception):
+    """A `CancelledError` out of an agent whose call nobody cancelled: the agent's own failure."""
 
 
 class InFlight:
     """One delivery to `slot`, from the moment it is counted until `close`.
 
-    Around each await of the agent: `enter` before it, `expired` in its ``except CancelledError``,
+    Around each await of the agent: `enter` before it, `cancelled` in its ``except CancelledError``,
     `exit` in its ``finally``. The agent may `Hop.linger` past `close`, keeping the slot taken.
     """
 
@@ -53,10 +57,20 @@ class InFlight:
         self._expiry = watch.watch(task, budget_s)
         self._token = enter_hop(self.hop)
 
-    def expired(self) -> bool:
-        """In ``except CancelledError``: whether the deadline, and nothing else, cancelled the agent
-        (take the cancellation back then, as `asyncio.timeout` does, and raise `TimeoutError`)."""
-        return self._expiry.consume() and self._task.uncancel() <= self._cancelling
+    def cancelled(self) -> None:
+        """In ``except CancelledError``: returns when the call was cancelled (re-raise then); raises
+        `TimeoutError` when the deadline, and nothing else, cancelled the agent (the cancellation
+        taken back, as `asyncio.timeout` does), and `AgentCancelledError` when nothing cancelled
+        the call: the agent's own code let a `CancelledError` out (a task of its own cancelled)."""
+        task = self._task
+        if self._expiry.consume() and task.uncancel() <= self._cancelling:
+            raise TimeoutError from None
+        if task.cancelling() <= self._cancelling:
+            msg = (
+                f"agent {self.slot.runtime.agent_id} raised CancelledError though its call was not "
+                "cancelled: a task or future of its own was"
+            )
+            raise AgentCancelledError(msg) from None
 
     def exit(self) -> None:
         """The agent's step is over (``finally``): out of the hop, off the watchdog."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from middleware import Fault, NotJsonSafeError, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import ZERO_TIMINGS, amend, build_trusted
-from reach_adapters.errors import InvalidMessageError
+from reach_adapters.errors import InvalidMessageError, ReachError
 from reach_adapters.router.faults import (
     ANSWERED,
     counts_against_agent,
@@ -133,7 +133,8 @@ def error_result(
 
 def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors: AgentErrors) -> ReachResult:
     """What an exception the agent raised means: the caller's request (`InvalidMessageError`),
-    "not now" (`AgentBusyError`), or the agent's own failure, worth retrying when transient.
+    "not now" (`AgentBusyError`), the failed result of a call it made (`ReachError.result`), or
+    the agent's own failure, worth retrying when transient.
 
     Its text reaches the caller with secrets masked, or, unless ``errors.expose``, only as a
     reference to the log line that has it.
@@ -144,7 +145,16 @@ def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors:
     else:
         error = f"agent error (reference {reference})"
     kind = type(exc).__name__
-    if isinstance(exc, InvalidMessageError):
+    nested = exc.result if isinstance(exc, ReachError) else None
+    if nested is not None and nested.task_id != message.meta_info.task_id:
+        # A call the agent made through the router failed, and the agent raised its result: a
+        # mistake of the agent's as that call's caller is its own; the failure of what it called
+        # is not its health's, and a replica of it would call the same.
+        fault = Fault.AGENT if nested.fault is Fault.CALLER else Fault.TASK
+        result = error_result(
+            message, ResultStatus.ERROR, kind, error, fault=fault, agent_id=agent_id, delivered=True
+        )
+    elif isinstance(exc, InvalidMessageError):
         # The agent found the request malformed (a payload it cannot bind, a bad message).
         result = error_result(
             message, ResultStatus.INVALID, kind, error, fault=Fault.CALLER, agent_id=agent_id

@@ -196,8 +196,7 @@ class _Stream:
                     self.iterator = self.astream(self.message)
                 chunk = await anext(self.iterator)
             except asyncio.CancelledError:
-                if flight.expired():
-                    raise TimeoutError from None
+                flight.cancelled()
                 raise
             finally:
                 flight.exit()

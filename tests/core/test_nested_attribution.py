@@ -1,0 +1,141 @@
+"""Whose fault a failure is when agents call each other through the router, or when the
+cancellation an agent raises is none of its caller's (DESIGN §6)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from middleware import Fault, ResultStatus
+from reach_adapters import BreakerState, Capability, FunctionAgent, Router
+from tests.core.conftest import FAST, agent_info
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def nested_pair(router: Router, inner: Any, outer: Any, timeout_ms: int = 30_000) -> None:
+    router.register(
+        FunctionAgent(
+            inner, agent_id="n:inner:01", capabilities=[Capability(name="inner", timeout_ms=timeout_ms)]
+        )
+    )
+    router.register(
+        FunctionAgent(
+            outer, agent_id="n:outer:01", capabilities=[Capability(name="outer", timeout_ms=timeout_ms)]
+        )
+    )
+
+
+async def test_a_nested_call_the_agent_got_wrong_is_the_agents_fault_not_its_callers() -> None:
+    router = Router(FAST)
+
+    async def inner(sku: str) -> str:
+        return sku
+
+    async def outer(order_id: str) -> Any:
+        # The agent's own bug: an int where `inner` takes a string.
+        return (await router.route("inner", {"sku": 12345})).raise_for_status().payload
+
+    router.register(FunctionAgent(inner, agent_id="n:inner:01"))  # its schema: sku is a string
+    router.register(FunctionAgent(outer, agent_id="n:outer:01"))
+    for _ in range(2):
+        result = await router.route("outer", {"order_id": "A-1"})
+        assert (result.status, result.fault, result.agent_id) == (
+            ResultStatus.ERROR,
+            Fault.AGENT,
+            "n:outer:01",
+        )
+        assert "12345" in (result.error or "")
+    assert agent_info(router, "n:outer:01").breaker is BreakerState.OPEN
+    assert agent_info(router, "n:inner:01").failures == 0
+
+
+async def test_a_failure_of_the_agent_called_is_not_held_against_its_caller() -> None:
+    router = Router(FAST)
+
+    async def inner(payload: Any) -> Any:
+        msg = "inner broke"
+        raise RuntimeError(msg)
+
+    async def outer(payload: Any) -> Any:
+        return (await router.route("inner", {})).raise_for_status().payload
+
+    nested_pair(router, inner, outer)
+    for _ in range(3):
+        result = await router.route("outer", {})
+        assert (result.status, result.fault, result.agent_id) == (
+            ResultStatus.ERROR,
+            Fault.TASK,
+            "n:outer:01",
+        )
+        assert "inner broke" in (result.error or "")
+    outer_info = agent_info(router, "n:outer:01")
+    assert (outer_info.breaker, outer_info.failures) == (BreakerState.CLOSED, 0)
+    assert agent_info(router, "n:inner:01").failures >= 2
+
+
+@pytest.mark.parametrize("raises", [False, True])
+async def test_a_nested_agent_that_hangs_past_the_shared_deadline_is_the_one_timed_out(raises: bool) -> None:
+    """The nested call carries its caller's deadline, so both expire together: the agent that
+    hung is cut and counted, not the one waiting for it."""
+    router = Router(FAST)
+
+    async def inner(payload: Any) -> Any:
+        await asyncio.sleep(60)
+
+    async def outer(i: int) -> Any:
+        result = await router.route("inner", {}, task_id=f"inner-{i}")
+        return result.raise_for_status().payload if raises else result.status.value
+
+    nested_pair(router, inner, outer, timeout_ms=300)
+    for i in range(2):
+        result = await router.route("outer", {"i": i})
+        if raises:
+            assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.TASK)
+        else:
+            assert (result.status, result.payload) == (ResultStatus.OK, "timeout")
+        nested = router.explain(f"inner-{i}")
+        assert [(a.agent_id, a.status, a.fault) for a in nested.attempts] == [
+            ("n:inner:01", ResultStatus.TIMEOUT, Fault.AGENT)
+        ]
+    assert agent_info(router, "n:inner:01").breaker is BreakerState.OPEN
+    outer_info = agent_info(router, "n:outer:01")
+    assert (outer_info.breaker, outer_info.failures) == (BreakerState.CLOSED, 0)
+
+
+async def test_an_enclosing_agent_still_running_after_its_deadline_is_cut_too() -> None:
+    router = Router(FAST)
+
+    async def inner(payload: Any) -> Any:
+        await asyncio.sleep(60)
+
+    async def outer(payload: Any) -> Any:
+        await router.route("inner", {})
+        await asyncio.sleep(60)  # carries on past its own deadline
+
+    nested_pair(router, inner, outer, timeout_ms=300)
+    result = await asyncio.wait_for(router.route("outer", {}), 5)
+    assert (result.status, result.fault, result.agent_id) == (ResultStatus.TIMEOUT, Fault.AGENT, "n:outer:01")
+
+
+async def test_a_cancelled_error_of_the_agents_own_is_its_failure_not_a_cancelled_call() -> None:
+    router = Router(FAST)
+
+    async def flaky(payload: Any) -> Any:
+        helper = asyncio.ensure_future(asyncio.sleep(60))
+        asyncio.get_running_loop().call_soon(helper.cancel)
+        return await helper  # raises CancelledError: the call itself was not cancelled
+
+    router.register(FunctionAgent(flaky, agent_id="c:flaky:01", capabilities=[Capability(name="work")]))
+    for _ in range(2):
+        result = await asyncio.wait_for(router.route("work", {}), 5)
+        assert (result.status, result.fault, result.error_type) == (
+            ResultStatus.ERROR,
+            Fault.AGENT,
+            "AgentCancelledError",
+        )
+        assert "not cancelled" in (result.error or "")
+    assert agent_info(router, "c:flaky:01").breaker is BreakerState.OPEN
+    assert router.explain(result.task_id).status is ResultStatus.ERROR
