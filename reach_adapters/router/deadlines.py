@@ -34,19 +34,26 @@ def apply_caller_timeout(meta: MetaInfo) -> bool:
     return meta.deadline is not None
 
 
-# Deadlines this close are one: a nested call's, derived from its caller's, lands a few µs apart.
-_TOGETHER_S = 0.001
+# How long an enclosing delivery due with a nested one waits for the nested agent's timeout to
+# reach its agent's code, which may still answer with it.
+_AFTER_INNER_S = 0.001
 
 
 class Expiry:
-    """The deadline of one delivery: cancels its task if it is still active when it fires."""
+    """The deadline of one delivery: cancels its task if it is still active when it fires.
 
-    __slots__ = ("active", "fired", "task")
+    `inner`: the delivery nested in this one on the same task (an agent awaiting a routed call),
+    while it runs; `held`: this one was held back once for it.
+    """
+
+    __slots__ = ("active", "fired", "held", "inner", "task")
 
     def __init__(self, task: asyncio.Task[object]) -> None:
         self.task = task
         self.active = True
         self.fired = False
+        self.held = False
+        self.inner: Expiry | None = None
 
     def consume(self) -> bool:
         """Whether it fired (once): the caller then owes the task an ``uncancel()``."""
@@ -95,30 +102,29 @@ class Watchdog:
         self._timer_at = math.inf
         now = self._loop.time()
         heap = self._heap
-        # One cut per task and pass: the innermost of its deliveries due (a nested call carries its
-        # caller's deadline, so both are due together) is cut first, so the timeout is the nested
-        # agent's; the enclosing one follows on a later pass if its agent still runs by then.
-        cut: dict[asyncio.Task[object], tuple[float, int, Expiry]] = {}
         held = []
-        while heap and (heap[0][0] <= now + _TOGETHER_S or not heap[0][2].active):
-            entry = heapq.heappop(heap)
-            task = entry[2].task
-            if not entry[2].active:
+        while heap and (heap[0][0] <= now or not heap[0][2].active):
+            _, seq, expiry = heapq.heappop(heap)
+            if not expiry.active:
                 continue
-            other = cut.get(task)
-            if other is None:
-                cut[task] = entry
-            elif entry[1] > other[1]:
-                cut[task] = entry
-                held.append(other)
-            else:
-                held.append(entry)
-        for _, _, expiry in cut.values():
+            inner = expiry.inner
+            if inner is not None and (inner.active or inner.fired) and not expiry.held:
+                # A nested call carries its caller's deadline, so its delivery is due too, give or
+                # take the clock reads: it is cut first (once per task: a second cancellation
+                # would read as its caller's), and the timeout is the nested agent's. This one
+                # follows shortly, if its agent still runs by then.
+                expiry.held = True
+                held.append((seq, expiry))
+                if not inner.active:
+                    continue
+                while inner.inner is not None and inner.inner.active:
+                    inner = inner.inner
+                expiry = inner
             self.release(expiry)
             expiry.fired = True
             expiry.task.cancel()
-        for _, seq, expiry in held:
-            heapq.heappush(heap, (now + _TOGETHER_S, seq, expiry))
+        for seq, expiry in held:
+            heapq.heappush(heap, (now + _AFTER_INNER_S, seq, expiry))
         if heap:
             self._arm(heap[0][0])
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from middleware import MetaInfo
 
 if TYPE_CHECKING:
+    from reach_adapters.router.deadlines import Expiry
     from reach_adapters.router.guard import Guard
     from reach_adapters.router.state import Slot
 
@@ -40,6 +41,8 @@ class Hop:
     agent_id: str
     slot: Slot | None = None
     lingering: bool = False
+    # The deadline of the delivery's current step, which a nested delivery's is tied to.
+    expiry: Expiry | None = None
 
     def linger(self) -> Callable[[], None]:
         """Keep this delivery's slot taken after the call returns, until the returned function runs.

@@ -27,6 +27,27 @@ async def test_an_expiry_cancels_its_task_when_it_fires() -> None:
     assert not expiry.active
 
 
+async def test_a_nested_delivery_is_cut_first_and_its_task_cancelled_once() -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    watch = watchdog(asyncio.get_running_loop())
+    outer = watch.watch(task, 0.01)
+    inner = watch.watch(task, 0.03)  # due a little later, as clock reads may make it
+    outer.inner = inner
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.sleep(10)
+    assert task.cancelling() == 1
+    assert inner.consume()
+    assert not outer.consume()
+    task.uncancel()
+    # The enclosing one follows, should its code still run.
+    outer.inner = None
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.sleep(10)
+    assert outer.consume()
+    assert task.uncancel() == 0
+
+
 async def test_a_released_expiry_never_fires() -> None:
     task = asyncio.current_task()
     assert task is not None
