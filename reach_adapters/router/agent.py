@@ -137,6 +137,8 @@ class FunctionAgent:
         )
         self._style: CallStyle = call_style or _call_style(fn)
         self._takes, self._requires = _keywords(fn) if self._style == "kwargs" else (None, _NONE)
+        # Parameters before a "/" are passed by position: their names and defaults, in order.
+        self._positional = _positional_only(fn) if self._style == "kwargs" else ()
         if capabilities is None:
             capabilities = [_derive_capability(fn, self._style)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
@@ -224,7 +226,20 @@ class FunctionAgent:
             missing = sorted(self._requires - payload.keys())
             msg = f"agent {self._agent_id} needs the argument(s) {', '.join(map(repr, missing))}"
             raise InvalidMessageError(msg)
+        if self._positional:
+            return _by_position(payload, self._positional)
         return (), payload
+
+
+def _by_position(
+    payload: dict[str, Any], positional: tuple[tuple[str, Any], ...]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`payload` as positional arguments for the positional-only parameters (their defaults for
+    those left out before one given) and keyword arguments for the rest."""
+    names = [name for name, _ in positional]
+    last = max((i for i, name in enumerate(names) if name in payload), default=-1)
+    args = tuple(payload.get(name, default) for name, default in positional[: last + 1])
+    return args, {key: value for key, value in payload.items() if key not in names}
 
 
 def _call_on(loop: asyncio.AbstractEventLoop, release: Callable[[], None]) -> None:
@@ -242,9 +257,17 @@ def _keywords(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return None, frozenset()
-    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    named = [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in named)
     return takes, frozenset(p.name for p in named if p.default is p.empty) or _NONE
+
+
+def _positional_only(fn: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple((p.name, p.default) for p in params if p.kind is p.POSITIONAL_ONLY)
 
 
 def _call_style(fn: Callable[..., Any]) -> CallStyle:

@@ -18,7 +18,7 @@ from reach_adapters.router.decisions import DecisionRecord, Exclusion, Exclusion
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED, RETRIED
 from reach_adapters.router.guard import Guard
-from reach_adapters.router.outcomes import ErrorKind, cut_short, error_result
+from reach_adapters.router.outcomes import UNKNOWN_OUTCOME, ErrorKind, cut_short, error_result
 from reach_adapters.router.planning import Plan, slot_for
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.registry import Registry
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from reach_adapters.router.consensus.voting import LocalVote
     from reach_adapters.router.deferral import Deferral
 
-__all__ = ["Opener", "Run", "fall_back", "in_turn", "loop_refused"]
+__all__ = ["Opener", "Run", "fall_back", "given_up", "in_turn", "loop_refused"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,15 +53,25 @@ class Opener(Protocol):
 
     def settles(self, result: ReachResult, settle: Settle, limit: int) -> None:
         """Hand `settle` what a repeat of this stream's task id is answered with, and whether it
-        is kept for later repeats: its chunks (up to `limit` bytes) once it ends, or None when the
-        caller left it early."""
+        is kept for later repeats: its chunks (up to `limit` bytes) once it ends, how it ended when
+        it failed or its caller left it early, or None when it may be streamed again then."""
 
 
 class Run:
     """One dispatch of a task here: the lineage it came with, the agents it has gone to, and how
     each attempt is made (`deliver`, or a stream's opener)."""
 
-    __slots__ = ("admitted", "deferral", "deliver", "lineage", "local", "open", "stream", "targets")
+    __slots__ = (
+        "admitted",
+        "cancelled",
+        "deferral",
+        "deliver",
+        "lineage",
+        "local",
+        "open",
+        "stream",
+        "targets",
+    )
 
     def __init__(
         self,
@@ -84,6 +94,8 @@ class Run:
         self.deferral: Deferral | None = None
         # A consensus's vote function and normaliser, which stay in this process.
         self.local = local
+        # What the call came to when its caller gave up on it (`given_up`).
+        self.cancelled: ReachResult | None = None
 
     def sent_back(self, lineage: list[str]) -> bool:
         """Whether the same task arriving with `lineage` went out through one of this run's
@@ -91,6 +103,21 @@ class Run:
         through another path does not."""
         n = len(self.lineage)
         return len(lineage) > n and lineage[n] in self.targets and lineage[:n] == self.lineage
+
+
+def given_up(message: ReachMessage, record: DecisionRecord) -> ReachResult:
+    """What a call its caller cancelled came to: whether, and by which agent, the task was had
+    (the last attempt that reached one), as its record says."""
+    kind = ErrorKind.CANCELLED
+    had = [attempt.agent_id for attempt in record.attempts if attempt.delivered]
+    if not had:
+        return error_result(
+            message, ResultStatus.CANCELLED, kind, "the caller cancelled the call", fault=Fault.CALLER
+        )
+    error = f"the caller cancelled the call after agent {had[-1]} had it; {UNKNOWN_OUTCOME}"
+    return error_result(
+        message, ResultStatus.CANCELLED, kind, error, fault=Fault.CALLER, agent_id=had[-1], delivered=True
+    )
 
 
 def loop_refused(message: ReachMessage, came_back: bool, max_depth: int) -> ReachResult:
@@ -130,6 +157,7 @@ async def in_turn(
     budget.earn()
     tried: set[int] = set()
     retries = 0
+    refused: ReachResult | None = None
     # The first candidate was screened just now, with no await since: no need to check it again.
     slot = plan.slots[0]
     # When the attempt began, should a cancellation cut it short: the first, with the dispatch
@@ -160,6 +188,16 @@ async def in_turn(
             _cut_short(message, record, slot.runtime.agent_id, began, cancelled)
             raise
         record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
+        if result.error_type == ErrorKind.PAYLOAD_VALIDATION and not result.delivered:
+            # Only this candidate's declaration refused the payload (another version, say): one
+            # of another may take it; the best one's complaint stands when none does.
+            refused = refused or result
+            following = _another_fit(plan, tried, message, policy)
+            if following is None:
+                return refused, slot
+            slot = following
+            began = time.time()
+            continue
         if result.status in ANSWERED:
             if slot.capability.name != meta.capability:
                 # A matched task served under another of its top matches.
@@ -231,6 +269,23 @@ def _next_slot(plan: Plan, tried: set[int], message: ReachMessage, policy: Routi
             return slot
         again = again or slot
     return again
+
+
+def _another_fit(plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy) -> Slot | None:
+    """The best slot not tried yet whose declaration takes the payload, and that may serve."""
+    now = time.monotonic()
+    payload = message.raw_payload
+    for slot in plan.slots:
+        if id(slot) in tried:
+            continue
+        if exclusion(slot, message.meta_info, policy, now, breaker=not plan.forced) is not None:
+            continue
+        if (
+            slot.input_problem(payload if slot.adapt is None else slot.adapt(slot.capability.name, payload))
+            is None
+        ):
+            return slot
+    return None
 
 
 async def fall_back(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from middleware import Fault, MergePolicy, ReachMessage, ReachResult, ResultStatus
@@ -10,7 +11,7 @@ from middleware.fast import build_trusted
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import deliver
 from reach_adapters.router.faults import ANSWERED
-from reach_adapters.router.outcomes import ErrorKind, error_result
+from reach_adapters.router.outcomes import ErrorKind, cut_short, error_result
 from reach_adapters.router.policy import AGENT_ERRORS, AgentErrors
 from reach_adapters.router.state import Slot
 
@@ -31,6 +32,7 @@ async def fan_out(
     the first ok answer. Targets still running when the merge is decided are cancelled and reported
     as cancelled, never dropped.
     """
+    start = time.perf_counter()
     tasks = {
         asyncio.create_task(deliver(slot, message, deadline, errors, recheck=True)): slot for slot in slots
     }
@@ -57,16 +59,21 @@ async def fan_out(
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
     for task in pending:
+        # Started with the others, so its agent had the task: it may have done the work.
         agent_id = tasks[task].runtime.agent_id
-        results[agent_id] = error_result(
+        stopped = error_result(
             message,
             ResultStatus.CANCELLED,
             ErrorKind.CANCELLED,
-            f"merge {merge!r} was decided first",
+            cut_short(f"merge {merge!r} was decided first", agent_id),
             fault=Fault.ROUTER,
             agent_id=agent_id,
+            delivered=True,
         )
+        results[agent_id] = stopped
+        record.add_attempt(agent_id, stopped, elapsed_ms)
     ordered = [results[slot.runtime.agent_id] for slot in slots]
     return _merge(message, merge, ordered, winner)
 

@@ -12,7 +12,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
-from reach_adapters.router.attempts import Opener, Run, fall_back, in_turn, loop_refused
+from reach_adapters.router.attempts import Opener, Run, fall_back, given_up, in_turn, loop_refused
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.mode import decide, hint_of, missing_judge, pick_voters
 from reach_adapters.router.consensus.voting import LocalVote
@@ -32,7 +32,7 @@ from reach_adapters.router.idempotency import IdempotencyStore, fingerprint
 from reach_adapters.router.matching import LexicalMatcher, Matcher
 from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.outcomes import ErrorKind, error_result
-from reach_adapters.router.planning import Plan, Planner
+from reach_adapters.router.planning import Plan, Planner, slot_for
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.recording import new_record, record_outcome, settle
@@ -197,8 +197,7 @@ class Dispatcher:
         if stream is not None:
             # A repeated stream is answered with chunks, a repeated call with a payload.
             request = request._replace(mode="stream")
-        wait_s = None if stream is None else partial(self._stream_wait_s, message)
-        claimed = await claim(self.dedupe, message, request, wait_s)
+        claimed = await claim(self.dedupe, message, request, partial(self._repeat_wait_s, message, stream))
         if isinstance(claimed, Repeated):
             if not claimed.refused:
                 return claimed.result
@@ -209,7 +208,13 @@ class Dispatcher:
         try:
             result = await self._passes(message, tracer, run)
         except BaseException:
-            self.dedupe.abandon(task_id, claimed)
+            gone = run.cancelled
+            if gone is not None and not self._may_run_again(message, gone):
+                # The agent had the task and may have done it: a repeat gets this, never a second
+                # delivery (a timeout after delivery is kept the same way).
+                self.dedupe.settle(task_id, claimed, gone)
+            else:
+                self.dedupe.abandon(task_id, claimed)
             raise
         if stream is None:
             self.dedupe.settle(task_id, claimed, result)
@@ -217,14 +222,23 @@ class Dispatcher:
             stream.settles(result, settler(self.dedupe, task_id, claimed), self.dedupe.max_result_bytes)
         return result
 
-    def _stream_wait_s(self, message: ReachMessage) -> float:
-        """How long a repeat may wait for the first stream of its task id: until its own
-        deadline; without one, as long as any stream may run here (the first may have fallen
-        back to an agent of another capability)."""
+    def _may_run_again(self, message: ReachMessage, gone: ReachResult) -> bool:
+        """Whether a repeat of a task its caller gave up on may run it: it never reached an agent,
+        or the capability the agent had it under is safe to repeat."""
+        runtime = self.registry.get(gone.agent_id or "") if gone.delivered else None
+        if runtime is None:
+            return not gone.delivered
+        slot = slot_for(runtime.slots, message.meta_info.capability or "")
+        return slot is not None and slot.capability.safe_to_repeat
+
+    def _repeat_wait_s(self, message: ReachMessage, stream: Opener | None) -> float | None:
+        """How long a repeat may wait for the first request of its task id: until its own
+        deadline; without one, as long as the first runs (a call's ends with its deadline) or
+        any stream may run here (the first may have fallen back to another capability's agent)."""
         meta = message.meta_info
         if apply_caller_timeout(meta):
             return max((meta.deadline or 0.0) - time.time(), 0.0)
-        return self.registry.longest_timeout_ms() / 1000.0
+        return None if stream is None else self.registry.longest_timeout_ms() / 1000.0
 
     def _strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)
@@ -282,6 +296,10 @@ class Dispatcher:
                 )
             deadline = meta.deadline or 0.0
             if hint.mode == "broadcast":
+                # The caller's mistake, as a route says, not n targets' refusals merged.
+                invalid = self._invalid_payload(message)
+                if invalid is not None:
+                    return self._finish(run, message, record, invalid, start, "none", plan.queued_ms)
                 refused = await self._fan_out_refused(message, run, record, plan.slots)
                 if refused is not None:
                     return refused
@@ -309,10 +327,7 @@ class Dispatcher:
             return await self._fall_back(message, record, result, start, plan.queued_ms, caller_deadline, run)
         except asyncio.CancelledError:
             # The caller gave up: the task still leaves a record of how far it got.
-            kind = ErrorKind.CANCELLED
-            gone = error_result(
-                message, ResultStatus.CANCELLED, kind, "the caller cancelled the call", fault=Fault.CALLER
-            )
+            run.cancelled = gone = given_up(message, record)
             self._finish(run, message, record, gone, start, "none")
             raise
 

@@ -1,6 +1,6 @@
 """Repeats of a caller-chosen task id (see `idempotency`): answered with the first delivery's
-result; a stream's with its chunks, kept while it streams, or told the first is still streaming
-when their deadline passes first."""
+result (a stream's with its chunks, kept while it streams), or told the first still runs when
+their own deadline passes first."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from reach_adapters.errors import IdempotencyConflictError
 from reach_adapters.router.idempotency import Fingerprint, IdempotencyStore, payload_size
 from reach_adapters.router.outcomes import ErrorKind, error_result
 
-__all__ = ["Kept", "Repeated", "Settle", "claim", "settler", "still_streaming"]
+__all__ = ["Kept", "Repeated", "Settle", "claim", "settler", "still_running"]
 
 # Takes what repeats of a stream's task id get (None: nothing, the next one streams it itself)
 # and whether later repeats may get it too.
@@ -44,7 +44,7 @@ class Kept:
             self.chunks.append(chunk)
 
     def answer(self, message: ReachMessage, outcome: ReachResult | None) -> None:
-        """Settle with the stream's `outcome` (None: its caller left it early)."""
+        """Settle with the stream's `outcome` (None: left early, it may be streamed again)."""
         if outcome is None or outcome.status is not ResultStatus.OK:
             self.settle(outcome, True)
             return
@@ -65,13 +65,16 @@ class Kept:
         self.settle(refused, False)
 
 
-def still_streaming(message: ReachMessage) -> ReachResult:
-    """A repeat whose deadline passed while the first stream of its task id was still read."""
+def still_running(message: ReachMessage, stream: bool) -> ReachResult:
+    """A repeat whose deadline passed while the first request of its task id still ran (`stream`:
+    was still read)."""
     meta = message.meta_info
+    first = "being streamed to its first caller" if stream else "running for its first caller"
+    got = "that stream's chunks" if stream else "that call's result"
     error = (
-        f"task_id {meta.task_id!r} is still being streamed to its first caller; a repeat gets that "
-        "stream's chunks once it ends, which did not happen within this call's deadline. Ask again "
-        "later, or give a new task_id to run the task again"
+        f"task_id {meta.task_id!r} is still {first}; a repeat gets {got} once it ends, which did "
+        "not happen within this call's deadline. Ask again later, or give a new task_id to run "
+        "the task again"
     )
     # Never delivered, it waited in the router: the router's to answer for (DESIGN §6).
     return error_result(message, ResultStatus.TIMEOUT, ErrorKind.TIMEOUT, error, fault=Fault.ROUTER)
@@ -89,10 +92,11 @@ async def claim(
     store: IdempotencyStore,
     message: ReachMessage,
     request: Fingerprint,
-    stream_wait_s: Callable[[], float] | None,
+    wait_s: Callable[[], float | None],
 ) -> asyncio.Future[ReachResult] | Repeated:
     """Claim `message`'s task id for `request`: the future its delivery settles when it is the
-    first; else what this repeat gets. A stream's repeat waits at most `stream_wait_s()`."""
+    first; else what this repeat gets. A repeat waits for the first at most `wait_s()` (None:
+    as long as the first runs)."""
     task_id = message.meta_info.task_id
     while True:
         try:
@@ -104,16 +108,15 @@ async def claim(
         if first:
             return future
         try:
-            # A stream's first caller reads at its own pace: a repeat waits within its deadline.
-            async with asyncio.timeout(None if stream_wait_s is None else stream_wait_s()):
+            async with asyncio.timeout(wait_s()):
                 earlier = await asyncio.shield(future)
         except TimeoutError:
-            return Repeated(still_streaming(message), refused=True)
+            return Repeated(still_running(message, request.mode == "stream"), refused=True)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise
-            continue  # the first caller gave up before an answer: claim it again
+            continue  # given up before any agent had it, or safe to repeat: claim it again
         return Repeated(earlier.model_copy(update={"served_by": "deduplicated"}), refused=False)
 
 

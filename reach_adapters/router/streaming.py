@@ -22,6 +22,7 @@ from reach_adapters.router.delivery import admit, deliver
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import (
+    UNKNOWN_OUTCOME,
     ErrorKind,
     StreamEnded,
     account,
@@ -272,22 +273,35 @@ class _Stream:
             await self.close(outcome)
         finally:
             # Even when closing was cancelled: recorded, and repeats do not wait for good.
+            ended = self._left() if outcome is None else outcome
             if self._held is not None:
-                self._record(outcome, self.elapsed_ms)
+                self._record(ended, self.elapsed_ms)
             if self.kept is not None:
-                self.kept.answer(self.message, outcome)
+                # A stream left early may have done the work: a repeat runs it again only when
+                # that is safe, and gets how it ended otherwise.
+                again = outcome is None and self.slot.capability.safe_to_repeat
+                self.kept.answer(self.message, None if again else ended)
             if self.leave is not None:
                 self.leave()
 
-    def _record(self, outcome: ReachResult | None, elapsed_ms: float) -> None:
+    def _left(self) -> ReachResult:
+        """How a stream its caller stopped reading before its end ended."""
+        agent_id = self.slot.runtime.agent_id
+        error = f"the caller stopped reading the stream of agent {agent_id} before its end; {UNKNOWN_OUTCOME}"
+        kind = ErrorKind.CANCELLED
+        return error_result(
+            self.message,
+            ResultStatus.CANCELLED,
+            kind,
+            error,
+            fault=Fault.CALLER,
+            agent_id=agent_id,
+            delivered=True,
+        )
+
+    def _record(self, outcome: ReachResult, elapsed_ms: float) -> None:
         assert self._held is not None
         dispatcher, record, held, keep, start = self._held
-        if outcome is None:
-            agent_id = self.slot.runtime.agent_id
-            error = "the caller stopped reading the stream before its end"
-            kind = ErrorKind.CANCELLED
-            outcome = error_result(self.message, ResultStatus.CANCELLED, kind, error, fault=Fault.CALLER)
-            amend(outcome, {"agent_id": agent_id})
         timings = held.timings
         amend(
             outcome,

@@ -371,3 +371,64 @@ async def test_a_transient_stream_failure_moves_to_the_next_replica() -> None:
     chunks = [chunk async for chunk in router.stream("talk", {})]
     assert chunks == ["hello", "chat:talk:02"]
     assert agent_info(router, "chat:talk:01").failures == 1
+
+
+# -- found by a review: broadcasts, versions, signatures ---------------------------------------
+
+
+async def test_a_broadcast_payload_that_fits_no_declaration_is_invalid_like_a_route() -> None:
+    router = Router(FAST)
+    for n in (1, 2):
+        router.register(echo_agent(f"b:n{n}:01", "s", input_schema={"type": "integer"}))
+    result = await router.broadcast("s", "bad")
+    assert (result.status, result.fault, result.error_type) == (
+        ResultStatus.INVALID,
+        Fault.CALLER,
+        "PayloadValidationError",
+    )
+    for n in (1, 2):
+        untouched(router, f"b:n{n}:01")
+
+
+async def test_broadcast_targets_stopped_by_the_merge_were_delivered_and_are_recorded() -> None:
+    router = Router(FAST)
+    slow = Gate("b:slow:01", capability="s")
+    router.register(slow.agent)
+    router.register(echo_agent("b:fast:01", "s"))
+    result = await asyncio.wait_for(router.broadcast("s", "x", merge="first"), 5)
+    assert result.status is ResultStatus.OK
+    stopped = next(r for r in result.results or [] if r.agent_id == "b:slow:01")
+    assert (stopped.status, stopped.fault, stopped.delivered) == (ResultStatus.CANCELLED, Fault.ROUTER, True)
+    assert "may have done the work" in (stopped.error or "")
+    attempts = {a.agent_id: (a.status, a.delivered) for a in router.explain(result.task_id).attempts}
+    assert attempts == {"b:fast:01": (ResultStatus.OK, True), "b:slow:01": (ResultStatus.CANCELLED, True)}
+    assert slow.calls["x"] == 1
+
+
+async def test_a_payload_one_candidate_refuses_goes_to_another_whose_declaration_takes_it() -> None:
+    router = Router(FAST)
+    strict = {"type": "object", "properties": {"text": {}, "lang": {}}, "required": ["text", "lang"]}
+    loose = {"type": "object", "properties": {"text": {}}, "required": ["text"]}
+    router.register(echo_agent("t:v2:01", "translate", input_schema=strict, version="2.0.0", weight=100))
+    router.register(echo_agent("t:v1:01", "translate", input_schema=loose, version="1.0.0", weight=1))
+    result = await router.route("translate", {"text": "hallo"})
+    assert (result.status, result.agent_id) == (ResultStatus.OK, "t:v1:01")
+    assert [a.agent_id for a in router.explain(result.task_id).attempts] == ["t:v2:01", "t:v1:01"]
+    # None takes it: the best candidate's complaint, the caller's, and one attempt only.
+    refused = await router.route("translate", {"lang": "de"})
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert "t:v2:01" in (refused.error or "")
+    untouched(router, "t:v2:01")
+
+
+async def test_positional_only_parameters_are_passed_by_position() -> None:
+    def scale(x: int, factor: int = 2, /, *, offset: int = 0) -> int:
+        return x * factor + offset
+
+    router = Router(FAST)
+    router.register(FunctionAgent(scale, agent_id="m:scale:01"))
+    assert (await router.route("scale", {"x": 3})).payload == 6
+    assert (await router.route("scale", {"x": 3, "factor": 3, "offset": 1})).payload == 10
+    assert (await router.route("scale", {"x": 3, "offset": 1})).payload == 7
+    missing = await router.route("scale", {"factor": 3})
+    assert (missing.status, missing.fault) == (ResultStatus.INVALID, Fault.CALLER)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from middleware import ReachMessage, ResultStatus
+from middleware import Fault, ReachMessage, ResultStatus
 from reach_adapters import (
     AgentHandle,
     AgentState,
@@ -80,7 +80,7 @@ async def test_broadcast_respects_max_concurrency() -> None:
 
 
 async def test_duplicate_waiter_survives_the_first_callers_cancellation() -> None:
-    gate = Gate("svc:work:01")
+    gate = Gate("svc:work:01", idempotent=True)
     router = Router()
     router.register(gate.agent)
     first = asyncio.create_task(router.route("work", "x", task_id="T1"))
@@ -92,7 +92,57 @@ async def test_duplicate_waiter_survives_the_first_callers_cancellation() -> Non
     gate.release.set()
     result = await asyncio.wait_for(second, 5)
     assert result.ok
-    assert result.served_by == "candidate"  # it delivered the task itself once the first gave up
+    # Safe to repeat: it delivered the task itself once the first gave up.
+    assert result.served_by == "candidate"
+
+
+async def test_a_repeat_waits_for_the_first_call_no_longer_than_its_own_deadline() -> None:
+    gate = Gate("svc:work:01")
+    router = Router()
+    router.register(gate.agent)
+    first = asyncio.create_task(router.route("work", "x", task_id="T1"))
+    await asyncio.sleep(0.02)
+    repeat = await asyncio.wait_for(router.route("work", "x", task_id="T1", timeout_ms=200), 5)
+    assert (repeat.status, repeat.fault, repeat.delivered) == (ResultStatus.TIMEOUT, Fault.ROUTER, False)
+    assert "still running for its first caller" in (repeat.error or "")
+    gate.release.set()
+    assert (await first).ok
+    assert gate.calls["x"] == 1
+
+
+async def test_work_its_caller_gave_up_on_is_not_delivered_again_under_its_task_id() -> None:
+    gate = Gate("svc:work:01")
+    router = Router()
+    router.register(gate.agent)
+    first = asyncio.create_task(router.route("work", "x", task_id="T1"))
+    await asyncio.sleep(0.02)
+    waiting = asyncio.create_task(router.route("work", "x", task_id="T1"))
+    await asyncio.sleep(0.02)
+    first.cancel()
+    gate.release.set()
+    # The agent had it and may have done the work: neither the repeat already waiting nor a
+    # later one delivers it a second time; both get how the first ended.
+    for result in (await asyncio.wait_for(waiting, 5), await router.route("work", "x", task_id="T1")):
+        assert (result.status, result.served_by, result.delivered) == (
+            ResultStatus.CANCELLED,
+            "deduplicated",
+            True,
+        )
+        assert "after agent svc:work:01 had it" in (result.error or "")
+    assert gate.calls["x"] == 1
+    # A call cancelled before any agent had it did nothing: its repeat runs it.
+    full = Gate("svc:full:01", capability="full", max_concurrency=1)
+    router.register(full.agent)
+    holder = asyncio.create_task(router.route("full", "a"))
+    await asyncio.sleep(0.02)
+    queued = asyncio.create_task(router.route("full", "b", task_id="T2"))
+    await asyncio.sleep(0.02)
+    queued.cancel()
+    full.release.set()
+    await asyncio.wait_for(holder, 5)
+    again = await asyncio.wait_for(router.route("full", "b", task_id="T2"), 5)
+    assert (again.status, again.served_by) == (ResultStatus.OK, "candidate")
+    assert full.calls["b"] == 1
 
 
 async def test_a_woken_waiter_cancelled_passes_capacity_on() -> None:

@@ -15,6 +15,7 @@ from reach_adapters.errors import (
     AgentCallError,
     IdempotencyConflictError,
     InvalidMessageError,
+    ReachError,
     ReachTimeoutError,
 )
 from tests.core.conftest import FAST
@@ -50,9 +51,9 @@ async def test_a_repeat_arriving_while_the_first_streams_waits_for_it() -> None:
     assert agent.opened == 1
 
 
-async def test_a_stream_left_early_answers_no_repeat_the_repeat_runs_it() -> None:
+async def test_a_stream_left_early_is_streamed_again_by_its_repeat_when_safe_to_repeat() -> None:
     router = Router(FAST)
-    agent = Streamer("chat:talk:01")
+    agent = Streamer("chat:talk:01", read_only=True)
     router.register(agent)
     async with asyncio.timeout(10):
         chunks = router.stream("talk", {}, task_id="t-1")
@@ -60,6 +61,20 @@ async def test_a_stream_left_early_answers_no_repeat_the_repeat_runs_it() -> Non
         await chunks.aclose()  # type: ignore[attr-defined]
     assert await collect(router, task_id="t-1") == ["chat:talk:01", "done"]
     assert agent.opened == 2
+
+
+async def test_a_stream_left_early_is_not_streamed_again_by_its_repeat_otherwise() -> None:
+    router = Router(FAST)
+    agent = Streamer("chat:talk:01")
+    router.register(agent)
+    async with asyncio.timeout(10):
+        chunks = router.stream("talk", {}, task_id="t-1")
+        assert await anext(chunks) == "chat:talk:01"
+        await chunks.aclose()  # type: ignore[attr-defined]
+    # The agent had the task and may have done the work: the repeat learns how it ended.
+    with pytest.raises(ReachError, match="stopped reading the stream of agent chat:talk:01"):
+        await collect(router, task_id="t-1")
+    assert agent.opened == 1
 
 
 async def test_a_stream_that_failed_after_its_first_chunk_fails_its_repeat_alike() -> None:
@@ -124,7 +139,7 @@ async def test_an_agent_whose_cleanup_is_cancelled_still_frees_its_task_id_for_a
         """Left early, it awaits a helper task it cancels: the cancellation comes out of aclose()."""
 
         agent_id = "chat:talk:01"
-        capabilities = (Capability(name="talk"),)
+        capabilities = (Capability(name="talk", read_only=True),)
         opened = 0
 
         async def invoke(self, message: ReachMessage) -> ReachResult:
@@ -153,7 +168,7 @@ async def test_an_agent_whose_cleanup_is_cancelled_still_frees_its_task_id_for_a
             await chunks.aclose()  # type: ignore[attr-defined]
         # Recorded all the same, as left by its caller.
         assert [(record.status, result.fault) for record, result in seen.reaches] == [("cancelled", "caller")]
-        # Left early: the repeat streams the task itself, rather than waiting for good.
+        # Left early, and safe to repeat: the repeat streams the task itself, not waiting for good.
         assert await collect(router, task_id="t-1") == ["one", "two"]
     assert agent.opened == 2
 

@@ -166,7 +166,7 @@ async def test_a_loop_is_found_after_a_waiting_duplicate_takes_the_task_over() -
         result = await router.route("relay", message.raw_payload, task_id=message.meta_info.task_id)
         return result.model_dump(mode="json")
 
-    relay = Capability(name="relay", timeout_ms=4000)
+    relay = Capability(name="relay", timeout_ms=4000, idempotent=True)  # so the waiting repeat takes over
     router.register(FunctionAgent(forward, agent_id="svc:relay:01", capabilities=[relay]))
     first = asyncio.create_task(router.route("relay", {"x": 1}, task_id="L1"))
     await asyncio.sleep(0.05)
