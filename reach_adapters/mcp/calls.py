@@ -10,6 +10,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CONNECTION_CLOSED,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
     REQUEST_TIMEOUT,
     RequestParamsMeta,
@@ -24,6 +25,10 @@ from reach_adapters.mcp.relay import Relays
 from reach_adapters.router import UNKNOWN_OUTCOME, ErrorKind, error_result, onward, time_left
 
 __all__ = ["ToolRoute", "call_tool"]
+
+# The SDK server's words (`NoBackChannelError`) for a request a session cannot carry; the client
+# side sees only the JSON-RPC error.
+_NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,23 @@ async def call_tool(
             error = f"MCP server {agent_id} needs {route.tool!r}'s caller to answer: {call.refusal}"
             return error_result(
                 message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
+            )
+        if exc.code == INVALID_REQUEST and _NO_BACK_CHANNEL in exc.message:
+            # The tool asked its client mid-call, the 2025 way, on a 2026-07-28 session that
+            # cannot carry it: any replica would, and the server is not failing.
+            error = (
+                f"MCP server {agent_id}: tool {route.tool!r} asked its client for input mid-call, "
+                f"which this 2026-07-28 session cannot carry ({exc.message}); connect the server "
+                "with MCPOptions(protocol='2025-11-25') (protocol: 2025-11-25 in a config file)"
+            )
+            return error_result(
+                message,
+                ResultStatus.ERROR,
+                MCPProtocolError.__name__,
+                error,
+                fault=Fault.TASK,
+                agent_id=agent_id,
+                delivered=True,
             )
         if exc.code == REQUEST_TIMEOUT:
             msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"

@@ -7,6 +7,7 @@ anything that does: checking a directory must not need the ``mcp`` extra loaded.
 from __future__ import annotations
 
 import sys
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,6 +63,15 @@ class MCPOptions(BaseModel):
         description=(
             "Declare sampling and elicitation to the server and pass its requests to the MCP client "
             "calling through the router; off, the server sees a client without them."
+        ),
+    )
+    protocol: Literal["auto", "2025-11-25"] = Field(
+        "auto",
+        description=(
+            "'auto' negotiates the newest protocol version the server speaks (2026-07-28 with "
+            "servers of the MCP SDK 2.x); '2025-11-25' keeps to the initialize handshake, for "
+            "servers whose tools ask their client mid-call (ctx.elicit, create_message), which "
+            "a 2026-07-28 session cannot carry."
         ),
     )
     hop_tokens: bool = Field(

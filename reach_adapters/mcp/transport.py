@@ -44,6 +44,7 @@ def open_client(
         "message_handler": on_message,
         "cache": None,
         "logging_callback": relays.on_log,
+        "mode": "legacy" if options.protocol == "2025-11-25" else "auto",
     }
     if options.relay_requests:
         handlers |= {"sampling_callback": relays.on_sampling, "elicitation_callback": relays.on_elicitation}

@@ -203,3 +203,32 @@ async def test_a_caller_that_answers_with_an_error_is_to_blame(gateway: MCPEndpo
     assert refused.meta is not None
     assert refused.meta["agent-reach/fault"] == "caller"
     assert all(info.breaker == "closed" for info in router.catalog())
+
+
+@pytest.mark.parametrize("transport", ["in-process", "stdio"])
+async def test_a_tool_that_asks_mid_call_is_relayed_on_the_2025_protocol_and_told_so_on_2026(
+    transport: str,
+) -> None:
+    """`ctx.elicit` sends a request during the call, which only a 2025-11-25 session carries."""
+    for protocol, asked in (("auto", []), ("2025-11-25", ["Your name?"])):
+        options = MCPOptions(protocol=protocol)
+        if transport == "stdio":
+            args = ["-m", "tests.mcp_adapter.servers.chatty"]
+            agent = await MCPServerAgent.connect("chatty", command=sys.executable, args=args, options=options)
+        else:
+            agent = await MCPServerAgent.connect("chatty", server=chatty.server, options=options)
+        caller = Caller()
+        async with Router() as router:
+            router.register(agent)
+            endpoint = await start_mcp_server(router, port=0)
+            async with endpoint, caller.client(endpoint.url, "legacy") as client:
+                answer = await client.call_tool("ask_mid_call", {})
+            text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
+            assert caller.asked == asked
+            if asked:
+                assert (answer.is_error, text) == (False, "hello Ada")
+            else:
+                assert answer.is_error
+                assert "MCPOptions(protocol='2025-11-25')" in text
+            # Either way the server is not to blame.
+            assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())

@@ -52,6 +52,13 @@ async def summarize(text: str, summary: Annotated[CreateMessageResult, Resolve(_
 
 
 @server.tool()
+async def ask_mid_call(ctx: Context) -> str:
+    """Greet whoever answers, asked the 2025 way: a request to the client during the call."""
+    answer = await ctx.elicit("Your name?", Name)
+    return f"hello {answer.data.name}" if answer.action == "accept" else answer.action
+
+
+@server.tool()
 async def can_ask(ctx: Context) -> bool:
     """Whether the client declared elicitation."""
     capabilities = ctx.client_capabilities
