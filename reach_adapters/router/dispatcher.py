@@ -32,12 +32,12 @@ from reach_adapters.router.idempotency import IdempotencyStore, fingerprint
 from reach_adapters.router.matching import LexicalMatcher, Matcher
 from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.outcomes import ErrorKind, error_result
-from reach_adapters.router.planning import Plan, Planner, slot_for
+from reach_adapters.router.planning import Plan, Planner
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.recording import new_record, record_outcome, settle
 from reach_adapters.router.registry import Registry
-from reach_adapters.router.repeats import Repeated, claim, settler
+from reach_adapters.router.repeats import Repeated, claim, may_run_again, repeat_wait_s, settler
 from reach_adapters.router.retry import RetryBudget, may_resend
 from reach_adapters.router.selection import Problem
 from reach_adapters.router.state import Slot
@@ -197,7 +197,8 @@ class Dispatcher:
         if stream is not None:
             # A repeated stream is answered with chunks, a repeated call with a payload.
             request = request._replace(mode="stream")
-        claimed = await claim(self.dedupe, message, request, partial(self._repeat_wait_s, message, stream))
+        wait_s = partial(repeat_wait_s, self.registry, message, stream is not None)
+        claimed = await claim(self.dedupe, message, request, wait_s)
         if isinstance(claimed, Repeated):
             if not claimed.refused:
                 return claimed.result
@@ -209,7 +210,7 @@ class Dispatcher:
             result = await self._passes(message, tracer, run)
         except BaseException:
             gone = run.cancelled
-            if gone is not None and not self._may_run_again(message, gone):
+            if gone is not None and not may_run_again(self.registry, message, gone):
                 # The agent had the task and may have done it: a repeat gets this, never a second
                 # delivery (a timeout after delivery is kept the same way).
                 self.dedupe.settle(task_id, claimed, gone)
@@ -221,24 +222,6 @@ class Dispatcher:
         else:
             stream.settles(result, settler(self.dedupe, task_id, claimed), self.dedupe.max_result_bytes)
         return result
-
-    def _may_run_again(self, message: ReachMessage, gone: ReachResult) -> bool:
-        """Whether a repeat of a task its caller gave up on may run it: it never reached an agent,
-        or the capability the agent had it under is safe to repeat."""
-        runtime = self.registry.get(gone.agent_id or "") if gone.delivered else None
-        if runtime is None:
-            return not gone.delivered
-        slot = slot_for(runtime.slots, message.meta_info.capability or "")
-        return slot is not None and slot.capability.safe_to_repeat
-
-    def _repeat_wait_s(self, message: ReachMessage, stream: Opener | None) -> float | None:
-        """How long a repeat may wait for the first request of its task id: until its own
-        deadline; without one, as long as the first runs (a call's ends with its deadline) or
-        any stream may run here (the first may have fallen back to another capability's agent)."""
-        meta = message.meta_info
-        if apply_caller_timeout(meta):
-            return max((meta.deadline or 0.0) - time.time(), 0.0)
-        return None if stream is None else self.registry.longest_timeout_ms() / 1000.0
 
     def _strategy_for(self, message: ReachMessage) -> Strategy | None:
         return self.strategies.get(message.routing_hint.strategy or self.policy.strategy)

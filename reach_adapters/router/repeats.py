@@ -5,6 +5,7 @@ their own deadline passes first."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -12,10 +13,22 @@ from pydantic import JsonValue
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.errors import IdempotencyConflictError
+from reach_adapters.router.deadlines import apply_caller_timeout
 from reach_adapters.router.idempotency import Fingerprint, IdempotencyStore, payload_size
 from reach_adapters.router.outcomes import ErrorKind, error_result
+from reach_adapters.router.planning import slot_for
+from reach_adapters.router.registry import Registry
 
-__all__ = ["Kept", "Repeated", "Settle", "claim", "settler", "still_running"]
+__all__ = [
+    "Kept",
+    "Repeated",
+    "Settle",
+    "claim",
+    "may_run_again",
+    "repeat_wait_s",
+    "settler",
+    "still_running",
+]
 
 # Takes what repeats of a stream's task id get (None: nothing, the next one streams it itself)
 # and whether later repeats may get it too.
@@ -130,3 +143,23 @@ def settler(store: IdempotencyStore, task_id: str, future: asyncio.Future[ReachR
             store.settle(task_id, future, outcome, keep)
 
     return settle
+
+
+def repeat_wait_s(registry: Registry, message: ReachMessage, stream: bool) -> float | None:
+    """How long a repeat may wait for the first request of its task id: until its own deadline;
+    without one, as long as the first runs (a call's ends with its deadline) or any `stream` may
+    run here (the first may have fallen back to another capability's agent)."""
+    meta = message.meta_info
+    if apply_caller_timeout(meta):
+        return max((meta.deadline or 0.0) - time.time(), 0.0)
+    return registry.longest_timeout_ms() / 1000.0 if stream else None
+
+
+def may_run_again(registry: Registry, message: ReachMessage, gone: ReachResult) -> bool:
+    """Whether a repeat of a task its caller gave up on (`gone`) may run it: it never reached an
+    agent, or the capability the agent had it under is safe to repeat."""
+    runtime = registry.get(gone.agent_id or "") if gone.delivered else None
+    if runtime is None:
+        return not gone.delivered
+    slot = slot_for(runtime.slots, message.meta_info.capability or "")
+    return slot is not None and slot.capability.safe_to_repeat
