@@ -6,7 +6,9 @@
    does. Target: routed / ClientSession <= 1.10x at p50. Also shown against a persistent
    ``mcp.Client`` (which negotiates 2026-07-28 by ``server/discover``, as the router's own client
    does) and a bare ``ClientSession`` that adopted 2026-07-28 by ``discover()``, each with its tools
-   listed, each on its own server process.
+   listed, each on its own server process; and a routed call whose agent keeps to 2025-11-25
+   (``MCPOptions(protocol="2025-11-25")``), the baseline session's version, which shows the
+   router's own cost apart from the protocol's.
 2. Gateway hop: an MCP client calling the router served as an MCP server, which calls the
    upstream server, against the client calling the upstream directly; the upstream in process.
    Target: the hop adds <= 1 ms at p50. Shown with the client in process and over streamable HTTP.
@@ -40,7 +42,7 @@ from benchmarks.mcp_bench_server import server as upstream
 from benchmarks.stats import measure, summary
 from reach_adapters import Router
 from reach_adapters.langchain import ReachToolkit
-from reach_adapters.mcp import MCPServerAgent, RouterMCPServer, start_mcp_server
+from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer, start_mcp_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = str(Path(__file__).with_name("mcp_bench_server.py"))
@@ -112,6 +114,7 @@ async def bench_stdio(calls: int) -> None:
     modern_case = "direct: ClientSession.call_tool (discover)"
     client_case = "direct: mcp.Client.call_tool"
     routed_case = "routed: router.route -> MCPServerAgent"
+    legacy_case = "routed: ... MCPOptions(protocol='2025-11-25')"
     async with AsyncExitStack() as stack:
         session = await stack.enter_async_context(bare_session(params))
         modern = await stack.enter_async_context(bare_session(params, modern=True))
@@ -120,6 +123,11 @@ async def bench_stdio(calls: int) -> None:
         router = await stack.enter_async_context(Router())
         agent = await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER])
         router.register(agent)
+        # The same, keeping to the baseline session's protocol version: the router's own cost.
+        legacy_router = await stack.enter_async_context(Router())
+        options = MCPOptions(protocol="2025-11-25")
+        legacy = await MCPServerAgent.connect("bench", command=sys.executable, args=[SERVER], options=options)
+        legacy_router.register(legacy)
         routed_client = agent._connection.client  # only to show its protocol version
         versions = {
             session_case: session.protocol_version,
@@ -135,6 +143,7 @@ async def bench_stdio(calls: int) -> None:
                     modern_case: lambda: modern.call_tool("add", ARGS),
                     client_case: lambda: client.call_tool("add", ARGS),
                     routed_case: lambda: router.route("add", ARGS),
+                    legacy_case: lambda: legacy_router.route("add", ARGS),
                 },
                 calls,
             )
@@ -144,6 +153,8 @@ async def bench_stdio(calls: int) -> None:
     print(f"  routed / ClientSession (initialize) at p50: {ratio:.3f}x   (target <= {STDIO_TARGET}x: {met})")
     print(f"  routed / ClientSession (discover) at p50:   {p50[routed_case] / p50[modern_case]:.3f}x")
     print(f"  routed / mcp.Client at p50:                 {p50[routed_case] / p50[client_case]:.3f}x")
+    same = p50[legacy_case] / p50[session_case]
+    print(f"  routed with protocol 2025-11-25 / ClientSession (initialize), one version: {same:.3f}x")
 
 
 @asynccontextmanager
