@@ -37,23 +37,35 @@ def apply_caller_timeout(meta: MetaInfo) -> bool:
 # How long an enclosing delivery due with a nested one waits for the nested agent's timeout to
 # reach its agent's code, which may still answer with it.
 _AFTER_INNER_S = 0.001
+# A nested delivery due this close to its enclosing one's deadline shares it (a nested call
+# carries its caller's deadline; the clock reads of the two land a little apart).
+_SHARED_DEADLINE_S = 0.05
 
 
 class Expiry:
     """The deadline of one delivery: cancels its task if it is still active when it fires.
 
-    `inner`: the delivery nested in this one on the same task (an agent awaiting a routed call),
-    while it runs; `held`: this one was held back once for it.
+    `outer` is the delivery this one is nested in (its agent awaits this routed call, in its own
+    task or another), `inners` those nested in it while they run; `cut_inner` the last of them
+    (or of theirs) cut; `held`: it was held back once for them.
     """
 
-    __slots__ = ("active", "fired", "held", "inner", "task")
+    __slots__ = ("active", "cut_inner", "fired", "held", "inners", "outer", "task", "when")
 
-    def __init__(self, task: asyncio.Task[object]) -> None:
+    def __init__(self, task: asyncio.Task[object], when: float, outer: Expiry | None) -> None:
         self.task = task
+        self.when = when
         self.active = True
         self.fired = False
         self.held = False
-        self.inner: Expiry | None = None
+        self.cut_inner: Expiry | None = None
+        self.inners: list[Expiry] | None = None
+        self.outer = outer
+        if outer is not None:
+            if outer.inners is None:
+                outer.inners = [self]
+            else:
+                outer.inners.append(self)
 
     def consume(self) -> bool:
         """Whether it fired (once): the caller then owes the task an ``uncancel()``."""
@@ -72,9 +84,10 @@ class Watchdog:
         self._timer_at = math.inf
         self._live = 0
 
-    def watch(self, task: asyncio.Task[object], budget_s: float) -> Expiry:
-        expiry = Expiry(task)
+    def watch(self, task: asyncio.Task[object], budget_s: float, outer: Expiry | None = None) -> Expiry:
+        """Cancel `task` after `budget_s`; `outer`: the running delivery this one is nested in."""
         when = self._loop.time() + budget_s
+        expiry = Expiry(task, when, outer if outer is not None and outer.active else None)
         heap = self._heap
         heapq.heappush(heap, (when, next(self._seq), expiry))
         self._live += 1
@@ -90,6 +103,10 @@ class Watchdog:
         if expiry.active:
             expiry.active = False
             self._live -= 1
+            outer = expiry.outer
+            if outer is not None and outer.inners is not None:
+                outer.inners.remove(expiry)
+                expiry.outer = None
 
     def _arm(self, when: float) -> None:
         if self._timer is not None:
@@ -107,26 +124,41 @@ class Watchdog:
             _, seq, expiry = heapq.heappop(heap)
             if not expiry.active:
                 continue
-            inner = expiry.inner
-            if inner is not None and (inner.active or inner.fired) and not expiry.held:
-                # A nested call carries its caller's deadline, so its delivery is due too, give or
-                # take the clock reads: it is cut first (once per task: a second cancellation
-                # would read as its caller's), and the timeout is the nested agent's. This one
-                # follows shortly, if its agent still runs by then.
+            if not expiry.held and (self._cut_inners(expiry, now) or _cut_pending(expiry)):
+                # A nested delivery sharing this deadline is cut first, so the timeout is the
+                # nested agent's (one cut per task at a time: a second cancellation would read
+                # as its caller's). This one follows shortly, if its agent still runs by then.
                 expiry.held = True
                 held.append((seq, expiry))
-                if not inner.active:
-                    continue
-                while inner.inner is not None and inner.inner.active:
-                    inner = inner.inner
-                expiry = inner
-            self.release(expiry)
-            expiry.fired = True
-            expiry.task.cancel()
+                continue
+            self._cut(expiry)
         for seq, expiry in held:
             heapq.heappush(heap, (now + _AFTER_INNER_S, seq, expiry))
         if heap:
             self._arm(heap[0][0])
+
+    def _cut_inners(self, expiry: Expiry, now: float) -> bool:
+        """Cut the innermost deliveries nested in `expiry` that share its deadline; whether any."""
+        cut = False
+        for inner in list(expiry.inners or ()):
+            if inner.active and not self._cut_inners(inner, now) and inner.when <= now + _SHARED_DEADLINE_S:
+                self._cut(inner)
+            cut = cut or not inner.active or _cut_pending(inner)
+        return cut
+
+    def _cut(self, expiry: Expiry) -> None:
+        outer = expiry.outer
+        self.release(expiry)
+        expiry.fired = True
+        expiry.task.cancel()
+        while outer is not None:
+            outer.cut_inner = expiry
+            outer = outer.outer
+
+
+def _cut_pending(expiry: Expiry) -> bool:
+    """Whether a delivery nested in `expiry` was cut and its agent has not seen it yet."""
+    return expiry.cut_inner is not None and expiry.cut_inner.fired
 
 
 # By the loop's id, held weakly: an entry lives as long as its watchdog, which holds its loop, so

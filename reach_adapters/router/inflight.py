@@ -30,14 +30,13 @@ class InFlight:
     `exit` in its ``finally``. The agent may `Hop.linger` past `close`, keeping the slot taken.
     """
 
-    __slots__ = ("_cancelling", "_expiry", "_outer", "_task", "_token", "_watch", "hop", "slot", "start")
+    __slots__ = ("_cancelling", "_expiry", "_task", "_token", "_watch", "hop", "slot", "start")
 
     _task: asyncio.Task[object]
     _watch: Watchdog
     _expiry: Expiry
     _token: Token[Hop | None]
     _cancelling: int
-    _outer: Expiry | None
 
     def __init__(self, slot: Slot, meta: MetaInfo) -> None:
         runtime = slot.runtime
@@ -55,16 +54,10 @@ class InFlight:
         self._task = task
         self._cancelling = task.cancelling()
         watch = self._watch = watchdog(task.get_loop())
-        expiry = self._expiry = watch.watch(task, budget_s)
+        # Nested in the delivery whose agent makes this call: its deadline cuts this one first.
         outer = current_hop()
-        enclosing = None if outer is None else outer.expiry
-        if enclosing is not None and enclosing.active and enclosing.task is task:
-            # Nested in another delivery of this task: its deadline cuts this one first.
-            enclosing.inner = expiry
-        else:
-            enclosing = None
-        self._outer = enclosing
-        self.hop.expiry = expiry
+        expiry = watch.watch(task, budget_s, None if outer is None else outer.expiry)
+        self._expiry = self.hop.expiry = expiry
         self._token = enter_hop(self.hop)
 
     def cancelled(self) -> None:
@@ -86,8 +79,8 @@ class InFlight:
         """The agent's step is over (``finally``): out of the hop, off the watchdog."""
         leave_hop(self._token)
         self._watch.release(self._expiry)
-        if self._outer is not None:
-            self._outer.inner = None
+        # Nothing the agent left running (a task it spawned keeps the hop) holds this step's.
+        self.hop.expiry = None
         if self._expiry.consume():
             # The agent swallowed our cancellation: take it back, as asyncio.timeout does.
             self._task.uncancel()

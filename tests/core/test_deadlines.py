@@ -32,8 +32,7 @@ async def test_a_nested_delivery_is_cut_first_and_its_task_cancelled_once() -> N
     assert task is not None
     watch = watchdog(asyncio.get_running_loop())
     outer = watch.watch(task, 0.01)
-    inner = watch.watch(task, 0.03)  # due a little later, as clock reads may make it
-    outer.inner = inner
+    inner = watch.watch(task, 0.03, outer)  # due a little later, as clock reads may make it
     with pytest.raises(asyncio.CancelledError):
         await asyncio.sleep(10)
     assert task.cancelling() == 1
@@ -41,7 +40,6 @@ async def test_a_nested_delivery_is_cut_first_and_its_task_cancelled_once() -> N
     assert not outer.consume()
     task.uncancel()
     # The enclosing one follows, should its code still run.
-    outer.inner = None
     with pytest.raises(asyncio.CancelledError):
         await asyncio.sleep(10)
     assert outer.consume()

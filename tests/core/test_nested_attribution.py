@@ -4,6 +4,8 @@ cancellation an agent raises is none of its caller's (DESIGN §6)."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -139,3 +141,70 @@ async def test_a_cancelled_error_of_the_agents_own_is_its_failure_not_a_cancelle
         assert "not cancelled" in (result.error or "")
     assert agent_info(router, "c:flaky:01").breaker is BreakerState.OPEN
     assert router.explain(result.task_id).status is ResultStatus.ERROR
+
+
+async def test_a_calling_agent_cut_by_its_own_shorter_limit_is_the_one_timed_out() -> None:
+    router = Router(FAST)
+
+    async def inner(payload: Any) -> Any:
+        await asyncio.sleep(1)
+
+    async def outer(payload: Any) -> Any:
+        return (await router.route("inner", {}, task_id="inner-1")).raise_for_status().payload
+
+    router.register(
+        FunctionAgent(inner, agent_id="n:inner:01", capabilities=[Capability(name="inner", timeout_ms=5000)])
+    )
+    router.register(
+        FunctionAgent(outer, agent_id="n:outer:01", capabilities=[Capability(name="outer", timeout_ms=300)])
+    )
+    result = await asyncio.wait_for(router.route("outer", {}, timeout_ms=10_000), 5)
+    assert (result.status, result.fault, result.agent_id) == (ResultStatus.TIMEOUT, Fault.AGENT, "n:outer:01")
+    nested = router.explain("inner-1").attempts
+    assert [(a.status, a.fault) for a in nested] == [(ResultStatus.CANCELLED, Fault.CALLER)]
+    assert agent_info(router, "n:inner:01").failures == 0
+
+
+async def test_nested_calls_in_tasks_the_agent_started_are_cut_first_too() -> None:
+    router = Router(FAST)
+
+    async def inner(payload: Any) -> Any:
+        await asyncio.sleep(60)
+
+    async def outer(i: int) -> Any:
+        both = await asyncio.gather(*(router.route("inner", {}, task_id=f"inner-{i}-{n}") for n in (1, 2)))
+        return [result.status.value for result in both]
+
+    nested_pair(router, inner, outer, timeout_ms=300)
+    for i in range(2):
+        result = await asyncio.wait_for(router.route("outer", {"i": i}), 5)
+        assert (result.status, result.payload) == (ResultStatus.OK, ["timeout", "timeout"])
+        for n in (1, 2):
+            [attempt] = router.explain(f"inner-{i}-{n}").attempts
+            assert (attempt.status, attempt.fault) == (ResultStatus.TIMEOUT, Fault.AGENT)
+    outer_info = agent_info(router, "n:outer:01")
+    assert (outer_info.breaker, outer_info.failures) == (BreakerState.CLOSED, 0)
+
+
+async def test_a_finished_callers_task_is_not_kept_by_tasks_its_agent_left_running() -> None:
+    router = Router(FAST)
+    left: list[asyncio.Task[None]] = []
+
+    async def agent(payload: Any) -> Any:
+        left.append(asyncio.create_task(asyncio.sleep(30)))  # keeps a copy of the call's context
+        return "ok"
+
+    router.register(
+        FunctionAgent(agent, agent_id="a:bg:01", capabilities=[Capability(name="bg", timeout_ms=50)])
+    )
+    caller = asyncio.create_task(router.route("bg", {}))
+    assert (await caller).ok
+    await asyncio.sleep(0.1)  # past the deadline: the watchdog dropped its entry
+    gone = weakref.ref(caller)
+    del caller
+    gc.collect()
+    try:
+        assert gone() is None
+    finally:
+        for task in left:
+            task.cancel()
