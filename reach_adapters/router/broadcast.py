@@ -33,9 +33,13 @@ async def fan_out(
     as cancelled, never dropped.
     """
     start = time.perf_counter()
-    tasks = {
-        asyncio.create_task(deliver(slot, message, deadline, errors, recheck=True)): slot for slot in slots
-    }
+    started: set[str] = set()
+
+    async def attempt(slot: Slot) -> tuple[ReachResult, float]:
+        started.add(slot.runtime.agent_id)
+        return await deliver(slot, message, deadline, errors, recheck=True)
+
+    tasks = {asyncio.create_task(attempt(slot)): slot for slot in slots}
     results: dict[str, ReachResult] = {}
     winner: ReachResult | None = None
     pending = set(tasks)
@@ -59,21 +63,25 @@ async def fan_out(
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-    elapsed_ms = (time.perf_counter() - start) * 1000.0
-    for task in pending:
-        # Started with the others, so its agent had the task: it may have done the work.
-        agent_id = tasks[task].runtime.agent_id
-        stopped = error_result(
-            message,
-            ResultStatus.CANCELLED,
-            ErrorKind.CANCELLED,
-            cut_short(f"merge {merge!r} was decided first", agent_id),
-            fault=Fault.ROUTER,
-            agent_id=agent_id,
-            delivered=True,
-        )
-        results[agent_id] = stopped
-        record.add_attempt(agent_id, stopped, elapsed_ms)
+            # Decided, or its caller gave up: the targets stopped still had the task, and may have
+            # done the work (a repeat of the task id must know).
+            decided = winner is not None
+            who = f"merge {merge!r} was decided first" if decided else "the caller cancelled it"
+            elapsed_ms = (time.perf_counter() - start) * 1000.0
+            for task in pending:
+                agent_id = tasks[task].runtime.agent_id
+                had = agent_id in started
+                stopped = error_result(
+                    message,
+                    ResultStatus.CANCELLED,
+                    ErrorKind.CANCELLED,
+                    cut_short(who, agent_id) if had else f"{who} before agent {agent_id} had it",
+                    fault=Fault.ROUTER if decided else Fault.CALLER,
+                    agent_id=agent_id,
+                    delivered=had,
+                )
+                results[agent_id] = stopped
+                record.add_attempt(agent_id, stopped, elapsed_ms)
     ordered = [results[slot.runtime.agent_id] for slot in slots]
     return _merge(message, merge, ordered, winner)
 

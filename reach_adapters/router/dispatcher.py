@@ -300,7 +300,10 @@ class Dispatcher:
                 # Answered; or the agent did the task and answered no, which another would too.
                 return self._finish(run, message, record, result, start, "candidate", plan.queued_ms, routed)
             if result.fault is Fault.CALLER:
-                return self._finish(run, message, record, result, start, "none", plan.queued_ms)
+                unavailable = self.planner.unavailable_fit(message, result)
+                if unavailable is None:
+                    return self._finish(run, message, record, result, start, "none", plan.queued_ms)
+                result = unavailable
             if not may_resend(result, last.capability.safe_to_repeat):
                 # The work may have been done already; a fallback would do it a second time.
                 record.note = (

@@ -6,14 +6,14 @@ import logging
 import time
 from collections.abc import Callable
 
-from middleware import Fault, MetaInfo, ReachMessage, ResultStatus
+from middleware import Fault, MetaInfo, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import resumes
 from reach_adapters.router.guard import Guard
 from reach_adapters.router.matching import Matcher, task_text
-from reach_adapters.router.outcomes import ErrorKind
+from reach_adapters.router.outcomes import ErrorKind, error_result
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.selection import (
@@ -112,6 +112,22 @@ class Planner:
         if runtime is None or len(runtime.slots) != 1:
             return None
         return runtime.slots[0].capability.name
+
+    def unavailable_fit(self, message: ReachMessage, refused: ReachResult) -> ReachResult | None:
+        """When the candidates refused the payload (`refused`, their best one's complaint) but a
+        declaration whose agent cannot serve now takes it: the router's failure to serve it, not
+        the caller's mistake (so fallback applies). Else None."""
+        if refused.error_type != ErrorKind.PAYLOAD_VALIDATION or refused.delivered:
+            return None
+        if self.invalid_payload(message) is not None:
+            return None
+        error = (
+            "the payload fits a declaration of the capability whose agent cannot take it now (see "
+            f"explain(task_id).exclusions), not one of those that could: {refused.error}"
+        )
+        return error_result(
+            message, ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, fault=Fault.ROUTER
+        )
 
     def invalid_payload(self, message: ReachMessage) -> str | None:
         """Why the payload fits no declaration of the requested capability, or None.

@@ -421,6 +421,23 @@ async def test_a_payload_one_candidate_refuses_goes_to_another_whose_declaration
     untouched(router, "t:v2:01")
 
 
+async def test_a_payload_only_a_busy_declaration_takes_is_the_routers_to_serve_not_invalid() -> None:
+    router = Router(FAST)
+    cents = {"type": "object", "properties": {"cents": {"type": "integer"}}, "required": ["cents"]}
+    text = {"type": "object", "properties": {"text": {}}, "required": ["text"], "additionalProperties": False}
+    router.register(echo_agent("p:v1:01", "pay", input_schema=text, weight=10))
+    busy = Gate("p:v2:01", capability="pay", input_schema=cents, version="2", max_concurrency=1)
+    router.register(busy.agent)
+    holding = asyncio.create_task(router.send("p:v2:01", {"cents": 1}, capability="pay"))
+    await asyncio.sleep(0.05)
+    result = await router.route("pay", {"cents": 5}, timeout_ms=500)
+    assert (result.status, result.fault) == (ResultStatus.NO_CANDIDATE, Fault.ROUTER)
+    assert "cannot take it now" in (result.error or "")
+    busy.release.set()
+    assert (await holding).ok
+    assert (await router.route("pay", {"cents": 5})).agent_id == "p:v2:01"
+
+
 async def test_positional_only_parameters_are_passed_by_position() -> None:
     def scale(x: int, factor: int = 2, /, *, offset: int = 0) -> int:
         return x * factor + offset

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from middleware import Fault, ReachMessage, ResultStatus
+from middleware import Fault, MergePolicy, ReachMessage, ResultStatus
 from reach_adapters import (
     AgentHandle,
     AgentState,
@@ -94,6 +94,30 @@ async def test_duplicate_waiter_survives_the_first_callers_cancellation() -> Non
     assert result.ok
     # Safe to repeat: it delivered the task itself once the first gave up.
     assert result.served_by == "candidate"
+
+
+@pytest.mark.parametrize("merge", ["all", "first"])
+async def test_a_broadcast_its_caller_gave_up_on_is_not_delivered_again(merge: MergePolicy) -> None:
+    router = Router()
+    gates = [Gate(f"svc:work:0{n}") for n in (1, 2)]
+    for gate in gates:
+        router.register(gate.agent)
+    first = asyncio.create_task(router.broadcast("work", "x", task_id="B1", merge=merge))
+    await asyncio.sleep(0.05)
+    first.cancel()
+    for gate in gates:
+        gate.release.set()
+    repeat = await asyncio.wait_for(router.broadcast("work", "x", task_id="B1", merge=merge), 5)
+    assert (repeat.status, repeat.served_by, repeat.delivered) == (
+        ResultStatus.CANCELLED,
+        "deduplicated",
+        True,
+    )
+    assert [gate.calls["x"] for gate in gates] == [1, 1]
+    attempts = router.explain("B1").attempts
+    assert {(a.agent_id, a.status, a.delivered) for a in attempts} == {
+        (f"svc:work:0{n}", ResultStatus.CANCELLED, True) for n in (1, 2)
+    }
 
 
 async def test_a_repeat_waits_for_the_first_call_no_longer_than_its_own_deadline() -> None:
