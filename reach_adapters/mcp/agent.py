@@ -300,7 +300,14 @@ class MCPServerAgent:
         options = self._spec.options
         timeout_s = options.timeout_ms / 1000.0
         return await call_tool(
-            client, route, message, self._converter, timeout_s, self._relays, signed=options.hop_tokens
+            client,
+            route,
+            message,
+            self._converter,
+            timeout_s,
+            self._relays,
+            signed=options.hop_tokens,
+            relaying=options.relay_requests,
         )
 
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------

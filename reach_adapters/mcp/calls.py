@@ -29,6 +29,8 @@ __all__ = ["ToolRoute", "call_tool"]
 # The SDK server's words (`NoBackChannelError`) for a request a session cannot carry; the client
 # side sees only the JSON-RPC error.
 _NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
+# The SDK client's answers to such requests when it has no callback for them (relay_requests off).
+_NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +54,11 @@ async def call_tool(
     relays: Relays,
     *,
     signed: bool = False,
+    relaying: bool = True,
 ) -> ReachResult:
     """Call `route.tool` with the message's arguments within its deadline; `signed`: with a hop
-    token for the server (another reach serve).
+    token for the server (another reach serve); `relaying`: the agent relays the server's
+    requests to callers (`MCPOptions.relay_requests`).
 
     A tool error is an error result nobody should retry; a server that misbehaves gives a
     retryable one; a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
@@ -85,14 +89,10 @@ async def call_tool(
             return error_result(
                 message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
             )
-        if exc.code == INVALID_REQUEST and _NO_BACK_CHANNEL in exc.message:
-            # The tool asked its client mid-call, the 2025 way, on a 2026-07-28 session that
-            # cannot carry it: any replica would, and the server is not failing.
-            error = (
-                f"MCP server {agent_id}: tool {route.tool!r} asked its client for input mid-call, "
-                f"which this 2026-07-28 session cannot carry ({exc.message}); connect the server "
-                "with MCPOptions(protocol='2025-11-25') (protocol: 2025-11-25 in a config file)"
-            )
+        if exc.code == INVALID_REQUEST and (_NO_BACK_CHANNEL in exc.message or exc.message in _NOT_RELAYED):
+            # The tool asked its client something this session or agent cannot pass on: any
+            # replica would ask the same, and the server is not failing.
+            error = _not_carried(agent_id, route.tool, exc.message, relaying)
             return error_result(
                 message,
                 ResultStatus.ERROR,
@@ -147,6 +147,20 @@ async def call_tool(
         # The same payload a local function returning the bare value gives.
         amend(result, {"payload": result.payload["result"]})
     return result
+
+
+def _not_carried(agent_id: str, tool: str, said: str, relaying: bool) -> str:
+    """Why the tool's question to its client went unanswered, and what would carry it."""
+    if not relaying:
+        fix = "connect the server with relay_requests on"
+        if _NO_BACK_CHANNEL in said:
+            fix += " and protocol 2025-11-25 (MCPOptions(protocol='2025-11-25'))"
+    else:
+        fix = "connect the server with MCPOptions(protocol='2025-11-25')"
+    return (
+        f"MCP server {agent_id}: tool {tool!r} asked its client for input mid-call, which this "
+        f"session cannot pass on ({said}); {fix}"
+    )
 
 
 def _failed(

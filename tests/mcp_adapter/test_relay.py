@@ -232,3 +232,15 @@ async def test_a_tool_that_asks_mid_call_is_relayed_on_the_2025_protocol_and_tol
                 assert "MCPOptions(protocol='2025-11-25')" in text
             # Either way the server is not to blame.
             assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
+
+
+async def test_a_question_an_agent_does_not_relay_is_no_failure_of_the_server() -> None:
+    options = MCPOptions(protocol="2025-11-25", relay_requests=False)
+    agent = await MCPServerAgent.connect("chatty", server=chatty.server, options=options)
+    async with Router() as router:
+        router.register(agent)
+        for _ in range(2):
+            result = await router.route("ask_mid_call", {})
+            assert (result.status, result.fault) == ("error", "task")
+            assert "relay_requests on" in (result.error or "")
+        assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
