@@ -12,15 +12,10 @@ from pydantic import JsonValue
 from middleware import Converter, ReachMessage, ReachResult
 from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
+from reach_adapters.langchain.chat_schemas import plain_fields, text_to_chat, with_message_schema
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
-from reach_adapters.langchain.derive import (
-    derive_capability,
-    native_schemas,
-    plain_fields,
-    text_to_chat,
-    with_message_schema,
-)
+from reach_adapters.langchain.derive import derive_capability, native_schemas
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed,
