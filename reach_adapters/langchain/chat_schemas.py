@@ -22,6 +22,7 @@ __all__ = [
     "payload_schema",
     "plain_fields",
     "text_to_chat",
+    "untyped_list",
     "with_message_schema",
 ]
 
@@ -144,13 +145,14 @@ def _is_chat_schema(schema: dict[str, Any]) -> bool:
 def payload_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     """The schema of the *payload* the converter makes of the output, when it is known.
 
-    A loosely typed output (``dict``, ``Any``) may come back chat-shaped, and then the payload is
-    the answer's text: only a schema that says more than "an object" can describe the payload.
+    A loosely typed output (``dict``, ``Any``, a list of anything, an object whose ``messages``
+    holds anything) may come back chat-shaped, and then the payload is the answer's text: only a
+    schema that says more can describe the payload.
     """
     if not schema:
         return None
     schema = with_message_schema(schema)
-    if schema in _LOOSE:
+    if schema in _LOOSE or untyped_list(schema) or untyped_list(schema.get("properties", {}).get("messages")):
         return None
     if not _is_chat_schema(schema):
         return schema
@@ -159,6 +161,11 @@ def payload_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     # None when the run added no AI message (a LangGraph interrupt, say).
     return {"type": ["string", "null"]}
+
+
+def untyped_list(schema: Any) -> bool:
+    """Whether `schema` is LangChain's schema of a ``list`` of anything."""
+    return isinstance(schema, dict) and schema.get("type") == "array" and schema.get("items", {}) == {}
 
 
 def _replace(node: Any, refs: set[str]) -> Any:

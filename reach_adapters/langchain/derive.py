@@ -82,7 +82,7 @@ def native_schemas(
     else:
         inputs = _schema(runnable.get_input_jsonschema, agent_id, "input")
         outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
-    return _resolved(_without_root(inputs)), _without_root(outputs)
+    return _resolved(_without_root(inputs)), _resolved(_without_root(outputs))
 
 
 def _list_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -108,8 +108,8 @@ def _mapped(runnable: Runnable[Any, Any]) -> bool:
 
 
 def _resolved(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`schema` with a top-level ``$ref`` into its own ``$defs`` (a TypedDict input) replaced by
-    what it points to, so its fields can be read."""
+    """`schema` with a top-level ``$ref`` into its own ``$defs`` (a TypedDict input or output)
+    replaced by what it points to, so its fields can be read."""
     ref = schema.get("$ref") if schema else None
     if schema is None or not isinstance(ref, str) or not ref.startswith(DEFS):
         return schema

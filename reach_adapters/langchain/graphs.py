@@ -18,6 +18,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.runnables.base import RunnableBindingBase
 from pydantic import ConfigDict, create_model
 
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, untyped_list
+
 __all__ = [
     "INTERRUPT_KEY",
     "STREAM_MODES",
@@ -117,7 +119,8 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     LangGraph writes only the state keys a caller gives and returns only those that hold a
     value, so neither schema of a TypedDict state requires a key; except the keys of an input
     schema the graph's author declared (``StateGraph(State, input_schema=Input)``), which stay
-    as declared.
+    as declared. A key that LangGraph's ``add_messages`` reduces holds chat messages, however
+    loosely its items are typed (the quickstart's ``Annotated[list, add_messages]``).
     """
     builder = graph.builder
     state = builder.state_schema
@@ -130,7 +133,33 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
         inputs.pop("required", None)
     if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)
-    return inputs, outputs
+    chat = _message_keys(builder)
+    return _with_messages(inputs, chat), _with_messages(outputs, chat)
+
+
+def _message_keys(builder: Any) -> frozenset[str]:
+    """The state keys LangGraph's ``add_messages`` reduces: it makes a message of every item."""
+    from langgraph.graph.message import add_messages
+
+    channels = getattr(builder, "channels", None)
+    if not isinstance(channels, dict):
+        return frozenset()
+    return frozenset(
+        name for name, channel in channels.items() if getattr(channel, "operator", None) is add_messages
+    )
+
+
+def _with_messages(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
+    """`schema` with the untyped items of `keys` described as chat messages, as the converter and
+    the payload schema of a chat output then take them."""
+    properties = schema.get("properties") if schema else None
+    if schema is None or not keys or not isinstance(properties, dict):
+        return schema
+    typed = {
+        name: {**field, "items": dict(MESSAGE_SCHEMA)} if name in keys and untyped_list(field) else field
+        for name, field in properties.items()
+    }
+    return {**schema, "properties": typed}
 
 
 def _is_typed_dict(schema: Any) -> bool:
