@@ -14,6 +14,7 @@ from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.chat_schemas import plain_fields, text_to_chat, with_message_schema
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
+from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
 from reach_adapters.langchain.derive import derive_capability, native_schemas
 from reach_adapters.langchain.graphs import (
@@ -88,6 +89,7 @@ class LangChainAgent:
                 "conversation with configurable={'thread_id': ...}, or it is refused",
                 agent_id,
             )
+        self._configurables = Configurables.of(runnable, self._config, agent_id)
         if capabilities is None:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
@@ -192,6 +194,8 @@ class LangChainAgent:
                 "call it with configurable={'thread_id': ...}"
             )
             raise InvalidMessageError(msg)
+        if self._configurables is not None:
+            self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
             return self._converter.from_middleware(message)
         if not self._threaded:

@@ -3,15 +3,21 @@ callers' mistakes kept off the agent's record, and what the reach tools tell a m
 
 from __future__ import annotations
 
+import logging
+import warnings
 from typing import Annotated, Any
 
 import pytest
 import typing_extensions
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import ConfigurableField, Runnable, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
+from middleware import Fault, ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
 
@@ -67,3 +73,71 @@ async def test_loosely_typed_lists_of_messages_are_answered_as_text(router: Rout
         assert (replied.ok, replied.payload) == (True, "hi there"), replied.error
         assert (turned.ok, turned.payload) == (True, "turned"), turned.error
     assert all(info.failures == 0 for info in router.catalog())
+
+
+# -- the caller's configurable is the caller's mistake -----------------------------------------
+
+
+def with_history(**bound: Any) -> Runnable[Any, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both are deprecated, and still what many agents use
+        from langchain_core.chat_history import InMemoryChatMessageHistory
+        from langchain_core.runnables.history import RunnableWithMessageHistory
+
+        histories: dict[str, InMemoryChatMessageHistory] = {}
+
+        def new_history() -> InMemoryChatMessageHistory:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return InMemoryChatMessageHistory()
+
+        prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history"), ("user", "{question}")])
+        model = GenericFakeChatModel(messages=iter([AIMessage("hello")] * 8))
+        chain = RunnableWithMessageHistory(
+            prompt | model,
+            lambda session_id: histories.setdefault(session_id, new_history()),
+            input_messages_key="question",
+            history_messages_key="history",
+        )
+    return chain.with_config(configurable=bound) if bound else chain
+
+
+async def test_a_history_call_without_its_session_is_the_callers_mistake(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.langchain"):
+        router.register(LangChainAgent(with_history(), agent_id="support:chat:01"))
+    assert "configurable={'session_id': ...}" in caplog.text
+    for _ in range(3):  # enough in a row to quarantine the agent, were they failures
+        result = await router.route("chat", {"question": "hi"})
+        assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+        assert "configurable={'session_id': ...}" in (result.error or "")
+    good = await router.route("chat", {"question": "hi"}, configurable={"session_id": "alice"})
+    assert (good.ok, good.payload) == (True, "hello"), good.error
+    assert router.catalog()[0].failures == 0
+
+
+async def test_a_history_bound_to_its_session_needs_none_from_callers(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.langchain"):
+        router.register(LangChainAgent(with_history(session_id="s"), agent_id="support:chat:01"))
+    assert "session_id" not in caplog.text
+    result = await router.route("chat", {"question": "hi"})
+    assert (result.ok, result.payload) == (True, "hello"), result.error
+
+
+async def test_an_alternative_the_runnable_does_not_offer_is_the_callers_mistake(router: Router) -> None:
+    other = GenericFakeChatModel(messages=iter([AIMessage("from B")]))
+    model = GenericFakeChatModel(messages=iter([AIMessage("from A")] * 4)).configurable_alternatives(
+        ConfigurableField(id="llm"), default_key="a", b=other
+    )
+    chain = ChatPromptTemplate.from_template("{q}") | model | StrOutputParser()
+    router.register(LangChainAgent(chain, agent_id="support:answer:01"))
+    chosen = await router.route("answer", {"q": "hi"}, configurable={"llm": "b"})
+    assert (chosen.ok, chosen.payload) == (True, "from B"), chosen.error
+    for _ in range(3):
+        result = await router.route("answer", {"q": "hi"}, configurable={"llm": "gpt-9"})
+        assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+        assert "one of ['a', 'b']" in (result.error or "")
+    assert router.catalog()[0].failures == 0
