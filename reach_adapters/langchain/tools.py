@@ -200,12 +200,7 @@ class ReachTool(BaseTool):
     def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
         if result.status is ResultStatus.INPUT_REQUIRED:
             # Not a failure: tell the model what the agent asks, and how to answer it.
-            asked = result.payload if isinstance(result.payload, str) else json.dumps(result.payload)
-            text = (
-                f"{result.agent_id} needs input before it can go on: {asked}. Get the answer, then send "
-                f"it to {result.agent_id!r} as resume (with {GENERIC_TOOL_NAME}, target {result.agent_id!r})."
-            )
-            return text, result
+            return _asking(result), result
         if not result.ok:
             failed = _FAILED.get()
             if failed is not None:
@@ -213,13 +208,37 @@ class ReachTool(BaseTool):
             raise self._failure(
                 f"{result.status}: {result.error_type}: {result.error} (task {result.task_id})"
             )
-        payload = result.payload
-        text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
-        return text, result
+        return _text(result.payload), result
 
     def _failure(self, reason: str) -> ToolException:
         logger.info("tool %s failed: %s", self.name, reason)
         return ToolException(f"{self.name} failed: {reason}")
+
+
+def _text(value: JsonValue) -> str:
+    """A string as it is, anything else as JSON: what a model reads."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _asking(result: ReachResult) -> str:
+    """What to tell the model of an agent that needs input: what it asks and how to answer; for
+    several interrupts, each one's id and question, since the answer is keyed by those ids."""
+    agent = result.agent_id
+    how = f"(with {GENERIC_TOOL_NAME}, target {agent!r})"
+    asked = result.extra.get("interrupts")
+    if not (isinstance(asked, list) and len(asked) > 1):
+        return (
+            f"{agent} needs input before it can go on: {_text(result.payload)}. Get the answer, then "
+            f"send it to {agent!r} as resume {how}."
+        )
+    questions = "; ".join(
+        f"{item.get('id')}: {_text(item.get('value'))}" for item in asked if isinstance(item, dict)
+    )
+    return (
+        f"{agent} needs {len(asked)} answers before it can go on (question id: question): {questions}. "
+        f"Get them, then send them to {agent!r} together as resume, an object that maps each question "
+        f"id to its answer {how}."
+    )
 
 
 @contextmanager

@@ -4,6 +4,7 @@ callers' mistakes kept off the agent's record, and what the reach tools tell a m
 from __future__ import annotations
 
 import logging
+import operator
 import warnings
 from typing import Annotated, Any
 
@@ -13,13 +14,15 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-from langchain_core.runnables import ConfigurableField, Runnable, RunnableLambda
+from langchain_core.runnables import ConfigurableField, Runnable, RunnableConfig, RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import interrupt
 
 from middleware import Fault, ResultStatus
 from reach_adapters import Router
-from reach_adapters.langchain import LangChainAgent
+from reach_adapters.langchain import LangChainAgent, ReachToolkit
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -141,3 +144,42 @@ async def test_an_alternative_the_runnable_does_not_offer_is_the_callers_mistake
         assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
         assert "one of ['a', 'b']" in (result.error or "")
     assert router.catalog()[0].failures == 0
+
+
+# -- what the reach tools tell a model ----------------------------------------------------------
+
+
+class Approvals(typing_extensions.TypedDict, total=False):
+    order: int
+    answers: Annotated[list[str], operator.add]
+
+
+def two_approvals() -> Any:
+    """A graph that asks two people at once: it waits on two interrupts."""
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Approvals)
+    for who in ("manager", "finance"):
+        builder.add_node(who, lambda s, who=who: {"answers": [f"{who}: {interrupt(f'{who} approves?')}"]})
+        builder.add_edge(START, who)
+        builder.add_edge(who, END)
+    return builder.compile(checkpointer=InMemorySaver(), name="approvals")
+
+
+async def test_a_tool_names_each_interrupt_a_model_must_answer(router: Router) -> None:
+    router.register(LangChainAgent(two_approvals(), agent_id="shop:approvals:01"))
+    tools = {tool.name: tool for tool in ReachToolkit(router).get_tools()}
+    thread = RunnableConfig(configurable={"thread_id": "boss-1"})
+    call = {"type": "tool_call", "id": "c1", "name": "approvals", "args": {"order": 42}}
+    asked = await tools["approvals"].ainvoke(call, thread)
+    pending = {item["id"]: item["value"] for item in asked.artifact.extra["interrupts"]}
+    assert len(pending) == 2
+    for interrupt_id, question in pending.items():
+        assert f"{interrupt_id}: {question}" in asked.content
+    assert "object that maps each question id to its answer" in asked.content
+    # A model that does as it is told:
+    resume = dict.fromkeys(pending, "yes")
+    args = {"target": "shop:approvals:01", "resume": resume}
+    done = await tools["reach_agent"].ainvoke(
+        {"type": "tool_call", "id": "c2", "name": "reach_agent", "args": args}, thread
+    )
+    assert done.status == "success", done.content
+    assert sorted(done.artifact.payload["answers"]) == ["finance: yes", "manager: yes"]
