@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from reach_adapters.langchain.messages import ROLES
+from reach_adapters.langchain.messages import DUMP_TYPES, ROLES
 
 __all__ = [
     "DEFS",
     "MESSAGE_SCHEMA",
+    "MODEL_MESSAGE_SCHEMA",
     "payload_schema",
     "plain_fields",
     "text_to_chat",
@@ -26,7 +27,9 @@ __all__ = [
     "with_message_schema",
 ]
 
-MESSAGE_SCHEMA: dict[str, Any] = {
+# What models are shown of a message (`for_models`): the role/content form only, which strict
+# function calling can describe (every property required).
+MODEL_MESSAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "A chat message: role is user, assistant, system or tool.",
     "properties": {
@@ -43,6 +46,15 @@ MESSAGE_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["role", "content"],
+}
+# What callers may send: the role/content form, or LangChain's own dump form with a "type" in
+# place of the role (`message.model_dump()`), which the converter reads as well.
+MESSAGE_SCHEMA: dict[str, Any] = {
+    **MODEL_MESSAGE_SCHEMA,
+    "description": "A chat message: role is user, assistant, system or tool (or LangChain's type).",
+    "properties": {**MODEL_MESSAGE_SCHEMA["properties"], "type": {"enum": list(DUMP_TYPES)}},
+    "required": ["content"],
+    "anyOf": [{"required": ["role"]}, {"required": ["type"]}],
 }
 
 # The $defs LangChain's schemas give messages, which the role/content form replaces.

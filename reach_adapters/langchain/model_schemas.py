@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from reach_adapters.langchain.chat_schemas import DEFS
+from reach_adapters.langchain.chat_schemas import DEFS, MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA
 
 __all__ = ["for_models"]
 
 
 def for_models(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` as strict function calling (OpenAI strict mode, Gemini) takes it: every array
-    declares its items (a tuple's as any of its members), and a `$ref` that would close a cycle
-    of definitions is a plain object instead. The arguments are still checked against the
-    capability's own schema."""
+    declares its items (a tuple's as any of its members), a `$ref` that would close a cycle of
+    definitions is a plain object instead, and a chat message takes the role/content form only.
+    The arguments are still checked against the capability's own schema."""
     defs: dict[str, Any] = schema.get("$defs", {})
     edges = {name: _refs(body) for name, body in defs.items()}
 
@@ -36,6 +36,8 @@ def for_models(schema: dict[str, Any]) -> dict[str, Any]:
             return [fix(item, owner) for item in node]
         if not isinstance(node, dict):
             return node
+        if node == MESSAGE_SCHEMA:
+            return dict(MODEL_MESSAGE_SCHEMA)
         ref = node.get("$ref")
         if owner is not None and isinstance(ref, str):
             target = ref.removeprefix(DEFS)

@@ -10,16 +10,19 @@ from typing import Annotated, Any
 
 import pytest
 import typing_extensions
+from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import ConfigurableField, Runnable, RunnableConfig, RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
+from examples.langchain_demo.agents import scripted
 from middleware import Fault, ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
@@ -183,3 +186,26 @@ async def test_a_tool_names_each_interrupt_a_model_must_answer(router: Router) -
     )
     assert done.status == "success", done.content
     assert sorted(done.artifact.payload["answers"]) == ["finance: yes", "manager: yes"]
+
+
+# -- LangChain's own dump form of a message --------------------------------------------------
+
+
+async def test_langchains_dump_form_is_accepted_and_models_are_shown_the_role_form(router: Router) -> None:
+    agent = create_agent(scripted(AIMessage("hi back"), repeat=True), tools=[], name="assist")
+    router.register(LangChainAgent(agent, agent_id="support:assist:01"))
+    for message in ({"type": "human", "content": "hi"}, HumanMessage("hi").model_dump()):
+        result = await router.route("assist", {"messages": [message]})
+        assert (result.ok, result.payload) == (True, "hi back"), result.error
+    refused = await router.route("assist", {"messages": [{"content": "hi"}]})
+    assert refused.status is ResultStatus.INVALID
+    (tool,) = [tool for tool in ReachToolkit(router).get_tools() if tool.name == "assist"]
+    shown = tool.tool_call_schema
+    assert isinstance(shown, dict)
+    item = shown["properties"]["messages"]["items"]
+    assert (set(item["properties"]), item["required"], "anyOf" in item) == (
+        {"role", "content"},
+        ["role", "content"],
+        False,
+    )
+    convert_to_openai_tool(tool, strict=True)
