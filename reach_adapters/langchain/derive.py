@@ -20,7 +20,13 @@ from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.chat_schemas import DEFS, payload_schema, with_message_schema
-from reach_adapters.langchain.graphs import find_graph, graph_description, graph_schemas, unwrap
+from reach_adapters.langchain.graphs import (
+    find_graph,
+    graph_description,
+    graph_schemas,
+    leading_graph,
+    unwrap,
+)
 from reach_adapters.router import Capability, parse_agent_id
 
 __all__ = ["derive_capability", "native_schemas"]
@@ -68,19 +74,26 @@ def native_schemas(
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The runnable's input and output JSON Schemas as it really takes and gives them.
 
-    A LangGraph graph's state keys are optional; LangChain's synthetic ``root`` field (of a
+    A LangGraph graph's state keys are optional (also under `.with_fallbacks()`, and in the input
+    of a chain that starts with a graph); LangChain's synthetic ``root`` field (of a
     `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself.
     """
     graph = find_graph(runnable)
     inner = unwrap(runnable)[-1]
     mapped = find_graph(inner.bound) if isinstance(inner, RunnableEach) else None
+    first = leading_graph(runnable)
     if graph is not None:
         inputs, outputs = graph_schemas(graph)
     elif mapped is not None:
         # A graph's `.map()`: a list of its states in, a list out.
         inputs, outputs = (_list_of(schema) for schema in graph_schemas(mapped))
     else:
-        inputs = _schema(runnable.get_input_jsonschema, agent_id, "input")
+        # A chain that starts with a graph (`graph | step`) takes what the graph takes.
+        inputs = (
+            graph_schemas(first)[0]
+            if first is not None
+            else _schema(runnable.get_input_jsonschema, agent_id, "input")
+        )
         outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
     return _resolved(_without_root(inputs)), _resolved(_without_root(outputs))
 

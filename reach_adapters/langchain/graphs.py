@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import typing_extensions
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from pydantic import ConfigDict, create_model
 
@@ -28,6 +28,8 @@ __all__ = [
     "graph_description",
     "graph_schemas",
     "interrupts",
+    "leading",
+    "leading_graph",
     "pending_interrupts",
     "resume_command",
     "unwrap",
@@ -54,10 +56,40 @@ def unwrap(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
     return chain
 
 
+def leading(runnable: Runnable[Any, Any], *, chains: bool = True) -> list[Runnable[Any, Any]]:
+    """`runnable` and the runnables its input goes to as it is, outermost first: what its
+    bindings wrap, a `.with_fallbacks()`'s primary and, with `chains`, a chain's first step."""
+    found = [runnable]
+    while True:
+        last = found[-1]
+        if isinstance(last, RunnableBindingBase):
+            found.append(last.bound)
+        elif isinstance(last, RunnableWithFallbacks):
+            found.append(last.runnable)
+        elif chains and isinstance(last, RunnableSequence):
+            found.append(last.first)
+        else:
+            return found
+
+
 def find_graph(runnable: Runnable[Any, Any]) -> Any | None:
-    """The LangGraph graph `runnable` is, or wraps; None for any other runnable."""
-    for inner in unwrap(runnable):
-        if hasattr(getattr(inner, "builder", None), "state_schema"):
+    """The LangGraph graph `runnable` is, wraps or falls back from: its input and output are the
+    graph's. None for any other runnable."""
+    return _graph_in(leading(runnable, chains=False))
+
+
+def leading_graph(runnable: Runnable[Any, Any]) -> Any | None:
+    """The LangGraph graph that gets `runnable`'s input as it is (`find_graph`, or the graph a
+    chain starts with, `graph | step`): its input, thread and interrupts are the graph's."""
+    return _graph_in(leading(runnable))
+
+
+def _graph_in(layers: list[Runnable[Any, Any]]) -> Any | None:
+    for inner in layers:
+        # A `.with_fallbacks()` hands unknown attributes on to its primary: it has a "builder" too.
+        if not isinstance(inner, RunnableWithFallbacks) and hasattr(
+            getattr(inner, "builder", None), "state_schema"
+        ):
             return inner
     return None
 

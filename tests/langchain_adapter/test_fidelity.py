@@ -32,12 +32,12 @@ pytestmark = pytest.mark.timeout(30)
 USER = [{"role": "user", "content": "hi"}]
 
 
-def one_step(state: type, node: Any) -> Any:
+def one_step(state: type, node: Any, checkpointer: InMemorySaver | None = None) -> Any:
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(state)
     builder.add_node("step", node)
     builder.add_edge(START, "step")
     builder.add_edge("step", END)
-    return builder.compile()
+    return builder.compile(checkpointer=checkpointer)
 
 
 # -- a state with untyped messages is chat-shaped ----------------------------------------------
@@ -209,3 +209,54 @@ async def test_langchains_dump_form_is_accepted_and_models_are_shown_the_role_fo
         False,
     )
     convert_to_openai_tool(tool, strict=True)
+
+
+# -- a graph under fallbacks, or first in a chain, is still that graph for its input ------------
+
+
+class Rag(typing_extensions.TypedDict):
+    """LangGraph's RAG tutorial state."""
+
+    question: str
+    context: list[str]
+    answer: str
+
+
+def rag(checkpointer: InMemorySaver | None = None) -> Any:
+    def generate(state: Rag) -> dict[str, Any]:
+        if checkpointer is not None:
+            return {"answer": f"{state['question']}: {interrupt('approve?')}"}
+        return {"answer": f"{state['question']}: refundable"}
+
+    return one_step(Rag, generate, checkpointer)
+
+
+WRAPS = {
+    "with_fallbacks": lambda graph: graph.with_fallbacks([RunnableLambda(lambda s: {"answer": "sorry"})]),
+    "first_in_a_chain": lambda graph: graph | RunnableLambda(lambda s: s),
+}
+
+
+@pytest.mark.parametrize("wrap", WRAPS.values(), ids=list(WRAPS))
+async def test_a_wrapped_graph_takes_partial_input(router: Router, wrap: Any) -> None:
+    runnable = wrap(rag())
+    router.register(LangChainAgent(runnable, agent_id="kb:rag:01"))
+    (cap,) = router.reachable().values()
+    assert "required" not in cap.input_schema
+    result = await router.route(cap.name, {"question": "kettle"})
+    assert result.ok, result.error
+    assert result.payload == await runnable.ainvoke({"question": "kettle"})
+
+
+@pytest.mark.parametrize("wrap", WRAPS.values(), ids=list(WRAPS))
+async def test_a_wrapped_checkpointed_graph_keeps_its_threads_and_resumes(router: Router, wrap: Any) -> None:
+    router.register(LangChainAgent(wrap(rag(InMemorySaver())), agent_id="kb:rag:01"))
+    (cap,) = router.reachable().values()
+    unthreaded = await router.route(cap.name, {"question": "kettle"})
+    assert (unthreaded.status, unthreaded.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    thread = {"thread_id": "t-1"}
+    asked = await router.route(cap.name, {"question": "kettle"}, configurable=thread)
+    assert (asked.status, asked.payload) == (ResultStatus.INPUT_REQUIRED, "approve?"), asked.error
+    done = await router.route(cap.name, None, configurable=thread, resume="yes")
+    assert (done.ok, done.payload) == (True, {"question": "kettle", "answer": "kettle: yes"}), done.error
+    assert router.catalog()[0].failures == 0
