@@ -126,16 +126,23 @@ def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
 
 def plain_fields(schema: dict[str, Any]) -> frozenset[str]:
     """Where an input schema (after `with_message_schema`) declares something other than chat
-    messages: the names of such top-level fields, and ``""`` when it so declares the input itself.
-    Role/content dicts stay as they are there; anywhere else they become messages."""
-    if schema in _LOOSE:
+    messages: the names of such top-level fields, ``""`` when it so declares the input itself,
+    and ``"*"`` when it so declares every key of an input object (a ``dict``, or
+    ``dict[str, list[dict]]`` through ``additionalProperties``). Role/content dicts stay as they
+    are there; anywhere else they become messages."""
+    if schema == {}:
         return frozenset()
     found = set()
     if schema.get("type") != "object" and not _takes_messages(schema):
         found.add("")
-    for name, field in schema.get("properties", {}).items():
+    properties = schema.get("properties", {})
+    for name, field in properties.items():
         if isinstance(field, dict) and field not in _LOOSE and not _takes_messages(field):
             found.add(name)
+    extra = schema.get("additionalProperties")
+    plain_extra = isinstance(extra, dict) and extra not in _LOOSE and not _takes_messages(extra)
+    if found >= properties.keys() and (schema == {"type": "object"} or plain_extra):
+        found.add("*")
     return frozenset(found)
 
 

@@ -260,3 +260,26 @@ async def test_a_wrapped_checkpointed_graph_keeps_its_threads_and_resumes(router
     done = await router.route(cap.name, None, configurable=thread, resume="yes")
     assert (done.ok, done.payload) == (True, {"question": "kettle", "answer": "kettle: yes"}), done.error
     assert router.catalog()[0].failures == 0
+
+
+# -- a function that declared plain dicts gets plain dicts ----------------------------------------
+
+
+def by_name(d: dict[str, list[dict[str, str]]]) -> str:
+    """Joins each list's contents."""
+    return " | ".join(row["content"] for rows in d.values() for row in rows)
+
+
+def any_dict(d: dict) -> str:  # type: ignore[type-arg]  # as loosely as many functions are typed
+    """Joins the rows' contents."""
+    return " | ".join(row["content"] for row in d["rows"])
+
+
+@pytest.mark.parametrize("function", [by_name, any_dict])
+async def test_role_content_dicts_reach_a_function_that_declared_plain_dicts_unchanged(
+    router: Router, function: Any
+) -> None:
+    router.register(LangChainAgent(RunnableLambda(function), agent_id="util:join:01"))
+    payload = {"rows": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    result = await router.route(function.__name__, payload)
+    assert (result.ok, result.payload) == (True, "hi | yo"), result.error
