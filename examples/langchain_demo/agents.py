@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import cycle
 from typing import Any
 
 from langchain.agents import create_agent
@@ -28,8 +29,10 @@ class ScriptedChatModel(GenericFakeChatModel):
         return self
 
 
-def scripted(*replies: AIMessage) -> ScriptedChatModel:
-    return ScriptedChatModel(messages=iter(replies))
+def scripted(*replies: AIMessage, repeat: bool = False) -> ScriptedChatModel:
+    """A model that answers with `replies` in turn; with `repeat` it starts over when they run out,
+    so an agent made with it serves any number of runs, as one with a real model does."""
+    return ScriptedChatModel(messages=cycle(replies) if repeat else iter(replies))
 
 
 @tool
@@ -43,6 +46,7 @@ def refund_agent() -> CompiledStateGraph[Any, Any, Any, Any]:
     model = scripted(
         AIMessage("", tool_calls=[{"name": "lookup_order", "args": {"order_id": "42"}, "id": "lookup-1"}]),
         AIMessage("Refund of 39.90 approved for order 42 (kettle delivered damaged)."),
+        repeat=True,
     )
     return create_agent(
         model, tools=[lookup_order], name="refund", system_prompt="You decide refunds for orders."
@@ -54,7 +58,8 @@ def summary_chain() -> Runnable[dict[str, Any], str]:
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Summarise the customer's message in one line."), ("human", "{text}")]
     )
-    model = scripted(AIMessage("Customer reports a damaged kettle (order 42) and wants a refund."))
+    summary = AIMessage("Customer reports a damaged kettle (order 42) and wants a refund.")
+    model = scripted(summary, repeat=True)
     return prompt | model | StrOutputParser()
 
 

@@ -12,23 +12,20 @@ from pydantic import JsonValue
 from middleware import Converter, ReachMessage, ReachResult
 from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
+from reach_adapters.langchain.chat_schemas import plain_fields, text_to_chat, with_message_schema
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
+from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
-from reach_adapters.langchain.derive import (
-    derive_capability,
-    native_schemas,
-    plain_fields,
-    text_to_chat,
-    with_message_schema,
-)
+from reach_adapters.langchain.derive import derive_capability, native_schemas
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed,
     find_graph,
     interrupts,
+    leading,
+    leading_graph,
     pending_interrupts,
     resume_command,
-    unwrap,
 )
 from reach_adapters.router import Capability, StreamEnded, parse_agent_id, validate_capabilities
 
@@ -82,17 +79,21 @@ class LangChainAgent:
         self._converter: Converter[Any, Any] = converter
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
+        # The graph whose stream modes a call may ask for; and the checkpointed graph that gets the
+        # input (under fallbacks, or first in a chain), which keeps one conversation per thread:
+        # every call must name its thread, and resume= answers its interrupts.
         self._graph = find_graph(runnable)
-        # A checkpointed graph keeps one conversation per thread: every call must name its thread.
-        self._threaded = self._graph is not None and checkpointed(self._graph)
+        first = leading_graph(runnable)
+        self._threads = first if first is not None and checkpointed(first) else None
         # A binding (`.with_config(configurable=...)`) may name the thread itself.
-        self._bound_thread = any(thread_of(getattr(layer, "config", None)) for layer in unwrap(runnable))
-        if self._threaded and not (thread_of(self._config) or self._bound_thread):
+        self._bound_thread = any(thread_of(getattr(layer, "config", None)) for layer in leading(runnable))
+        if self._threads is not None and not (thread_of(self._config) or self._bound_thread):
             logger.warning(
                 "agent %s is a LangGraph graph with a checkpointer: each call must name its "
                 "conversation with configurable={'thread_id': ...}, or it is refused",
                 agent_id,
             )
+        self._configurables = Configurables.of(runnable, self._config, agent_id)
         if capabilities is None:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
@@ -178,10 +179,10 @@ class LangChainAgent:
                 yield chunks.chunk_to_middleware(chunk, message)
             else:
                 yield self._converter.result_to_middleware(chunk, message).payload
-        if self._threaded:
+        if self._threads is not None:
             # Whatever the stream mode showed, the thread's state says whether it stopped to ask.
             with detached():
-                pending = await pending_interrupts(self._graph, self._state_config(config))
+                pending = await pending_interrupts(self._threads, self._state_config(config))
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
 
@@ -191,15 +192,17 @@ class LangChainAgent:
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
         meta = message.meta_info
-        if self._threaded and not (self._bound_thread or thread_of(config)):
+        if self._threads is not None and not (self._bound_thread or thread_of(config)):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
                 "call it with configurable={'thread_id': ...}"
             )
             raise InvalidMessageError(msg)
+        if self._configurables is not None:
+            self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
             return self._converter.from_middleware(message)
-        if not self._threaded:
+        if self._threads is None:
             msg = (
                 f"resume= answers a LangGraph graph stopped at interrupt() on its thread; agent "
                 f"{self._agent_id} is not a graph with a checkpointer, so there is nothing to resume"
@@ -212,7 +215,7 @@ class LangChainAgent:
         instead: the graph's state is read from the graph itself, outside the binding."""
         if thread_of(config) is not None:
             return config
-        for layer in unwrap(self._runnable):
+        for layer in leading(self._runnable):
             bound = getattr(layer, "config", None)
             if isinstance(bound, Mapping) and thread_of(bound) is not None:
                 return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
@@ -221,7 +224,7 @@ class LangChainAgent:
     async def _answer(self, resume: Any, config: RunnableConfig) -> Any:
         """`resume`, checked against the interrupts the thread waits on."""
         config = self._state_config(config)
-        pending = await pending_interrupts(self._graph, config)
+        pending = await pending_interrupts(self._threads, config)
         thread = thread_of(config)
         if not pending:
             msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"

@@ -169,7 +169,8 @@ class LangChainConverter:
     """The default converter of `LangChainAgent`; subclass it to change one direction only.
 
     `plain_fields` says where the runnable's input declares something other than chat messages:
-    the names of such top-level fields, and ``""`` for the input itself. Lists of role/content
+    the names of such top-level fields, ``""`` for the input itself, ``"*"`` for every key of an
+    input object. Lists of role/content
     dicts stay as they are there, and become `BaseMessage` objects anywhere else (where the
     schema wants messages, or says nothing). `LangChainAgent` sets it from the runnable's input
     schema.
@@ -194,6 +195,8 @@ class LangChainConverter:
         if not plain:
             return _from_json(payload, single=False, where="payload")
         if isinstance(payload, dict):
+            if "*" in plain:
+                return payload
             return {
                 key: item
                 if key in plain or type(item) is not list

@@ -1,9 +1,7 @@
 """A capability derived from what a runnable says about itself: name, description, schemas.
 
-LangChain describes chat messages with one JSON Schema per message class under ``oneOf``, which
-rejects the plain role/content dicts that LangChain itself accepts (they match several classes
-at once). Those parts are replaced by one role/content message schema, which is also what the
-converter turns into messages.
+The schemas are the runnable's own, adjusted to what really travels (see `native_schemas`), with
+chat messages in their role/content form (`chat_schemas`).
 """
 
 from __future__ import annotations
@@ -19,66 +17,24 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableParallel, RunnableSequence
 from langchain_core.runnables.base import RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
-from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.langchain.graphs import find_graph, graph_description, graph_schemas, unwrap
-from reach_adapters.langchain.messages import ROLES
+from reach_adapters.langchain.chat_schemas import DEFS, payload_schema, with_message_schema
+from reach_adapters.langchain.graphs import (
+    find_graph,
+    graph_description,
+    graph_schemas,
+    leading_graph,
+    unwrap,
+)
 from reach_adapters.router import Capability, parse_agent_id
 
-__all__ = [
-    "MESSAGE_SCHEMA",
-    "derive_capability",
-    "native_schemas",
-    "plain_fields",
-    "text_to_chat",
-    "with_message_schema",
-]
+__all__ = ["derive_capability", "native_schemas"]
 
 logger = logging.getLogger(__name__)
 
-MESSAGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "A chat message: role is user, assistant, system or tool.",
-    "properties": {
-        "role": {"enum": list(ROLES)},
-        # OpenAI's assistant message with tool calls has "content": null; LangChain reads it as "".
-        # Content blocks are text or objects; every array declares its items, as strict
-        # function-calling checks (OpenAI, Gemini) demand.
-        "content": {
-            "anyOf": [
-                {"type": "string"},
-                {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object"}]}},
-                {"type": "null"},
-            ]
-        },
-    },
-    "required": ["role", "content"],
-}
-
-# The $defs LangChain's schemas give messages, which the role/content form replaces.
-_MESSAGE_DEFS = frozenset(
-    {
-        "AIMessage",
-        "AIMessageChunk",
-        "BaseMessage",
-        "ChatMessage",
-        "ChatMessageChunk",
-        "FunctionMessage",
-        "FunctionMessageChunk",
-        "HumanMessage",
-        "HumanMessageChunk",
-        "RemoveMessage",
-        "SystemMessage",
-        "SystemMessageChunk",
-        "ToolMessage",
-        "ToolMessageChunk",
-    }
-)
-_DEFS = "#/$defs/"
-# What LangChain's schemas say of a value of any type, and of an untyped synthetic root field.
+# What LangChain's schemas say of an untyped synthetic root field.
 _ROOT = {"title": "Root"}
-_LOOSE: tuple[dict[str, Any], ...] = ({}, {"type": "object"})
 # Names every instance of a kind shares; a capability named so would merge unrelated agents.
 _GENERIC_NAMES = frozenset({"LangGraph"})
 
@@ -98,7 +54,7 @@ def derive_capability(
     if native is not None:
         inputs, outputs = native
         input_schema = with_message_schema(inputs or {})
-        output_schema = _output_schema(outputs)
+        output_schema = payload_schema(outputs)
     try:
         return Capability(
             name=name,
@@ -118,21 +74,28 @@ def native_schemas(
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The runnable's input and output JSON Schemas as it really takes and gives them.
 
-    A LangGraph graph's state keys are optional; LangChain's synthetic ``root`` field (of a
+    A LangGraph graph's state keys are optional (also under `.with_fallbacks()`, and in the input
+    of a chain that starts with a graph); LangChain's synthetic ``root`` field (of a
     `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself.
     """
     graph = find_graph(runnable)
     inner = unwrap(runnable)[-1]
     mapped = find_graph(inner.bound) if isinstance(inner, RunnableEach) else None
+    first = leading_graph(runnable)
     if graph is not None:
         inputs, outputs = graph_schemas(graph)
     elif mapped is not None:
         # A graph's `.map()`: a list of its states in, a list out.
         inputs, outputs = (_list_of(schema) for schema in graph_schemas(mapped))
     else:
-        inputs = _schema(runnable.get_input_jsonschema, agent_id, "input")
+        # A chain that starts with a graph (`graph | step`) takes what the graph takes.
+        inputs = (
+            graph_schemas(first)[0]
+            if first is not None
+            else _schema(runnable.get_input_jsonschema, agent_id, "input")
+        )
         outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
-    return _resolved(_without_root(inputs)), _without_root(outputs)
+    return _resolved(_without_root(inputs)), _resolved(_without_root(outputs))
 
 
 def _list_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -158,13 +121,13 @@ def _mapped(runnable: Runnable[Any, Any]) -> bool:
 
 
 def _resolved(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`schema` with a top-level ``$ref`` into its own ``$defs`` (a TypedDict input) replaced by
-    what it points to, so its fields can be read."""
+    """`schema` with a top-level ``$ref`` into its own ``$defs`` (a TypedDict input or output)
+    replaced by what it points to, so its fields can be read."""
     ref = schema.get("$ref") if schema else None
-    if schema is None or not isinstance(ref, str) or not ref.startswith(_DEFS):
+    if schema is None or not isinstance(ref, str) or not ref.startswith(DEFS):
         return schema
     defs = schema.get("$defs", {})
-    target = defs.get(ref.removeprefix(_DEFS))
+    target = defs.get(ref.removeprefix(DEFS))
     if not isinstance(target, dict):
         return schema
     out = {key: value for key, value in schema.items() if key != "$ref"}
@@ -188,127 +151,6 @@ def _without_root(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     else:
         out.pop("required", None)
     return out
-
-
-def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with LangChain's message schemas replaced by `MESSAGE_SCHEMA`, unused $defs dropped."""
-    # A generated title and an explicit "any extra keys" constrain nothing, but would make the
-    # router check every payload against an otherwise open schema.
-    schema = {key: value for key, value in schema.items() if key != "title"}
-    if schema.get("additionalProperties") is True:
-        del schema["additionalProperties"]
-    defs: dict[str, Any] = schema.pop("$defs", {})
-    refs = {_DEFS + name for name in defs if name in _MESSAGE_DEFS}
-    if not refs:
-        if defs:
-            schema["$defs"] = defs
-        return schema
-    out: dict[str, Any] = _replace(schema, refs)
-    kept = {name: _replace(body, refs) for name, body in defs.items() if name not in _MESSAGE_DEFS}
-    used: set[str] = set()
-    pending = _refs(out)
-    while pending:
-        name = pending.pop().removeprefix(_DEFS)
-        if name in kept and name not in used:
-            used.add(name)
-            pending |= _refs(kept[name])
-    if used:
-        out["$defs"] = {name: kept[name] for name in sorted(used)}
-    return out
-
-
-def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
-    """How a plain text task becomes the input of a chat agent with this input schema (a message
-    list, or a state with ``messages``), as one user message; None when it takes no such input."""
-    if schema.get("items") == MESSAGE_SCHEMA:
-        return lambda text: [{"role": "user", "content": text}]
-    messages = schema.get("properties", {}).get("messages")
-    if (
-        schema.get("type") == "object"
-        and isinstance(messages, dict)
-        and messages.get("items") == MESSAGE_SCHEMA
-    ):
-        return lambda text: {"messages": [{"role": "user", "content": text}]}
-    return None
-
-
-def plain_fields(schema: dict[str, Any]) -> frozenset[str]:
-    """Where an input schema (after `with_message_schema`) declares something other than chat
-    messages: the names of such top-level fields, and ``""`` when it so declares the input itself.
-    Role/content dicts stay as they are there; anywhere else they become messages."""
-    if schema in _LOOSE:
-        return frozenset()
-    found = set()
-    if schema.get("type") != "object" and not _takes_messages(schema):
-        found.add("")
-    for name, field in schema.get("properties", {}).items():
-        if isinstance(field, dict) and field not in _LOOSE and not _takes_messages(field):
-            found.add(name)
-    return frozenset(found)
-
-
-def _takes_messages(schema: dict[str, Any]) -> bool:
-    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
-        return True
-    options = schema.get("anyOf") or schema.get("oneOf") or []
-    return any(isinstance(option, dict) and _takes_messages(option) for option in options)
-
-
-def _is_chat_schema(schema: dict[str, Any]) -> bool:
-    """A schema (after `with_message_schema`) of a message, a message list, or a state with messages."""
-    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
-        return True
-    messages = schema.get("properties", {}).get("messages")
-    return isinstance(messages, dict) and messages.get("items") == MESSAGE_SCHEMA
-
-
-def _output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The schema of the *payload* the converter makes of the output, when it is known.
-
-    A loosely typed output (``dict``, ``Any``) may come back chat-shaped, and then the payload is
-    the answer's text: only a schema that says more than "an object" can describe the payload.
-    """
-    if not schema:
-        return None
-    schema = with_message_schema(schema)
-    if schema in _LOOSE:
-        return None
-    if not _is_chat_schema(schema):
-        return schema
-    if "structured_response" in schema.get("properties", {}):
-        # The payload is the structured response when there is one, else text: either may come.
-        return None
-    # None when the run added no AI message (a LangGraph interrupt, say).
-    return {"type": ["string", "null"]}
-
-
-def _replace(node: Any, refs: set[str]) -> Any:
-    if isinstance(node, dict):
-        if node.get("$ref") in refs:
-            return dict(MESSAGE_SCHEMA)
-        for key in ("oneOf", "anyOf"):
-            options = node.get(key)
-            if (
-                isinstance(options, list)
-                and options
-                and all(isinstance(o, dict) and o.get("$ref") in refs for o in options)
-            ):
-                return dict(MESSAGE_SCHEMA)
-        return {key: _replace(value, refs) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_replace(item, refs) for item in node]
-    return node
-
-
-def _refs(node: Any) -> set[str]:
-    if isinstance(node, dict):
-        found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
-        for value in node.values():
-            found |= _refs(value)
-        return found
-    if isinstance(node, list):
-        return set().union(*(_refs(item) for item in node))
-    return set()
 
 
 def _schema(getter: Callable[[], dict[str, Any]], agent_id: str, which: str) -> dict[str, Any] | None:

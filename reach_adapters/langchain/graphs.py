@@ -14,9 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 import typing_extensions
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from pydantic import ConfigDict, create_model
+
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, untyped_list
 
 __all__ = [
     "INTERRUPT_KEY",
@@ -26,6 +28,8 @@ __all__ = [
     "graph_description",
     "graph_schemas",
     "interrupts",
+    "leading",
+    "leading_graph",
     "pending_interrupts",
     "resume_command",
     "unwrap",
@@ -52,10 +56,40 @@ def unwrap(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
     return chain
 
 
+def leading(runnable: Runnable[Any, Any], *, chains: bool = True) -> list[Runnable[Any, Any]]:
+    """`runnable` and the runnables its input goes to as it is, outermost first: what its
+    bindings wrap, a `.with_fallbacks()`'s primary and, with `chains`, a chain's first step."""
+    found = [runnable]
+    while True:
+        last = found[-1]
+        if isinstance(last, RunnableBindingBase):
+            found.append(last.bound)
+        elif isinstance(last, RunnableWithFallbacks):
+            found.append(last.runnable)
+        elif chains and isinstance(last, RunnableSequence):
+            found.append(last.first)
+        else:
+            return found
+
+
 def find_graph(runnable: Runnable[Any, Any]) -> Any | None:
-    """The LangGraph graph `runnable` is, or wraps; None for any other runnable."""
-    for inner in unwrap(runnable):
-        if hasattr(getattr(inner, "builder", None), "state_schema"):
+    """The LangGraph graph `runnable` is, wraps or falls back from: its input and output are the
+    graph's. None for any other runnable."""
+    return _graph_in(leading(runnable, chains=False))
+
+
+def leading_graph(runnable: Runnable[Any, Any]) -> Any | None:
+    """The LangGraph graph that gets `runnable`'s input as it is (`find_graph`, or the graph a
+    chain starts with, `graph | step`): its input, thread and interrupts are the graph's."""
+    return _graph_in(leading(runnable))
+
+
+def _graph_in(layers: list[Runnable[Any, Any]]) -> Any | None:
+    for inner in layers:
+        # A `.with_fallbacks()` hands unknown attributes on to its primary: it has a "builder" too.
+        if not isinstance(inner, RunnableWithFallbacks) and hasattr(
+            getattr(inner, "builder", None), "state_schema"
+        ):
             return inner
     return None
 
@@ -117,7 +151,8 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     LangGraph writes only the state keys a caller gives and returns only those that hold a
     value, so neither schema of a TypedDict state requires a key; except the keys of an input
     schema the graph's author declared (``StateGraph(State, input_schema=Input)``), which stay
-    as declared.
+    as declared. A key that LangGraph's ``add_messages`` reduces holds chat messages, however
+    loosely its items are typed (the quickstart's ``Annotated[list, add_messages]``).
     """
     builder = graph.builder
     state = builder.state_schema
@@ -130,7 +165,33 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
         inputs.pop("required", None)
     if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)
-    return inputs, outputs
+    chat = _message_keys(builder)
+    return _with_messages(inputs, chat), _with_messages(outputs, chat)
+
+
+def _message_keys(builder: Any) -> frozenset[str]:
+    """The state keys LangGraph's ``add_messages`` reduces: it makes a message of every item."""
+    from langgraph.graph.message import add_messages
+
+    channels = getattr(builder, "channels", None)
+    if not isinstance(channels, dict):
+        return frozenset()
+    return frozenset(
+        name for name, channel in channels.items() if getattr(channel, "operator", None) is add_messages
+    )
+
+
+def _with_messages(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
+    """`schema` with the untyped items of `keys` described as chat messages, as the converter and
+    the payload schema of a chat output then take them."""
+    properties = schema.get("properties") if schema else None
+    if schema is None or not keys or not isinstance(properties, dict):
+        return schema
+    typed = {
+        name: {**field, "items": dict(MESSAGE_SCHEMA)} if name in keys and untyped_list(field) else field
+        for name, field in properties.items()
+    }
+    return {**schema, "properties": typed}
 
 
 def _is_typed_dict(schema: Any) -> bool:

@@ -25,6 +25,7 @@ from pydantic import JsonValue, ValidationError
 from reach_adapters.errors import InvalidMessageError
 
 __all__ = [
+    "DUMP_TYPES",
     "ROLES",
     "final_text",
     "is_message_dict",
@@ -54,6 +55,8 @@ _CLASSES: dict[str, type[BaseMessage]] = {
 # Every role a message dict may have; "developer" is read by LangChain's own coercion, which
 # knows its quirks.
 ROLES: tuple[str, ...] = (*_CLASSES, "developer")
+# The types of LangChain's own dump of a message (`message.model_dump()`) read in place of a role.
+DUMP_TYPES: tuple[str, ...] = ("human", "ai", "system", "tool", "function")
 _KNOWN = frozenset(ROLES)
 # Streaming-only fields that mean nothing once a message is whole.
 _CHUNK_FIELDS: set[str] = {"type", "tool_call_chunks", "chunk_position"}

@@ -26,6 +26,7 @@ from pydantic import Field, JsonValue, PrivateAttr
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.config import thread_of
+from reach_adapters.langchain.model_schemas import for_models
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall"]
@@ -65,7 +66,6 @@ _GENERIC_SCHEMA: dict[str, Any] = {
 
 _GENERIC_KEY = schema_key(_GENERIC_SCHEMA)
 
-_DEFS = "#/$defs/"
 # How many capability names the generic tool lists in its description.
 _LISTED = 50
 
@@ -200,12 +200,7 @@ class ReachTool(BaseTool):
     def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
         if result.status is ResultStatus.INPUT_REQUIRED:
             # Not a failure: tell the model what the agent asks, and how to answer it.
-            asked = result.payload if isinstance(result.payload, str) else json.dumps(result.payload)
-            text = (
-                f"{result.agent_id} needs input before it can go on: {asked}. Get the answer, then send "
-                f"it to {result.agent_id!r} as resume (with {GENERIC_TOOL_NAME}, target {result.agent_id!r})."
-            )
-            return text, result
+            return _asking(result), result
         if not result.ok:
             failed = _FAILED.get()
             if failed is not None:
@@ -213,13 +208,37 @@ class ReachTool(BaseTool):
             raise self._failure(
                 f"{result.status}: {result.error_type}: {result.error} (task {result.task_id})"
             )
-        payload = result.payload
-        text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
-        return text, result
+        return _text(result.payload), result
 
     def _failure(self, reason: str) -> ToolException:
         logger.info("tool %s failed: %s", self.name, reason)
         return ToolException(f"{self.name} failed: {reason}")
+
+
+def _text(value: JsonValue) -> str:
+    """A string as it is, anything else as JSON: what a model reads."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _asking(result: ReachResult) -> str:
+    """What to tell the model of an agent that needs input: what it asks and how to answer; for
+    several interrupts, each one's id and question, since the answer is keyed by those ids."""
+    agent = result.agent_id
+    how = f"(with {GENERIC_TOOL_NAME}, target {agent!r})"
+    asked = result.extra.get("interrupts")
+    if not (isinstance(asked, list) and len(asked) > 1):
+        return (
+            f"{agent} needs input before it can go on: {_text(result.payload)}. Get the answer, then "
+            f"send it to {agent!r} as resume {how}."
+        )
+    questions = "; ".join(
+        f"{item.get('id')}: {_text(item.get('value'))}" for item in asked if isinstance(item, dict)
+    )
+    return (
+        f"{agent} needs {len(asked)} answers before it can go on (question id: question): {questions}. "
+        f"Get them, then send them to {agent!r} together as resume, an object that maps each question "
+        f"id to its answer {how}."
+    )
 
 
 @contextmanager
@@ -285,57 +304,6 @@ class CapabilityTool(ReachTool):
         return RoutedCall(
             "route", self.capability.name, payload, namespace=self.namespace, principal=self.principal
         )
-
-
-def for_models(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` as strict function calling (OpenAI strict mode, Gemini) takes it: every array
-    declares its items (a tuple's as any of its members), and a `$ref` that would close a cycle
-    of definitions is a plain object instead. The arguments are still checked against the
-    capability's own schema."""
-    defs: dict[str, Any] = schema.get("$defs", {})
-    edges = {name: _refs(body) for name, body in defs.items()}
-
-    def reaches(start: str) -> set[str]:
-        seen: set[str] = set()
-        pending = [start]
-        while pending:
-            for name in edges.get(pending.pop(), ()):
-                if name not in seen:
-                    seen.add(name)
-                    pending.append(name)
-        return seen
-
-    def fix(node: Any, owner: str | None) -> Any:
-        if isinstance(node, list):
-            return [fix(item, owner) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if owner is not None and isinstance(ref, str):
-            target = ref.removeprefix(_DEFS)
-            if target == owner or owner in reaches(target):
-                return {"type": "object"}
-        out = {key: fix(value, owner) for key, value in node.items() if key != "$defs"}
-        kinds = node.get("type")
-        if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and "items" not in node:
-            members = out.get("prefixItems")
-            out["items"] = {"anyOf": members} if isinstance(members, list) and members else {}
-        return out
-
-    out: dict[str, Any] = fix(schema, None)
-    if defs:
-        out["$defs"] = {name: fix(body, name) for name, body in defs.items()}
-    return out
-
-
-def _refs(node: Any) -> set[str]:
-    """The definitions `node` refers to."""
-    if isinstance(node, list):
-        return set().union(*(_refs(item) for item in node)) if node else set()
-    if not isinstance(node, dict):
-        return set()
-    found = {node["$ref"].removeprefix(_DEFS)} if isinstance(node.get("$ref"), str) else set()
-    return found.union(*(_refs(value) for value in node.values()))
 
 
 class ReachAnyTool(ReachTool):

@@ -68,6 +68,11 @@ def test_the_langchain_guide_opens_with_a_runnable_example(capfd: pytest.Capture
     run_block(opening, "docs/langchain.md")
     out = capfd.readouterr().out.splitlines()
     assert out[0] == "Refund of 39.90 approved for order 42 (kettle delivered damaged)."
+    # The supervisor's answer is scripted: only its tool calls show whether the router served them.
+    assert out[2:4] == [
+        "summarize: success: Customer reports a damaged kettle (order 42) and wants a refund.",
+        "refund: success: Refund of 39.90 approved for order 42 (kettle delivered damaged).",
+    ]
     assert out[-1] == "Done: the ticket is summarised and the refund for order 42 is approved."
 
 

@@ -31,8 +31,14 @@ NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 def strict_problems(tool: BaseTool) -> list[str]:
     """What a strict function-calling check (OpenAI strict mode, Gemini) finds wrong with a tool."""
     schema = tool.tool_call_schema if isinstance(tool.tool_call_schema, dict) else tool.get_input_jsonschema()
-    defs = schema.get("$defs", {})
     problems: list[str] = []
+
+    def resolve(ref: str) -> Any:
+        """What a local `$ref` points to: the root (``#``), or a definition of either draft."""
+        node: Any = schema
+        for part in ref.removeprefix("#").strip("/").split("/") if ref != "#" else []:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        return node
 
     def walk(node: Any, path: str, seen: tuple[str, ...]) -> None:
         if isinstance(node, dict):
@@ -42,19 +48,18 @@ def strict_problems(tool: BaseTool) -> list[str]:
                 problems.append(f"{path}: an array without items")
             ref = node.get("$ref")
             if isinstance(ref, str):
-                name = ref.rsplit("/", 1)[-1]
-                if name in seen:
-                    problems.append(f"{path}: a $ref cycle through {name}")
+                if ref in seen:
+                    problems.append(f"{path}: a $ref cycle through {ref}")
                 else:
-                    walk(defs.get(name, {}), f"{path}->{name}", (*seen, name))
+                    walk(resolve(ref), f"{path}->{ref}", (*seen, ref))
             for key, value in node.items():
-                if key != "$defs":
+                if key not in ("$defs", "definitions"):
                     walk(value, f"{path}/{key}", seen)
         elif isinstance(node, list):
             for i, item in enumerate(node):
                 walk(item, f"{path}[{i}]", seen)
 
-    walk(schema, tool.name, ())
+    walk(schema, tool.name, ("#",))
     if not NAME.fullmatch(tool.name):
         problems.append(f"{tool.name}: a name model providers refuse")
     try:
@@ -231,6 +236,27 @@ def test_tuples_and_recursive_inputs_pass_the_strict_check_too(router: Router) -
 
     router.register(LangChainAgent(RunnableLambda(tree).with_types(input_type=Node), agent_id="t:tree:01"))
     router.register(LangChainAgent(RunnableLambda(pairs).with_types(input_type=Chat), agent_id="t:pairs:01"))
+    tools = ReachToolkit(router).get_tools()
+    assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
+
+
+def test_draft_07_definitions_and_root_references_pass_the_strict_check_too(router: Router) -> None:
+    kids = {"type": "array", "items": {"$ref": "#/definitions/Node"}}
+    node = {"type": "object", "properties": {"name": {"type": "string"}, "kids": kids}}
+    draft_07 = {
+        "type": "object",
+        "properties": {"node": {"$ref": "#/definitions/Node"}},
+        "definitions": {"Node": node},
+    }
+    rooted = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
+    }
+    capabilities = [
+        Capability(name="tree_draft07", input_schema=draft_07),
+        Capability(name="tree_root", input_schema=rooted),
+    ]
+    router.register(FunctionAgent(lambda payload: "ok", agent_id="fs:tree:01", capabilities=capabilities))
     tools = ReachToolkit(router).get_tools()
     assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
 

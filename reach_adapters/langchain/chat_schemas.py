@@ -1,0 +1,216 @@
+"""Where JSON Schemas describe chat messages: one role/content message schema, which inputs take
+messages, and the schema of the payload a chat output becomes.
+
+LangChain describes chat messages with one JSON Schema per message class under ``oneOf``, which
+rejects the plain role/content dicts that LangChain itself accepts (they match several classes
+at once). Those parts are replaced by one role/content message schema, which is also what the
+converter turns into messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import JsonValue
+
+from reach_adapters.langchain.messages import DUMP_TYPES, ROLES
+
+__all__ = [
+    "DEFS",
+    "MESSAGE_SCHEMA",
+    "MODEL_MESSAGE_SCHEMA",
+    "payload_schema",
+    "plain_fields",
+    "text_to_chat",
+    "untyped_list",
+    "with_message_schema",
+]
+
+# What models are shown of a message (`for_models`): the role/content form only, which strict
+# function calling can describe (every property required).
+MODEL_MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A chat message: role is user, assistant, system or tool.",
+    "properties": {
+        "role": {"enum": list(ROLES)},
+        # OpenAI's assistant message with tool calls has "content": null; LangChain reads it as "".
+        # Content blocks are text or objects; every array declares its items, as strict
+        # function-calling checks (OpenAI, Gemini) demand.
+        "content": {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object"}]}},
+                {"type": "null"},
+            ]
+        },
+    },
+    "required": ["role", "content"],
+}
+# What callers may send: the role/content form, or LangChain's own dump form with a "type" in
+# place of the role (`message.model_dump()`), which the converter reads as well.
+MESSAGE_SCHEMA: dict[str, Any] = {
+    **MODEL_MESSAGE_SCHEMA,
+    "description": "A chat message: role is user, assistant, system or tool (or LangChain's type).",
+    "properties": {**MODEL_MESSAGE_SCHEMA["properties"], "type": {"enum": list(DUMP_TYPES)}},
+    "required": ["content"],
+    "anyOf": [{"required": ["role"]}, {"required": ["type"]}],
+}
+
+# The $defs LangChain's schemas give messages, which the role/content form replaces.
+_MESSAGE_DEFS = frozenset(
+    {
+        "AIMessage",
+        "AIMessageChunk",
+        "BaseMessage",
+        "ChatMessage",
+        "ChatMessageChunk",
+        "FunctionMessage",
+        "FunctionMessageChunk",
+        "HumanMessage",
+        "HumanMessageChunk",
+        "RemoveMessage",
+        "SystemMessage",
+        "SystemMessageChunk",
+        "ToolMessage",
+        "ToolMessageChunk",
+    }
+)
+# Where the refs of LangChain's schemas point.
+DEFS = "#/$defs/"
+# What LangChain's schemas say of a value of any type.
+_LOOSE: tuple[dict[str, Any], ...] = ({}, {"type": "object"})
+
+
+def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with LangChain's message schemas replaced by `MESSAGE_SCHEMA`, unused $defs dropped."""
+    # A generated title and an explicit "any extra keys" constrain nothing, but would make the
+    # router check every payload against an otherwise open schema.
+    schema = {key: value for key, value in schema.items() if key != "title"}
+    if schema.get("additionalProperties") is True:
+        del schema["additionalProperties"]
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    refs = {DEFS + name for name in defs if name in _MESSAGE_DEFS}
+    if not refs:
+        if defs:
+            schema["$defs"] = defs
+        return schema
+    out: dict[str, Any] = _replace(schema, refs)
+    kept = {name: _replace(body, refs) for name, body in defs.items() if name not in _MESSAGE_DEFS}
+    used: set[str] = set()
+    pending = _refs(out)
+    while pending:
+        name = pending.pop().removeprefix(DEFS)
+        if name in kept and name not in used:
+            used.add(name)
+            pending |= _refs(kept[name])
+    if used:
+        out["$defs"] = {name: kept[name] for name in sorted(used)}
+    return out
+
+
+def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
+    """How a plain text task becomes the input of a chat agent with this input schema (a message
+    list, or a state with ``messages``), as one user message; None when it takes no such input."""
+    if schema.get("items") == MESSAGE_SCHEMA:
+        return lambda text: [{"role": "user", "content": text}]
+    messages = schema.get("properties", {}).get("messages")
+    if (
+        schema.get("type") == "object"
+        and isinstance(messages, dict)
+        and messages.get("items") == MESSAGE_SCHEMA
+    ):
+        return lambda text: {"messages": [{"role": "user", "content": text}]}
+    return None
+
+
+def plain_fields(schema: dict[str, Any]) -> frozenset[str]:
+    """Where an input schema (after `with_message_schema`) declares something other than chat
+    messages: the names of such top-level fields, ``""`` when it so declares the input itself,
+    and ``"*"`` when it so declares every key of an input object (a ``dict``, or
+    ``dict[str, list[dict]]`` through ``additionalProperties``). Role/content dicts stay as they
+    are there; anywhere else they become messages."""
+    if schema == {}:
+        return frozenset()
+    found = set()
+    if schema.get("type") != "object" and not _takes_messages(schema):
+        found.add("")
+    properties = schema.get("properties", {})
+    for name, field in properties.items():
+        if isinstance(field, dict) and field not in _LOOSE and not _takes_messages(field):
+            found.add(name)
+    extra = schema.get("additionalProperties")
+    plain_extra = isinstance(extra, dict) and extra not in _LOOSE and not _takes_messages(extra)
+    if found >= properties.keys() and (schema == {"type": "object"} or plain_extra):
+        found.add("*")
+    return frozenset(found)
+
+
+def _takes_messages(schema: dict[str, Any]) -> bool:
+    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
+        return True
+    options = schema.get("anyOf") or schema.get("oneOf") or []
+    return any(isinstance(option, dict) and _takes_messages(option) for option in options)
+
+
+def _is_chat_schema(schema: dict[str, Any]) -> bool:
+    """A schema (after `with_message_schema`) of a message, a message list, or a state with messages."""
+    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
+        return True
+    messages = schema.get("properties", {}).get("messages")
+    return isinstance(messages, dict) and messages.get("items") == MESSAGE_SCHEMA
+
+
+def payload_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The schema of the *payload* the converter makes of the output, when it is known.
+
+    A loosely typed output (``dict``, ``Any``, a list of anything, an object whose ``messages``
+    holds anything) may come back chat-shaped, and then the payload is the answer's text: only a
+    schema that says more can describe the payload.
+    """
+    if not schema:
+        return None
+    schema = with_message_schema(schema)
+    if schema in _LOOSE or untyped_list(schema) or untyped_list(schema.get("properties", {}).get("messages")):
+        return None
+    if not _is_chat_schema(schema):
+        return schema
+    if "structured_response" in schema.get("properties", {}):
+        # The payload is the structured response when there is one, else text: either may come.
+        return None
+    # None when the run added no AI message (a LangGraph interrupt, say).
+    return {"type": ["string", "null"]}
+
+
+def untyped_list(schema: Any) -> bool:
+    """Whether `schema` is LangChain's schema of a ``list`` of anything."""
+    return isinstance(schema, dict) and schema.get("type") == "array" and schema.get("items", {}) == {}
+
+
+def _replace(node: Any, refs: set[str]) -> Any:
+    if isinstance(node, dict):
+        if node.get("$ref") in refs:
+            return dict(MESSAGE_SCHEMA)
+        for key in ("oneOf", "anyOf"):
+            options = node.get(key)
+            if (
+                isinstance(options, list)
+                and options
+                and all(isinstance(o, dict) and o.get("$ref") in refs for o in options)
+            ):
+                return dict(MESSAGE_SCHEMA)
+        return {key: _replace(value, refs) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_replace(item, refs) for item in node]
+    return node
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        for value in node.values():
+            found |= _refs(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_refs(item) for item in node))
+    return set()

@@ -1,0 +1,111 @@
+"""What a runnable asks of a call's ``configurable``, read once from the runnable at registration.
+
+A `RunnableWithMessageHistory` cannot run without its history ids (``session_id``), and a
+``configurable_alternatives`` option takes only the keys it was given. Without these checks the
+runnable raises ``ValueError`` mid-run, which the router would blame on the agent (and two such
+calls would quarantine it) though the caller's configurable was at fault.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
+
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.langchain.graphs import unwrap
+
+__all__ = ["Configurables"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Configurables:
+    """The ``configurable`` ids every call must carry (`required`), and the values each option
+    with a fixed set of them takes (`choices`)."""
+
+    required: tuple[str, ...]
+    choices: Mapping[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, runnable: Runnable[Any, Any], base: RunnableConfig, agent_id: str) -> Configurables | None:
+        """The rules of `runnable`, None when it asks nothing of ``configurable`` (no per-call work).
+
+        Ids its base config or a binding (`.with_config(configurable=...)`) gives are not required
+        of the caller; when any remain, registration warns, as every call must then carry them.
+        """
+        given = set(base.get("configurable", {}))
+        for layer in unwrap(runnable):
+            bound = getattr(layer, "config", None)
+            if isinstance(bound, Mapping) and isinstance(bound.get("configurable"), Mapping):
+                given |= set(bound["configurable"])
+        required = tuple(sorted(_history_ids(runnable) - given))
+        choices = _choices(runnable)
+        if required:
+            logger.warning(
+                "agent %s keeps a chat history per %s (a RunnableWithMessageHistory): each call "
+                "must carry configurable={%s}, or it is refused",
+                agent_id,
+                ", ".join(required),
+                ", ".join(f"{key!r}: ..." for key in required),
+            )
+        return cls(required, choices) if required or choices else None
+
+    def check(self, configurable: Mapping[str, Any], asked: Mapping[str, Any] | None, agent_id: str) -> None:
+        """Refuse a run whose `configurable` lacks a required id, or a call whose own
+        configurable (`asked`) gives an option a value it does not take."""
+        missing = [key for key in self.required if key not in configurable]
+        if missing:
+            wanted = ", ".join(f"{key!r}: ..." for key in missing)
+            msg = (
+                f"agent {agent_id} keeps a chat history per {', '.join(missing)} (a "
+                f"RunnableWithMessageHistory): call it with configurable={{{wanted}}}"
+            )
+            raise InvalidMessageError(msg)
+        for key, value in (asked or {}).items():
+            allowed = self.choices.get(key)
+            if allowed is not None and not (isinstance(value, str) and value in allowed):
+                msg = (
+                    f"configurable[{key!r}] is {value!r}, which agent {agent_id} does not offer; "
+                    f"give one of {sorted(allowed)} or leave it out for the default"
+                )
+                raise InvalidMessageError(msg)
+
+
+def _history_ids(runnable: Runnable[Any, Any]) -> set[str]:
+    """The ids of the `RunnableWithMessageHistory` runnables in `runnable` (its
+    ``history_factory_config``), which LangChain refuses to run without."""
+    found: set[str] = set()
+    for layer in _layers(runnable):
+        specs = getattr(layer, "history_factory_config", None)
+        if isinstance(specs, list):
+            found |= {spec.id for spec in specs}
+    return found
+
+
+def _layers(runnable: Runnable[Any, Any]) -> Iterator[Runnable[Any, Any]]:
+    """`runnable`, what its bindings wrap, and the steps of the chains among them."""
+    for layer in unwrap(runnable):
+        yield layer
+        if isinstance(layer, RunnableSequence):
+            for step in layer.steps:
+                yield from _layers(step)
+
+
+def _choices(runnable: Runnable[Any, Any]) -> dict[str, frozenset[str]]:
+    """The options with a fixed set of values (``configurable_alternatives``, a single-option
+    field), each with its values."""
+    try:
+        specs = runnable.config_specs
+    except Exception:  # noqa: BLE001 - a runnable that cannot list its options is left unchecked
+        return {}
+    return {
+        spec.id: frozenset(str(member.value) for member in spec.annotation)
+        for spec in specs
+        if isinstance(spec.annotation, type) and issubclass(spec.annotation, Enum)
+    }
