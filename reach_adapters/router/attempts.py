@@ -188,7 +188,11 @@ async def in_turn(
             _cut_short(message, record, slot.runtime.agent_id, began, cancelled)
             raise
         record.add_attempt(slot.runtime.agent_id, result, elapsed_ms)
-        if result.error_type == ErrorKind.PAYLOAD_VALIDATION and not result.delivered:
+        if (
+            result.status is ResultStatus.INVALID
+            and result.error_type == ErrorKind.PAYLOAD_VALIDATION
+            and not result.delivered
+        ):
             # Only this candidate's declaration refused the payload (another version, say): one
             # of another may take it; the best one's complaint stands when none does.
             refused = refused or result

@@ -13,7 +13,7 @@ from contextvars import Token
 
 from middleware import MetaInfo
 from reach_adapters.router.deadlines import Expiry, Watchdog, watchdog
-from reach_adapters.router.hops import Hop, current_hop, enter_hop, free_slot, leave_hop
+from reach_adapters.router.hops import Hop, enter_hop, free_slot, leave_hop
 from reach_adapters.router.state import Slot
 
 __all__ = ["AgentCancelledError", "InFlight"]
@@ -54,11 +54,13 @@ class InFlight:
         self._task = task
         self._cancelling = task.cancelling()
         watch = self._watch = watchdog(task.get_loop())
-        # Nested in the delivery whose agent makes this call: its deadline cuts this one first.
-        outer = current_hop()
-        expiry = watch.watch(task, budget_s, None if outer is None else outer.expiry)
-        self._expiry = self.hop.expiry = expiry
-        self._token = enter_hop(self.hop)
+        hop = self.hop
+        token = self._token = enter_hop(hop)
+        # Nested in the delivery whose agent makes this call (the hop it runs inside until now):
+        # that one's deadline cuts this one first.
+        outer = token.old_value
+        enclosing = outer.expiry if isinstance(outer, Hop) else None
+        self._expiry = hop.expiry = watch.watch(task, budget_s, enclosing)
 
     def cancelled(self) -> None:
         """In ``except CancelledError``: returns when the call was cancelled (re-raise then); raises
