@@ -44,6 +44,7 @@ from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.converter import ASKED_META, MCPConverter, meta_from_request
 from reach_adapters.mcp.relay import Relay, relaying
 from reach_adapters.mcp.rounds import Exchanges
+from reach_adapters.mcp.tools import ANNOTATION_TITLE
 from reach_adapters.router import Capability, Router, running_loop, wrap_field
 from reach_adapters.version import package_version
 
@@ -295,6 +296,7 @@ def _serve(capability: Capability) -> _Served:
     boxed = output is not None and output.get("type") != "object"
     if boxed:
         output = wrap_field("result", output or {}, title=f"{capability.name}Output")
+    meta, hinted = _annotation_title(capability)
     tool = Tool(
         name=capability.name,
         title=capability.title,
@@ -302,13 +304,23 @@ def _serve(capability: Capability) -> _Served:
         input_schema=schema,
         output_schema=output,
         annotations=ToolAnnotations(
-            title=capability.title,
+            title=hinted,
             read_only_hint=capability.read_only,
             destructive_hint=capability.destructive,
             idempotent_hint=capability.idempotent,
             open_world_hint=capability.open_world,
         ),
         icons=[Icon.model_validate(icon) for icon in capability.icons] or None,
-        _meta=capability.meta or None,
+        _meta=meta or None,
     )
     return _Served(tool, wrapped, boxed)
+
+
+def _annotation_title(capability: Capability) -> tuple[dict[str, Any], str | None]:
+    """The tool's `_meta`, and the title of its annotations: an upstream MCP tool's own (kept in
+    the capability's meta), else the capability's title, for clients that read only that one."""
+    meta = capability.meta
+    hinted = meta.get(ANNOTATION_TITLE)
+    if hinted is None:
+        return meta, capability.title
+    return {key: value for key, value in meta.items() if key != ANNOTATION_TITLE}, str(hinted)

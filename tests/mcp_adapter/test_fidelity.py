@@ -47,7 +47,8 @@ async def test_tool_metadata_survives_re_serving(reach: RouterMCPServer) -> None
         True,
         False,
     )
-    assert hints.title == "Look up a key"
+    # The upstream's annotations title is its own, not the tool's title.
+    assert hints.title == "Lookup"
     assert lookup.icons == [ICON]
     assert lookup.meta == {"example.com/owner": "team-a"}
     assert lookup.output_schema == {"type": "object", "properties": {"value": {"type": "string"}}}
