@@ -32,6 +32,7 @@ from reach_adapters.router import (
 
 __all__ = [
     "ASKED_META",
+    "HOP_META",
     "META_PREFIX",
     "MCPConverter",
     "content_to_json",
@@ -206,13 +207,15 @@ def _kept(
         kept[_ERROR_STRUCTURED] = ensure_json(structured, where="structured_content")
     # The protocol's keys (the upstream's serverInfo stamp) and a reach router's ids and outcome
     # describe that hop, not this one.
-    own = {key: value for key, value in (meta or {}).items() if not key.startswith(_HOP_META)}
+    own = {key: value for key, value in (meta or {}).items() if not key.startswith(HOP_META)}
     if own:
         kept["meta"] = ensure_json(own, where="_meta")
     return kept
 
 
-_HOP_META = ("io.modelcontextprotocol/", META_PREFIX)
+# The `_meta` keys of a request or result that belong to its hop: the protocol's own, and the
+# task and outcome keys a reach router writes for the hop it makes.
+HOP_META = ("io.modelcontextprotocol/", META_PREFIX)
 
 
 def _text_of(content: list[JsonValue]) -> str:

@@ -1,5 +1,6 @@
 """What the MCP client of a routed call hears from the upstream server serving it: progress, log
-messages, and the upstream's sampling and elicitation requests, carried across the router's hop.
+messages, and the upstream's sampling and elicitation requests, carried across the router's hop;
+and the client's own request `_meta`, carried the other way.
 
 The router's MCP server opens a `Relay` for each ``tools/call`` (`relaying`); the upstream's
 session finds it through a context variable while the call runs in the caller's task, and
@@ -46,6 +47,8 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from reach_adapters.mcp.converter import HOP_META
+
 __all__ = ["Call", "Relay", "Relays", "relaying"]
 
 logger = logging.getLogger(__name__)
@@ -62,6 +65,8 @@ _LEVELS: list[LoggingLevel] = [
     "alert",
     "emergency",
 ]
+# The progress token as the SDK reads a request's `_meta` (and as it is on the wire).
+_TOKEN = frozenset({"progress_token", "progressToken"})
 _Sampled = CreateMessageResult | CreateMessageResultWithTools
 _R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult)
 
@@ -106,6 +111,15 @@ class Relay:
             if not future.done():
                 future.set_result((answers or {}).get(key))
         self._sent.clear()
+
+    def own_meta(self) -> dict[str, Any]:
+        """The caller's own keys of its request's `_meta`, for the upstream serving its call, which
+        would have had them directly; not the keys of this hop (the protocol's, the router's, the
+        progress token: the router writes its own for the next hop)."""
+        meta = self._ctx.meta
+        if not meta:
+            return {}
+        return {key: value for key, value in meta.items() if not (key.startswith(HOP_META) or key in _TOKEN)}
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Against the caller's own progress token; nothing when it asked for none."""
