@@ -240,6 +240,8 @@ class Relays:
     def __init__(self, agent_id: str) -> None:
         self._agent_id = agent_id
         self._in_flight: set[Call] = set()
+        # Whether the operator was told that log messages are dropped for want of a caller.
+        self._warned = False
 
     def calling(self) -> Call:
         """The call about to be sent on this session, to enter (``with``) for as long as it is in
@@ -287,7 +289,22 @@ class Relays:
 
     async def on_log(self, params: LoggingMessageNotificationParams) -> None:
         call = self._find()
-        if call is None or call.relay is None:
-            logger.debug("MCP server %s logged with no caller to hear it: %s", self._agent_id, params.data)
+        if call is not None and call.relay is not None:
+            await call.relay.log(params)
             return
-        await call.relay.log(params)
+        if call is None and len(self._in_flight) > 1:
+            self._unattributed()
+        logger.debug("MCP server %s logged with no caller to hear it: %s", self._agent_id, params.data)
+
+    def _unattributed(self) -> None:
+        """Tell the operator, once for this server, that its log messages are dropped: a message
+        that names no call is never handed to a caller it may not belong to."""
+        if self._warned:
+            return
+        self._warned = True
+        logger.warning(
+            "MCP server %s sends log messages that name no call (as over stdio) while several calls "
+            "are in flight on it: agent-reach cannot tell whose they are and drops them; its "
+            "callers hear them only when their call is the only one on that server (said once)",
+            self._agent_id,
+        )

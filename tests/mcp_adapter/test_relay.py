@@ -5,6 +5,7 @@ upstream (issue 12, item 3)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -103,6 +104,32 @@ async def test_the_callers_own_request_meta_reaches_the_upstream(gateway: MCPEnd
     # The router's own keys are its own: a caller cannot forge them, and they describe this hop.
     assert "agent-reach/forged" not in seen
     assert seen["agent-reach/depth"] == 1
+
+
+async def test_log_messages_no_call_can_claim_are_dropped_and_said_once(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Over stdio a log message names no call: with two calls in flight nobody may hear it.
+    router.register(
+        await MCPServerAgent.connect(
+            "chatty", command=sys.executable, args=["-m", "tests.mcp_adapter.servers.chatty"]
+        )
+    )
+    caller = Caller()
+    async with (
+        await start_mcp_server(router, port=0) as endpoint,
+        Client(endpoint.url) as waiter,
+        caller.client(endpoint.url, "legacy") as client,
+    ):
+        waiting = asyncio.create_task(waiter.call_tool("wait", {"tag": "in-flight"}))
+        await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
+        with caplog.at_level(logging.WARNING, logger="reach_adapters.mcp"):
+            for _ in range(2):
+                assert not (await client.call_tool("steps", {"n": 2})).is_error
+        waiting.cancel()
+    assert caller.logs == []
+    assert caplog.text.count("sends log messages that name no call") == 1
+    assert "mcp:chatty:0" in caplog.text
 
 
 async def test_a_caller_that_asks_for_no_logs_hears_none(gateway: MCPEndpoint) -> None:
