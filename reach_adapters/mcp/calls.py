@@ -71,9 +71,12 @@ async def call_tool(
     try:
         with relays.calling() as call:
             relay = call.relay
-            if relay is not None and relay.log_level is not None:
-                # The calling client's opt-in to log messages, passed on to the server.
-                meta[LOG_LEVEL_META_KEY] = relay.log_level
+            if relay is not None:
+                # What the calling client put in its request's `_meta`, and its opt-in to log
+                # messages, passed on to the server as the client would have sent them.
+                meta.update(relay.own_meta())
+                if relay.log_level is not None:
+                    meta[LOG_LEVEL_META_KEY] = relay.log_level
             native = await client.call_tool(
                 route.tool,
                 arguments,

@@ -32,6 +32,7 @@ from reach_adapters.router import (
 
 __all__ = [
     "ASKED_META",
+    "HOP_META",
     "META_PREFIX",
     "MCPConverter",
     "content_to_json",
@@ -39,6 +40,8 @@ __all__ = [
     "request_meta",
 ]
 
+# Where a tool error's structured content is kept (an ok result's is its payload).
+_ERROR_STRUCTURED = "structured_content"
 # What an input-required answer asks, in its `_meta` when it goes without structured content.
 ASKED_META = META_PREFIX + "asked"
 _ASKING = "input required: "
@@ -107,7 +110,7 @@ class MCPConverter:
                 failed = error_result(
                     message, error=_text_of(content), agent_id=self.agent_id or None, **routed
                 )
-                amend(failed, {"extra": _kept(content, native.meta)})
+                amend(failed, {"extra": _kept(content, native.meta, structured)})
                 return failed
             # The tool ran and said no (the task's fault): another replica would say the same.
             failed = error_result(
@@ -119,8 +122,9 @@ class MCPConverter:
                 agent_id=self.agent_id or None,
                 delivered=True,
             )
-            # Every block of the error, and its `_meta`, for serving it again unchanged.
-            amend(failed, {"extra": _kept(content, native.meta)})
+            # Every block of the error, its structured content and `_meta`, for serving it again
+            # unchanged.
+            amend(failed, {"extra": _kept(content, native.meta, structured)})
             return failed
         payload = content if structured is None else structured
         return ok_result(message, self.agent_id, payload, extra=_kept(content, native.meta))
@@ -149,8 +153,11 @@ class MCPConverter:
             outcome = {key: getattr(result, key) for key in _OUTCOME}
             ids.update({META_PREFIX + key: value for key, value in outcome.items() if value is not None})
             if isinstance(content, list) and content:
-                # An upstream tool's own error: its blocks as it sent them.
-                return CallToolResult(content=_BLOCKS.validate_python(content), is_error=True, _meta=ids)
+                # An upstream tool's own error: its blocks and structured content as it sent them.
+                blocks = _BLOCKS.validate_python(content)
+                details = result.extra.get(_ERROR_STRUCTURED)
+                structured = details if isinstance(details, dict) else None
+                return CallToolResult(content=blocks, structured_content=structured, is_error=True, _meta=ids)
             text = f"{result.status}: {result.error_type}: {result.error}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)
         payload = result.payload
@@ -190,18 +197,25 @@ def _routed_outcome(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
 
 
-def _kept(content: list[JsonValue], meta: Mapping[str, Any] | None) -> dict[str, JsonValue]:
-    """What a result keeps of the MCP reply beside its payload: the content blocks and `_meta`."""
+def _kept(
+    content: list[JsonValue], meta: Mapping[str, Any] | None, structured: dict[str, Any] | None = None
+) -> dict[str, JsonValue]:
+    """What a result keeps of the MCP reply beside its payload: the content blocks and `_meta`,
+    and an error's `structured` content (an ok result's is its payload)."""
     kept: dict[str, JsonValue] = {"content": content}
+    if structured is not None:
+        kept[_ERROR_STRUCTURED] = ensure_json(structured, where="structured_content")
     # The protocol's keys (the upstream's serverInfo stamp) and a reach router's ids and outcome
     # describe that hop, not this one.
-    own = {key: value for key, value in (meta or {}).items() if not key.startswith(_HOP_META)}
+    own = {key: value for key, value in (meta or {}).items() if not key.startswith(HOP_META)}
     if own:
         kept["meta"] = ensure_json(own, where="_meta")
     return kept
 
 
-_HOP_META = ("io.modelcontextprotocol/", META_PREFIX)
+# The `_meta` keys of a request or result that belong to its hop: the protocol's own, and the
+# task and outcome keys a reach router writes for the hop it makes.
+HOP_META = ("io.modelcontextprotocol/", META_PREFIX)
 
 
 def _text_of(content: list[JsonValue]) -> str:

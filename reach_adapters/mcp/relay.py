@@ -1,5 +1,6 @@
 """What the MCP client of a routed call hears from the upstream server serving it: progress, log
-messages, and the upstream's sampling and elicitation requests, carried across the router's hop.
+messages, and the upstream's sampling and elicitation requests, carried across the router's hop;
+and the client's own request `_meta`, carried the other way.
 
 The router's MCP server opens a `Relay` for each ``tools/call`` (`relaying`); the upstream's
 session finds it through a context variable while the call runs in the caller's task, and
@@ -46,6 +47,8 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from reach_adapters.mcp.converter import HOP_META
+
 __all__ = ["Call", "Relay", "Relays", "relaying"]
 
 logger = logging.getLogger(__name__)
@@ -62,6 +65,8 @@ _LEVELS: list[LoggingLevel] = [
     "alert",
     "emergency",
 ]
+# The progress token as the SDK reads a request's `_meta` (and as it is on the wire).
+_TOKEN = frozenset({"progress_token", "progressToken"})
 _Sampled = CreateMessageResult | CreateMessageResultWithTools
 _R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult)
 
@@ -106,6 +111,15 @@ class Relay:
             if not future.done():
                 future.set_result((answers or {}).get(key))
         self._sent.clear()
+
+    def own_meta(self) -> dict[str, Any]:
+        """The caller's own keys of its request's `_meta`, for the upstream serving its call, which
+        would have had them directly; not the keys of this hop (the protocol's, the router's, the
+        progress token: the router writes its own for the next hop)."""
+        meta = self._ctx.meta
+        if not meta:
+            return {}
+        return {key: value for key, value in meta.items() if not (key.startswith(HOP_META) or key in _TOKEN)}
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Against the caller's own progress token; nothing when it asked for none."""
@@ -226,6 +240,8 @@ class Relays:
     def __init__(self, agent_id: str) -> None:
         self._agent_id = agent_id
         self._in_flight: set[Call] = set()
+        # Whether the operator was told that log messages are dropped for want of a caller.
+        self._warned = False
 
     def calling(self) -> Call:
         """The call about to be sent on this session, to enter (``with``) for as long as it is in
@@ -273,7 +289,22 @@ class Relays:
 
     async def on_log(self, params: LoggingMessageNotificationParams) -> None:
         call = self._find()
-        if call is None or call.relay is None:
-            logger.debug("MCP server %s logged with no caller to hear it: %s", self._agent_id, params.data)
+        if call is not None and call.relay is not None:
+            await call.relay.log(params)
             return
-        await call.relay.log(params)
+        if call is None and len(self._in_flight) > 1:
+            self._unattributed()
+        logger.debug("MCP server %s logged with no caller to hear it: %s", self._agent_id, params.data)
+
+    def _unattributed(self) -> None:
+        """Tell the operator, once for this server, that its log messages are dropped: a message
+        that names no call is never handed to a caller it may not belong to."""
+        if self._warned:
+            return
+        self._warned = True
+        logger.warning(
+            "MCP server %s sends log messages that name no call (as over stdio) while several calls "
+            "are in flight on it: agent-reach cannot tell whose they are and drops them; its "
+            "callers hear them only when their call is the only one on that server (said once)",
+            self._agent_id,
+        )

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -15,7 +13,6 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -42,17 +39,14 @@ from reach_adapters.mcp.consensus_tool import (
 )
 from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.converter import ASKED_META, MCPConverter, meta_from_request
+from reach_adapters.mcp.peers import LegacyPeers
 from reach_adapters.mcp.relay import Relay, relaying
 from reach_adapters.mcp.rounds import Exchanges
+from reach_adapters.mcp.tools import ANNOTATION_TITLE
 from reach_adapters.router import Capability, Router, running_loop, wrap_field
 from reach_adapters.version import package_version
 
 __all__ = ["RouterMCPServer", "request_principal"]
-
-logger = logging.getLogger(__name__)
-
-# Handshake-era peers kept for change notices; the SDK gives handlers no connection-closed hook.
-_MAX_LEGACY_PEERS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +94,7 @@ class RouterMCPServer:
         )
         self._served: dict[str, _Served] | None = None
         self._exchanges = Exchanges()
-        self._legacy: OrderedDict[int, tuple[object, ServerSession]] = OrderedDict()
+        self._legacy = LegacyPeers()
         self._loop: asyncio.AbstractEventLoop | None = running_loop()
         self._announcing = False
         self._announcement: asyncio.Task[None] | None = None
@@ -138,7 +132,7 @@ class RouterMCPServer:
             # Built outside any loop: change notices go out on the loop that serves clients.
             self._loop = asyncio.get_running_loop()
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._remember(ctx.session)
+            self._legacy.remember(ctx.session)
         served = self._catalog()
         principal = _principal(ctx)
         if principal is not None and self.router.guard is not None:
@@ -236,22 +230,7 @@ class RouterMCPServer:
     async def _announce(self) -> None:
         self._announcing = False
         await self._bus.publish(ToolsListChanged())
-        for _, session in list(self._legacy.values()):
-            try:
-                await session.send_tool_list_changed()
-            except Exception as exc:  # noqa: BLE001 - one broken peer must not keep others uninformed
-                logger.debug("could not send tools/list_changed to a client: %r", exc)
-
-    def _remember(self, session: ServerSession) -> None:
-        # client_params is the one object a connection keeps for its lifetime: its identity names it.
-        params = session.client_params
-        if params is None:
-            return
-        key = id(params)
-        self._legacy[key] = (params, session)
-        self._legacy.move_to_end(key)
-        while len(self._legacy) > _MAX_LEGACY_PEERS:
-            self._legacy.popitem(last=False)
+        await self._legacy.announce()
 
 
 class _Server(Server[Any]):
@@ -295,6 +274,7 @@ def _serve(capability: Capability) -> _Served:
     boxed = output is not None and output.get("type") != "object"
     if boxed:
         output = wrap_field("result", output or {}, title=f"{capability.name}Output")
+    meta, hinted = _annotation_title(capability)
     tool = Tool(
         name=capability.name,
         title=capability.title,
@@ -302,13 +282,23 @@ def _serve(capability: Capability) -> _Served:
         input_schema=schema,
         output_schema=output,
         annotations=ToolAnnotations(
-            title=capability.title,
+            title=hinted,
             read_only_hint=capability.read_only,
             destructive_hint=capability.destructive,
             idempotent_hint=capability.idempotent,
             open_world_hint=capability.open_world,
         ),
         icons=[Icon.model_validate(icon) for icon in capability.icons] or None,
-        _meta=capability.meta or None,
+        _meta=meta or None,
     )
     return _Served(tool, wrapped, boxed)
+
+
+def _annotation_title(capability: Capability) -> tuple[dict[str, Any], str | None]:
+    """The tool's `_meta`, and the title of its annotations: an upstream MCP tool's own (kept in
+    the capability's meta), else the capability's title, for clients that read only that one."""
+    meta = capability.meta
+    hinted = meta.get(ANNOTATION_TITLE)
+    if hinted is None:
+        return meta, capability.title
+    return {key: value for key, value in meta.items() if key != ANNOTATION_TITLE}, str(hinted)

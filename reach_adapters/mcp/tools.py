@@ -15,12 +15,15 @@ from reach_adapters.mcp.calls import ToolRoute
 from reach_adapters.mcp.errors import MCPProtocolError
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.spec import ServerSpec
-from reach_adapters.router import Capability
+from reach_adapters.router import META_PREFIX, Capability
 
-__all__ = ["Declared", "checked_by_router", "declare", "list_all_tools"]
+__all__ = ["ANNOTATION_TITLE", "Declared", "checked_by_router", "declare", "list_all_tools"]
 
 logger = logging.getLogger(__name__)
 
+# Where a capability keeps its MCP tool's `annotations.title` (in `Capability.meta`, the
+# adapter's own place); the served tool has it in its annotations, not its `_meta`.
+ANNOTATION_TITLE = META_PREFIX + "annotation_title"
 # A listing longer than this is a server that never stops paginating, not a big catalog.
 _MAX_PAGES = 1000
 
@@ -114,7 +117,8 @@ def _capability(name: str, tool: Tool, options: MCPOptions) -> Capability:
     idempotent = read_only or bool(hints and hints.idempotent_hint)
     # The MCP default for a tool that is not read-only is destructive.
     destructive = not read_only and (hints is None or hints.destructive_hint is not False)
-    title = tool.title or (hints.title if hints else None)
+    hinted = hints.title if hints else None
+    title = tool.title or hinted
     output = tool.output_schema
     if output is not None and wraps_result(tool):
         # The SDK's wrapping of a non-object result: the payload is the value inside.
@@ -134,8 +138,17 @@ def _capability(name: str, tool: Tool, options: MCPOptions) -> Capability:
         open_world=not (hints is not None and hints.open_world_hint is False),
         title=title,
         icons=[icon.model_dump(mode="json", by_alias=True, exclude_none=True) for icon in tool.icons or ()],
-        meta=dict(tool.meta or {}),
+        meta=_meta(tool, hinted),
     )
+
+
+def _meta(tool: Tool, hinted: str | None) -> dict[str, Any]:
+    """The tool's `_meta`, with its ``annotations.title`` under `ANNOTATION_TITLE`: the capability
+    has one title, and the tool may show another in its annotations, to be served again as such."""
+    meta = {key: value for key, value in (tool.meta or {}).items() if key != ANNOTATION_TITLE}
+    if hinted is not None:
+        meta[ANNOTATION_TITLE] = hinted
+    return meta
 
 
 def wraps_result(tool: Tool) -> bool:

@@ -17,7 +17,7 @@ from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.spec import ServerSpec
 from reach_adapters.mcp.tools import declare
 from tests.mcp_adapter.conftest import CALC, PYTHON
-from tests.mcp_adapter.servers.fidelity import ICON, PIXEL, fidelity_server
+from tests.mcp_adapter.servers.fidelity import DECLINED, ICON, PIXEL, fidelity_server
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,7 +47,8 @@ async def test_tool_metadata_survives_re_serving(reach: RouterMCPServer) -> None
         True,
         False,
     )
-    assert hints.title == "Look up a key"
+    # The upstream's annotations title is its own, not the tool's title.
+    assert hints.title == "Lookup"
     assert lookup.icons == [ICON]
     assert lookup.meta == {"example.com/owner": "team-a"}
     assert lookup.output_schema == {"type": "object", "properties": {"value": {"type": "string"}}}
@@ -94,6 +95,26 @@ async def test_every_block_of_a_tool_error_survives(reach: RouterMCPServer) -> N
     assert failed.meta is not None
     assert failed.meta["example.com/incident"] == "INC-7"
     assert failed.meta[META_PREFIX + "fault"] == "task"
+
+
+async def test_a_tool_errors_structured_content_survives_one_hop_and_two(
+    router: Router, reach: RouterMCPServer
+) -> None:
+    # Gateway B calls gateway A (another reach router) over MCP: both branches of a tool error.
+    async with Router() as far:
+        far.register(await MCPServerAgent.connect("near", reach.server))
+        chained = RouterMCPServer(far, name="far")
+        try:
+            async with Client(reach.server) as client, Client(chained.server) as chain_client:
+                one = await client.call_tool("charge", {})
+                two = await chain_client.call_tool("charge", {})
+        finally:
+            chained.close()
+    for failed in (one, two):
+        assert failed.is_error
+        assert failed.content == [TextContent(type="text", text="card declined")]
+        assert failed.structured_content == DECLINED
+    assert (await router.route("charge", {})).extra["structured_content"] == DECLINED
 
 
 def count(n: int) -> int:

@@ -5,9 +5,10 @@ upstream (issue 12, item 3)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from mcp import Client
@@ -21,6 +22,7 @@ from mcp.types import (
     ElicitResult,
     ErrorData,
     LoggingMessageNotificationParams,
+    RequestParamsMeta,
     TextContent,
 )
 
@@ -88,6 +90,46 @@ async def test_progress_and_log_messages_reach_the_caller(gateway: MCPEndpoint, 
     # Against the caller's own progress token, whatever token the upstream hop used.
     assert caller.progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert caller.logs == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_callers_own_request_meta_reaches_the_upstream(gateway: MCPEndpoint, mode: str) -> None:
+    sent = {"example.com/user": "ada", "example.com/trace": {"span": 7}, "agent-reach/forged": True}
+    async with Client(gateway.url, mode=mode) as client:
+        answer = await client.call_tool("request_meta", {}, meta=cast(RequestParamsMeta, sent))
+    seen = answer.structured_content
+    assert seen is not None
+    assert seen["example.com/user"] == "ada"
+    assert seen["example.com/trace"] == {"span": 7}
+    # The router's own keys are its own: a caller cannot forge them, and they describe this hop.
+    assert "agent-reach/forged" not in seen
+    assert seen["agent-reach/depth"] == 1
+
+
+async def test_log_messages_no_call_can_claim_are_dropped_and_said_once(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Over stdio a log message names no call: with two calls in flight nobody may hear it.
+    router.register(
+        await MCPServerAgent.connect(
+            "chatty", command=sys.executable, args=["-m", "tests.mcp_adapter.servers.chatty"]
+        )
+    )
+    caller = Caller()
+    async with (
+        await start_mcp_server(router, port=0) as endpoint,
+        Client(endpoint.url) as waiter,
+        caller.client(endpoint.url, "legacy") as client,
+    ):
+        waiting = asyncio.create_task(waiter.call_tool("wait", {"tag": "in-flight"}))
+        await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
+        with caplog.at_level(logging.WARNING, logger="reach_adapters.mcp"):
+            for _ in range(2):
+                assert not (await client.call_tool("steps", {"n": 2})).is_error
+        waiting.cancel()
+    assert caller.logs == []
+    assert caplog.text.count("sends log messages that name no call") == 1
+    assert "mcp:chatty:0" in caplog.text
 
 
 async def test_a_caller_that_asks_for_no_logs_hears_none(gateway: MCPEndpoint) -> None:

@@ -31,6 +31,7 @@ from reach_adapters.mcp import (
     serve_mcp,
     start_mcp_server,
 )
+from reach_adapters.mcp.peers import LegacyPeers
 from tests.mcp_adapter.conftest import CALC, PYTHON
 from tests.mcp_adapter.servers.calc import PIXEL
 from tests.waiting import eventually
@@ -145,6 +146,60 @@ async def test_clients_hear_when_the_catalog_changes(gateway: MCPEndpoint, route
         router.register(_upper_agent())
         await eventually(lambda: len(heard) == 2, what="a second tools/list_changed")
         assert "upper" in {tool.name for tool in (await old.list_tools()).tools}
+
+
+async def test_a_lasting_handshake_era_client_hears_changes_however_many_came_and_went(
+    router: Router,
+) -> None:
+    router.register(FunctionAgent(shout, agent_id="util:shout:0"))
+    reach = RouterMCPServer(router, name="reach")
+    heard = asyncio.Event()
+
+    async def on_message(message: IncomingMessage) -> None:
+        if isinstance(message, ToolListChangedNotification):
+            heard.set()
+
+    try:
+        async with Client(reach.server, mode="legacy", message_handler=on_message) as lasting:
+            await lasting.list_tools()
+            for _ in range(300):
+                async with Client(reach.server, mode="legacy") as passing:
+                    await passing.list_tools()
+            # The clients that left are forgotten; the one still connected is kept.
+            assert len(reach._legacy) == 1
+            router.register(_upper_agent())
+            async with asyncio.timeout(10):
+                await heard.wait()
+    finally:
+        reach.close()
+
+
+async def test_a_closed_http_client_is_forgotten(gateway: MCPEndpoint) -> None:
+    peers = gateway._reach._legacy
+    async with Client(gateway.url, mode="legacy") as client:
+        await client.list_tools()
+        assert len(peers) == 1
+    await eventually(lambda: len(peers) == 0, what="the closed HTTP session to be forgotten")
+
+
+async def test_over_the_bound_the_longest_connected_client_is_dropped_with_one_warning(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    router.register(FunctionAgent(shout, agent_id="util:shout:0"))
+    reach = RouterMCPServer(router, name="reach")
+    reach._legacy = peers = LegacyPeers(max_peers=1)
+    try:
+        async with (
+            Client(reach.server, mode="legacy") as first,
+            Client(reach.server, mode="legacy") as second,
+            Client(reach.server, mode="legacy") as third,
+        ):
+            for client in (first, second, third):
+                await client.list_tools()
+            assert len(peers) == 1
+    finally:
+        reach.close()
+    assert caplog.text.count("no longer hear tools/list_changed") == 1
 
 
 async def test_failover_through_the_gateway(router: Router) -> None:

@@ -4,7 +4,7 @@ result on 2026 ones), and a call that waits until it is cancelled. Runs in proce
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -63,6 +63,13 @@ async def can_ask(ctx: Context) -> bool:
     """Whether the client declared elicitation."""
     capabilities = ctx.client_capabilities
     return capabilities is not None and capabilities.elicitation is not None
+
+
+@server.tool()
+async def request_meta(ctx: Context) -> dict[str, Any]:
+    """The request's `_meta`, without the protocol's own keys."""
+    meta = ctx.request_context.meta or {}
+    return {key: value for key, value in meta.items() if not key.startswith("io.modelcontextprotocol/")}
 
 
 @server.tool()

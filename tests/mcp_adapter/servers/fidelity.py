@@ -23,6 +23,7 @@ from mcp.types import (
 PIXEL = "iVBORw0KGgo="
 ICON = Icon(src="https://example.com/lookup.png", mime_type="image/png", sizes=["48x48"])
 OBJECT = {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}
+DECLINED = {"code": 402}
 RESULT_META = {"example.com/cost": 3, "io.modelcontextprotocol/related-task": {"taskId": "t1"}}
 
 
@@ -48,6 +49,12 @@ def fidelity_server(*, read_only: bool = True, open_world: bool = False) -> Serv
         ),
         Tool(name="broken", description="Always fails, with a picture.", input_schema={"type": "object"}),
         Tool(
+            name="charge",
+            description="Always declined, with the reason as structured content.",
+            input_schema={"type": "object"},
+            output_schema={"type": "object", "properties": {"code": {"type": "integer"}}},
+        ),
+        Tool(
             name="long_job",
             description="Runs only as an MCP task.",
             input_schema={"type": "object"},
@@ -67,6 +74,12 @@ def fidelity_server(*, read_only: bool = True, open_world: bool = False) -> Serv
                 content=[TextContent(type="text", text=f"value of {key}")],
                 structured_content={"value": f"value of {key}"},
                 _meta=RESULT_META,
+            )
+        if params.name == "charge":
+            return CallToolResult(
+                content=[TextContent(type="text", text="card declined")],
+                structured_content=DECLINED,
+                is_error=True,
             )
         return CallToolResult(
             content=[

@@ -1,0 +1,68 @@
+"""The handshake-era (2025) clients of the router's MCP server to tell when the tool list changes.
+
+They hear it as a notification on their connection, so the server keeps each one that listed the
+tools for as long as its connection is open: the SDK runs a connection's ``exit_stack`` when it
+closes, which forgets it; a send that fails forgets it too.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.session import ServerSession
+
+__all__ = ["LegacyPeers"]
+
+logger = logging.getLogger(__name__)
+
+# Open connections kept at most: each costs the SDK far more than its entry here, so this only
+# bounds memory should connections outlive their close (an SDK that no longer runs exit stacks).
+_MAX_PEERS = 10_000
+
+
+class LegacyPeers:
+    """Open 2025 connections that listed the tools, each with a session to notify it through."""
+
+    def __init__(self, max_peers: int = _MAX_PEERS) -> None:
+        self._max = max_peers
+        self._open: dict[Connection, ServerSession] = {}
+        self._evicted = False
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def remember(self, session: ServerSession) -> None:
+        """Keep the connection `session` belongs to until it closes."""
+        # The SDK builds a session per request; the connection is the one object a client keeps.
+        connection: Any = getattr(session, "_connection", None)
+        if not isinstance(connection, Connection) or not connection.has_standalone_channel:
+            # Nothing to send a notice on (a single-exchange request).
+            return
+        if connection in self._open:
+            return
+        self._open[connection] = session
+        connection.exit_stack.callback(self._open.pop, connection, None)
+        if len(self._open) > self._max:
+            self._evict()
+
+    def _evict(self) -> None:
+        oldest = next(iter(self._open))
+        del self._open[oldest]
+        if not self._evicted:
+            self._evicted = True
+            logger.warning(
+                "over %d handshake-era MCP clients are connected: the longest-connected ones no "
+                "longer hear tools/list_changed (they see changes when they list the tools again)",
+                self._max,
+            )
+
+    async def announce(self) -> None:
+        """Tell every connection that the tool list changed; forget one whose send fails."""
+        for connection, session in list(self._open.items()):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # noqa: BLE001 - one broken peer must not keep others uninformed
+                logger.debug("could not send tools/list_changed to a client, forgetting it: %r", exc)
+                self._open.pop(connection, None)
