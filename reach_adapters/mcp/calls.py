@@ -72,9 +72,11 @@ async def call_tool(
         with relays.calling() as call:
             relay = call.relay
             if relay is not None:
-                # What the calling client put in its request's `_meta`, and its opt-in to log
-                # messages, passed on to the server as the client would have sent them.
-                meta.update(relay.own_meta())
+                # What the calling client put in its request's `_meta` (for the call it made, not
+                # calls made for it), and its opt-in to log messages, passed on to the server as
+                # the client would have sent them.
+                if relay.task_id == message.meta_info.task_id:
+                    meta.update(relay.own_meta())
                 if relay.log_level is not None:
                     meta[LOG_LEVEL_META_KEY] = relay.log_level
             native = await client.call_tool(

@@ -152,11 +152,11 @@ class MCPConverter:
             # Whose fault and how it ended, for a reach router on the calling side (`_routed_outcome`).
             outcome = {key: getattr(result, key) for key in _OUTCOME}
             ids.update({META_PREFIX + key: value for key, value in outcome.items() if value is not None})
-            if isinstance(content, list) and content:
+            details = result.extra.get(_ERROR_STRUCTURED)
+            structured = details if isinstance(details, dict) else None
+            if isinstance(content, list) and (content or structured is not None):
                 # An upstream tool's own error: its blocks and structured content as it sent them.
                 blocks = _BLOCKS.validate_python(content)
-                details = result.extra.get(_ERROR_STRUCTURED)
-                structured = details if isinstance(details, dict) else None
                 return CallToolResult(content=blocks, structured_content=structured, is_error=True, _meta=ids)
             text = f"{result.status}: {result.error_type}: {result.error}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)

@@ -49,7 +49,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters.mcp.converter import HOP_META
 
-__all__ = ["Call", "Relay", "Relays", "relaying"]
+__all__ = ["Call", "Relay", "Relays", "relaying", "serving"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +82,9 @@ class Relay:
         # input-required result (`rounds`), and the call resumes when it calls again.
         self.rounds = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
         self.log_level: LoggingLevel | None = cast("LoggingLevel | None", level if self.rounds else "debug")
+        # The routed call this request dispatched (`serving`): its delivery to an upstream carries
+        # the caller's own `_meta`; nested calls and work left running do not.
+        self.task_id: str | None = None
         # Progress only goes up: nested calls made for this one restart their own count.
         self._progress = float("-inf")
         self._keys = itertools.count(1)
@@ -184,6 +187,13 @@ class Relay:
         except MCPError as exc:
             # The caller's own refusal goes back upstream as it was given.
             return call.refused(exc.error)
+
+
+def serving(task_id: str) -> None:
+    """The client request being served dispatched routed call `task_id` (see `Relay.task_id`)."""
+    relay = _current.get()
+    if relay is not None:
+        relay.task_id = task_id
 
 
 @contextmanager

@@ -40,7 +40,7 @@ from reach_adapters.mcp.consensus_tool import (
 from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.converter import ASKED_META, MCPConverter, meta_from_request
 from reach_adapters.mcp.peers import LegacyPeers
-from reach_adapters.mcp.relay import Relay, relaying
+from reach_adapters.mcp.relay import Relay, relaying, serving
 from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.mcp.tools import ANNOTATION_TITLE
 from reach_adapters.router import Capability, Router, running_loop, wrap_field
@@ -204,6 +204,7 @@ class RouterMCPServer:
         message = self._converter.to_middleware(params.arguments, meta)
         if served.wrapped and isinstance(message.raw_payload, dict):
             message.raw_payload = message.raw_payload.get("input")
+        serving(meta.task_id)
         return await self.router.dispatch(message)
 
     # -- the tool list and its changes -------------------------------------------------------

@@ -108,12 +108,16 @@ async def test_a_tool_errors_structured_content_survives_one_hop_and_two(
             async with Client(reach.server) as client, Client(chained.server) as chain_client:
                 one = await client.call_tool("charge", {})
                 two = await chain_client.call_tool("charge", {})
+                quiet = await client.call_tool("charge", {"quiet": True})
+                quiet_two = await chain_client.call_tool("charge", {"quiet": True})
         finally:
             chained.close()
     for failed in (one, two):
         assert failed.is_error
         assert failed.content == [TextContent(type="text", text="card declined")]
         assert failed.structured_content == DECLINED
+    for failed in (quiet, quiet_two):
+        assert (failed.is_error, failed.content, failed.structured_content) == (True, [], DECLINED)
     assert (await router.route("charge", {})).extra["structured_content"] == DECLINED
 
 

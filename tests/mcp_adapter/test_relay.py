@@ -106,6 +106,24 @@ async def test_the_callers_own_request_meta_reaches_the_upstream(gateway: MCPEnd
     assert seen["agent-reach/depth"] == 1
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_calls_an_agent_makes_for_a_callers_call_do_not_get_its_request_meta(
+    gateway: MCPEndpoint, router: Router, mode: str
+) -> None:
+    async def relay_meta() -> Any:
+        """Ask the upstream what request `_meta` it saw, from a call of this agent's own."""
+        return (await router.route("request_meta", {})).payload
+
+    router.register(FunctionAgent(relay_meta, agent_id="local:relay:01"))
+    sent = {"example.com/user": "ada"}
+    async with Client(gateway.url, mode=mode) as client:
+        answer = await client.call_tool("relay_meta", {}, meta=cast(RequestParamsMeta, sent))
+    seen = answer.structured_content
+    assert seen is not None
+    assert "example.com/user" not in seen
+    assert seen["agent-reach/depth"] == 2
+
+
 async def test_log_messages_no_call_can_claim_are_dropped_and_said_once(
     router: Router, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -76,8 +76,10 @@ def fidelity_server(*, read_only: bool = True, open_world: bool = False) -> Serv
                 _meta=RESULT_META,
             )
         if params.name == "charge":
+            # With "quiet", the reason is in the structured content alone (no content blocks).
+            quiet = (params.arguments or {}).get("quiet")
             return CallToolResult(
-                content=[TextContent(type="text", text="card declined")],
+                content=[] if quiet else [TextContent(type="text", text="card declined")],
                 structured_content=DECLINED,
                 is_error=True,
             )
