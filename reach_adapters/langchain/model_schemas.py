@@ -16,6 +16,9 @@ __all__ = ["for_models"]
 # Where definitions sit: draft 2020-12's "$defs", draft-07's "definitions" (zod-to-json-schema and
 # many MCP servers still emit those).
 _DEF_KEYS = ("$defs", "definitions")
+# Keywords whose value maps names to schemas: a key there is a name (a property may be called
+# "definitions"), never a keyword.
+_NAMED = frozenset({"properties", "patternProperties", "dependentSchemas"})
 # A reference to the whole schema.
 _ROOT = "#"
 
@@ -45,12 +48,17 @@ def for_models(schema: dict[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str) and closes_cycle(ref, owner):
             return {"type": "object"}
-        out = {key: fix(value, owner) for key, value in node.items() if key not in _DEF_KEYS}
+        out = {key: fix_keyword(key, value, owner) for key, value in node.items() if key not in _DEF_KEYS}
         kinds = node.get("type")
         if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and "items" not in node:
             members = out.get("prefixItems")
             out["items"] = {"anyOf": members} if isinstance(members, list) and members else {}
         return out
+
+    def fix_keyword(key: str, value: Any, owner: str) -> Any:
+        if key in _NAMED and isinstance(value, dict):
+            return {name: fix(body, owner) for name, body in value.items()}
+        return fix(value, owner)
 
     out: dict[str, Any] = fix(root, _ROOT)
     for key in _DEF_KEYS:
@@ -82,10 +90,15 @@ def _reached(edges: dict[str, set[str]], start: str) -> set[str]:
 
 
 def _refs(node: Any) -> set[str]:
-    """The `$ref`s in `node`, outside the definitions it holds."""
+    """The `$ref`s in the schema `node`, outside the definitions it holds."""
     if isinstance(node, list):
         return set().union(*(_refs(item) for item in node)) if node else set()
     if not isinstance(node, dict):
         return set()
     found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
-    return found.union(*(_refs(value) for key, value in node.items() if key not in _DEF_KEYS))
+    for key, value in node.items():
+        if key in _NAMED and isinstance(value, dict):
+            found = found.union(*(_refs(body) for body in value.values()))
+        elif key not in _DEF_KEYS:
+            found |= _refs(value)
+    return found

@@ -46,6 +46,10 @@ def strict_problems(tool: BaseTool) -> list[str]:
             is_array = kinds == "array" or (isinstance(kinds, list) and "array" in kinds)
             if is_array and "items" not in node:
                 problems.append(f"{path}: an array without items")
+            properties = node.get("properties", {})
+            unknown = sorted(set(node.get("required", [])) - set(properties))
+            if unknown:
+                problems.append(f"{path}: required {unknown} not among the properties")
             ref = node.get("$ref")
             if isinstance(ref, str):
                 if ref in seen:
@@ -53,7 +57,10 @@ def strict_problems(tool: BaseTool) -> list[str]:
                 else:
                     walk(resolve(ref), f"{path}->{ref}", (*seen, ref))
             for key, value in node.items():
-                if key not in ("$defs", "definitions"):
+                if key in ("properties", "patternProperties") and isinstance(value, dict):
+                    for name, field in value.items():  # names, not keywords: "definitions" is one
+                        walk(field, f"{path}/{key}/{name}", seen)
+                elif key not in ("$defs", "definitions"):
                     walk(value, f"{path}/{key}", seen)
         elif isinstance(node, list):
             for i, item in enumerate(node):
@@ -238,6 +245,24 @@ def test_tuples_and_recursive_inputs_pass_the_strict_check_too(router: Router) -
     router.register(LangChainAgent(RunnableLambda(pairs).with_types(input_type=Chat), agent_id="t:pairs:01"))
     tools = ReachToolkit(router).get_tools()
     assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
+
+
+def test_a_field_named_like_a_schema_keyword_is_shown_to_models(router: Router) -> None:
+    from pydantic import BaseModel
+
+    class Glossary(BaseModel):
+        term: str
+        definitions: list[str]
+        properties: dict[str, str] = {}
+
+    glossary = RunnableLambda(lambda entry: entry["term"], name="glossary").with_types(input_type=Glossary)
+    router.register(LangChainAgent(glossary, agent_id="kb:glossary:01"))
+    tool = next(tool for tool in ReachToolkit(router).get_tools() if tool.name == "glossary")
+    assert isinstance(tool.tool_call_schema, dict)
+    assert set(tool.tool_call_schema["properties"]) == {"term", "definitions", "properties"}
+    assert strict_problems(tool) == []
+    strict = convert_to_openai_tool(tool, strict=True)["function"]["parameters"]
+    assert strict["properties"]["definitions"] == {"type": "array", "items": {"type": "string"}}
 
 
 def test_draft_07_definitions_and_root_references_pass_the_strict_check_too(router: Router) -> None:
