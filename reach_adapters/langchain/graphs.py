@@ -18,7 +18,7 @@ from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFal
 from langchain_core.runnables.base import RunnableBindingBase
 from pydantic import ConfigDict, create_model
 
-from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, untyped_list
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
 
 __all__ = [
     "INTERRUPT_KEY",
@@ -182,16 +182,23 @@ def _message_keys(builder: Any) -> frozenset[str]:
 
 
 def _with_messages(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
-    """`schema` with the untyped items of `keys` described as chat messages, as the converter and
-    the payload schema of a chat output then take them."""
+    """`schema` with `keys` described as lists of chat messages, whatever their annotation says
+    (``list``, ``list[dict]``, ``Any``...): ``add_messages`` makes a message of every item, and
+    the converter and the payload schema of a chat output take them so."""
     properties = schema.get("properties") if schema else None
     if schema is None or not keys or not isinstance(properties, dict):
         return schema
     typed = {
-        name: {**field, "items": dict(MESSAGE_SCHEMA)} if name in keys and untyped_list(field) else field
+        name: _message_list(field) if name in keys and isinstance(field, dict) else field
         for name, field in properties.items()
     }
     return {**schema, "properties": typed}
+
+
+def _message_list(field: dict[str, Any]) -> dict[str, Any]:
+    """A list of chat messages, with the title and description `field` has."""
+    said: dict[str, Any] = {key: field[key] for key in ("title", "description") if key in field}
+    return {**said, "type": "array", "items": dict(MESSAGE_SCHEMA)}
 
 
 def _is_typed_dict(schema: Any) -> bool:

@@ -4,16 +4,20 @@ names, loosely typed chat outputs, graphs inside chains and fallbacks, JSON-poin
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+import typing_extensions
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable, RunnableLambda
+from langgraph.graph import MessagesState
+from langgraph.graph.message import add_messages
 
 from middleware import ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
-from tests.langchain_adapter.test_fidelity import with_history
+from tests.langchain_adapter.test_fidelity import USER, one_step, with_history
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -36,3 +40,30 @@ async def test_a_history_bound_to_its_session_inside_a_chain_needs_none_from_cal
     for _ in range(2):
         result = await router.route("chat", {"question": "hi"})
         assert (result.status, result.payload) == (ResultStatus.OK, "hello"), result.error
+
+
+@pytest.mark.parametrize(
+    "items",
+    [list[dict[str, Any]], list[BaseMessage | dict[str, Any]], Any, list[str | BaseMessage]],
+    ids=["dicts", "messages-or-dicts", "any", "text-or-messages"],
+)
+async def test_a_key_add_messages_reduces_is_chat_however_it_is_typed(router: Router, items: Any) -> None:
+    # The functional form: a class body's annotation could not name this test's parameter.
+    state = typing_extensions.TypedDict("state", {"messages": Annotated[items, add_messages]})  # noqa: UP013
+    graph = one_step(state, lambda s: {"messages": [AIMessage("ok")]})
+    router.register(LangChainAgent(graph, agent_id="g:s:01"))
+    for payload in ({"messages": USER}, "hi"):
+        result = await router.route("s", payload)
+        assert (result.status, result.payload) == (ResultStatus.OK, "ok"), result.error
+
+
+async def test_a_loosely_typed_function_returning_a_graph_state_answers_with_its_text(router: Router) -> None:
+    graph = one_step(MessagesState, lambda s: {"messages": [AIMessage("from graph")]})
+
+    async def ask(question: dict[str, Any]) -> dict[str, list[Any]]:
+        return await graph.ainvoke(question)  # type: ignore[no-any-return]
+
+    router.register(LangChainAgent(RunnableLambda(ask), agent_id="x:ask:01"))
+    for _ in range(2):  # enough in a row to quarantine the agent, were they failures
+        result = await router.route("ask", {"messages": USER})
+        assert (result.status, result.payload) == (ResultStatus.OK, "from graph"), result.error
