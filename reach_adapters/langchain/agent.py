@@ -85,6 +85,8 @@ class LangChainAgent:
         self._graph = find_graph(runnable)
         first = leading_graph(runnable)
         self._threads = first if first is not None and checkpointed(first) else None
+        # A graph whose output is not the agent's (`graph | step`): only its thread says it stopped.
+        self._ask_thread = self._threads is not None and self._threads is not self._graph
         # A binding (`.with_config(configurable=...)`) may name the thread itself.
         self._bound_thread = any(thread_of(getattr(layer, "config", None)) for layer in leading(runnable))
         if self._threads is not None and not (thread_of(self._config) or self._bound_thread):
@@ -139,7 +141,11 @@ class LangChainAgent:
         native = await self._input(message, config)
         with detached():
             output = await self._runnable.ainvoke(native, config)
-        result = self._converter.result_to_middleware(output, message)
+            asked = await self._pending(config) if self._ask_thread else None
+        if asked:
+            result = interrupted_result(asked, message)
+        else:
+            result = self._converter.result_to_middleware(output, message)
         amend(result, {"agent_id": self._agent_id})
         return result
 
@@ -182,7 +188,7 @@ class LangChainAgent:
         if self._threads is not None:
             # Whatever the stream mode showed, the thread's state says whether it stopped to ask.
             with detached():
-                pending = await pending_interrupts(self._threads, self._state_config(config))
+                pending = await self._pending(config)
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
 
@@ -220,6 +226,10 @@ class LangChainAgent:
             if isinstance(bound, Mapping) and thread_of(bound) is not None:
                 return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
         return config
+
+    async def _pending(self, config: RunnableConfig) -> list[Any]:
+        """The interrupts the checkpointed graph's thread waits on after a run."""
+        return await pending_interrupts(self._threads, self._state_config(config))
 
     async def _answer(self, resume: Any, config: RunnableConfig) -> Any:
         """`resume`, checked against the interrupts the thread waits on."""

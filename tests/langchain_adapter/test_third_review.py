@@ -18,6 +18,7 @@ from middleware import ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
 from tests.langchain_adapter.test_fidelity import USER, one_step, with_history
+from tests.langchain_adapter.test_patterns import approval_graph
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -67,3 +68,19 @@ async def test_a_loosely_typed_function_returning_a_graph_state_answers_with_its
     for _ in range(2):  # enough in a row to quarantine the agent, were they failures
         result = await router.route("ask", {"messages": USER})
         assert (result.status, result.payload) == (ResultStatus.OK, "from graph"), result.error
+
+
+async def test_a_graph_followed_by_a_step_that_drops_its_state_still_asks_for_input(router: Router) -> None:
+    def final(state: dict[str, Any]) -> dict[str, Any]:
+        messages = state.get("messages") or [None]
+        return {"final": getattr(messages[-1], "content", None)}
+
+    router.register(LangChainAgent(approval_graph() | RunnableLambda(final), agent_id="support:refund:01"))
+    thread = {"thread_id": "t-7"}
+    asked = await router.route("refund", {"messages": USER}, configurable=thread)
+    assert (asked.status, asked.payload) == (
+        ResultStatus.INPUT_REQUIRED,
+        {"question": "approve the refund of order 42?"},
+    )
+    done = await router.route("refund", None, configurable=thread, resume="approved")
+    assert (done.status, done.payload) == (ResultStatus.OK, {"final": "refund approved"}), done.error
