@@ -14,11 +14,12 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.graph import MessagesState
 from langgraph.graph.message import add_messages
 
+from examples.langchain_demo.agents import scripted
 from middleware import ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
 from tests.langchain_adapter.test_fidelity import USER, one_step, with_history
-from tests.langchain_adapter.test_patterns import approval_graph
+from tests.langchain_adapter.test_patterns import PlainState, approval_graph
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -84,3 +85,19 @@ async def test_a_graph_followed_by_a_step_that_drops_its_state_still_asks_for_in
     )
     done = await router.route("refund", None, configurable=thread, resume="approved")
     assert (done.status, done.payload) == (ResultStatus.OK, {"final": "refund approved"}), done.error
+
+
+async def test_a_fallback_that_answers_otherwise_than_its_graph_is_a_good_run(router: Router) -> None:
+    def down(state: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("primary down")
+
+    sorry: Runnable[Any, str] = RunnableLambda(lambda state: "sorry, try later")
+    router.register(LangChainAgent(one_step(PlainState, down).with_fallbacks([sorry]), agent_id="kb:fb:01"))
+    for _ in range(3):  # enough in a row to quarantine the agent, were they failures
+        result = await router.route("fb", {"question": "q"})
+        assert (result.status, result.payload) == (ResultStatus.OK, "sorry, try later"), result.error
+    assert router.catalog()[0].failures == 0
+    # Runnables that agree keep their schema: a chat model falling back on another.
+    model = scripted(AIMessage("x")).with_fallbacks([scripted(AIMessage("y"))])
+    router.register(LangChainAgent(model, agent_id="llm:chat:01"))
+    assert router.reachable()["chat"].output_schema == {"type": ["string", "null"]}
