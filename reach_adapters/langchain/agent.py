@@ -20,6 +20,7 @@ from reach_adapters.langchain.derive import derive_capability, native_schemas
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed,
+    checkpointed_graphs,
     find_graph,
     interrupts,
     leading,
@@ -81,15 +82,18 @@ class LangChainAgent:
         self._config = check_config(config, agent_id)
         # The graph whose stream modes a call may ask for; and the checkpointed graph that gets the
         # input (under fallbacks, or first in a chain), which keeps one conversation per thread:
-        # every call must name its thread, and resume= answers its interrupts.
+        # resume= answers its interrupts.
         self._graph = find_graph(runnable)
         first = leading_graph(runnable)
         self._threads = first if first is not None and checkpointed(first) else None
         # A graph whose output is not the agent's (`graph | step`): only its thread says it stopped.
         self._ask_thread = self._threads is not None and self._threads is not self._graph
-        # A binding (`.with_config(configurable=...)`) may name the thread itself.
-        self._bound_thread = any(thread_of(getattr(layer, "config", None)) for layer in leading(runnable))
-        if self._threads is not None and not (thread_of(self._config) or self._bound_thread):
+        # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
+        # a binding around each graph (`.with_config(configurable=...)`) does.
+        graphs = list(checkpointed_graphs(runnable))
+        self._graph_inside = self._threads is None and bool(graphs)
+        self._thread_required = not all(bound for _, bound in graphs)
+        if self._thread_required and not thread_of(self._config):
             logger.warning(
                 "agent %s is a LangGraph graph with a checkpointer: each call must name its "
                 "conversation with configurable={'thread_id': ...}, or it is refused",
@@ -198,7 +202,7 @@ class LangChainAgent:
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
         meta = message.meta_info
-        if self._threads is not None and not (self._bound_thread or thread_of(config)):
+        if self._thread_required and not thread_of(config):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
                 "call it with configurable={'thread_id': ...}"
@@ -208,6 +212,13 @@ class LangChainAgent:
             self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
             return self._converter.from_middleware(message)
+        if self._graph_inside:
+            msg = (
+                f"agent {self._agent_id} runs its checkpointed LangGraph graph after other steps: "
+                "resume= would reach those steps, not the graph, so it cannot be resumed through "
+                "this agent; register the graph itself (or a chain that starts with it) to resume"
+            )
+            raise InvalidMessageError(msg)
         if self._threads is None:
             msg = (
                 f"resume= answers a LangGraph graph stopped at interrupt() on its thread; agent "

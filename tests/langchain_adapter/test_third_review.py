@@ -15,7 +15,7 @@ from langgraph.graph import MessagesState
 from langgraph.graph.message import add_messages
 
 from examples.langchain_demo.agents import scripted
-from middleware import ResultStatus
+from middleware import Fault, ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
 from tests.langchain_adapter.test_fidelity import USER, one_step, with_history
@@ -101,3 +101,23 @@ async def test_a_fallback_that_answers_otherwise_than_its_graph_is_a_good_run(ro
     model = scripted(AIMessage("x")).with_fallbacks([scripted(AIMessage("y"))])
     router.register(LangChainAgent(model, agent_id="llm:chat:01"))
     assert router.reachable()["chat"].output_schema == {"type": ["string", "null"]}
+
+
+async def test_a_checkpointed_graph_after_other_steps_needs_a_thread_and_says_why_it_cannot_resume(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    prep: Runnable[Any, Any] = RunnableLambda(lambda payload: {"messages": payload["messages"]}, name="prep")
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.langchain"):
+        router.register(LangChainAgent(prep | approval_graph(), agent_id="support:refund:01"))
+    assert "configurable={'thread_id': ...}" in caplog.text
+    for _ in range(3):  # enough in a row to quarantine the agent, were they failures
+        result = await router.route("refund", {"messages": USER})
+        assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER), result.error
+        assert "thread_id" in (result.error or "")
+    thread = {"thread_id": "t-7"}
+    asked = await router.route("refund", {"messages": USER}, configurable=thread)
+    assert asked.status is ResultStatus.INPUT_REQUIRED
+    refused = await router.route("refund", None, configurable=thread, resume="approved")
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert "after other steps" in (refused.error or "")
+    assert router.catalog()[0].failures == 0
