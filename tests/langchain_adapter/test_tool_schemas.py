@@ -286,6 +286,32 @@ def test_draft_07_definitions_and_root_references_pass_the_strict_check_too(rout
     assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
 
 
+def test_references_to_any_json_pointer_pass_the_strict_check_too(router: Router) -> None:
+    # zod-to-json-schema's default: a recursive part is referred to by its path.
+    kids = {"type": "array", "items": {"$ref": "#/properties/tree"}}
+    tree = {"type": "object", "properties": {"name": {"type": "string"}, "kids": kids}}
+    zod = {"type": "object", "properties": {"tree": tree}, "required": ["tree"]}
+    # A pointer into a definition, from inside what it points to.
+    child = {"type": "object", "properties": {"again": {"$ref": "#/$defs/Part/properties/child"}}}
+    inner = {
+        "type": "object",
+        "properties": {"part": {"$ref": "#/$defs/Part"}, "name": {"type": "string"}},
+        "$defs": {"Part": {"type": "object", "properties": {"child": child}}},
+    }
+    capabilities = [
+        Capability(name="tree_zod", input_schema=zod),
+        Capability(name="tree_inner", input_schema=inner),
+    ]
+    router.register(FunctionAgent(lambda payload: "ok", agent_id="fs:tree:01", capabilities=capabilities))
+    tools = {tool.name: tool for tool in ReachToolkit(router).get_tools()}
+    assert {name: strict_problems(tool) for name, tool in tools.items()} == {name: [] for name in tools}
+    # Only the reference that closes the cycle is cut: the way into it stays.
+    shown = tools["tree_inner"].tool_call_schema
+    assert isinstance(shown, dict)
+    assert shown["properties"]["part"] == {"$ref": "#/$defs/Part"}
+    assert shown["$defs"]["Part"]["properties"]["child"]["properties"]["again"] == {"type": "object"}
+
+
 async def test_reach_agent_takes_nulls_for_what_it_does_not_need(router: Router) -> None:
     router.register(LangChainAgent(RunnableLambda(str.upper, name="upper"), agent_id="text:upper:01"))
     generic = ReachToolkit(router).get_tools()[0]
