@@ -20,6 +20,7 @@ from reach_adapters.langchain.derive import derive_capability, native_schemas
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed,
+    checkpointed_graphs,
     find_graph,
     interrupts,
     leading,
@@ -81,13 +82,18 @@ class LangChainAgent:
         self._config = check_config(config, agent_id)
         # The graph whose stream modes a call may ask for; and the checkpointed graph that gets the
         # input (under fallbacks, or first in a chain), which keeps one conversation per thread:
-        # every call must name its thread, and resume= answers its interrupts.
+        # resume= answers its interrupts.
         self._graph = find_graph(runnable)
         first = leading_graph(runnable)
         self._threads = first if first is not None and checkpointed(first) else None
-        # A binding (`.with_config(configurable=...)`) may name the thread itself.
-        self._bound_thread = any(thread_of(getattr(layer, "config", None)) for layer in leading(runnable))
-        if self._threads is not None and not (thread_of(self._config) or self._bound_thread):
+        # A graph whose output is not the agent's (`graph | step`): only its thread says it stopped.
+        self._ask_thread = self._threads is not None and self._threads is not self._graph
+        # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
+        # a binding around each graph (`.with_config(configurable=...)`) does.
+        graphs = list(checkpointed_graphs(runnable))
+        self._graph_inside = self._threads is None and bool(graphs)
+        self._thread_required = not all(bound for _, bound in graphs)
+        if self._thread_required and not thread_of(self._config):
             logger.warning(
                 "agent %s is a LangGraph graph with a checkpointer: each call must name its "
                 "conversation with configurable={'thread_id': ...}, or it is refused",
@@ -139,7 +145,11 @@ class LangChainAgent:
         native = await self._input(message, config)
         with detached():
             output = await self._runnable.ainvoke(native, config)
-        result = self._converter.result_to_middleware(output, message)
+            asked = await self._pending(config) if self._ask_thread else None
+        if asked:
+            result = interrupted_result(asked, message)
+        else:
+            result = self._converter.result_to_middleware(output, message)
         amend(result, {"agent_id": self._agent_id})
         return result
 
@@ -182,7 +192,7 @@ class LangChainAgent:
         if self._threads is not None:
             # Whatever the stream mode showed, the thread's state says whether it stopped to ask.
             with detached():
-                pending = await pending_interrupts(self._threads, self._state_config(config))
+                pending = await self._pending(config)
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
 
@@ -192,7 +202,7 @@ class LangChainAgent:
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
         meta = message.meta_info
-        if self._threads is not None and not (self._bound_thread or thread_of(config)):
+        if self._thread_required and not thread_of(config):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
                 "call it with configurable={'thread_id': ...}"
@@ -202,6 +212,13 @@ class LangChainAgent:
             self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
             return self._converter.from_middleware(message)
+        if self._graph_inside:
+            msg = (
+                f"agent {self._agent_id} runs its checkpointed LangGraph graph after other steps: "
+                "resume= would reach those steps, not the graph, so it cannot be resumed through "
+                "this agent; register the graph itself (or a chain that starts with it) to resume"
+            )
+            raise InvalidMessageError(msg)
         if self._threads is None:
             msg = (
                 f"resume= answers a LangGraph graph stopped at interrupt() on its thread; agent "
@@ -220,6 +237,10 @@ class LangChainAgent:
             if isinstance(bound, Mapping) and thread_of(bound) is not None:
                 return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
         return config
+
+    async def _pending(self, config: RunnableConfig) -> list[Any]:
+        """The interrupts the checkpointed graph's thread waits on after a run."""
+        return await pending_interrupts(self._threads, self._state_config(config))
 
     async def _answer(self, resume: Any, config: RunnableConfig) -> Any:
         """`resume`, checked against the interrupts the thread waits on."""

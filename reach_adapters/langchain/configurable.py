@@ -9,7 +9,7 @@ calls would quarantine it) though the caller's configurable was at fault.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -39,12 +39,7 @@ class Configurables:
         Ids its base config or a binding (`.with_config(configurable=...)`) gives are not required
         of the caller; when any remain, registration warns, as every call must then carry them.
         """
-        given = set(base.get("configurable", {}))
-        for layer in unwrap(runnable):
-            bound = getattr(layer, "config", None)
-            if isinstance(bound, Mapping) and isinstance(bound.get("configurable"), Mapping):
-                given |= set(bound["configurable"])
-        required = tuple(sorted(_history_ids(runnable) - given))
+        required = tuple(sorted(_missing_ids(runnable, frozenset(base.get("configurable", {})))))
         choices = _choices(runnable)
         if required:
             logger.warning(
@@ -77,24 +72,23 @@ class Configurables:
                 raise InvalidMessageError(msg)
 
 
-def _history_ids(runnable: Runnable[Any, Any]) -> set[str]:
+def _missing_ids(runnable: Runnable[Any, Any], given: frozenset[str]) -> set[str]:
     """The ids of the `RunnableWithMessageHistory` runnables in `runnable` (its
-    ``history_factory_config``), which LangChain refuses to run without."""
-    found: set[str] = set()
-    for layer in _layers(runnable):
+    ``history_factory_config``, which LangChain refuses to run without) that no config gives:
+    not `given`, nor a binding (`.with_config(configurable=...)`) around the history, which may
+    sit inside a chain's step."""
+    missing: set[str] = set()
+    for layer in unwrap(runnable):
+        bound = getattr(layer, "config", None)
+        if isinstance(bound, Mapping) and isinstance(bound.get("configurable"), Mapping):
+            given = given | set(bound["configurable"])
         specs = getattr(layer, "history_factory_config", None)
         if isinstance(specs, list):
-            found |= {spec.id for spec in specs}
-    return found
-
-
-def _layers(runnable: Runnable[Any, Any]) -> Iterator[Runnable[Any, Any]]:
-    """`runnable`, what its bindings wrap, and the steps of the chains among them."""
-    for layer in unwrap(runnable):
-        yield layer
+            missing |= {spec.id for spec in specs} - given
         if isinstance(layer, RunnableSequence):
             for step in layer.steps:
-                yield from _layers(step)
+                missing |= _missing_ids(step, given)
+    return missing
 
 
 def _choices(runnable: Runnable[Any, Any]) -> dict[str, frozenset[str]]:

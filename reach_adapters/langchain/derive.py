@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableParallel, RunnableSequence
+from langchain_core.runnables import Runnable, RunnableParallel, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 
@@ -95,7 +95,23 @@ def native_schemas(
             else _schema(runnable.get_input_jsonschema, agent_id, "input")
         )
         outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
+    if not _fallbacks_agree(runnable, agent_id):
+        outputs = None
     return _resolved(_without_root(inputs)), _resolved(_without_root(outputs))
+
+
+def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:
+    """Whether a `.with_fallbacks()` that gives the output (itself, or a chain's last step) has
+    runnables whose payloads are all described alike. LangChain describes its output as the
+    primary's, but a fallback may return anything (``"sorry, try later"``): declaring the
+    primary's schema would fail the runs that fell back."""
+    inner = unwrap(runnable)[-1]
+    if isinstance(inner, RunnableSequence):
+        return _fallbacks_agree(inner.last, agent_id)
+    if not isinstance(inner, RunnableWithFallbacks):
+        return True
+    first, *others = (payload_schema(native_schemas(each, agent_id)[1]) for each in inner.runnables)
+    return all(other == first for other in others)
 
 
 def _list_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import typing_extensions
@@ -18,12 +18,14 @@ from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFal
 from langchain_core.runnables.base import RunnableBindingBase
 from pydantic import ConfigDict, create_model
 
-from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, untyped_list
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
+from reach_adapters.langchain.config import thread_of
 
 __all__ = [
     "INTERRUPT_KEY",
     "STREAM_MODES",
     "checkpointed",
+    "checkpointed_graphs",
     "find_graph",
     "graph_description",
     "graph_schemas",
@@ -85,13 +87,33 @@ def leading_graph(runnable: Runnable[Any, Any]) -> Any | None:
 
 
 def _graph_in(layers: list[Runnable[Any, Any]]) -> Any | None:
-    for inner in layers:
-        # A `.with_fallbacks()` hands unknown attributes on to its primary: it has a "builder" too.
-        if not isinstance(inner, RunnableWithFallbacks) and hasattr(
-            getattr(inner, "builder", None), "state_schema"
-        ):
-            return inner
-    return None
+    return next((inner for inner in layers if _is_graph(inner)), None)
+
+
+def _is_graph(runnable: Runnable[Any, Any]) -> bool:
+    # A `.with_fallbacks()` hands unknown attributes on to its primary: it has a "builder" too.
+    return not isinstance(runnable, RunnableWithFallbacks) and hasattr(
+        getattr(runnable, "builder", None), "state_schema"
+    )
+
+
+def checkpointed_graphs(runnable: Runnable[Any, Any], *, bound: bool = False) -> Iterator[tuple[Any, bool]]:
+    """Each graph with a checkpointer in `runnable` (itself, what its bindings wrap, the runnables
+    of a `.with_fallbacks()`, a chain's steps), with whether a binding around it (or the graph's
+    own config) names its thread: any of them fails without one."""
+    bound = bound or thread_of(getattr(runnable, "config", None)) is not None
+    if _is_graph(runnable):
+        if checkpointed(runnable):
+            yield runnable, bound
+        return
+    if isinstance(runnable, RunnableBindingBase):
+        inner: list[Runnable[Any, Any]] = [runnable.bound]
+    elif isinstance(runnable, RunnableWithFallbacks):
+        inner = list(runnable.runnables)
+    else:
+        inner = list(runnable.steps) if isinstance(runnable, RunnableSequence) else []
+    for each in inner:
+        yield from checkpointed_graphs(each, bound=bound)
 
 
 def checkpointed(graph: Any) -> bool:
@@ -182,16 +204,23 @@ def _message_keys(builder: Any) -> frozenset[str]:
 
 
 def _with_messages(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
-    """`schema` with the untyped items of `keys` described as chat messages, as the converter and
-    the payload schema of a chat output then take them."""
+    """`schema` with `keys` described as lists of chat messages, whatever their annotation says
+    (``list``, ``list[dict]``, ``Any``...): ``add_messages`` makes a message of every item, and
+    the converter and the payload schema of a chat output take them so."""
     properties = schema.get("properties") if schema else None
     if schema is None or not keys or not isinstance(properties, dict):
         return schema
     typed = {
-        name: {**field, "items": dict(MESSAGE_SCHEMA)} if name in keys and untyped_list(field) else field
+        name: _message_list(field) if name in keys and isinstance(field, dict) else field
         for name, field in properties.items()
     }
     return {**schema, "properties": typed}
+
+
+def _message_list(field: dict[str, Any]) -> dict[str, Any]:
+    """A list of chat messages, with the title and description `field` has."""
+    said: dict[str, Any] = {key: field[key] for key in ("title", "description") if key in field}
+    return {**said, "type": "array", "items": dict(MESSAGE_SCHEMA)}
 
 
 def _is_typed_dict(schema: Any) -> bool:

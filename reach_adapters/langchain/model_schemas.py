@@ -6,86 +6,122 @@ would refuse them; the tool's arguments are still checked against the capability
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA
 
 __all__ = ["for_models"]
 
-
 # Where definitions sit: draft 2020-12's "$defs", draft-07's "definitions" (zod-to-json-schema and
-# many MCP servers still emit those).
-_DEF_KEYS = ("$defs", "definitions")
-# A reference to the whole schema.
-_ROOT = "#"
+# many MCP servers still emit those). A schema there counts only where a `$ref` points to it.
+_DEF_KEYS = frozenset({"$defs", "definitions"})
+# Keywords whose value maps names to schemas: a key there is a name (a property may be called
+# "definitions"), never a keyword.
+_NAMED = frozenset({"properties", "patternProperties", "dependentSchemas"}) | _DEF_KEYS
+
+# Where a value sits in a schema document: its keys and list indexes from the root.
+Path = tuple[str, ...]
 
 
 def for_models(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` as strict function calling (OpenAI strict mode, Gemini) takes it: every array
-    declares its items (a tuple's as any of its members), a `$ref` that would close a cycle (to a
-    definition of either draft, or to the root ``#``) is a plain object instead, and a chat
-    message takes the role/content form only. The arguments are still checked against the
+    declares its items (a tuple's as any of its members), a `$ref` that would close a cycle (to
+    a definition of either draft, the root ``#``, or any JSON pointer into the schema such as
+    zod-to-json-schema's ``#/properties/tree``) is a plain object instead, and a chat message
+    takes the role/content form only. The arguments are still checked against the
     capability's own schema."""
-    root = {key: value for key, value in schema.items() if key not in _DEF_KEYS}
-    defs = _definitions(schema)
-    edges = {ref: _refs(body) for ref, body in defs.items()}
-    edges[_ROOT] = _refs(root)
-
-    def closes_cycle(ref: str, owner: str) -> bool:
-        # From the root, only a reference to itself: the cycle is cut where it comes back.
-        return ref == owner or (owner != _ROOT and owner in _reached(edges, ref))
-
-    def fix(node: Any, owner: str) -> Any:
-        if isinstance(node, list):
-            return [fix(item, owner) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if node == MESSAGE_SCHEMA:
-            return dict(MODEL_MESSAGE_SCHEMA)
-        ref = node.get("$ref")
-        if isinstance(ref, str) and closes_cycle(ref, owner):
-            return {"type": "object"}
-        out = {key: fix(value, owner) for key, value in node.items() if key not in _DEF_KEYS}
-        kinds = node.get("type")
-        if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and "items" not in node:
-            members = out.get("prefixItems")
-            out["items"] = {"anyOf": members} if isinstance(members, list) and members else {}
-        return out
-
-    out: dict[str, Any] = fix(root, _ROOT)
-    for key in _DEF_KEYS:
-        if isinstance(schema.get(key), dict):
-            out[key] = {name: fix(body, f"#/{key}/{name}") for name, body in schema[key].items()}
+    sites = {site: (target, defs_at) for site, target, defs_at in _ref_sites(schema, (), -1)}
+    out: dict[str, Any] = _fix(schema, (), _cuts(sites))
     return out
 
 
-def _definitions(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema's definitions of either draft, by the `$ref` that points to each."""
-    return {
-        f"#/{key}/{name}": body
-        for key in _DEF_KEYS
-        if isinstance(schema.get(key), dict)
-        for name, body in schema[key].items()
-    }
-
-
-def _reached(edges: dict[str, set[str]], start: str) -> set[str]:
-    """Every `$ref` reached from `start` by following the references in `edges`."""
-    seen: set[str] = set()
-    pending = [start]
-    while pending:
-        for ref in edges.get(pending.pop(), ()):
-            if ref not in seen:
-                seen.add(ref)
-                pending.append(ref)
-    return seen
-
-
-def _refs(node: Any) -> set[str]:
-    """The `$ref`s in `node`, outside the definitions it holds."""
+def _ref_sites(node: Any, path: Path, defs_at: int) -> Iterator[tuple[Path, Path, int]]:
+    """Each local `$ref` in the schema `node` at `path`: where it sits, where it points, and
+    where the innermost definitions container above it sits (its depth, -1 for none)."""
     if isinstance(node, list):
-        return set().union(*(_refs(item) for item in node)) if node else set()
+        for index, item in enumerate(node):
+            yield from _ref_sites(item, (*path, str(index)), defs_at)
+        return
     if not isinstance(node, dict):
-        return set()
-    found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
-    return found.union(*(_refs(value) for key, value in node.items() if key not in _DEF_KEYS))
+        return
+    target = _pointer(node.get("$ref"))
+    if target is not None:
+        yield path, target, defs_at
+    for key, value in node.items():
+        if key in _NAMED and isinstance(value, dict):
+            inner = len(path) if key in _DEF_KEYS else defs_at
+            for name, body in value.items():
+                yield from _ref_sites(body, (*path, key, name), inner)
+        else:
+            yield from _ref_sites(value, (*path, key), defs_at)
+
+
+def _pointer(ref: Any) -> Path | None:
+    """Where a local JSON-pointer `$ref` (``#``, ``#/$defs/Node``, ``#/properties/tree``)
+    points; None for any other reference (another document, an anchor)."""
+    if ref == "#":
+        return ()
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return None
+    return tuple(part.replace("~1", "/").replace("~0", "~") for part in unquote(ref[2:]).split("/"))
+
+
+def _cuts(sites: dict[Path, tuple[Path, int]]) -> set[Path]:
+    """The `$ref`s to replace so that no cycle is left: those a walk from the root (then from
+    the definitions it did not reach) finds pointing back into a reference it is still inside.
+    Following a `$ref` reaches the references its target holds, except those in definitions
+    it holds, which count only where pointed to."""
+
+    def under(target: Path) -> list[Path]:
+        return [
+            site
+            for site, (_, defs_at) in sites.items()
+            if site[: len(target)] == target and defs_at < len(target)
+        ]
+
+    following = {site: under(target) for site, (target, _) in sites.items()}
+    cut: set[Path] = set()
+    inside: set[Path] = set()
+    done: set[Path] = set()
+
+    def visit(site: Path) -> None:
+        inside.add(site)
+        for reached in following[site]:
+            if reached in inside:
+                cut.add(site)
+                break
+            if reached not in done:
+                visit(reached)
+        inside.discard(site)
+        done.add(site)
+
+    for site in [*under(()), *sites]:
+        if site not in done:
+            visit(site)
+    return cut
+
+
+def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
+    """The schema `node` at `path` with the `cut` references plain objects, every array's items
+    declared and chat messages in their role/content form."""
+    if isinstance(node, list):
+        return [_fix(item, (*path, str(index)), cut) for index, item in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    if path in cut:
+        return {"type": "object"}
+    if node == MESSAGE_SCHEMA:
+        return dict(MODEL_MESSAGE_SCHEMA)
+    out = {
+        key: {name: _fix(body, (*path, key, name), cut) for name, body in value.items()}
+        if key in _NAMED and isinstance(value, dict)
+        else _fix(value, (*path, key), cut)
+        for key, value in node.items()
+    }
+    kinds = node.get("type")
+    if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and "items" not in node:
+        members = out.get("prefixItems")
+        out["items"] = {"anyOf": members} if isinstance(members, list) and members else {}
+    return out

@@ -46,6 +46,10 @@ def strict_problems(tool: BaseTool) -> list[str]:
             is_array = kinds == "array" or (isinstance(kinds, list) and "array" in kinds)
             if is_array and "items" not in node:
                 problems.append(f"{path}: an array without items")
+            properties = node.get("properties", {})
+            unknown = sorted(set(node.get("required", [])) - set(properties))
+            if unknown:
+                problems.append(f"{path}: required {unknown} not among the properties")
             ref = node.get("$ref")
             if isinstance(ref, str):
                 if ref in seen:
@@ -53,7 +57,10 @@ def strict_problems(tool: BaseTool) -> list[str]:
                 else:
                     walk(resolve(ref), f"{path}->{ref}", (*seen, ref))
             for key, value in node.items():
-                if key not in ("$defs", "definitions"):
+                if key in ("properties", "patternProperties") and isinstance(value, dict):
+                    for name, field in value.items():  # names, not keywords: "definitions" is one
+                        walk(field, f"{path}/{key}/{name}", seen)
+                elif key not in ("$defs", "definitions"):
                     walk(value, f"{path}/{key}", seen)
         elif isinstance(node, list):
             for i, item in enumerate(node):
@@ -240,6 +247,24 @@ def test_tuples_and_recursive_inputs_pass_the_strict_check_too(router: Router) -
     assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
 
 
+def test_a_field_named_like_a_schema_keyword_is_shown_to_models(router: Router) -> None:
+    from pydantic import BaseModel
+
+    class Glossary(BaseModel):
+        term: str
+        definitions: list[str]
+        properties: dict[str, str] = {}
+
+    glossary = RunnableLambda(lambda entry: entry["term"], name="glossary").with_types(input_type=Glossary)
+    router.register(LangChainAgent(glossary, agent_id="kb:glossary:01"))
+    tool = next(tool for tool in ReachToolkit(router).get_tools() if tool.name == "glossary")
+    assert isinstance(tool.tool_call_schema, dict)
+    assert set(tool.tool_call_schema["properties"]) == {"term", "definitions", "properties"}
+    assert strict_problems(tool) == []
+    strict = convert_to_openai_tool(tool, strict=True)["function"]["parameters"]
+    assert strict["properties"]["definitions"] == {"type": "array", "items": {"type": "string"}}
+
+
 def test_draft_07_definitions_and_root_references_pass_the_strict_check_too(router: Router) -> None:
     kids = {"type": "array", "items": {"$ref": "#/definitions/Node"}}
     node = {"type": "object", "properties": {"name": {"type": "string"}, "kids": kids}}
@@ -259,6 +284,32 @@ def test_draft_07_definitions_and_root_references_pass_the_strict_check_too(rout
     router.register(FunctionAgent(lambda payload: "ok", agent_id="fs:tree:01", capabilities=capabilities))
     tools = ReachToolkit(router).get_tools()
     assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
+
+
+def test_references_to_any_json_pointer_pass_the_strict_check_too(router: Router) -> None:
+    # zod-to-json-schema's default: a recursive part is referred to by its path.
+    kids = {"type": "array", "items": {"$ref": "#/properties/tree"}}
+    tree = {"type": "object", "properties": {"name": {"type": "string"}, "kids": kids}}
+    zod = {"type": "object", "properties": {"tree": tree}, "required": ["tree"]}
+    # A pointer into a definition, from inside what it points to.
+    child = {"type": "object", "properties": {"again": {"$ref": "#/$defs/Part/properties/child"}}}
+    inner = {
+        "type": "object",
+        "properties": {"part": {"$ref": "#/$defs/Part"}, "name": {"type": "string"}},
+        "$defs": {"Part": {"type": "object", "properties": {"child": child}}},
+    }
+    capabilities = [
+        Capability(name="tree_zod", input_schema=zod),
+        Capability(name="tree_inner", input_schema=inner),
+    ]
+    router.register(FunctionAgent(lambda payload: "ok", agent_id="fs:tree:01", capabilities=capabilities))
+    tools = {tool.name: tool for tool in ReachToolkit(router).get_tools()}
+    assert {name: strict_problems(tool) for name, tool in tools.items()} == {name: [] for name in tools}
+    # Only the reference that closes the cycle is cut: the way into it stays.
+    shown = tools["tree_inner"].tool_call_schema
+    assert isinstance(shown, dict)
+    assert shown["properties"]["part"] == {"$ref": "#/$defs/Part"}
+    assert shown["$defs"]["Part"]["properties"]["child"]["properties"]["again"] == {"type": "object"}
 
 
 async def test_reach_agent_takes_nulls_for_what_it_does_not_need(router: Router) -> None:
