@@ -32,9 +32,7 @@ def _adapted(slot: Slot, message: ReachMessage) -> ReachMessage:
     if own is not None:
         meta = message.meta_info.model_copy(update={"capability": own})
         message = message.model_copy(update={"meta_info": meta})
-    if slot.adapt is None:
-        return message
-    payload = slot.adapt(own or slot.capability.name, message.raw_payload)
+    payload = slot.adapted(message.raw_payload)
     if payload is message.raw_payload:
         return message
     return message.model_copy(update={"raw_payload": payload})

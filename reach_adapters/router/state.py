@@ -257,6 +257,13 @@ class Slot:
     def agent_id(self) -> str:
         return self.runtime.agent_id
 
+    def adapted(self, payload: Any) -> Any:
+        """`payload` as the slot's agent reads it (`Agent.adapt_payload`: a plain text for a chat
+        agent), asked under the agent's own name for the capability."""
+        if self.adapt is None:
+            return payload
+        return self.adapt(self.own_name or self.capability.name, payload)
+
     def input_problem(self, payload: object) -> str | None:
         """What is wrong with `payload` for this slot's input schema, or None when it fits.
 
