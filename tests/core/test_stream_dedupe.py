@@ -51,14 +51,19 @@ async def test_a_repeat_arriving_while_the_first_streams_waits_for_it() -> None:
     assert agent.opened == 1
 
 
-async def test_a_stream_left_early_is_streamed_again_by_its_repeat_when_safe_to_repeat() -> None:
-    router = Router(FAST)
-    agent = Streamer("chat:talk:01", read_only=True)
-    router.register(agent)
+async def leave_early(router: Router) -> None:
+    """Stream task "t-1" from "talk", read its first chunk, and stop reading."""
     async with asyncio.timeout(10):
         chunks = router.stream("talk", {}, task_id="t-1")
         assert await anext(chunks) == "chat:talk:01"
         await chunks.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_stream_left_early_is_streamed_again_by_its_repeat_when_safe_to_repeat() -> None:
+    router = Router(FAST)
+    agent = Streamer("chat:talk:01", read_only=True)
+    router.register(agent)
+    await leave_early(router)
     assert await collect(router, task_id="t-1") == ["chat:talk:01", "done"]
     assert agent.opened == 2
 
@@ -67,10 +72,7 @@ async def test_a_stream_left_early_is_not_streamed_again_by_its_repeat_otherwise
     router = Router(FAST)
     agent = Streamer("chat:talk:01")
     router.register(agent)
-    async with asyncio.timeout(10):
-        chunks = router.stream("talk", {}, task_id="t-1")
-        assert await anext(chunks) == "chat:talk:01"
-        await chunks.aclose()  # type: ignore[attr-defined]
+    await leave_early(router)
     # The agent had the task and may have done the work: the repeat learns how it ended.
     with pytest.raises(ReachError, match="stopped reading the stream of agent chat:talk:01"):
         await collect(router, task_id="t-1")
