@@ -8,18 +8,15 @@ map of streams), and a reader that misread it would stop taking tasks for good.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 
 import redis.asyncio as redis
 
 from reach_adapters.cluster.direct import direct_connection, reply_timeout_s, retried
 from reach_adapters.cluster.streams import field, stream_entries
-from reach_adapters.cluster.takeover import text
+from reach_adapters.cluster.takeover import drop_foreign, text
 
 __all__ = ["QueueReader", "block_seconds"]
-
-logger = logging.getLogger(__name__)
 
 
 def block_seconds(client: redis.Redis) -> float:
@@ -62,12 +59,7 @@ class QueueReader:
             if task_id is not None:
                 out.append((text(entry_id), text(task_id), field(fields, b"r")))
                 continue
-            # Written by something else than a node (no task id): left pending, it would come
-            # back at every take-over; dropped once, and said.
-            logger.warning(
-                "task queue %s: entry %s carries no task id; dropped", self._stream, text(entry_id)
-            )
-            await self._drop(text(entry_id))
+            await drop_foreign(self._drop, self._stream, text(entry_id))
         return out
 
     async def aclose(self) -> None:

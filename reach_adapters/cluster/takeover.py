@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import redis.asyncio as redis
@@ -22,7 +22,7 @@ from reach_adapters.router.outcomes import UNKNOWN_OUTCOME
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks import TaskRecord, TaskStatus
 
-__all__ = ["DEAD_LETTER", "OUTCOME_UNKNOWN", "TakeOver", "text"]
+__all__ = ["DEAD_LETTER", "OUTCOME_UNKNOWN", "TakeOver", "drop_foreign", "text"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +101,7 @@ class TakeOver:
                 await self._taken_over(text(entry_id), text(task_id))
             elif fields:
                 # Not a node's entry (no task id): it would be claimed again every round.
-                logger.warning("task queue: entry %s carries no task id; dropped", text(entry_id))
-                await self._workers.ack(text(entry_id))
+                await drop_foreign(self._workers.ack, keys.task_queue, text(entry_id))
 
     async def _taken_over(self, entry_id: str, task_id: str) -> None:
         keys = self._keys
@@ -161,3 +160,11 @@ class TakeOver:
 def text(value: bytes | str) -> str:
     """A reply's id or field as text (the client returns bytes)."""
     return value.decode() if isinstance(value, bytes) else value
+
+
+async def drop_foreign(ack: Callable[[str], Awaitable[None]], stream: str, entry_id: str) -> None:
+    """Drop entry `entry_id` of task queue `stream`, which something other than a node wrote (it
+    carries no task id), with `ack` (`TaskWorkers.ack`), and say so: left pending, it would come
+    back at every take-over."""
+    logger.warning("task queue %s: entry %s carries no task id; dropped", stream, entry_id)
+    await ack(entry_id)
