@@ -19,13 +19,12 @@ from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter,
 from reach_adapters.langchain.derive import derive_capability, native_schemas
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
-    checkpointed,
     checkpointed_graphs,
     find_graph,
     interrupts,
     leading,
-    leading_graph,
     pending_interrupts,
+    resumable_graphs,
     resume_command,
 )
 from reach_adapters.router import Capability, StreamEnded, parse_agent_id, validate_capabilities
@@ -80,18 +79,17 @@ class LangChainAgent:
         self._converter: Converter[Any, Any] = converter
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
-        # The graph whose stream modes a call may ask for; and the checkpointed graph that gets the
-        # input (under fallbacks, or first in a chain), which keeps one conversation per thread:
-        # resume= answers its interrupts.
+        # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
+        # resume, each with the runnable that takes its answer (see `resumable_graphs`).
         self._graph = find_graph(runnable)
-        first = leading_graph(runnable)
-        self._threads = first if first is not None and checkpointed(first) else None
-        # A graph whose output is not the agent's (`graph | step`): only its thread says it stopped.
-        self._ask_thread = self._threads is not None and self._threads is not self._graph
+        self._resumable = resumable_graphs(runnable)
+        # Graphs whose output is not the agent's (`graph | step`, `prep | graph | post`): only
+        # their threads say whether the run stopped to ask.
+        self._ask_threads = [graph for graph, _ in self._resumable if graph is not self._graph]
         # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
         # a binding around each graph (`.with_config(configurable=...)`) does.
         graphs = list(checkpointed_graphs(runnable))
-        self._graph_inside = self._threads is None and bool(graphs)
+        self._graph_unreachable = bool(graphs) and not self._resumable
         self._thread_required = not all(bound for _, bound in graphs)
         if self._thread_required and not thread_of(self._config):
             logger.warning(
@@ -142,10 +140,12 @@ class LangChainAgent:
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
         config = run_config(self._config, message, self._agent_id)
-        native = await self._input(message, config)
+        native, runnable = await self._input(message, config)
         with detached():
-            output = await self._runnable.ainvoke(native, config)
-            asked = await self._pending(config) if self._ask_thread else None
+            output = await runnable.ainvoke(native, config)
+            asked = None
+            if self._ask_threads and interrupts(output) is None:
+                asked = await self._stopped(self._ask_threads, config)
         if asked:
             result = interrupted_result(asked, message)
         else:
@@ -160,7 +160,7 @@ class LangChainAgent:
         ``values``, ``custom``, or a list of them), when it gives one.
         """
         config = run_config(self._config, message, self._agent_id)
-        native = await self._input(message, config)
+        native, runnable = await self._input(message, config)
         mode = message.meta_info.stream_mode
         options: dict[str, Any] = {}
         if mode is not None:
@@ -174,7 +174,7 @@ class LangChainAgent:
                 raise InvalidMessageError(msg)
             options["stream_mode"] = mode
         chunks = self._chunks
-        stream = aiter(self._runnable.astream(native, config, **options))
+        stream = aiter(runnable.astream(native, config, **options))
         while True:
             # Detached for each step only: the caller's code between chunks keeps its context.
             with detached():
@@ -189,15 +189,17 @@ class LangChainAgent:
                 yield chunks.chunk_to_middleware(chunk, message)
             else:
                 yield self._converter.result_to_middleware(chunk, message).payload
-        if self._threads is not None:
-            # Whatever the stream mode showed, the thread's state says whether it stopped to ask.
+        if self._resumable:
+            # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
+            graphs = [graph for graph, _ in self._resumable]
             with detached():
-                pending = await self._pending(config)
+                pending = await self._stopped(graphs, config)
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
 
-    async def _input(self, message: ReachMessage, config: RunnableConfig) -> Any:
-        """The runnable's input for `message`: its payload, or the answer to an interrupt.
+    async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
+        """The input for `message` and the runnable that takes it: the payload for the agent's
+        runnable, or the answer to an interrupt for the runnable that resumes its graph.
 
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
@@ -211,42 +213,54 @@ class LangChainAgent:
         if self._configurables is not None:
             self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
-            return self._converter.from_middleware(message)
-        if self._graph_inside:
+            return self._converter.from_middleware(message), self._runnable
+        if self._graph_unreachable:
             msg = (
-                f"agent {self._agent_id} runs its checkpointed LangGraph graph after other steps: "
-                "resume= would reach those steps, not the graph, so it cannot be resumed through "
-                "this agent; register the graph itself (or a chain that starts with it) to resume"
+                f"agent {self._agent_id} runs its checkpointed LangGraph graph where resume= cannot "
+                "reach it (inside a parallel step, a fallback or a nested runnable); register the "
+                "graph itself, or a chain that has it as a step, to resume"
             )
             raise InvalidMessageError(msg)
-        if self._threads is None:
+        if not self._resumable:
             msg = (
                 f"resume= answers a LangGraph graph stopped at interrupt() on its thread; agent "
                 f"{self._agent_id} is not a graph with a checkpointer, so there is nothing to resume"
             )
             raise InvalidMessageError(msg)
-        return resume_command(await self._answer(meta.resume, config))
+        return await self._answer(meta.resume, config)
 
-    def _state_config(self, config: RunnableConfig) -> RunnableConfig:
-        """`config` naming the thread, which a binding (`.with_config(configurable=...)`) may hold
-        instead: the graph's state is read from the graph itself, outside the binding."""
+    def _state_config(self, config: RunnableConfig, runnable: Runnable[Any, Any]) -> RunnableConfig:
+        """`config` naming the thread, which a binding (`.with_config(configurable=...)`) around
+        the agent's runnable or around the graph's step may hold instead: the graph's state is
+        read from the graph itself, outside the bindings."""
         if thread_of(config) is not None:
             return config
-        for layer in leading(self._runnable):
+        for layer in [*leading(self._runnable), *leading(runnable)]:
             bound = getattr(layer, "config", None)
             if isinstance(bound, Mapping) and thread_of(bound) is not None:
                 return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
         return config
 
-    async def _pending(self, config: RunnableConfig) -> list[Any]:
-        """The interrupts the checkpointed graph's thread waits on after a run."""
-        return await pending_interrupts(self._threads, self._state_config(config))
+    async def _stopped(self, graphs: list[Any], config: RunnableConfig) -> list[Any]:
+        """The interrupts the run left one of `graphs` waiting on, if it stopped there."""
+        for graph, runnable in self._resumable:
+            if graph in graphs:
+                pending = await pending_interrupts(graph, self._state_config(config, runnable))
+                if pending:
+                    return pending
+        return []
 
-    async def _answer(self, resume: Any, config: RunnableConfig) -> Any:
-        """`resume`, checked against the interrupts the thread waits on."""
-        config = self._state_config(config)
-        pending = await pending_interrupts(self._threads, config)
-        thread = thread_of(config)
+    async def _answer(self, resume: Any, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
+        """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
+        them, and the runnable that resumes that graph."""
+        pending: list[Any] = []
+        runnable = self._runnable
+        for graph, runnable in self._resumable:
+            state = self._state_config(config, runnable)
+            pending = await pending_interrupts(graph, state)
+            if pending:
+                break
+        thread = thread_of(self._state_config(config, runnable))
         if not pending:
             msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
             raise InvalidMessageError(msg)
@@ -261,4 +275,4 @@ class LangChainAgent:
                 "extra['interrupts'])"
             )
             raise InvalidMessageError(msg)
-        return resume
+        return resume_command(resume), runnable

@@ -2,7 +2,8 @@
 
 LangGraph is not a dependency of the adapter: a graph is recognised by what it carries (a
 ``builder`` with a ``state_schema``, as compiled `StateGraph`s and `create_agent` agents have),
-whatever bindings (`.with_config()`, `.with_retry()`) wrap it.
+wherever it sits in the runnable: under bindings (`.with_config()`, `.with_retry()`), as the
+primary or a fallback of `.with_fallbacks()`, or as a step of a chain.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "leading",
     "leading_graph",
     "pending_interrupts",
+    "resumable_graphs",
     "resume_command",
     "unwrap",
 ]
@@ -114,6 +116,26 @@ def checkpointed_graphs(runnable: Runnable[Any, Any], *, bound: bool = False) ->
         inner = list(runnable.steps) if isinstance(runnable, RunnableSequence) else []
     for each in inner:
         yield from checkpointed_graphs(each, bound=bound)
+
+
+def resumable_graphs(runnable: Runnable[Any, Any]) -> list[tuple[Any, Runnable[Any, Any]]]:
+    """Each checkpointed graph whose interrupts a call of `runnable` can answer, with the runnable
+    that takes the answer: `runnable` itself for the graph that gets its input, and for a graph
+    that is a later step of its chain (`prep | graph | post`), the chain from that step on, which
+    is what the rest of the run would have been had the graph not stopped."""
+    found: list[tuple[Any, Runnable[Any, Any]]] = []
+    first = leading_graph(runnable)
+    if first is not None and checkpointed(first):
+        found.append((first, runnable))
+    layers = leading(runnable, chains=False)
+    chain = next((layer for layer in layers if isinstance(layer, RunnableSequence)), None)
+    steps = chain.steps if chain is not None else []
+    for at in range(1, len(steps)):
+        graph = leading_graph(steps[at])
+        if graph is not None and checkpointed(graph):
+            rest = steps[at:]
+            found.append((graph, rest[0] if len(rest) == 1 else RunnableSequence(*rest)))
+    return found
 
 
 def checkpointed(graph: Any) -> bool:
