@@ -47,13 +47,21 @@ MODEL_MESSAGE_SCHEMA: dict[str, Any] = {
     "required": ["role", "content"],
 }
 # What callers may send: the role/content form, or LangChain's own dump form with a "type" in
-# place of the role (`message.model_dump()`), which the converter reads as well.
+# place of the role (`message.model_dump()`), which the converter reads as well; a `ChatMessage`
+# (type "chat") carries a role of its own choosing, as the converter gives it back.
 MESSAGE_SCHEMA: dict[str, Any] = {
     **MODEL_MESSAGE_SCHEMA,
     "description": "A chat message: role is user, assistant, system or tool (or LangChain's type).",
-    "properties": {**MODEL_MESSAGE_SCHEMA["properties"], "type": {"enum": list(DUMP_TYPES)}},
+    "properties": {
+        "role": {"type": "string"},
+        "content": MODEL_MESSAGE_SCHEMA["properties"]["content"],
+        "type": {"enum": [*DUMP_TYPES, "chat"]},
+    },
     "required": ["content"],
     "anyOf": [{"required": ["role"]}, {"required": ["type"]}],
+    "if": {"properties": {"type": {"const": "chat"}}, "required": ["type"]},
+    "then": {"required": ["role"]},
+    "else": {"properties": {"role": {"enum": list(ROLES)}}},
 }
 
 # The $defs LangChain's schemas give messages, which the role/content form replaces.
