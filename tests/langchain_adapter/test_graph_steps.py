@@ -5,6 +5,7 @@ graph's step, as the run would have gone on had the graph not stopped."""
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from langchain_core.runnables import Runnable, RunnableLambda
@@ -38,7 +39,7 @@ async def test_a_graph_between_steps_asks_for_input_and_resume_runs_the_rest(rou
     thread = {"thread_id": "t-1"}
     asked = await router.route("refund", {"messages": USER}, configurable=thread)
     assert (asked.status, asked.payload) == (ResultStatus.INPUT_REQUIRED, QUESTION), asked.error
-    assert asked.extra["interrupts"][0]["value"] == QUESTION
+    assert asked.extra["interrupts"] == [{"id": ANY, "value": QUESTION}]
     done = await router.route("refund", None, configurable=thread, resume="approved")
     assert (done.status, done.payload) == (ResultStatus.OK, {"final": "refund approved"}), done.error
     # The next conversation on the thread starts over and asks again.
