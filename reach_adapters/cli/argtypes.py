@@ -6,14 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from reach_adapters.router.options import CallOptions
 
 __all__ = [
     "add_call_options",
     "base_url",
     "call_options",
-    "json_or_text",
     "pair",
     "payload",
     "port",
@@ -74,13 +76,6 @@ def payload(text: str) -> Any:
         raise argparse.ArgumentTypeError(msg) from None
 
 
-def json_or_text(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
-
-
 def add_call_options(parser: argparse.ArgumentParser, examples: str) -> None:
     """``--option KEY=VALUE``, repeatable, into ``args.options``; `examples` names a few keys. And
     ``--defer``, the same as ``--option defer=true``."""
@@ -91,7 +86,8 @@ def add_call_options(parser: argparse.ArgumentParser, examples: str) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help=f"call option ({examples}...); VALUE is JSON or text",
+        help=f"call option ({examples}...); VALUE is JSON, else text (a JSON string if it starts "
+        "with { or [)",
     )
     parser.add_argument(
         "--defer",
@@ -118,4 +114,41 @@ def call_options(args: argparse.Namespace, arguments: str) -> dict[str, Any]:
     if problem is not None:
         msg = f"--option: {problem}"
         raise UsageError(msg)
-    return {key: json_or_text(value) for key, value in args.options}
+    return {key: _option_value(key, text) for key, text in args.options}
+
+
+def _option_value(key: str, text: str) -> Any:
+    """One ``--option`` VALUE, checked as the router checks it: a wrong one is the caller's usage
+    mistake, refused naming the flag before any agent starts or any request is sent."""
+    from reach_adapters.cli.errors import UsageError
+    from reach_adapters.errors import InvalidMessageError
+    from reach_adapters.router.messages import build_message
+
+    value = _json_or_text(key, text)
+    try:
+        build_message(None, cast("CallOptions", {key: value}), mode="unicast")
+    except InvalidMessageError as exc:
+        msg = (
+            f"--option {key}={text}: {exc}; give VALUE as JSON (what is not JSON goes as text), quoted "
+            'for the shell as in --option \'configurable={"thread_id": "t-7"}\''
+        )
+        raise UsageError(msg) from None
+    return value
+
+
+def _json_or_text(key: str, text: str) -> Any:
+    """VALUE as JSON, else as text; but one that starts like a JSON object or list is meant as
+    JSON, so a mistake in it is reported rather than sent on as a string."""
+    from reach_adapters.cli.errors import UsageError
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if not text.lstrip().startswith(("{", "[")):
+            return text
+        msg = (
+            f"--option {key}={text}: VALUE starts like JSON but is not JSON ({exc.msg} at column "
+            f"{exc.colno}); fix it and quote it for the shell, or give text that starts with {{ or [ "
+            f"as a JSON string: --option '{key}=\"[...]\"'"
+        )
+        raise UsageError(msg) from None

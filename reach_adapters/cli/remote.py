@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 
+from reach_adapters.cli.errors import UsageError
 from reach_adapters.errors import InvalidMessageError, PayloadValidationError, ReachError, UnknownTaskError
 from reach_adapters.gateway import API_PREFIX, MCP_PATH, GatewayError
 
@@ -26,8 +27,11 @@ class Remote:
 
     def __init__(self, url: str, *, timeout_s: float, token: str | None = None) -> None:
         if not url.startswith(("http://", "https://")):
-            msg = f"--url must be an http:// or https:// URL such as http://127.0.0.1:8000, got {url!r}"
-            raise InvalidMessageError(msg)
+            msg = (
+                f"--url {url}: not an http:// or https:// URL; give --url (or $REACH_URL) the url= of a "
+                "`reach serve` ready line, such as http://127.0.0.1:8000"
+            )
+            raise UsageError(msg)
         base = url.rstrip("/")
         for suffix in (API_PREFIX, MCP_PATH):
             base = base.removesuffix(suffix)

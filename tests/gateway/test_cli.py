@@ -68,6 +68,24 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
         ),
         (["call", "echo", "{oops", "--url", "http://127.0.0.1:1"], "argument PAYLOAD: not JSON"),
         (["call", "echo"], "give --url of a running `reach serve` (or set REACH_URL), or --config DIR"),
+        (["call", "echo", "--url", "notaurl"], "--url notaurl: not an http:// or https:// URL"),
+        # A wrong option value is refused before anything is sent, or any agent started.
+        (
+            ["call", "echo", "--option", "configurable=alice", "--url", "http://127.0.0.1:1"],
+            "--option configurable=alice: invalid call options: field 'configurable'",
+        ),
+        (
+            ["call", "echo", "--option", "priority=high", "--config", "no-such-dir"],
+            "--option priority=high: invalid call options: field 'priority'",
+        ),
+        (
+            ["call", "echo", "--option", 'configurable={"thread_id": alice}', "--url", "http://127.0.0.1:1"],
+            "VALUE starts like JSON but is not JSON (Expecting value at column 15)",
+        ),
+        (
+            ["submit", "echo", "--option", "resume={oops", "--url", "http://127.0.0.1:1"],
+            "--option resume={oops: VALUE starts like JSON but is not JSON",
+        ),
         (["explain", "task-1"], "give --url of a running `reach serve`"),
         (["scan"], "give the server's command after --"),
         (["scan", "--", "no-such-program-here"], "program 'no-such-program-here' is not found"),
@@ -160,8 +178,13 @@ def test_catalog_call_and_explain_against_a_running_server(serve: Serve, config_
     assert unknown.returncode == 1
     assert unknown.stderr.startswith("reach explain: error: no decision record for task 'no-such-task'")
     invalid = run_reach("call", "shout", "{}", "--url", server.url, "--option", "priority=42")
-    assert invalid.returncode == 1
-    assert "invalid call options: field 'priority'" in invalid.stderr
+    assert invalid.returncode == 2
+    assert "--option priority=42: invalid call options: field 'priority'" in invalid.stderr
+    # Text that starts like JSON goes as a JSON string.
+    bracketed = run_reach(
+        "call", "shout", '{"text": "x"}', "--url", server.url, "--option", 'text="[urgent] x"'
+    )  # fmt: skip
+    assert bracketed.returncode == 0, bracketed.stdout
 
 
 def test_commands_run_straight_from_a_config_dir(config_dir: Path) -> None:
