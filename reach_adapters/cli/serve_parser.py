@@ -127,6 +127,12 @@ def add_serve_command(commands: Any, command: Command, parents: list[argparse.Ar
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    if args.api_port is not None and args.transport != "stdio":
+        # Over HTTP, --port serves the API already: a second port given would go unused.
+        args.parser.error(
+            f"--api-port {args.api_port}: it is for --transport stdio (HTTP beside MCP on stdin/stdout); "
+            "with --transport http the API is served on --port"
+        )
     from reach_adapters.cli.serve import run_serve
 
     return run_serve(args)

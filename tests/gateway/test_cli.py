@@ -66,6 +66,7 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
             ["serve", "x", "--reload-interval", "0"],
             "argument --reload-interval: '0' is not a positive number",
         ),
+        (["serve", "x", "--port", "0", "--api-port", "0"], "--api-port 0: it is for --transport stdio"),
         (["call", "echo", "{oops", "--url", "http://127.0.0.1:1"], "argument PAYLOAD: not JSON"),
         (["call", "echo"], "give --url of a running `reach serve` (or set REACH_URL), or --config DIR"),
         (["call", "echo", "--url", "notaurl"], "--url notaurl: not an http:// or https:// URL"),
