@@ -75,7 +75,7 @@ def print_outcome(
     if args.json:
         print(render_json({"result": result, "decision": decision} if args.explain else result))
     else:
-        print(render_result(result))
+        print(render_result(result, local=args.config is not None))
         more = None if details is None else details(result)
         if more:
             print(more)

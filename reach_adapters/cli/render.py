@@ -23,6 +23,12 @@ __all__ = [
     "vote_side",
 ]
 
+_NO_LOCAL_RESUME = (
+    "but not with --config: each command starts its agents anew, and a thread in an in-memory "
+    "checkpointer ends with it; ask a running `reach serve CONFIG_DIR` with --url, or give the graph "
+    "a persistent checkpointer"
+)
+
 
 def render_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
@@ -105,7 +111,9 @@ def _seconds(ms: int) -> str:
     return f"{ms / 1000:.1f} s"
 
 
-def render_result(result: Mapping[str, Any]) -> str:
+def render_result(result: Mapping[str, Any], *, local: bool = False) -> str:
+    """A call's result; `local`: its agents were started for this command alone (``--config``),
+    so the thread of an agent that asks for input is not kept for the answer."""
     timings = result.get("timings") or {}
     path = result.get("served_by")
     served = "not served" if path in (None, "none") else f"served by {path}"
@@ -127,6 +135,8 @@ def render_result(result: Mapping[str, Any]) -> str:
         lines.append(
             "answer on the same thread: --option 'configurable={\"thread_id\": ...}' --option resume=ANSWER"
         )
+        if local:
+            lines.append(_NO_LOCAL_RESUME)
     elif result["status"] != "ok":
         fault = f" ({result['fault']} fault)" if result.get("fault") else ""
         lines.append(f"error{fault}: {result.get('error_type')}: {result.get('error')}")

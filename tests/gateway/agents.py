@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
 
 from middleware import ReachMessage
 
@@ -75,4 +76,17 @@ def memo_graph() -> Runnable[Any, Any]:
     builder.add_node("reply", reply)
     builder.add_edge(START, "reply")
     builder.add_edge("reply", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def approval_graph() -> Runnable[Any, Any]:
+    """A checkpointed graph that stops to ask for approval, and answers with what it was told."""
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"approved: {interrupt('approve?')}")]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
     return builder.compile(checkpointer=InMemorySaver())

@@ -17,6 +17,8 @@ from tests.gateway.conftest import ReachServer, run_reach, write
 pytestmark = pytest.mark.timeout(120)
 
 MEMO = "kind: langchain\nagent_id: chat:memo:01\nrunnable: tests.gateway.agents:memo_graph\n"
+APPROVAL = "kind: langchain\nagent_id: chat:approval:01\nrunnable: tests.gateway.agents:approval_graph\n"
+THREAD = ("--option", 'configurable={"thread_id": "t-1"}')
 
 
 def said(text: str) -> dict[str, Any]:
@@ -52,3 +54,24 @@ async def test_each_thread_keeps_its_conversation_over_api_cli_and_mcp(
     assert text == "b1 / b2"
     missing = server.api("POST", "/route", json={"capability": "memo", "payload": said("x")}).json()
     assert (missing["status"], missing["fault"]) == ("invalid", "caller")
+
+
+def test_the_resume_hint_says_where_an_answer_can_reach_the_thread(
+    serve: Callable[..., ReachServer], config_dir: Path
+) -> None:
+    write(config_dir, "chat:approval:01.yaml", APPROVAL)
+    # Each --config command builds the agents anew: the thread asked on is gone by the next one.
+    local = run_reach("call", "approval", json.dumps(said("refund")), *THREAD, "--config", str(config_dir))
+    assert local.returncode == 1, local.stderr
+    assert "--option resume=ANSWER" in local.stdout
+    assert "but not with --config" in local.stdout
+    assert "--url" in local.stdout
+    server = serve(config_dir)
+    asked = run_reach("call", "approval", json.dumps(said("refund")), *THREAD, "--url", server.url)
+    assert asked.stdout.startswith("input_required"), asked.stderr
+    assert "--option resume=ANSWER" in asked.stdout
+    assert "--config" not in asked.stdout
+    # The hint holds against a server: the answer reaches the thread.
+    done = run_reach("call", "approval", *THREAD, "--option", "resume=yes", "--url", server.url, "--json")
+    assert done.returncode == 0, done.stdout
+    assert json.loads(done.stdout)["payload"] == "approved: yes"
