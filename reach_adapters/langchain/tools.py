@@ -29,7 +29,7 @@ from reach_adapters.langchain.config import thread_of
 from reach_adapters.langchain.model_schemas import for_models
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
-__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall"]
+__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall", "called_thread"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +73,22 @@ _LISTED = 50
 _FAILED: ContextVar[list[ReachResult] | None] = ContextVar("agent_reach_failed_calls", default=None)
 
 
+def called_thread(caller_thread: str, capability: str) -> str:
+    """The thread a reach tool gives the agent it calls: one conversation per calling thread and
+    capability called (``alice`` calling ``refund`` -> ``alice/refund``).
+
+    Not the caller's own thread: a sub-agent sharing the caller's checkpointer would run on the
+    caller's checkpoint, as LangGraph gives a subgraph a namespace of its own only when it runs
+    inside the calling graph, which a routed agent does not. Stable across the caller's turns, so
+    a resume through ``reach_agent`` finds the thread its question was asked on.
+    """
+    return f"{caller_thread}/{capability}"
+
+
 @dataclass(frozen=True, slots=True)
 class RoutedCall:
-    """What one tool call asks of the router."""
+    """What one tool call asks of the router; `conversation` is the capability whose thread a
+    call continues (default: the target, a capability name)."""
 
     mode: Literal["route", "send"]
     target: str
@@ -85,11 +98,12 @@ class RoutedCall:
     resumes: bool = False
     namespace: str | None = None
     principal: str | None = None
+    conversation: str | None = None
 
     def options(self) -> dict[str, Any]:
         """The call options: the capability of a directed call, the answer it resumes with, and
-        the thread of the agent run that called the tool, so a checkpointed agent keeps one
-        conversation per calling thread."""
+        a thread derived from the calling run's (`called_thread`), so a checkpointed agent keeps
+        one conversation per calling thread and capability."""
         options: dict[str, Any] = {}
         if self.capability is not None:
             options["capability"] = self.capability
@@ -101,7 +115,7 @@ class RoutedCall:
             options["principal"] = self.principal
         thread = thread_of(var_child_runnable_config.get())
         if thread is not None:
-            options["configurable"] = {"thread_id": thread}
+            options["configurable"] = {"thread_id": called_thread(thread, self.conversation or self.target)}
         return options
 
 
@@ -362,7 +376,26 @@ class ReachAnyTool(ReachTool):
             namespace = None
         resume = arguments.get("resume")
         call = RoutedCall(
-            mode, target, arguments.get("payload"), capability, resume, resumes, namespace, self.principal
+            mode,
+            target,
+            arguments.get("payload"),
+            capability,
+            resume,
+            resumes,
+            namespace,
+            self.principal,
+            conversation=capability or (self._sole_capability(target) if mode == "send" else None),
         )
         self._hold(call.target, call.capability)
         return call
+
+    def _sole_capability(self, agent_id: str) -> str | None:
+        """The one capability `agent_id` declares, else None: a call naming only the agent (a
+        resume, most often) continues the conversation a call by that capability began."""
+        declared = [
+            cap.name
+            for info in self.router.catalog(principal=self.principal)
+            if info.agent_id == agent_id
+            for cap in info.capabilities
+        ]
+        return declared[0] if len(declared) == 1 else None
