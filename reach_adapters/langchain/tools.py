@@ -8,7 +8,6 @@ routing failure into a `ToolException`, which an agent sees as an error it can r
 
 from __future__ import annotations
 
-import json
 import logging
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from pydantic import Field, JsonValue, PrivateAttr
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import ReachError, SyncCallError
+from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
 from reach_adapters.langchain.model_schemas import for_models
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
@@ -214,7 +214,7 @@ class ReachTool(BaseTool):
     def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
         if result.status is ResultStatus.INPUT_REQUIRED:
             # Not a failure: tell the model what the agent asks, and how to answer it.
-            return _asking(result), result
+            return asking_text(result, GENERIC_TOOL_NAME), result
         if not result.ok:
             failed = _FAILED.get()
             if failed is not None:
@@ -222,37 +222,11 @@ class ReachTool(BaseTool):
             raise self._failure(
                 f"{result.status}: {result.error_type}: {result.error} (task {result.task_id})"
             )
-        return _text(result.payload), result
+        return tool_text(result.payload), result
 
     def _failure(self, reason: str) -> ToolException:
         logger.info("tool %s failed: %s", self.name, reason)
         return ToolException(f"{self.name} failed: {reason}")
-
-
-def _text(value: JsonValue) -> str:
-    """A string as it is, anything else as JSON: what a model reads."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _asking(result: ReachResult) -> str:
-    """What to tell the model of an agent that needs input: what it asks and how to answer; for
-    several interrupts, each one's id and question, since the answer is keyed by those ids."""
-    agent = result.agent_id
-    how = f"(with {GENERIC_TOOL_NAME}, target {agent!r})"
-    asked = result.extra.get("interrupts")
-    if not (isinstance(asked, list) and len(asked) > 1):
-        return (
-            f"{agent} needs input before it can go on: {_text(result.payload)}. Get the answer, then "
-            f"send it to {agent!r} as resume {how}."
-        )
-    questions = "; ".join(
-        f"{item.get('id')}: {_text(item.get('value'))}" for item in asked if isinstance(item, dict)
-    )
-    return (
-        f"{agent} needs {len(asked)} answers before it can go on (question id: question): {questions}. "
-        f"Get them, then send them to {agent!r} together as resume, an object that maps each question "
-        f"id to its answer {how}."
-    )
 
 
 @contextmanager

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import typing_extensions
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import MessagesState
@@ -319,3 +320,42 @@ async def test_reach_agent_takes_nulls_for_what_it_does_not_need(router: Router)
     args = {"target": "upper", "payload": "hi", "capability": None, "resume": None}
     answer = await generic.ainvoke(call("reach_agent", args))
     assert (answer.status, answer.content) == ("success", "HI")
+
+
+def files_agent(mode: Literal["batched", "per_call"] = "batched") -> Any:
+    """A create_agent agent that asks a human before it deletes a file."""
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    model = scripted(
+        AIMessage("", tool_calls=[{"name": "delete_file", "args": {"path": "r.txt"}, "id": "d1"}]),
+        AIMessage("file deleted"),
+        repeat=True,
+    )
+    allowed: InterruptOnConfig = {"allowed_decisions": ["approve", "reject"]}
+    approval = HumanInTheLoopMiddleware(interrupt_on={"delete_file": allowed}, interrupt_mode=mode)
+    return create_agent(
+        model, tools=[delete_file], name="files", middleware=[approval], checkpointer=InMemorySaver()
+    )
+
+
+DELETE = {"messages": [{"role": "user", "content": "delete r.txt"}]}
+
+
+async def test_the_model_is_shown_the_shape_an_answer_must_take(router: Router) -> None:
+    router.register(LangChainAgent(files_agent("per_call"), agent_id="ops:files:01"))
+    tools = {tool.name: tool for tool in ReachToolkit(router).get_tools()}
+    thread: RunnableConfig = {"configurable": {"thread_id": "boss-1"}}
+    asked = await tools["files"].ainvoke(call("files", DELETE), thread)
+    (pending,) = asked.artifact.extra["interrupts"]
+    decisions = [option["$ref"] for option in pending["response_schema"]["oneOf"]]
+    assert decisions == ["#/$defs/ApproveDecision", "#/$defs/RejectDecision"]
+    assert "The answer must match this JSON Schema: " in asked.content
+    assert '"const": "approve"' in asked.content
+    # A model that answers in that shape:
+    args = {"target": "ops:files:01", "resume": {"type": "approve"}}
+    done = await tools["reach_agent"].ainvoke(call("reach_agent", args), thread)
+    assert (done.status, done.content) == ("success", "file deleted")
