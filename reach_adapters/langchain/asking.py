@@ -1,5 +1,5 @@
 """What a reach tool tells the model: an answer as text, and for an agent that stopped to ask for
-input, what it asks, the shape its answer must take, and how to answer it."""
+input, what it asks, the shape its answer must take, and which tool (if any) can answer it."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ def tool_text(value: JsonValue) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def asking_text(result: ReachResult, resume_with: str) -> str:
-    """What to tell the model of an agent that needs input: what it asks and how to answer (with
-    the tool `resume_with`); for several interrupts, each one's id and question, since the answer
-    is keyed by those ids."""
+def asking_text(result: ReachResult, resume_with: str | None) -> str:
+    """What to tell the model of an agent that needs input: what it asks and how to answer; for
+    several interrupts, each one's id and question, since the answer is keyed by those ids.
+
+    `resume_with` is the tool among the model's that can answer (it takes ``resume``); None: the
+    model has none, so it is told to pass the question on to whoever runs it.
+    """
     agent = result.agent_id
     asked = result.extra.get("interrupts")
     pending = [item for item in asked if isinstance(item, dict)] if isinstance(asked, list) else []
@@ -36,6 +39,11 @@ def asking_text(result: ReachResult, resume_with: str) -> str:
         shape = _shape(pending[0]) if pending else ""
         what = f"{agent} needs input before it can go on: {tool_text(result.payload)}.{shape}"
         answer = "it as resume"
+    if resume_with is None:
+        return (
+            f"{what} None of your tools can answer it: say in your reply what {agent} asks; whoever "
+            "runs you answers it."
+        )
     called = f", capability {result.capability!r}" if result.capability else ""
     return f"{what} Get the answer, then send {answer} (with {resume_with}: target {agent!r}{called})."
 

@@ -52,6 +52,7 @@ class ReachConsensusTool(ReachTool):
         refuse: Callable[[str, str | None], str | None] | None = None,
         namespace: str | None = None,
         principal: str | None = None,
+        resume_with: str | None = None,
     ) -> ReachConsensusTool:
         tool = cls(
             router=router,
@@ -62,6 +63,7 @@ class ReachConsensusTool(ReachTool):
             refuse=refuse,
             namespace=namespace,
             principal=principal,
+            resume_with=resume_with,
         )
         tool._schema_key = CONSENSUS_MODEL_SCHEMA_KEY
         return tool

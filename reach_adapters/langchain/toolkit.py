@@ -92,6 +92,7 @@ class ReachToolkit(BaseToolkit):
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
                     principal=self.principal,
+                    resume_with=self._resume_with,
                 )
             )
         shown = sorted(offered)
@@ -113,9 +114,16 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     namespace=self.namespace,
                     principal=self.principal,
+                    resume_with=self._resume_with,
                 )
             )
         return tools
+
+    @property
+    def _resume_with(self) -> str | None:
+        """The offered tool that answers an agent asking for input: only ``reach_agent`` takes
+        ``resume``; without it, the caller of the model answers."""
+        return GENERIC_TOOL_NAME if self.include_generic else None
 
     @property
     def _filtered(self) -> bool:

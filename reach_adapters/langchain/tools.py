@@ -131,6 +131,9 @@ class ReachTool(BaseTool):
     # Why a target is outside what the toolkit offers (its filters), else None; the tools that can
     # reach more than one capability are held to it (`_hold`).
     refuse: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
+    # The tool among the model's that answers an agent asking for input (it takes `resume`), or
+    # None when the model has none: then the tool text says so rather than name a missing tool.
+    resume_with: str | None = None
 
     # The key of the compiled validator (cached by the core) for the arguments; None: unchecked.
     _schema_key: str | None = PrivateAttr(None)
@@ -214,7 +217,7 @@ class ReachTool(BaseTool):
     def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
         if result.status is ResultStatus.INPUT_REQUIRED:
             # Not a failure: tell the model what the agent asks, and how to answer it.
-            return asking_text(result, GENERIC_TOOL_NAME), result
+            return asking_text(result, self.resume_with), result
         if not result.ok:
             failed = _FAILED.get()
             if failed is not None:
@@ -267,6 +270,7 @@ class CapabilityTool(ReachTool):
         handle_tool_error: bool,
         namespace: str | None = None,
         principal: str | None = None,
+        resume_with: str | None = None,
     ) -> CapabilityTool:
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
@@ -281,6 +285,7 @@ class CapabilityTool(ReachTool):
             handle_tool_error=handle_tool_error,
             namespace=namespace,
             principal=principal,
+            resume_with=resume_with,
         )
         if wrapped or capability.checks_input:
             tool._schema_key = schema_key(args_schema)
@@ -324,6 +329,7 @@ class ReachAnyTool(ReachTool):
             refuse=refuse,
             namespace=namespace,
             principal=principal,
+            resume_with=GENERIC_TOOL_NAME,
         )
         tool._schema_key = _GENERIC_KEY
         return tool

@@ -22,6 +22,7 @@ from examples.langchain_demo.agents import scripted
 from middleware import ReachResult, ResultStatus
 from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
+from reach_adapters.langchain.tools import called_thread
 from tests.langchain_adapter.test_patterns import USER, approval_graph, chain_graph
 
 pytestmark = pytest.mark.timeout(30)
@@ -359,3 +360,28 @@ async def test_the_model_is_shown_the_shape_an_answer_must_take(router: Router) 
     args = {"target": "ops:files:01", "resume": {"type": "approve"}}
     done = await tools["reach_agent"].ainvoke(call("reach_agent", args), thread)
     assert (done.status, done.content) == ("success", "file deleted")
+
+
+async def test_without_reach_agent_the_model_is_not_told_to_resume_with_it(router: Router) -> None:
+    router.register(LangChainAgent(files_agent(), agent_id="ops:files:01"))
+    (files,) = ReachToolkit(router, include_generic=False).get_tools()
+    thread: RunnableConfig = {"configurable": {"thread_id": "boss-1"}}
+    asked = await files.ainvoke(call("files", DELETE), thread)
+    assert asked.artifact.status is ResultStatus.INPUT_REQUIRED
+    assert "reach_agent" not in asked.content
+    assert "None of your tools can answer it" in asked.content
+    # Whoever runs the model answers, on the thread the tool gave the agent.
+    done = await router.route(
+        "files",
+        None,
+        resume={"decisions": [{"type": "approve"}]},
+        configurable={"thread_id": called_thread("boss-1", "files")},
+    )
+    assert (done.status, done.payload) == (ResultStatus.OK, "file deleted")
+    # With reach_agent offered, the model is told to answer through it.
+    offered = (
+        await ReachToolkit(router)
+        .get_tools()[1]
+        .ainvoke(call("files", DELETE), {"configurable": {"thread_id": "boss-2"}})
+    )
+    assert "(with reach_agent: target 'ops:files:01', capability 'files')" in offered.content
