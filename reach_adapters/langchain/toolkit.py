@@ -47,7 +47,8 @@ class ReachToolkit(BaseToolkit):
     what they agreed on (docs/consensus.md); off by default, as each call costs several.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # A misspelt option (`max_tool=3`) would otherwise be dropped, and the agent given every tool.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     router: Router
     handle_tool_error: bool = True
@@ -68,6 +69,8 @@ class ReachToolkit(BaseToolkit):
             super().__init__(router=router, **data)
         except ValidationError as exc:
             msg = f"invalid ReachToolkit options: {describe_validation_error(exc)}"
+            if any(error["type"] == "extra_forbidden" for error in exc.errors()):
+                msg += f"; the options are {sorted(set(type(self).model_fields) - {'router'})}"
             raise InvalidDeclarationError(msg) from None
 
     def get_tools(self) -> list[BaseTool]:

@@ -220,6 +220,12 @@ def test_bad_toolkit_filters_say_what_is_wrong(router: Router) -> None:
         ReachToolkit(router, max_tools=-1)
     with pytest.raises(InvalidDeclarationError, match="namespace"):
         ReachToolkit(router, namespace="")
+    # A misspelt option is named, with the right ones, rather than dropped.
+    for misspelt in ("max_tool", "capabilites", "handle_tool_errors", "bogus"):
+        with pytest.raises(InvalidDeclarationError) as raised:
+            ReachToolkit(router, **{misspelt: 1})
+        assert f"field '{misspelt}': Extra inputs are not permitted" in str(raised.value)
+        assert "the options are ['capabilities', 'handle_tool_error'," in str(raised.value)
 
 
 async def test_sync_lambdas_keep_working(router: Router) -> None:
