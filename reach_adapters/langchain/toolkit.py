@@ -38,7 +38,8 @@ class ReachToolkit(BaseToolkit):
 
     To give an agent only what concerns it: ``capabilities`` (name globs such as ``"orders_*"``),
     ``namespace`` (only agents of that namespace are offered, and reached), ``max_tools`` (at
-    most that many capability tools, by name; the rest stay reachable through ``reach_agent``).
+    most that many capability tools: those given before, then others by name; the rest stay
+    reachable through ``reach_agent``).
 
     ``principal``: the calls are made for that principal of the router's guard (security.yaml),
     and only what it may reach is offered.
@@ -60,6 +61,8 @@ class ReachToolkit(BaseToolkit):
     include_consensus: bool = False
 
     _names: dict[str, str] = PrivateAttr(default_factory=dict)
+    # The capabilities the last `get_tools` gave tools (see `_chosen`).
+    _earlier: list[str] = PrivateAttr(default_factory=list)
 
     def __init__(self, router: Router, /, **data: Any) -> None:
         if not isinstance(router, Router):
@@ -98,15 +101,7 @@ class ReachToolkit(BaseToolkit):
                     resume_with=self._resume_with,
                 )
             )
-        shown = sorted(offered)
-        if self.max_tools is not None and len(shown) > self.max_tools:
-            logger.info(
-                "ReachToolkit offers %d of %d capability tools (max_tools); the rest via %s",
-                self.max_tools,
-                len(shown),
-                GENERIC_TOOL_NAME,
-            )
-            shown = shown[: self.max_tools]
+        shown = self._chosen(offered)
         names = self._tool_names(shown)
         for name in shown:
             tools.append(
@@ -127,6 +122,25 @@ class ReachToolkit(BaseToolkit):
         """The offered tool that answers an agent asking for input: only ``reach_agent`` takes
         ``resume``; without it, the caller of the model answers."""
         return GENERIC_TOOL_NAME if self.include_generic else None
+
+    def _chosen(self, offered: dict[str, Capability]) -> list[str]:
+        """The capabilities given tools, by name: all of them, or at most ``max_tools``. Those
+        chosen before stay while they are offered, and only free places take others (first by
+        name), so a capability registered later never pushes out a tool an agent was given."""
+        limit = self.max_tools
+        if limit is None or len(offered) <= limit:
+            self._earlier = sorted(offered)
+            return self._earlier
+        kept = [name for name in self._earlier if name in offered]
+        fresh = sorted(name for name in offered if name not in set(kept))
+        self._earlier = sorted((kept + fresh)[:limit])
+        logger.info(
+            "ReachToolkit offers %d of %d capability tools (max_tools); the rest via %s",
+            limit,
+            len(offered),
+            GENERIC_TOOL_NAME,
+        )
+        return self._earlier
 
     @property
     def _filtered(self) -> bool:

@@ -391,3 +391,22 @@ async def test_without_reach_agent_the_model_is_not_told_to_resume_with_it(route
         .ainvoke(call("files", DELETE), {"configurable": {"thread_id": "boss-2"}})
     )
     assert "(with reach_agent: target 'ops:files:01', capability 'files')" in offered.content
+
+
+async def test_max_tools_keeps_the_tools_an_agent_was_given(router: Router) -> None:
+    def serving(agent_id: str, capability: str) -> FunctionAgent:
+        return FunctionAgent(
+            lambda payload: "done", agent_id=agent_id, capabilities=[Capability(name=capability)]
+        )
+
+    for agent_id, capability in (("shop:orders:01", "orders"), ("hr:payroll:01", "payroll")):
+        router.register(serving(agent_id, capability))
+    toolkit = ReachToolkit(router, max_tools=2)
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "orders", "payroll"]
+    # A capability registered later, first by name, waits for a free place.
+    router.register(serving("ops:audit:01", "audit"))
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "orders", "payroll"]
+    await router.deregister("hr:payroll:01")
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "audit", "orders"]
+    router.register(serving("hr:payroll:01", "payroll"))
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "audit", "orders"]
