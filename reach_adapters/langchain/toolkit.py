@@ -6,15 +6,16 @@ import fnmatch
 import logging
 import re
 from collections.abc import Collection
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.langchain.consensus import CONSENSUS_TOOL_NAME, ReachConsensusTool
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
 from reach_adapters.router import Capability, Router, parse_agent_id
+from reach_adapters.router.state import UNUSABLE_STATES
 
 __all__ = ["ReachToolkit"]
 
@@ -37,7 +38,9 @@ class ReachToolkit(BaseToolkit):
     `ReachResult` as artifact); set it False to have the `ToolException` raised instead.
 
     To give an agent only what concerns it: ``capabilities`` (name globs such as ``"orders_*"``),
-    ``namespace`` (only agents of that namespace are offered, and reached), ``max_tools`` (at
+    ``namespace`` (only agents of that namespace are offered, and reached; ``namespaces`` for
+    several, a capability that several of them declare being reached in the first listed that
+    declares it), ``max_tools`` (at
     most that many capability tools: those given before, then others by name; the rest stay
     reachable through ``reach_agent``).
 
@@ -56,6 +59,7 @@ class ReachToolkit(BaseToolkit):
     include_generic: bool = True
     capabilities: list[str] | None = None
     namespace: str | None = Field(None, min_length=1)
+    namespaces: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
     max_tools: int | None = Field(None, ge=0)
     principal: str | None = Field(None, min_length=1)
     include_consensus: bool = False
@@ -76,8 +80,16 @@ class ReachToolkit(BaseToolkit):
                 msg += f"; the options are {sorted(set(type(self).model_fields) - {'router'})}"
             raise InvalidDeclarationError(msg) from None
 
+    @model_validator(mode="after")
+    def _one_namespace_option(self) -> ReachToolkit:
+        if self.namespace is not None and self.namespaces is not None:
+            msg = "give namespace (one) or namespaces (several), not both"
+            raise ValueError(msg)
+        return self
+
     def get_tools(self) -> list[BaseTool]:
-        offered = self._offered()
+        homes = self._homes()
+        offered = self._offered(homes)
         tools: list[BaseTool] = []
         if self.include_generic:
             tools.append(
@@ -87,6 +99,7 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
+                    home=self._home if self.namespaces is not None else None,
                     principal=self.principal,
                 )
             )
@@ -97,6 +110,7 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
+                    home=self._home if self.namespaces is not None else None,
                     principal=self.principal,
                     resume_with=self._resume_with,
                 )
@@ -110,7 +124,7 @@ class ReachToolkit(BaseToolkit):
                     offered[name],
                     name=names[name],
                     handle_tool_error=self.handle_tool_error,
-                    namespace=self.namespace,
+                    namespace=homes.get(name),
                     principal=self.principal,
                     resume_with=self._resume_with,
                 )
@@ -144,18 +158,45 @@ class ReachToolkit(BaseToolkit):
 
     @property
     def _filtered(self) -> bool:
-        return self.capabilities is not None or self.namespace is not None
+        return self.capabilities is not None or self._spaces is not None
 
-    def _offered(self) -> dict[str, Capability]:
+    @property
+    def _spaces(self) -> list[str] | None:
+        """The namespaces kept to, in the order given; None: all."""
+        return [self.namespace] if self.namespace is not None else self.namespaces
+
+    def _homes(self) -> dict[str, str]:
+        """For each capability declared in the namespaces kept to, the namespace calls by its name
+        go to (the router takes one per call): the first listed where a usable agent declares it,
+        else the first listed that declares it."""
+        spaces = self._spaces
+        if spaces is None:
+            return {}
+        rank = {space: i for i, space in enumerate(spaces)}
+        homes: dict[str, str] = {}
+        best: dict[str, tuple[bool, int]] = {}
+        for info in self.router.catalog(principal=self.principal):
+            space = parse_agent_id(info.agent_id).namespace
+            if space not in rank:
+                continue
+            key = (info.state in UNUSABLE_STATES, rank[space])
+            for cap in info.capabilities:
+                if cap.name not in best or key < best[cap.name]:
+                    best[cap.name], homes[cap.name] = key, space
+        return homes
+
+    def _home(self, capability: str) -> str | None:
+        """Where ``reach_agent`` routes a call by `capability`; the first namespace when none of
+        them declares it, so the router says so."""
+        spaces = self._spaces
+        if spaces is None:
+            return None
+        return self._homes().get(capability, spaces[0]) if len(spaces) > 1 else spaces[0]
+
+    def _offered(self, homes: dict[str, str]) -> dict[str, Capability]:
         reachable = self.router.reachable(principal=self.principal)
-        if self.namespace is not None:
-            declared = {
-                cap.name
-                for info in self.router.catalog(principal=self.principal)
-                if parse_agent_id(info.agent_id).namespace == self.namespace
-                for cap in info.capabilities
-            }
-            reachable = {name: cap for name, cap in reachable.items() if name in declared}
+        if self._spaces is not None:
+            reachable = {name: cap for name, cap in reachable.items() if name in homes}
         return {name: cap for name, cap in reachable.items() if self._matches(name)}
 
     def _matches(self, capability: str) -> bool:
@@ -169,8 +210,10 @@ class ReachToolkit(BaseToolkit):
         """
         if ":" not in target:
             return None if self._matches(target) else "it is not one of the capabilities this toolkit offers"
-        if self.namespace is not None and parse_agent_id(target).namespace != self.namespace:
-            return f"only agents of namespace {self.namespace!r} are offered"
+        spaces = self._spaces
+        if spaces is not None and parse_agent_id(target).namespace not in spaces:
+            named = f"namespace {spaces[0]!r}" if len(spaces) == 1 else f"namespaces {spaces}"
+            return f"only agents of {named} are offered"
         if self.capabilities is None:
             return None
         if capability is not None:

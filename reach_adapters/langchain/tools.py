@@ -125,9 +125,11 @@ class ReachTool(BaseTool):
     router: Router = Field(exclude=True)
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     # Whom the calls are made for, under the router's guard, and the namespace that calls by
-    # capability name keep to (see ReachToolkit).
+    # capability name keep to (see ReachToolkit): `namespace`, or, for a toolkit keeping to
+    # several, `home`'s choice for the capability (`_namespace_of`).
     principal: str | None = None
     namespace: str | None = None
+    home: Callable[[str], str | None] | None = Field(None, exclude=True)
     # Why a target is outside what the toolkit offers (its filters), else None; the tools that can
     # reach more than one capability are held to it (`_hold`).
     refuse: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
@@ -141,6 +143,9 @@ class ReachTool(BaseTool):
     @abstractmethod
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         """What to call, checked."""
+
+    def _namespace_of(self, capability: str) -> str | None:
+        return self.namespace if self.home is None else self.home(capability)
 
     def _hold(self, target: str, capability: str | None = None) -> None:
         """Refuse a target outside the toolkit's filters, naming why."""
@@ -312,6 +317,7 @@ class ReachAnyTool(ReachTool):
         handle_tool_error: bool,
         refuse: Callable[[str, str | None], str | None] | None = None,
         namespace: str | None = None,
+        home: Callable[[str], str | None] | None = None,
         principal: str | None = None,
     ) -> ReachAnyTool:
         shown = ", ".join(capability_names[:_LISTED]) + (" ..." if len(capability_names) > _LISTED else "")
@@ -328,6 +334,7 @@ class ReachAnyTool(ReachTool):
             handle_tool_error=handle_tool_error,
             refuse=refuse,
             namespace=namespace,
+            home=home,
             principal=principal,
             resume_with=GENERIC_TOOL_NAME,
         )
@@ -350,7 +357,7 @@ class ReachAnyTool(ReachTool):
                 raise ToolException(msg)
             mode: Literal["route", "send"] = "route"
             capability = None
-            namespace = self.namespace
+            namespace = self._namespace_of(target)
         else:
             mode = "send"
             namespace = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
@@ -410,3 +411,40 @@ async def test_max_tools_keeps_the_tools_an_agent_was_given(router: Router) -> N
     assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "audit", "orders"]
     router.register(serving("hr:payroll:01", "payroll"))
     assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "audit", "orders"]
+
+
+def said(text: str) -> Callable[[Any], str]:
+    """An agent function that answers with `text`, whatever it is asked."""
+    return lambda payload: text
+
+
+async def test_the_toolkit_keeps_to_several_namespaces(router: Router) -> None:
+    for agent_id, capability in (
+        ("shop:orders:01", "orders_lookup"),
+        ("billing:invoice:01", "invoice"),
+        ("billing:lookup:01", "orders_lookup"),
+        ("hr:payroll:01", "payroll"),
+    ):
+        router.register(
+            FunctionAgent(said(agent_id), agent_id=agent_id, capabilities=[Capability(name=capability)])
+        )
+    tools = {tool.name: tool for tool in ReachToolkit(router, namespaces=["shop", "billing"]).get_tools()}
+    assert sorted(tools) == ["invoice", "orders_lookup", "reach_agent"]
+    generic = tools["reach_agent"]
+    # A capability both declare is reached in the first namespace listed, by either tool.
+    for _ in range(4):
+        assert (await tools["orders_lookup"].ainvoke(call("orders_lookup", {}))).content == "shop:orders:01"
+        by_name = await generic.ainvoke(call("reach_agent", {"target": "orders_lookup"}))
+        assert by_name.content == "shop:orders:01"
+    invoice = await generic.ainvoke(call("reach_agent", {"target": "invoice"}))
+    assert invoice.content == "billing:invoice:01"
+    outside = await generic.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
+    assert "only agents of namespaces ['shop', 'billing'] are offered" in outside.content
+    refused = await generic.ainvoke(call("reach_agent", {"target": "payroll"}))
+    assert refused.status == "error"
+    from reach_adapters import InvalidDeclarationError
+
+    with pytest.raises(InvalidDeclarationError, match="namespace \\(one\\) or namespaces \\(several\\)"):
+        ReachToolkit(router, namespace="shop", namespaces=["billing"])
+    with pytest.raises(InvalidDeclarationError, match="namespaces"):
+        ReachToolkit(router, namespaces=[])
