@@ -24,6 +24,7 @@ from pydantic import Field, JsonValue, PrivateAttr
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import ReachError, SyncCallError
+from reach_adapters.langchain.artifacts import as_artifact
 from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
 from reach_adapters.langchain.model_schemas import for_models
@@ -197,7 +198,7 @@ class ReachTool(BaseTool):
             raise
         except ReachError as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
-        return self._answer(result)
+        return self._answer(as_artifact(result))
 
     async def _arun(self, /, **arguments: Any) -> tuple[str, ReachResult]:
         call = self._request(arguments)
@@ -205,7 +206,7 @@ class ReachTool(BaseTool):
             result = await self._reach(call)
         except ReachError as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
-        return self._answer(result)
+        return self._answer(as_artifact(result))
 
     def _reach_sync(self, call: RoutedCall) -> ReachResult:
         """Make `call` from sync code: the router method a tool calls (see `_reach`)."""
