@@ -40,9 +40,8 @@ class ReachToolkit(BaseToolkit):
     To give an agent only what concerns it: ``capabilities`` (name globs such as ``"orders_*"``),
     ``namespace`` (only agents of that namespace are offered, and reached; ``namespaces`` for
     several, a capability that several of them declare being reached in the first listed that
-    declares it), ``max_tools`` (at
-    most that many capability tools: those given before, then others by name; the rest stay
-    reachable through ``reach_agent``).
+    declares it), ``max_tools`` (at most that many capability tools: those given before, then
+    others by name; the rest stay reachable through ``reach_agent``).
 
     ``principal``: the calls are made for that principal of the router's guard (security.yaml),
     and only what it may reach is offered.
