@@ -51,7 +51,9 @@ class ReachConsensusTool(ReachTool):
         handle_tool_error: bool,
         refuse: Callable[[str, str | None], str | None] | None = None,
         namespace: str | None = None,
+        home: Callable[[str], str | None] | None = None,
         principal: str | None = None,
+        resume_with: str | None = None,
     ) -> ReachConsensusTool:
         tool = cls(
             router=router,
@@ -61,7 +63,9 @@ class ReachConsensusTool(ReachTool):
             handle_tool_error=handle_tool_error,
             refuse=refuse,
             namespace=namespace,
+            home=home,
             principal=principal,
+            resume_with=resume_with,
         )
         tool._schema_key = CONSENSUS_MODEL_SCHEMA_KEY
         return tool
@@ -75,7 +79,7 @@ class ReachConsensusTool(ReachTool):
             "route",
             arguments["capability"],
             arguments.get("payload"),
-            namespace=self.namespace,
+            namespace=self._namespace_of(arguments["capability"]),
             principal=self.principal,
             how=consensus_tool_options(arguments),
         )

@@ -36,17 +36,26 @@ __all__ = ["ChunkConverter", "LangChainConverter", "interrupted_result", "to_jso
 def interrupted_result(asked: list[Any], message: ReachMessage, state: Any = None) -> ReachResult:
     """The ``input_required`` result of a graph stopped at ``interrupt()``: the payload is what it
     asks (the interrupt's value, or a list of them); `extra` has each interrupt's id and value,
-    and the graph's `state` so far when there is one."""
+    its ``response_schema`` when it has one, and the graph's `state` so far when there is one."""
     values = [to_json(getattr(item, "value", item), where="interrupt") for item in asked]
     extra: dict[str, JsonValue] = {
-        "interrupts": [
-            {"id": str(getattr(item, "id", "")), "value": value}
-            for item, value in zip(asked, values, strict=True)
-        ]
+        "interrupts": [_interrupt_entry(item, value) for item, value in zip(asked, values, strict=True)]
     }
     if state is not None:
         extra["output"] = to_json(state, where="output")
     return input_required_result(message, None, values[0] if len(values) == 1 else values, extra=extra)
+
+
+def _interrupt_entry(item: Any, value: JsonValue) -> dict[str, JsonValue]:
+    """One interrupt as the result shows it. Its ``response_schema`` (HumanInTheLoopMiddleware
+    puts the decisions it allows there) is kept: LangGraph checks the answer against it, so the
+    one answering must see it."""
+    entry: dict[str, JsonValue] = {"id": str(getattr(item, "id", "")), "value": value}
+    schema = getattr(item, "response_schema", None)
+    # LangGraph surfaces it as JSON Schema, a dict, whatever type the graph gave.
+    if isinstance(schema, dict):
+        entry["response_schema"] = to_json(schema, where="interrupt.response_schema")
+    return entry
 
 
 @runtime_checkable

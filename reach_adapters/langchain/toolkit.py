@@ -6,15 +6,16 @@ import fnmatch
 import logging
 import re
 from collections.abc import Collection
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.langchain.consensus import CONSENSUS_TOOL_NAME, ReachConsensusTool
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
 from reach_adapters.router import Capability, Router, parse_agent_id
+from reach_adapters.router.state import UNUSABLE_STATES
 
 __all__ = ["ReachToolkit"]
 
@@ -37,8 +38,10 @@ class ReachToolkit(BaseToolkit):
     `ReachResult` as artifact); set it False to have the `ToolException` raised instead.
 
     To give an agent only what concerns it: ``capabilities`` (name globs such as ``"orders_*"``),
-    ``namespace`` (only agents of that namespace are offered, and reached), ``max_tools`` (at
-    most that many capability tools, by name; the rest stay reachable through ``reach_agent``).
+    ``namespace`` (only agents of that namespace are offered, and reached; ``namespaces`` for
+    several, a capability that several of them declare being reached in the first listed that
+    declares it), ``max_tools`` (at most that many capability tools: those given before, then
+    others by name; the rest stay reachable through ``reach_agent``).
 
     ``principal``: the calls are made for that principal of the router's guard (security.yaml),
     and only what it may reach is offered.
@@ -47,18 +50,22 @@ class ReachToolkit(BaseToolkit):
     what they agreed on (docs/consensus.md); off by default, as each call costs several.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # A misspelt option (`max_tool=3`) would otherwise be dropped, and the agent given every tool.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     router: Router
     handle_tool_error: bool = True
     include_generic: bool = True
     capabilities: list[str] | None = None
     namespace: str | None = Field(None, min_length=1)
+    namespaces: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
     max_tools: int | None = Field(None, ge=0)
     principal: str | None = Field(None, min_length=1)
     include_consensus: bool = False
 
     _names: dict[str, str] = PrivateAttr(default_factory=dict)
+    # The capabilities the last `get_tools` gave tools (see `_chosen`).
+    _earlier: list[str] = PrivateAttr(default_factory=list)
 
     def __init__(self, router: Router, /, **data: Any) -> None:
         if not isinstance(router, Router):
@@ -68,10 +75,20 @@ class ReachToolkit(BaseToolkit):
             super().__init__(router=router, **data)
         except ValidationError as exc:
             msg = f"invalid ReachToolkit options: {describe_validation_error(exc)}"
+            if any(error["type"] == "extra_forbidden" for error in exc.errors()):
+                msg += f"; the options are {sorted(set(type(self).model_fields) - {'router'})}"
             raise InvalidDeclarationError(msg) from None
 
+    @model_validator(mode="after")
+    def _one_namespace_option(self) -> ReachToolkit:
+        if self.namespace is not None and self.namespaces is not None:
+            msg = "give namespace (one) or namespaces (several), not both"
+            raise ValueError(msg)
+        return self
+
     def get_tools(self) -> list[BaseTool]:
-        offered = self._offered()
+        homes = self._homes()
+        offered = self._offered(homes)
         tools: list[BaseTool] = []
         if self.include_generic:
             tools.append(
@@ -81,6 +98,7 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
+                    home=self._home if self.namespaces is not None else None,
                     principal=self.principal,
                 )
             )
@@ -91,18 +109,12 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
+                    home=self._home if self.namespaces is not None else None,
                     principal=self.principal,
+                    resume_with=self._resume_with,
                 )
             )
-        shown = sorted(offered)
-        if self.max_tools is not None and len(shown) > self.max_tools:
-            logger.info(
-                "ReachToolkit offers %d of %d capability tools (max_tools); the rest via %s",
-                self.max_tools,
-                len(shown),
-                GENERIC_TOOL_NAME,
-            )
-            shown = shown[: self.max_tools]
+        shown = self._chosen(offered)
         names = self._tool_names(shown)
         for name in shown:
             tools.append(
@@ -111,26 +123,79 @@ class ReachToolkit(BaseToolkit):
                     offered[name],
                     name=names[name],
                     handle_tool_error=self.handle_tool_error,
-                    namespace=self.namespace,
+                    namespace=homes.get(name),
                     principal=self.principal,
+                    resume_with=self._resume_with,
                 )
             )
         return tools
 
     @property
-    def _filtered(self) -> bool:
-        return self.capabilities is not None or self.namespace is not None
+    def _resume_with(self) -> str | None:
+        """The offered tool that answers an agent asking for input: only ``reach_agent`` takes
+        ``resume``; without it, the caller of the model answers."""
+        return GENERIC_TOOL_NAME if self.include_generic else None
 
-    def _offered(self) -> dict[str, Capability]:
+    def _chosen(self, offered: dict[str, Capability]) -> list[str]:
+        """The capabilities given tools, by name: all of them, or at most ``max_tools``. Those
+        chosen before stay while they are offered, and only free places take others (first by
+        name), so a capability registered later never pushes out a tool an agent was given."""
+        limit = self.max_tools
+        if limit is None or len(offered) <= limit:
+            self._earlier = sorted(offered)
+            return self._earlier
+        kept = [name for name in self._earlier if name in offered]
+        fresh = sorted(name for name in offered if name not in set(kept))
+        self._earlier = sorted((kept + fresh)[:limit])
+        logger.info(
+            "ReachToolkit offers %d of %d capability tools (max_tools); the rest via %s",
+            limit,
+            len(offered),
+            GENERIC_TOOL_NAME,
+        )
+        return self._earlier
+
+    @property
+    def _filtered(self) -> bool:
+        return self.capabilities is not None or self._spaces is not None
+
+    @property
+    def _spaces(self) -> list[str] | None:
+        """The namespaces kept to, in the order given; None: all."""
+        return [self.namespace] if self.namespace is not None else self.namespaces
+
+    def _homes(self) -> dict[str, str]:
+        """For each capability declared in the namespaces kept to, the namespace calls by its name
+        go to (the router takes one per call): the first listed where a usable agent declares it,
+        else the first listed that declares it."""
+        spaces = self._spaces
+        if spaces is None:
+            return {}
+        rank = {space: i for i, space in enumerate(spaces)}
+        homes: dict[str, str] = {}
+        best: dict[str, tuple[bool, int]] = {}
+        for info in self.router.catalog(principal=self.principal):
+            space = parse_agent_id(info.agent_id).namespace
+            if space not in rank:
+                continue
+            key = (info.state in UNUSABLE_STATES, rank[space])
+            for cap in info.capabilities:
+                if cap.name not in best or key < best[cap.name]:
+                    best[cap.name], homes[cap.name] = key, space
+        return homes
+
+    def _home(self, capability: str) -> str | None:
+        """Where ``reach_agent`` routes a call by `capability`; the first namespace when none of
+        them declares it, so the router says so."""
+        spaces = self._spaces
+        if spaces is None:
+            return None
+        return self._homes().get(capability, spaces[0]) if len(spaces) > 1 else spaces[0]
+
+    def _offered(self, homes: dict[str, str]) -> dict[str, Capability]:
         reachable = self.router.reachable(principal=self.principal)
-        if self.namespace is not None:
-            declared = {
-                cap.name
-                for info in self.router.catalog(principal=self.principal)
-                if parse_agent_id(info.agent_id).namespace == self.namespace
-                for cap in info.capabilities
-            }
-            reachable = {name: cap for name, cap in reachable.items() if name in declared}
+        if self._spaces is not None:
+            reachable = {name: cap for name, cap in reachable.items() if name in homes}
         return {name: cap for name, cap in reachable.items() if self._matches(name)}
 
     def _matches(self, capability: str) -> bool:
@@ -144,8 +209,10 @@ class ReachToolkit(BaseToolkit):
         """
         if ":" not in target:
             return None if self._matches(target) else "it is not one of the capabilities this toolkit offers"
-        if self.namespace is not None and parse_agent_id(target).namespace != self.namespace:
-            return f"only agents of namespace {self.namespace!r} are offered"
+        spaces = self._spaces
+        if spaces is not None and parse_agent_id(target).namespace not in spaces:
+            named = f"namespace {spaces[0]!r}" if len(spaces) == 1 else f"namespaces {spaces}"
+            return f"only agents of {named} are offered"
         if self.capabilities is None:
             return None
         if capability is not None:

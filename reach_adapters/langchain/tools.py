@@ -8,7 +8,6 @@ routing failure into a `ToolException`, which an agent sees as an error it can r
 
 from __future__ import annotations
 
-import json
 import logging
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
@@ -25,11 +24,13 @@ from pydantic import Field, JsonValue, PrivateAttr
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import ReachError, SyncCallError
+from reach_adapters.langchain.artifacts import as_artifact
+from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
 from reach_adapters.langchain.model_schemas import for_models
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
-__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall"]
+__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall", "called_thread"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +74,22 @@ _LISTED = 50
 _FAILED: ContextVar[list[ReachResult] | None] = ContextVar("agent_reach_failed_calls", default=None)
 
 
+def called_thread(caller_thread: str, capability: str) -> str:
+    """The thread a reach tool gives the agent it calls: one conversation per calling thread and
+    capability called (``alice`` calling ``refund`` -> ``alice/refund``).
+
+    Not the caller's own thread: a sub-agent sharing the caller's checkpointer would run on the
+    caller's checkpoint, as LangGraph gives a subgraph a namespace of its own only when it runs
+    inside the calling graph, which a routed agent does not. Stable across the caller's turns, so
+    a resume through ``reach_agent`` finds the thread its question was asked on.
+    """
+    return f"{caller_thread}/{capability}"
+
+
 @dataclass(frozen=True, slots=True)
 class RoutedCall:
-    """What one tool call asks of the router."""
+    """What one tool call asks of the router; `conversation` is the capability whose thread a
+    call continues (default: the target, a capability name)."""
 
     mode: Literal["route", "send"]
     target: str
@@ -85,11 +99,12 @@ class RoutedCall:
     resumes: bool = False
     namespace: str | None = None
     principal: str | None = None
+    conversation: str | None = None
 
     def options(self) -> dict[str, Any]:
         """The call options: the capability of a directed call, the answer it resumes with, and
-        the thread of the agent run that called the tool, so a checkpointed agent keeps one
-        conversation per calling thread."""
+        a thread derived from the calling run's (`called_thread`), so a checkpointed agent keeps
+        one conversation per calling thread and capability."""
         options: dict[str, Any] = {}
         if self.capability is not None:
             options["capability"] = self.capability
@@ -101,7 +116,7 @@ class RoutedCall:
             options["principal"] = self.principal
         thread = thread_of(var_child_runnable_config.get())
         if thread is not None:
-            options["configurable"] = {"thread_id": thread}
+            options["configurable"] = {"thread_id": called_thread(thread, self.conversation or self.target)}
         return options
 
 
@@ -111,12 +126,17 @@ class ReachTool(BaseTool):
     router: Router = Field(exclude=True)
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     # Whom the calls are made for, under the router's guard, and the namespace that calls by
-    # capability name keep to (see ReachToolkit).
+    # capability name keep to (see ReachToolkit): `namespace`, or, for a toolkit keeping to
+    # several, `home`'s choice for the capability (`_namespace_of`).
     principal: str | None = None
     namespace: str | None = None
+    home: Callable[[str], str | None] | None = Field(None, exclude=True)
     # Why a target is outside what the toolkit offers (its filters), else None; the tools that can
     # reach more than one capability are held to it (`_hold`).
     refuse: Callable[[str, str | None], str | None] | None = Field(None, exclude=True)
+    # The tool among the model's that answers an agent asking for input (it takes `resume`), or
+    # None when the model has none: then the tool text says so rather than name a missing tool.
+    resume_with: str | None = None
 
     # The key of the compiled validator (cached by the core) for the arguments; None: unchecked.
     _schema_key: str | None = PrivateAttr(None)
@@ -124,6 +144,9 @@ class ReachTool(BaseTool):
     @abstractmethod
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         """What to call, checked."""
+
+    def _namespace_of(self, capability: str) -> str | None:
+        return self.namespace if self.home is None else self.home(capability)
 
     def _hold(self, target: str, capability: str | None = None) -> None:
         """Refuse a target outside the toolkit's filters, naming why."""
@@ -175,7 +198,7 @@ class ReachTool(BaseTool):
             raise
         except ReachError as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
-        return self._answer(result)
+        return self._answer(as_artifact(result))
 
     async def _arun(self, /, **arguments: Any) -> tuple[str, ReachResult]:
         call = self._request(arguments)
@@ -183,7 +206,7 @@ class ReachTool(BaseTool):
             result = await self._reach(call)
         except ReachError as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
-        return self._answer(result)
+        return self._answer(as_artifact(result))
 
     def _reach_sync(self, call: RoutedCall) -> ReachResult:
         """Make `call` from sync code: the router method a tool calls (see `_reach`)."""
@@ -200,7 +223,7 @@ class ReachTool(BaseTool):
     def _answer(self, result: ReachResult) -> tuple[str, ReachResult]:
         if result.status is ResultStatus.INPUT_REQUIRED:
             # Not a failure: tell the model what the agent asks, and how to answer it.
-            return _asking(result), result
+            return asking_text(result, self.resume_with), result
         if not result.ok:
             failed = _FAILED.get()
             if failed is not None:
@@ -208,37 +231,11 @@ class ReachTool(BaseTool):
             raise self._failure(
                 f"{result.status}: {result.error_type}: {result.error} (task {result.task_id})"
             )
-        return _text(result.payload), result
+        return tool_text(result.payload), result
 
     def _failure(self, reason: str) -> ToolException:
         logger.info("tool %s failed: %s", self.name, reason)
         return ToolException(f"{self.name} failed: {reason}")
-
-
-def _text(value: JsonValue) -> str:
-    """A string as it is, anything else as JSON: what a model reads."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _asking(result: ReachResult) -> str:
-    """What to tell the model of an agent that needs input: what it asks and how to answer; for
-    several interrupts, each one's id and question, since the answer is keyed by those ids."""
-    agent = result.agent_id
-    how = f"(with {GENERIC_TOOL_NAME}, target {agent!r})"
-    asked = result.extra.get("interrupts")
-    if not (isinstance(asked, list) and len(asked) > 1):
-        return (
-            f"{agent} needs input before it can go on: {_text(result.payload)}. Get the answer, then "
-            f"send it to {agent!r} as resume {how}."
-        )
-    questions = "; ".join(
-        f"{item.get('id')}: {_text(item.get('value'))}" for item in asked if isinstance(item, dict)
-    )
-    return (
-        f"{agent} needs {len(asked)} answers before it can go on (question id: question): {questions}. "
-        f"Get them, then send them to {agent!r} together as resume, an object that maps each question "
-        f"id to its answer {how}."
-    )
 
 
 @contextmanager
@@ -279,6 +276,7 @@ class CapabilityTool(ReachTool):
         handle_tool_error: bool,
         namespace: str | None = None,
         principal: str | None = None,
+        resume_with: str | None = None,
     ) -> CapabilityTool:
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
@@ -293,6 +291,7 @@ class CapabilityTool(ReachTool):
             handle_tool_error=handle_tool_error,
             namespace=namespace,
             principal=principal,
+            resume_with=resume_with,
         )
         if wrapped or capability.checks_input:
             tool._schema_key = schema_key(args_schema)
@@ -319,6 +318,7 @@ class ReachAnyTool(ReachTool):
         handle_tool_error: bool,
         refuse: Callable[[str, str | None], str | None] | None = None,
         namespace: str | None = None,
+        home: Callable[[str], str | None] | None = None,
         principal: str | None = None,
     ) -> ReachAnyTool:
         shown = ", ".join(capability_names[:_LISTED]) + (" ..." if len(capability_names) > _LISTED else "")
@@ -335,7 +335,9 @@ class ReachAnyTool(ReachTool):
             handle_tool_error=handle_tool_error,
             refuse=refuse,
             namespace=namespace,
+            home=home,
             principal=principal,
+            resume_with=GENERIC_TOOL_NAME,
         )
         tool._schema_key = _GENERIC_KEY
         return tool
@@ -356,13 +358,32 @@ class ReachAnyTool(ReachTool):
                 raise ToolException(msg)
             mode: Literal["route", "send"] = "route"
             capability = None
-            namespace = self.namespace
+            namespace = self._namespace_of(target)
         else:
             mode = "send"
             namespace = None
         resume = arguments.get("resume")
         call = RoutedCall(
-            mode, target, arguments.get("payload"), capability, resume, resumes, namespace, self.principal
+            mode,
+            target,
+            arguments.get("payload"),
+            capability,
+            resume,
+            resumes,
+            namespace,
+            self.principal,
+            conversation=capability or (self._sole_capability(target) if mode == "send" else None),
         )
         self._hold(call.target, call.capability)
         return call
+
+    def _sole_capability(self, agent_id: str) -> str | None:
+        """The one capability `agent_id` declares, else None: a call naming only the agent (a
+        resume, most often) continues the conversation a call by that capability began."""
+        declared = [
+            cap.name
+            for info in self.router.catalog(principal=self.principal)
+            if info.agent_id == agent_id
+            for cap in info.capabilities
+        ]
+        return declared[0] if len(declared) == 1 else None

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 import pytest
 import typing_extensions
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import MessagesState
@@ -21,6 +23,7 @@ from examples.langchain_demo.agents import scripted
 from middleware import ReachResult, ResultStatus
 from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
+from reach_adapters.langchain.tools import called_thread
 from tests.langchain_adapter.test_patterns import USER, approval_graph, chain_graph
 
 pytestmark = pytest.mark.timeout(30)
@@ -218,6 +221,12 @@ def test_bad_toolkit_filters_say_what_is_wrong(router: Router) -> None:
         ReachToolkit(router, max_tools=-1)
     with pytest.raises(InvalidDeclarationError, match="namespace"):
         ReachToolkit(router, namespace="")
+    # A misspelt option is named, with the right ones, rather than dropped.
+    for misspelt in ("max_tool", "capabilites", "handle_tool_errors", "bogus"):
+        with pytest.raises(InvalidDeclarationError) as raised:
+            ReachToolkit(router, **{misspelt: 1})
+        assert f"field '{misspelt}': Extra inputs are not permitted" in str(raised.value)
+        assert "the options are ['capabilities', 'handle_tool_error'," in str(raised.value)
 
 
 async def test_sync_lambdas_keep_working(router: Router) -> None:
@@ -319,3 +328,123 @@ async def test_reach_agent_takes_nulls_for_what_it_does_not_need(router: Router)
     args = {"target": "upper", "payload": "hi", "capability": None, "resume": None}
     answer = await generic.ainvoke(call("reach_agent", args))
     assert (answer.status, answer.content) == ("success", "HI")
+
+
+def files_agent(mode: Literal["batched", "per_call"] = "batched") -> Any:
+    """A create_agent agent that asks a human before it deletes a file."""
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    model = scripted(
+        AIMessage("", tool_calls=[{"name": "delete_file", "args": {"path": "r.txt"}, "id": "d1"}]),
+        AIMessage("file deleted"),
+        repeat=True,
+    )
+    allowed: InterruptOnConfig = {"allowed_decisions": ["approve", "reject"]}
+    approval = HumanInTheLoopMiddleware(interrupt_on={"delete_file": allowed}, interrupt_mode=mode)
+    return create_agent(
+        model, tools=[delete_file], name="files", middleware=[approval], checkpointer=InMemorySaver()
+    )
+
+
+DELETE = {"messages": [{"role": "user", "content": "delete r.txt"}]}
+
+
+async def test_the_model_is_shown_the_shape_an_answer_must_take(router: Router) -> None:
+    router.register(LangChainAgent(files_agent("per_call"), agent_id="ops:files:01"))
+    tools = {tool.name: tool for tool in ReachToolkit(router).get_tools()}
+    thread: RunnableConfig = {"configurable": {"thread_id": "boss-1"}}
+    asked = await tools["files"].ainvoke(call("files", DELETE), thread)
+    (pending,) = asked.artifact.extra["interrupts"]
+    decisions = [option["$ref"] for option in pending["response_schema"]["oneOf"]]
+    assert decisions == ["#/$defs/ApproveDecision", "#/$defs/RejectDecision"]
+    assert "The answer must match this JSON Schema: " in asked.content
+    assert '"const": "approve"' in asked.content
+    # A model that answers in that shape:
+    args = {"target": "ops:files:01", "resume": {"type": "approve"}}
+    done = await tools["reach_agent"].ainvoke(call("reach_agent", args), thread)
+    assert (done.status, done.content) == ("success", "file deleted")
+
+
+async def test_without_reach_agent_the_model_is_not_told_to_resume_with_it(router: Router) -> None:
+    router.register(LangChainAgent(files_agent(), agent_id="ops:files:01"))
+    (files,) = ReachToolkit(router, include_generic=False).get_tools()
+    thread: RunnableConfig = {"configurable": {"thread_id": "boss-1"}}
+    asked = await files.ainvoke(call("files", DELETE), thread)
+    assert asked.artifact.status is ResultStatus.INPUT_REQUIRED
+    assert "reach_agent" not in asked.content
+    assert "None of your tools can answer it" in asked.content
+    # Whoever runs the model answers, on the thread the tool gave the agent.
+    done = await router.route(
+        "files",
+        None,
+        resume={"decisions": [{"type": "approve"}]},
+        configurable={"thread_id": called_thread("boss-1", "files")},
+    )
+    assert (done.status, done.payload) == (ResultStatus.OK, "file deleted")
+    # With reach_agent offered, the model is told to answer through it.
+    offered = (
+        await ReachToolkit(router)
+        .get_tools()[1]
+        .ainvoke(call("files", DELETE), {"configurable": {"thread_id": "boss-2"}})
+    )
+    assert "(with reach_agent: target 'ops:files:01', capability 'files')" in offered.content
+
+
+async def test_max_tools_keeps_the_tools_an_agent_was_given(router: Router) -> None:
+    def serving(agent_id: str, capability: str) -> FunctionAgent:
+        return FunctionAgent(
+            lambda payload: "done", agent_id=agent_id, capabilities=[Capability(name=capability)]
+        )
+
+    for agent_id, capability in (("shop:orders:01", "orders"), ("hr:payroll:01", "payroll")):
+        router.register(serving(agent_id, capability))
+    toolkit = ReachToolkit(router, max_tools=2)
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "orders", "payroll"]
+    # A capability registered later, first by name, waits for a free place.
+    router.register(serving("ops:audit:01", "audit"))
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "orders", "payroll"]
+    await router.deregister("hr:payroll:01")
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "audit", "orders"]
+    router.register(serving("hr:payroll:01", "payroll"))
+    assert [tool.name for tool in toolkit.get_tools()] == ["reach_agent", "audit", "orders"]
+
+
+def said(text: str) -> Callable[[Any], str]:
+    """An agent function that answers with `text`, whatever it is asked."""
+    return lambda payload: text
+
+
+async def test_the_toolkit_keeps_to_several_namespaces(router: Router) -> None:
+    for agent_id, capability in (
+        ("shop:orders:01", "orders_lookup"),
+        ("billing:invoice:01", "invoice"),
+        ("billing:lookup:01", "orders_lookup"),
+        ("hr:payroll:01", "payroll"),
+    ):
+        router.register(
+            FunctionAgent(said(agent_id), agent_id=agent_id, capabilities=[Capability(name=capability)])
+        )
+    tools = {tool.name: tool for tool in ReachToolkit(router, namespaces=["shop", "billing"]).get_tools()}
+    assert sorted(tools) == ["invoice", "orders_lookup", "reach_agent"]
+    generic = tools["reach_agent"]
+    # A capability both declare is reached in the first namespace listed, by either tool.
+    for _ in range(4):
+        assert (await tools["orders_lookup"].ainvoke(call("orders_lookup", {}))).content == "shop:orders:01"
+        by_name = await generic.ainvoke(call("reach_agent", {"target": "orders_lookup"}))
+        assert by_name.content == "shop:orders:01"
+    invoice = await generic.ainvoke(call("reach_agent", {"target": "invoice"}))
+    assert invoice.content == "billing:invoice:01"
+    outside = await generic.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
+    assert "only agents of namespaces ['shop', 'billing'] are offered" in outside.content
+    refused = await generic.ainvoke(call("reach_agent", {"target": "payroll"}))
+    assert refused.status == "error"
+    from reach_adapters import InvalidDeclarationError
+
+    with pytest.raises(InvalidDeclarationError, match="namespace \\(one\\) or namespaces \\(several\\)"):
+        ReachToolkit(router, namespace="shop", namespaces=["billing"])
+    with pytest.raises(InvalidDeclarationError, match="namespaces"):
+        ReachToolkit(router, namespaces=[])

@@ -1,0 +1,33 @@
+"""The `ReachResult` a reach tool keeps as its `ToolMessage`'s artifact, made to survive a
+LangGraph checkpoint.
+
+LangGraph's checkpoint serializer stores a message by its ``model_dump()``: the artifact comes
+back as a dict whatever it was, and the enums a `ReachResult` dump holds (its status, an error
+kind) are types LangGraph warns about, and blocks under ``LANGGRAPH_STRICT_MSGPACK``. A
+`ToolArtifact` is a `ReachResult` in memory whose dump is plain JSON, so it checkpoints with
+nothing to warn about and reads back as that JSON (``ReachResult.model_validate(artifact)``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+from pydantic_core import to_jsonable_python
+
+from middleware import ReachResult
+
+__all__ = ["ToolArtifact", "as_artifact"]
+
+
+class ToolArtifact(ReachResult):
+    """A `ReachResult` whose ``model_dump()`` is plain JSON, in Python mode too."""
+
+    @model_serializer(mode="wrap")
+    def _plain(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return to_jsonable_python(handler(self))
+
+
+def as_artifact(result: ReachResult) -> ToolArtifact:
+    """`result` as a `ToolArtifact`, its fields shared, not copied or checked again."""
+    return ToolArtifact.model_construct(_fields_set=result.model_fields_set, **dict(result))
