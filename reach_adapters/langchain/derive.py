@@ -19,7 +19,12 @@ from langchain_core.runnables.base import RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.langchain.chat_schemas import DEFS, payload_schema, with_message_schema
+from reach_adapters.langchain.chat_schemas import (
+    DEFS,
+    payload_schema,
+    with_message_schema,
+    without_prompt_values,
+)
 from reach_adapters.langchain.graphs import (
     find_graph,
     graph_description,
@@ -76,7 +81,8 @@ def native_schemas(
 
     A LangGraph graph's state keys are optional (also under `.with_fallbacks()`, and in the input
     of a chain that starts with a graph); LangChain's synthetic ``root`` field (of a
-    `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself.
+    `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself; a
+    language model takes a string or messages, not the prompt-value objects it also lists.
     """
     graph = find_graph(runnable)
     inner = unwrap(runnable)[-1]
@@ -97,7 +103,7 @@ def native_schemas(
         outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
-    return _resolved(_without_root(inputs)), _resolved(_without_root(outputs))
+    return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
 
 
 def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:

@@ -1,0 +1,50 @@
+"""A caller's mistakes with LangChain agents are `invalid`, the caller's fault, and never count
+against a healthy agent: payloads a chat model cannot take, a resume its interrupt refuses, a
+stream mode LangGraph does not have."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+
+from middleware import Fault, ResultStatus
+from reach_adapters import Router
+from reach_adapters.langchain import LangChainAgent
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def failures(router: Router, agent_id: str) -> int:
+    return next(entry.failures for entry in router.catalog() if entry.agent_id == agent_id)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"messages": [{"role": "user", "content": "ping"}]},
+        {"type": "ChatPromptValueConcrete", "messages": [{"role": "user", "content": "ping"}]},
+        {"type": "StringPromptValue", "text": "ping"},
+        {"text": "ping"},
+    ],
+    ids=["messages-object", "chat-prompt-value", "string-prompt-value", "text-object"],
+)
+async def test_a_chat_model_refuses_objects_as_the_callers_mistake(router: Router, payload: Any) -> None:
+    model = FakeListChatModel(responses=["pong"])
+    router.register(LangChainAgent(model, agent_id="util:chat:01"))
+    router.register(LangChainAgent(model | StrOutputParser(), agent_id="util:answer:01"))
+
+    for capability in ("chat", "answer"):
+        for _ in range(3):  # enough failures in a row to quarantine the agent, were they counted
+            refused = await router.route(capability, payload)
+            assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+    assert failures(router, "util:chat:01") == failures(router, "util:answer:01") == 0
+    # What a language model takes: a string or messages, no prompt-value objects.
+    schema = router.catalog()[0].capabilities[0].input_schema
+    assert [option.get("type") for option in schema["anyOf"]] == ["string", "array"]
+    assert "PromptValue" not in json.dumps(schema)
+    assert (await router.route("chat", "ping")).payload == "pong"
+    assert (await router.route("answer", [{"role": "user", "content": "ping"}])).payload == "pong"
