@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -22,6 +23,7 @@ from reach_adapters.langchain.graphs import (
     checkpointed_graphs,
     find_graph,
     interrupts,
+    invalid_resume,
     leading,
     pending_interrupts,
     resumable_graphs,
@@ -141,7 +143,7 @@ class LangChainAgent:
     async def invoke(self, message: ReachMessage) -> ReachResult:
         config = run_config(self._config, message, self._agent_id)
         native, runnable = await self._input(message, config)
-        with detached():
+        with detached(), self._resume_checked(message):
             output = await runnable.ainvoke(native, config)
             asked = None
             if self._ask_threads and interrupts(output) is None:
@@ -177,7 +179,7 @@ class LangChainAgent:
         stream = aiter(runnable.astream(native, config, **options))
         while True:
             # Detached for each step only: the caller's code between chunks keeps its context.
-            with detached():
+            with detached(), self._resume_checked(message):
                 try:
                     chunk = await anext(stream)
                 except StopAsyncIteration:
@@ -196,6 +198,21 @@ class LangChainAgent:
                 pending = await self._stopped(graphs, config)
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
+
+    @contextmanager
+    def _resume_checked(self, message: ReachMessage) -> Iterator[None]:
+        """A resume value that the interrupt's ``response_schema`` refuses is the caller's mistake,
+        not the agent's failure: LangGraph saved nothing, and the interrupt can be answered again."""
+        try:
+            yield
+        except Exception as exc:
+            if "resume" not in message.meta_info.__pydantic_fields_set__ or not invalid_resume(exc):
+                raise
+            msg = (
+                f"resume= does not match what the interrupt of agent {self._agent_id} takes (its "
+                f"response_schema): {exc}; nothing was saved, answer it again on the same thread"
+            )
+            raise InvalidMessageError(msg) from exc
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's

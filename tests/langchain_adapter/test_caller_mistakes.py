@@ -8,11 +8,17 @@ import json
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models import FakeListChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
+from examples.langchain_demo.agents import scripted
 from middleware import Fault, ResultStatus
-from reach_adapters import Router
+from reach_adapters import InvalidMessageError, Router
 from reach_adapters.langchain import LangChainAgent
 
 pytestmark = pytest.mark.timeout(30)
@@ -48,3 +54,42 @@ async def test_a_chat_model_refuses_objects_as_the_callers_mistake(router: Route
     assert "PromptValue" not in json.dumps(schema)
     assert (await router.route("chat", "ping")).payload == "pong"
     assert (await router.route("answer", [{"role": "user", "content": "ping"}])).payload == "pong"
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+async def test_a_resume_the_interrupt_refuses_is_the_callers_mistake_and_can_be_answered_again(
+    router: Router,
+) -> None:
+    model = scripted(
+        AIMessage("", tool_calls=[{"name": "delete_file", "args": {"path": "r.txt"}, "id": "c1"}]),
+        AIMessage("all done"),
+    )
+    # Each interrupt carries a response_schema; LangGraph checks the resume against it.
+    approval = HumanInTheLoopMiddleware(
+        interrupt_on={"delete_file": {"allowed_decisions": ["approve", "reject"]}}, interrupt_mode="per_call"
+    )
+    graph = create_agent(model, tools=[delete_file], middleware=[approval], checkpointer=InMemorySaver())
+    router.register(LangChainAgent(graph, agent_id="ops:files:01"))
+    thread = {"thread_id": "t"}
+    asked = await router.route(
+        "files", {"messages": [{"role": "user", "content": "delete r.txt"}]}, configurable=thread
+    )
+    assert asked.status == ResultStatus.INPUT_REQUIRED, asked.error
+
+    for _ in range(2):  # enough failures in a row to quarantine the agent, were they counted
+        refused = await router.route("files", None, resume={"type": "bogus"}, configurable=thread)
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        assert "response_schema" in (refused.error or "")
+    with pytest.raises(InvalidMessageError, match="response_schema"):
+        _ = [
+            chunk
+            async for chunk in router.stream("files", None, resume={"type": "bogus"}, configurable=thread)
+        ]
+    assert failures(router, "ops:files:01") == 0
+    done = await router.route("files", None, resume={"type": "approve"}, configurable=thread)
+    assert (done.status, done.payload) == (ResultStatus.OK, "all done"), done.error
