@@ -67,9 +67,9 @@ class LangChainAgent:
         native = None
         if converter is None or (capabilities is None and isinstance(converter, LangChainConverter)):
             native = native_schemas(runnable, agent_id)
+        native_input = with_message_schema(native[0] or {}) if native else {}
         if converter is None:
-            plain = plain_fields(with_message_schema(native[0] or {})) if native else frozenset()
-            converter = LangChainConverter(plain_fields=plain)
+            converter = LangChainConverter(plain_fields=plain_fields(native_input))
         elif not isinstance(converter, Converter):
             msg = (
                 f"agent {agent_id}: converter {type(converter).__name__} lacks the Converter methods "
@@ -104,7 +104,9 @@ class LangChainAgent:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
         self._from_text = {
-            cap.name: shape for cap in self._capabilities if (shape := text_to_chat(cap.input_schema))
+            cap.name: shape
+            for cap in self._capabilities
+            if (shape := text_to_chat(_input_of(cap, native_input)))
         }
 
     @property
@@ -293,3 +295,9 @@ class LangChainAgent:
             )
             raise InvalidMessageError(msg)
         return resume_command(resume), runnable
+
+
+def _input_of(capability: Capability, native: dict[str, Any]) -> dict[str, Any]:
+    """What a capability takes: its declared input schema, else (one declared to add keywords,
+    say) the runnable's own, so a chat agent's plain text task still becomes a user message."""
+    return capability.input_schema if "input_schema" in capability.model_fields_set else native
