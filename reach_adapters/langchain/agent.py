@@ -166,17 +166,7 @@ class LangChainAgent:
         config = run_config(self._config, message, self._agent_id)
         native, runnable = await self._input(message, config)
         mode = message.meta_info.stream_mode
-        options: dict[str, Any] = {}
-        if mode is not None:
-            if self._graph is None:
-                msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
-                raise InvalidMessageError(msg)
-            unknown = sorted({mode} if isinstance(mode, str) else set(mode)) if mode else []
-            unknown = [m for m in unknown if m not in STREAM_MODES]
-            if unknown:
-                msg = f"stream_mode {unknown} is not one of LangGraph's: {sorted(STREAM_MODES)}"
-                raise InvalidMessageError(msg)
-            options["stream_mode"] = mode
+        options: dict[str, Any] = {} if mode is None else {"stream_mode": mode}
         chunks = self._chunks
         stream = aiter(runnable.astream(native, config, **options))
         while True:
@@ -223,6 +213,8 @@ class LangChainAgent:
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
         meta = message.meta_info
+        if meta.stream_mode is not None:
+            self._check_stream_mode(meta.stream_mode)
         if self._thread_required and not thread_of(config):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
@@ -247,6 +239,19 @@ class LangChainAgent:
             )
             raise InvalidMessageError(msg)
         return await self._answer(meta.resume, config)
+
+    def _check_stream_mode(self, mode: str | list[str]) -> None:
+        """Refuses a stream mode LangGraph does not have, or one given to a runnable that is no
+        graph, for unary calls too: a unary call returns the run's answer whatever the mode, but a
+        misspelt mode is a mistake to say at once, not a setting to drop silently."""
+        if self._graph is None:
+            msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
+            raise InvalidMessageError(msg)
+        modes = [mode] if isinstance(mode, str) else mode
+        unknown = sorted(set(modes) - STREAM_MODES)
+        if unknown or not modes:
+            msg = f"stream_mode {unknown or modes} is not one of LangGraph's: {sorted(STREAM_MODES)}"
+            raise InvalidMessageError(msg)
 
     def _state_config(self, config: RunnableConfig, runnable: Runnable[Any, Any]) -> RunnableConfig:
         """`config` naming the thread, which a binding (`.with_config(configurable=...)`) around

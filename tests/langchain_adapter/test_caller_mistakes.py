@@ -5,6 +5,7 @@ stream mode LangGraph does not have."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -13,8 +14,10 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from examples.langchain_demo.agents import scripted
 from middleware import Fault, ResultStatus
@@ -93,3 +96,40 @@ async def test_a_resume_the_interrupt_refuses_is_the_callers_mistake_and_can_be_
     assert failures(router, "ops:files:01") == 0
     done = await router.route("files", None, resume={"type": "approve"}, configurable=thread)
     assert (done.status, done.payload) == (ResultStatus.OK, "all done"), done.error
+
+
+def parcel_graph() -> Any:
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", lambda state: {"messages": [AIMessage("your parcel is in Leeds")]})
+    graph.add_edge(START, "model")
+    graph.add_edge("model", END)
+    return graph.compile(name="assist")
+
+
+@pytest.mark.parametrize(
+    ("capability", "mode", "named"),
+    [
+        ("assist", "bogus", "not one of LangGraph's"),
+        ("assist", ["updates", "tokens"], "['tokens'] is not one of LangGraph's"),
+        ("assist", [], "is not one of LangGraph's"),
+        ("hello", "messages", "is for LangGraph graphs"),
+        ("hello", "bogus", "is for LangGraph graphs"),
+    ],
+)
+async def test_a_stream_mode_that_cannot_apply_is_refused_for_unary_and_streamed_calls(
+    router: Router, capability: str, mode: str | list[str], named: str
+) -> None:
+    router.register(LangChainAgent(parcel_graph(), agent_id="support:assist:01"))
+    router.register(LangChainAgent(RunnableLambda(lambda _: "hi", name="hello"), agent_id="util:hello:01"))
+    payload = {"messages": [{"role": "user", "content": "where is my parcel?"}]}
+
+    for _ in range(2):  # enough failures in a row to quarantine the agent, were they counted
+        refused = await router.route(capability, payload, stream_mode=mode)
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.payload
+        assert named in (refused.error or "")
+    with pytest.raises(InvalidMessageError, match=re.escape(named)):
+        _ = [chunk async for chunk in router.stream(capability, payload, stream_mode=mode)]
+    assert failures(router, "support:assist:01") == failures(router, "util:hello:01") == 0
+    # A mode the graph has shapes only streamed chunks: a unary call answers as without it.
+    answered = await router.route("assist", payload, stream_mode="messages")
+    assert answered.payload == "your parcel is in Leeds"
