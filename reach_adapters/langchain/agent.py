@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -145,8 +144,12 @@ class LangChainAgent:
     async def invoke(self, message: ReachMessage) -> ReachResult:
         config = run_config(self._config, message, self._agent_id)
         native, runnable = await self._input(message, config)
-        with detached(), self._resume_checked(message):
-            output = await runnable.ainvoke(native, config)
+        with detached():
+            try:
+                output = await runnable.ainvoke(native, config)
+            except Exception as exc:
+                self._refuse_bad_resume(exc, message)
+                raise
             asked = None
             if self._ask_threads and interrupts(output) is None:
                 asked = await self._stopped(self._ask_threads, config)
@@ -171,11 +174,14 @@ class LangChainAgent:
         stream = aiter(runnable.astream(native, config, **options))
         while True:
             # Detached for each step only: the caller's code between chunks keeps its context.
-            with detached(), self._resume_checked(message):
+            with detached():
                 try:
                     chunk = await anext(stream)
                 except StopAsyncIteration:
                     break
+                except Exception as exc:
+                    self._refuse_bad_resume(exc, message)
+                    raise
             if mode is None and interrupts(chunk) is not None:
                 # LangGraph's own marker: the stream's end below says what the graph asks.
                 continue
@@ -191,20 +197,16 @@ class LangChainAgent:
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
 
-    @contextmanager
-    def _resume_checked(self, message: ReachMessage) -> Iterator[None]:
-        """A resume value that the interrupt's ``response_schema`` refuses is the caller's mistake,
-        not the agent's failure: LangGraph saved nothing, and the interrupt can be answered again."""
-        try:
-            yield
-        except Exception as exc:
-            if "resume" not in message.meta_info.__pydantic_fields_set__ or not invalid_resume(exc):
-                raise
+    def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
+        """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value
+        (it does not match the interrupt's ``response_schema``): the caller's mistake, not the
+        agent's failure, and LangGraph saved nothing, so the interrupt can be answered again."""
+        if "resume" in message.meta_info.__pydantic_fields_set__ and invalid_resume(error):
             msg = (
                 f"resume= does not match what the interrupt of agent {self._agent_id} takes (its "
-                f"response_schema): {exc}; nothing was saved, answer it again on the same thread"
+                f"response_schema): {error}; nothing was saved, answer it again on the same thread"
             )
-            raise InvalidMessageError(msg) from exc
+            raise InvalidMessageError(msg) from error
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's
