@@ -22,6 +22,7 @@ from reach_adapters.langchain.graphs import (
     checkpointed_graphs,
     find_graph,
     interrupts,
+    invalid_resume,
     leading,
     pending_interrupts,
     resumable_graphs,
@@ -65,9 +66,9 @@ class LangChainAgent:
         native = None
         if converter is None or (capabilities is None and isinstance(converter, LangChainConverter)):
             native = native_schemas(runnable, agent_id)
+        native_input = with_message_schema(native[0] or {}) if native else {}
         if converter is None:
-            plain = plain_fields(with_message_schema(native[0] or {})) if native else frozenset()
-            converter = LangChainConverter(plain_fields=plain)
+            converter = LangChainConverter(plain_fields=plain_fields(native_input))
         elif not isinstance(converter, Converter):
             msg = (
                 f"agent {agent_id}: converter {type(converter).__name__} lacks the Converter methods "
@@ -102,7 +103,9 @@ class LangChainAgent:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
         self._from_text = {
-            cap.name: shape for cap in self._capabilities if (shape := text_to_chat(cap.input_schema))
+            cap.name: shape
+            for cap in self._capabilities
+            if (shape := text_to_chat(_input_of(cap, native_input)))
         }
 
     @property
@@ -142,7 +145,11 @@ class LangChainAgent:
         config = run_config(self._config, message, self._agent_id)
         native, runnable = await self._input(message, config)
         with detached():
-            output = await runnable.ainvoke(native, config)
+            try:
+                output = await runnable.ainvoke(native, config)
+            except Exception as exc:
+                self._refuse_bad_resume(exc, message)
+                raise
             asked = None
             if self._ask_threads and interrupts(output) is None:
                 asked = await self._stopped(self._ask_threads, config)
@@ -162,17 +169,7 @@ class LangChainAgent:
         config = run_config(self._config, message, self._agent_id)
         native, runnable = await self._input(message, config)
         mode = message.meta_info.stream_mode
-        options: dict[str, Any] = {}
-        if mode is not None:
-            if self._graph is None:
-                msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
-                raise InvalidMessageError(msg)
-            unknown = sorted({mode} if isinstance(mode, str) else set(mode)) if mode else []
-            unknown = [m for m in unknown if m not in STREAM_MODES]
-            if unknown:
-                msg = f"stream_mode {unknown} is not one of LangGraph's: {sorted(STREAM_MODES)}"
-                raise InvalidMessageError(msg)
-            options["stream_mode"] = mode
+        options: dict[str, Any] = {} if mode is None else {"stream_mode": mode}
         chunks = self._chunks
         stream = aiter(runnable.astream(native, config, **options))
         while True:
@@ -182,6 +179,9 @@ class LangChainAgent:
                     chunk = await anext(stream)
                 except StopAsyncIteration:
                     break
+                except Exception as exc:
+                    self._refuse_bad_resume(exc, message)
+                    raise
             if mode is None and interrupts(chunk) is not None:
                 # LangGraph's own marker: the stream's end below says what the graph asks.
                 continue
@@ -197,6 +197,17 @@ class LangChainAgent:
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
 
+    def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
+        """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value
+        (it does not match the interrupt's ``response_schema``): the caller's mistake, not the
+        agent's failure, and LangGraph saved nothing, so the interrupt can be answered again."""
+        if "resume" in message.meta_info.__pydantic_fields_set__ and invalid_resume(error):
+            msg = (
+                f"resume= does not match what the interrupt of agent {self._agent_id} takes (its "
+                f"response_schema): {error}; nothing was saved, answer it again on the same thread"
+            )
+            raise InvalidMessageError(msg) from error
+
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's
         runnable, or the answer to an interrupt for the runnable that resumes its graph.
@@ -204,6 +215,8 @@ class LangChainAgent:
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
         meta = message.meta_info
+        if meta.stream_mode is not None:
+            self._check_stream_mode(meta.stream_mode)
         if self._thread_required and not thread_of(config):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
@@ -228,6 +241,19 @@ class LangChainAgent:
             )
             raise InvalidMessageError(msg)
         return await self._answer(meta.resume, config)
+
+    def _check_stream_mode(self, mode: str | list[str]) -> None:
+        """Refuses a stream mode LangGraph does not have, or one given to a runnable that is no
+        graph, for unary calls too: a unary call returns the run's answer whatever the mode, but a
+        misspelt mode is a mistake to say at once, not a setting to drop silently."""
+        if self._graph is None:
+            msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
+            raise InvalidMessageError(msg)
+        modes = [mode] if isinstance(mode, str) else mode
+        unknown = sorted(set(modes) - STREAM_MODES)
+        if unknown or not modes:
+            msg = f"stream_mode {unknown or modes} is not one of LangGraph's: {sorted(STREAM_MODES)}"
+            raise InvalidMessageError(msg)
 
     def _state_config(self, config: RunnableConfig, runnable: Runnable[Any, Any]) -> RunnableConfig:
         """`config` naming the thread, which a binding (`.with_config(configurable=...)`) around
@@ -276,3 +302,9 @@ class LangChainAgent:
             )
             raise InvalidMessageError(msg)
         return resume_command(resume), runnable
+
+
+def _input_of(capability: Capability, native: dict[str, Any]) -> dict[str, Any]:
+    """What a capability takes: its declared input schema, else (one declared to add keywords,
+    say) the runnable's own, so a chat agent's plain text task still becomes a user message."""
+    return capability.input_schema if "input_schema" in capability.model_fields_set else native

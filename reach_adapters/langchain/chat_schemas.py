@@ -24,6 +24,7 @@ __all__ = [
     "plain_fields",
     "text_to_chat",
     "with_message_schema",
+    "without_prompt_values",
 ]
 
 # What models are shown of a message (`for_models`): the role/content form only, which strict
@@ -85,6 +86,11 @@ _MESSAGE_DEFS = frozenset(
 )
 # Where the refs of LangChain's schemas point.
 DEFS = "#/$defs/"
+# LangChain's prompt values, which a language model's input offers as objects besides strings
+# and messages.
+_PROMPT_VALUES = frozenset(
+    {"PromptValue", "StringPromptValue", "ChatPromptValue", "ChatPromptValueConcrete", "ImagePromptValue"}
+)
 # Keywords that say what an untyped schema's values are.
 _TYPED_BY = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const")
 # What LangChain's schemas say of a value of any type.
@@ -115,6 +121,45 @@ def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
             pending |= _refs(kept[name])
     if used:
         out["$defs"] = {name: kept[name] for name in sorted(used)}
+    return out
+
+
+def without_prompt_values(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`schema` without the prompt-value options of its unions (a language model's input is a
+    string, messages or a `PromptValue`), and their $defs once unused. The converter never builds
+    a prompt value, so such a payload would reach the model as a dict, which it refuses: the
+    caller's mistake would count as the agent's failure."""
+    defs = schema.get("$defs") if schema else None
+    if schema is None or not isinstance(defs, dict) or not _PROMPT_VALUES & defs.keys():
+        return schema
+    out: dict[str, Any] = _without_options(schema, {DEFS + name for name in _PROMPT_VALUES})
+    kept: dict[str, Any] = out.pop("$defs")
+    used = _refs(out).union(*(_refs(body) for name, body in kept.items() if name not in _PROMPT_VALUES))
+    out["$defs"] = {
+        name: body for name, body in kept.items() if name not in _PROMPT_VALUES or DEFS + name in used
+    }
+    return out
+
+
+def _without_options(node: Any, refs: set[str]) -> Any:
+    """`node` with the union options that point to `refs` left out (a union left with one option
+    is that option); a union of nothing else stays as it is."""
+    if isinstance(node, list):
+        return [_without_options(item, refs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _without_options(value, refs) for key, value in node.items()}
+    for key in ("anyOf", "oneOf"):
+        options = out.get(key)
+        if not isinstance(options, list):
+            continue
+        kept = [option for option in options if not (isinstance(option, dict) and option.get("$ref") in refs)]
+        if kept and len(kept) < len(options):
+            del out[key]
+            if len(kept) == 1:
+                out.update(kept[0])
+            else:
+                out[key] = kept
     return out
 
 

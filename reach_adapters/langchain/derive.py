@@ -14,12 +14,23 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableParallel, RunnableSequence, RunnableWithFallbacks
-from langchain_core.runnables.base import RunnableEach
+from langchain_core.runnables import (
+    Runnable,
+    RunnableParallel,
+    RunnableSequence,
+    RunnableWithFallbacks,
+    RunnableWithMessageHistory,
+)
+from langchain_core.runnables.base import RunnableBindingBase, RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.langchain.chat_schemas import DEFS, payload_schema, with_message_schema
+from reach_adapters.langchain.chat_schemas import (
+    DEFS,
+    payload_schema,
+    with_message_schema,
+    without_prompt_values,
+)
 from reach_adapters.langchain.graphs import (
     find_graph,
     graph_description,
@@ -76,7 +87,8 @@ def native_schemas(
 
     A LangGraph graph's state keys are optional (also under `.with_fallbacks()`, and in the input
     of a chain that starts with a graph); LangChain's synthetic ``root`` field (of a
-    `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself.
+    `RunnableParallel` or `.assign()` over an input of any type) stands for the input itself; a
+    language model takes a string or messages, not the prompt-value objects it also lists.
     """
     graph = find_graph(runnable)
     inner = unwrap(runnable)[-1]
@@ -97,7 +109,7 @@ def native_schemas(
         outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
-    return _resolved(_without_root(inputs)), _resolved(_without_root(outputs))
+    return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
 
 
 def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:
@@ -218,8 +230,8 @@ def _valid_name(name: str) -> bool:
 
 def _description(runnable: Runnable[Any, Any]) -> str:
     """What the runnable does, for matchers and models: its own words, else what it is made of."""
-    layers = unwrap(runnable)
-    # Bindings (`.with_retry()`, `.with_config()`...) describe nothing themselves: look inside.
+    layers = _described(runnable)
+    # Wrappers (`.with_retry()`, `.with_fallbacks()`...) describe nothing themselves: look inside.
     for wrapped in layers:
         description = getattr(wrapped, "description", None)
         if isinstance(description, str) and description:
@@ -234,6 +246,40 @@ def _description(runnable: Runnable[Any, Any]) -> str:
     if graph is not None:
         return graph_description(graph)
     return _kind_description(inner)
+
+
+def _described(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
+    """`runnable` and what it wraps, outermost first: what bindings wrap, a `.with_fallbacks()`'s
+    primary, and the runnable a `RunnableWithMessageHistory` keeps a history for, not the chain
+    LangChain wires around it (``RunnableAssign<text> → _call_runnable_sync``)."""
+    found = [runnable]
+    while (inner := _inside(found[-1])) is not None:
+        found.append(inner)
+    return found
+
+
+def _inside(runnable: Runnable[Any, Any]) -> Runnable[Any, Any] | None:
+    """What `runnable` wraps and describes, if it is a wrapper (see `_described`)."""
+    if isinstance(runnable, RunnableWithMessageHistory):
+        return _history_of(runnable) or runnable.bound
+    if isinstance(runnable, RunnableBindingBase):
+        return runnable.bound
+    if isinstance(runnable, RunnableWithFallbacks):
+        return runnable.runnable
+    return None
+
+
+def _history_of(history: RunnableWithMessageHistory) -> Runnable[Any, Any] | None:
+    """The runnable a `RunnableWithMessageHistory` wraps, which LangChain keeps only in the
+    closure of its chain's last step (best effort: None when it is not found there)."""
+    chain = unwrap(history.bound)[-1]
+    last = unwrap(chain.last)[-1] if isinstance(chain, RunnableSequence) else None
+    func = getattr(last, "func", None)
+    try:
+        found = inspect.getclosurevars(func).nonlocals.get("runnable_sync") if callable(func) else None
+    except (TypeError, ValueError):
+        return None
+    return found if isinstance(found, Runnable) else None
 
 
 def _kind_description(runnable: Runnable[Any, Any]) -> str:

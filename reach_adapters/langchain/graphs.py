@@ -31,6 +31,7 @@ __all__ = [
     "graph_description",
     "graph_schemas",
     "interrupts",
+    "invalid_resume",
     "leading",
     "leading_graph",
     "pending_interrupts",
@@ -150,6 +151,16 @@ def resume_command(value: Any) -> Any:
     from langgraph.types import Command
 
     return Command(resume=value)
+
+
+def invalid_resume(error: BaseException) -> bool:
+    """Whether LangGraph refused a resume value that does not match its interrupt's
+    ``response_schema``: it saved nothing, so the interrupt can be answered again."""
+    try:
+        from langgraph.errors import is_invalid_resume
+    except ImportError:  # a LangGraph before response schemas never checks a resume value
+        return False
+    return is_invalid_resume(error)
 
 
 def interrupts(output: Any) -> list[Any] | None:

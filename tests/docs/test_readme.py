@@ -1,4 +1,5 @@
-"""The README's Python code blocks run as written, and so does the LangChain guide's opening.
+"""The README's Python code blocks run as written, and so do the LangChain guide's opening and its
+converter example.
 
 Each ```python block runs in a fresh namespace, in a fresh event loop when it awaits at top level,
 offline, from the repository root. A README block that cannot run on its own (a reference of
@@ -89,3 +90,19 @@ def test_the_five_lines_print_what_they_promise(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Hello."
     assert "writer:polish:01" in out[1]
+
+
+def test_the_langchain_guides_converter_example_prints_what_it_says(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    guide = python_blocks(LANGCHAIN_GUIDE.read_text(encoding="utf-8"))
+    block = next(block for block in guide if "converter.to_middleware(" in block.code)
+    run_block(block, "docs/langchain.md")
+    out = capfd.readouterr().out.splitlines()
+    printed = [
+        "['HumanMessage', 'AIMessage', 'ToolMessage', 'AIMessage']",
+        "Refund of 39.90 approved for order 42 (kettle delivered damaged).",
+    ]
+    assert out == printed
+    # The guide says what it prints, in its comments.
+    assert all(f"# {line}" in block.code for line in printed)

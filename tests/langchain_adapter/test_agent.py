@@ -235,3 +235,16 @@ async def test_chat_agents_refuse_unknown_roles_before_running(router: Router) -
     assert result.status is ResultStatus.INVALID
     assert "field 'messages.0.role'" in (result.error or "")
     assert info(router, "support:chat:01").calls == 0
+
+
+async def test_a_chat_agent_declared_with_keywords_only_takes_text_as_a_user_message(router: Router) -> None:
+    graph = create_agent(scripted(AIMessage("invoice sent"), repeat=True), tools=[], system_prompt="Billing.")
+    billing = {"name": "billing", "description": "Invoices and billing questions", "keywords": ["invoice"]}
+    router.register(LangChainAgent(graph, agent_id="shop:billing:01", capabilities=[billing]))
+
+    for _ in range(2):  # enough failures in a row to quarantine the agent, were they counted
+        result = await router.route("billing", "send me my invoice")
+        assert (result.status, result.payload) == (ResultStatus.OK, "invoice sent"), result.error
+    assert [chunk async for chunk in router.stream("billing", "and the last one?")]
+    assert (await router.route(None, text="where is my invoice")).agent_id == "shop:billing:01"
+    assert info(router, "shop:billing:01").failures == 0

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 import typing
+import warnings
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 from langchain.agents import create_agent
+from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import Runnable, RunnableLambda, RunnableWithMessageHistory
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
@@ -33,6 +35,42 @@ def test_a_runnable_lambda_declares_its_function() -> None:
     assert cap.description == "Say it louder."
     assert cap.input_schema == {"type": "string"}
     assert cap.output_schema == {"type": "string"}
+
+
+def _summary_chain() -> Runnable[Any, Any]:
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You summarise support tickets."), ("human", "{text}")]
+    )
+    return prompt | scripted()
+
+
+def _with_history() -> Runnable[Any, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated, and still what many agents use
+        return RunnableWithMessageHistory(
+            _summary_chain(), lambda _: InMemoryChatMessageHistory(), input_messages_key="text"
+        )
+
+
+@pytest.mark.parametrize(
+    ("wrapped", "said"),
+    [
+        (lambda: scripted().with_fallbacks([scripted()]), "A chat model (generic-fake-chat-model)"),
+        (lambda: _summary_chain().with_fallbacks([RunnableLambda(lambda _: "sorry")]), "You summarise"),
+        (lambda: RunnableLambda(shout).with_fallbacks([RunnableLambda(str.lower)]), "Say it louder."),
+        (
+            _with_history,
+            "You summarise support tickets. (a chain: ChatPromptTemplate → ScriptedChatModel)",
+        ),
+    ],
+    ids=["model-with-fallbacks", "chain-with-fallbacks", "lambda-with-fallbacks", "message-history"],
+)
+def test_a_wrapper_is_described_as_what_it_wraps(wrapped: Any, said: str) -> None:
+    (cap,) = LangChainAgent(wrapped(), agent_id="support:summary:01").capabilities
+
+    assert cap.description.startswith(said)
+    # Not LangChain's wiring around the history (RunnableAssign<text> → _call_runnable_sync).
+    assert "_call_runnable" not in cap.description
 
 
 def test_an_lcel_chain_is_named_after_the_agent_type_and_takes_the_prompt_variables() -> None:

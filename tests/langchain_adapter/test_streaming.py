@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
@@ -64,6 +64,33 @@ async def test_a_graph_streams_its_node_updates_as_json(router: Router) -> None:
     chunks = await collect(router.stream("steps", {"n": 1}))
 
     assert chunks == [{"one": {"n": 2}}, {"two": {"n": 20}}]  # what the graph's own astream yields
+
+
+async def test_a_graph_streams_messages_as_langgraphs_pairs_as_the_guide_reads_them(router: Router) -> None:
+    model = scripted(AIMessage(REPLY))
+
+    async def answer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", answer)
+    builder.add_edge(START, "model")
+    builder.add_edge("model", END)
+    router.register(LangChainAgent(builder.compile(name="assist"), agent_id="support:assist:01"))
+    payload = {"messages": [{"role": "user", "content": "where is it?"}]}
+
+    tokens: list[Any] = []
+    # As docs/langchain.md reads them: LangGraph's (message chunk, metadata), as JSON.
+    async for chunk in router.stream("assist", payload, stream_mode="messages"):
+        assert isinstance(chunk, list)
+        message, metadata = chunk
+        assert isinstance(message, dict)
+        assert isinstance(metadata, dict)
+        assert (message["role"], metadata["langgraph_node"]) == ("assistant", "model")
+        tokens.append(message["content"])
+
+    assert len(tokens) > 1
+    assert "".join(tokens) == REPLY
 
 
 async def test_a_runnable_that_does_not_stream_yields_its_answer_once(router: Router) -> None:

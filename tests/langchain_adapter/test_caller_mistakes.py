@@ -1,0 +1,135 @@
+"""A caller's mistakes with LangChain agents are `invalid`, the caller's fault, and never count
+against a healthy agent: payloads a chat model cannot take, a resume its interrupt refuses, a
+stream mode LangGraph does not have."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from examples.langchain_demo.agents import scripted
+from middleware import Fault, ResultStatus
+from reach_adapters import InvalidMessageError, Router
+from reach_adapters.langchain import LangChainAgent
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def failures(router: Router, agent_id: str) -> int:
+    return next(entry.failures for entry in router.catalog() if entry.agent_id == agent_id)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"messages": [{"role": "user", "content": "ping"}]},
+        {"type": "ChatPromptValueConcrete", "messages": [{"role": "user", "content": "ping"}]},
+        {"type": "StringPromptValue", "text": "ping"},
+        {"text": "ping"},
+    ],
+    ids=["messages-object", "chat-prompt-value", "string-prompt-value", "text-object"],
+)
+async def test_a_chat_model_refuses_objects_as_the_callers_mistake(router: Router, payload: Any) -> None:
+    model = FakeListChatModel(responses=["pong"])
+    router.register(LangChainAgent(model, agent_id="util:chat:01"))
+    router.register(LangChainAgent(model | StrOutputParser(), agent_id="util:answer:01"))
+
+    for capability in ("chat", "answer"):
+        for _ in range(3):  # enough failures in a row to quarantine the agent, were they counted
+            refused = await router.route(capability, payload)
+            assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+    assert failures(router, "util:chat:01") == failures(router, "util:answer:01") == 0
+    # What a language model takes: a string or messages, no prompt-value objects.
+    schema = router.catalog()[0].capabilities[0].input_schema
+    assert [option.get("type") for option in schema["anyOf"]] == ["string", "array"]
+    assert "PromptValue" not in json.dumps(schema)
+    assert (await router.route("chat", "ping")).payload == "pong"
+    assert (await router.route("answer", [{"role": "user", "content": "ping"}])).payload == "pong"
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+async def test_a_resume_the_interrupt_refuses_is_the_callers_mistake_and_can_be_answered_again(
+    router: Router,
+) -> None:
+    model = scripted(
+        AIMessage("", tool_calls=[{"name": "delete_file", "args": {"path": "r.txt"}, "id": "c1"}]),
+        AIMessage("all done"),
+    )
+    # Each interrupt carries a response_schema; LangGraph checks the resume against it.
+    approval = HumanInTheLoopMiddleware(
+        interrupt_on={"delete_file": {"allowed_decisions": ["approve", "reject"]}}, interrupt_mode="per_call"
+    )
+    graph = create_agent(model, tools=[delete_file], middleware=[approval], checkpointer=InMemorySaver())
+    router.register(LangChainAgent(graph, agent_id="ops:files:01"))
+    thread = {"thread_id": "t"}
+    asked = await router.route(
+        "files", {"messages": [{"role": "user", "content": "delete r.txt"}]}, configurable=thread
+    )
+    assert asked.status == ResultStatus.INPUT_REQUIRED, asked.error
+
+    for _ in range(2):  # enough failures in a row to quarantine the agent, were they counted
+        refused = await router.route("files", None, resume={"type": "bogus"}, configurable=thread)
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        assert "response_schema" in (refused.error or "")
+    with pytest.raises(InvalidMessageError, match="response_schema"):
+        _ = [
+            chunk
+            async for chunk in router.stream("files", None, resume={"type": "bogus"}, configurable=thread)
+        ]
+    assert failures(router, "ops:files:01") == 0
+    done = await router.route("files", None, resume={"type": "approve"}, configurable=thread)
+    assert (done.status, done.payload) == (ResultStatus.OK, "all done"), done.error
+
+
+def parcel_graph() -> Any:
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", lambda state: {"messages": [AIMessage("your parcel is in Leeds")]})
+    graph.add_edge(START, "model")
+    graph.add_edge("model", END)
+    return graph.compile(name="assist")
+
+
+@pytest.mark.parametrize(
+    ("capability", "mode", "named"),
+    [
+        ("assist", "bogus", "not one of LangGraph's"),
+        ("assist", ["updates", "tokens"], "['tokens'] is not one of LangGraph's"),
+        ("assist", [], "is not one of LangGraph's"),
+        ("hello", "messages", "is for LangGraph graphs"),
+        ("hello", "bogus", "is for LangGraph graphs"),
+    ],
+)
+async def test_a_stream_mode_that_cannot_apply_is_refused_for_unary_and_streamed_calls(
+    router: Router, capability: str, mode: str | list[str], named: str
+) -> None:
+    router.register(LangChainAgent(parcel_graph(), agent_id="support:assist:01"))
+    router.register(LangChainAgent(RunnableLambda(lambda _: "hi", name="hello"), agent_id="util:hello:01"))
+    payload = {"messages": [{"role": "user", "content": "where is my parcel?"}]}
+
+    for _ in range(2):  # enough failures in a row to quarantine the agent, were they counted
+        refused = await router.route(capability, payload, stream_mode=mode)
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.payload
+        assert named in (refused.error or "")
+    with pytest.raises(InvalidMessageError, match=re.escape(named)):
+        _ = [chunk async for chunk in router.stream(capability, payload, stream_mode=mode)]
+    assert failures(router, "support:assist:01") == failures(router, "util:hello:01") == 0
+    # A mode the graph has shapes only streamed chunks: a unary call answers as without it.
+    answered = await router.route("assist", payload, stream_mode="messages")
+    assert answered.payload == "your parcel is in Leeds"
