@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx2
+from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from middleware import ReachMessage, ReachResult
@@ -280,6 +282,10 @@ class MCPServerAgent:
         if client is None:
             return False
         try:
+            if client.server_capabilities.tools is None:
+                # No tools to list ("method not found"): a round trip it does answer instead.
+                await _round_trip(client)
+                return True
             listed = await client.list_tools()
         except (MCPError, ValidationError):
             return False
@@ -357,6 +363,14 @@ class MCPServerAgent:
         logger.info("MCP server %s reconnected", self._agent_id)
         self.tools_listed(declared)
         return True
+
+
+async def _round_trip(client: Client) -> None:
+    """The cheapest request every server answers: 2026-07-28 removed ping for server/discover."""
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await client.session.send_discover(client.protocol_version)
+    else:
+        await client.session.send_ping()
 
 
 def _legacy_spec(config: MCPServerConfig) -> ServerSpec:
