@@ -294,13 +294,21 @@ async def test_a_tool_that_asks_mid_call_is_relayed_on_the_2025_protocol_and_tol
             assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
 
 
-async def test_a_question_an_agent_does_not_relay_is_no_failure_of_the_server() -> None:
-    options = MCPOptions(protocol="2025-11-25", relay_requests=False)
+@pytest.mark.parametrize(
+    ("protocol", "tool"),
+    # A request mid-call the client has no callback for, and a resolver refusing a client that
+    # did not declare elicitation ("missing required client capability").
+    [("2025-11-25", "ask_mid_call"), ("2025-11-25", "greet"), ("auto", "greet")],
+)
+async def test_a_question_an_agent_does_not_relay_is_no_failure_of_the_server(
+    protocol: str, tool: str
+) -> None:
+    options = MCPOptions(protocol=protocol, relay_requests=False)
     agent = await MCPServerAgent.connect("chatty", server=chatty.server, options=options)
     async with Router() as router:
         router.register(agent)
-        for _ in range(2):
-            result = await router.route("ask_mid_call", {})
+        for _ in range(3):
+            result = await router.route(tool, {})
             assert (result.status, result.fault) == ("error", "task")
             assert "relay_requests on" in (result.error or "")
         assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
