@@ -95,6 +95,20 @@ async def call_tool(
             return error_result(
                 message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
             )
+        if call.unguessed is not None and exc.message == call.unguessed:
+            # The router would not guess whose call the server's request was: its own limit, so
+            # the server is not to blame, and a replica with that call alone could serve it.
+            error = f"MCP server {agent_id} asked the caller of {route.tool!r} for input: {call.unguessed}"
+            return error_result(
+                message,
+                ResultStatus.ERROR,
+                "MCPRelayError",
+                error,
+                fault=Fault.ROUTER,
+                agent_id=agent_id,
+                retryable=True,
+                delivered=True,
+            )
         if _not_carried_here(exc):
             # The tool asked its client something this session or agent cannot pass on: any
             # replica would ask the same, and the server is not failing.

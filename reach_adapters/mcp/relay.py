@@ -208,17 +208,18 @@ def relaying(relay: Relay) -> Iterator[Relay]:
 
 class Call:
     """One call on an upstream session: the caller's relay, if any, and whether the caller was
-    refused something the upstream asked during it.
+    refused something the upstream asked during it, or the router refused to guess whose it was.
 
     Its own context manager (`Relays.calling`): one object a call, where a generator-based one
     would add a generator and a wrapper to every call on the session."""
 
-    __slots__ = ("_token", "owner", "refusal", "relay")
+    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed")
 
     def __init__(self, owner: Relays, relay: Relay | None) -> None:
         self.owner = owner
         self.relay = relay
         self.refusal: str | None = None
+        self.unguessed: str | None = None
         self._token: Token[Call | None] | None = None
 
     def __enter__(self) -> Call:
@@ -277,8 +278,12 @@ class Relays:
             return call.refuse(msg)
         msg = (
             f"agent-reach cannot forward {feature} from {self._agent_id}: {len(self._in_flight)} calls "
-            "are in flight on this session and the request names none"
+            "are in flight on this session and the request names none (over streamable HTTP each "
+            "request names its call; over stdio, max_concurrency 1 leaves no doubt)"
         )
+        # Whichever call it was fails on the router's refusal to guess, not on the server.
+        for each in self._in_flight:
+            each.unguessed = msg
         return ErrorData(code=INVALID_REQUEST, message=msg)
 
     async def on_sampling(

@@ -312,3 +312,28 @@ async def test_a_question_an_agent_does_not_relay_is_no_failure_of_the_server(
             assert (result.status, result.fault) == ("error", "task")
             assert "relay_requests on" in (result.error or "")
         assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
+
+
+async def test_a_request_the_router_cannot_attribute_is_not_held_against_the_server() -> None:
+    # A 2025 server over stdio sends its question on its own stream, naming no call: with two calls
+    # in flight the router refuses to guess, which is its own limit, not the server's failure.
+    args = ["-m", "tests.mcp_adapter.servers.chatty"]
+    options = MCPOptions(protocol="2025-11-25")
+    agent = await MCPServerAgent.connect("chatty", command=sys.executable, args=args, options=options)
+    async with Router() as router:
+        router.register(agent)
+        waiting = asyncio.create_task(router.route("wait", {"tag": "beside"}))
+        await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
+        caller = Caller()
+        async with (
+            await start_mcp_server(router, port=0) as endpoint,
+            caller.client(endpoint.url, "legacy") as client,
+        ):
+            for _ in range(3):
+                answer = await client.call_tool("ask_mid_call", {})
+                assert answer.is_error
+                assert answer.meta is not None
+                assert answer.meta["agent-reach/fault"] == "router"
+        waiting.cancel()
+        assert caller.asked == []
+        assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
