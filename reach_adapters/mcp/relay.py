@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 
 from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
+from mcp.server.validation import wants_sampling_tools
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
@@ -44,6 +45,7 @@ from mcp.types import (
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     SamplingCapability,
+    SamplingToolsCapability,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -140,11 +142,14 @@ class Relay:
         await self._ctx.session.send_notification(notice, related_request_id=self._ctx.request_id)
 
     async def sample(self, call: Call, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
-        refused = self._refusal(call, "sampling", ClientCapabilities(sampling=SamplingCapability()))
+        tools = wants_sampling_tools(params.tools, params.tool_choice)
+        needed = SamplingCapability(tools=SamplingToolsCapability() if tools else None)
+        feature = "sampling with tools" if tools else "sampling"
+        refused = self._refusal(call, feature, ClientCapabilities(sampling=needed))
         if refused is not None:
             return refused
         request = CreateMessageRequest(params=params)
-        if params.tools:
+        if tools:
             return await self._ask(call, request, CreateMessageResultWithTools)
         return await self._ask(call, request, CreateMessageResult)
 
