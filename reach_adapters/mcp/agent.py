@@ -9,7 +9,7 @@ import warnings
 import weakref
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Never, TypeVar
 
 import httpx2
 from mcp import Client
@@ -26,7 +26,7 @@ from reach_adapters.mcp.errors import MCPOfflineError
 from reach_adapters.mcp.legacy import MCPServerConfig
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.mcp.spec import ServerParameters, ServerSpec, server_spec
+from reach_adapters.mcp.spec import ServerParameters, ServerSpec, moved_keywords, server_spec
 from reach_adapters.mcp.tools import Declared, checked_by_router
 from reach_adapters.router import (
     AgentHandle,
@@ -117,6 +117,7 @@ class MCPServerAgent:
         headers: Mapping[str, str] | None = None,
         auth: httpx2.Auth | None = None,
         options: MCPOptions | Mapping[str, Any] | None = None,
+        **moved: Never,
     ) -> MCPServerAgent:
         """Connect the server `server` as agent ``mcp:<name>:<instance>``; return once its tools
         are listed.
@@ -129,8 +130,11 @@ class MCPServerAgent:
 
         Raises `InvalidDeclarationError` for bad arguments or options, `MCPConnectionError`
         naming the server and the cause when it cannot start or be reached, and `MCPTimeoutError`
-        when it does not finish initialize within ``options.connect_timeout_s``.
+        when it does not finish initialize within ``options.connect_timeout_s``. A keyword it
+        took before (``timeout_ms=``, ``env=``, ...) is an `InvalidDeclarationError` saying where
+        it went (`moved`: typed so that type checkers reject them too).
         """
+        moved_keywords(name, moved)
         spec = server_spec(
             name, server, command=command, args=args, headers=headers, auth=auth, options=options
         )
@@ -147,9 +151,11 @@ class MCPServerAgent:
         headers: Mapping[str, str] | None = None,
         auth: httpx2.Auth | None = None,
         options: MCPOptions | Mapping[str, Any] | None = None,
+        **moved: Never,
     ) -> MCPServerAgent:
         """`connect` for synchronous programs: the session lives on a background event loop,
         closed (with the session) at interpreter exit if `close_sync` was not called."""
+        moved_keywords(name, moved)
         spec = server_spec(
             name, server, command=command, args=args, headers=headers, auth=auth, options=options
         )
