@@ -9,10 +9,12 @@ import warnings
 import weakref
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Never, TypeVar
 
 import httpx2
+from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from middleware import ReachMessage, ReachResult
@@ -24,7 +26,7 @@ from reach_adapters.mcp.errors import MCPOfflineError
 from reach_adapters.mcp.legacy import MCPServerConfig
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.mcp.spec import ServerParameters, ServerSpec, server_spec
+from reach_adapters.mcp.spec import ServerParameters, ServerSpec, moved_keywords, server_spec
 from reach_adapters.mcp.tools import Declared, checked_by_router
 from reach_adapters.router import (
     AgentHandle,
@@ -115,6 +117,7 @@ class MCPServerAgent:
         headers: Mapping[str, str] | None = None,
         auth: httpx2.Auth | None = None,
         options: MCPOptions | Mapping[str, Any] | None = None,
+        **moved: Never,
     ) -> MCPServerAgent:
         """Connect the server `server` as agent ``mcp:<name>:<instance>``; return once its tools
         are listed.
@@ -127,8 +130,11 @@ class MCPServerAgent:
 
         Raises `InvalidDeclarationError` for bad arguments or options, `MCPConnectionError`
         naming the server and the cause when it cannot start or be reached, and `MCPTimeoutError`
-        when it does not finish initialize within ``options.connect_timeout_s``.
+        when it does not finish initialize within ``options.connect_timeout_s``. A keyword it
+        took before (``timeout_ms=``, ``env=``, ...) is an `InvalidDeclarationError` saying where
+        it went (`moved`: typed so that type checkers reject them too).
         """
+        moved_keywords(name, moved)
         spec = server_spec(
             name, server, command=command, args=args, headers=headers, auth=auth, options=options
         )
@@ -145,9 +151,11 @@ class MCPServerAgent:
         headers: Mapping[str, str] | None = None,
         auth: httpx2.Auth | None = None,
         options: MCPOptions | Mapping[str, Any] | None = None,
+        **moved: Never,
     ) -> MCPServerAgent:
         """`connect` for synchronous programs: the session lives on a background event loop,
         closed (with the session) at interpreter exit if `close_sync` was not called."""
+        moved_keywords(name, moved)
         spec = server_spec(
             name, server, command=command, args=args, headers=headers, auth=auth, options=options
         )
@@ -280,6 +288,10 @@ class MCPServerAgent:
         if client is None:
             return False
         try:
+            if client.server_capabilities.tools is None:
+                # No tools to list ("method not found"): a round trip it does answer instead.
+                await _round_trip(client)
+                return True
             listed = await client.list_tools()
         except (MCPError, ValidationError):
             return False
@@ -357,6 +369,14 @@ class MCPServerAgent:
         logger.info("MCP server %s reconnected", self._agent_id)
         self.tools_listed(declared)
         return True
+
+
+async def _round_trip(client: Client) -> None:
+    """The cheapest request every server answers: 2026-07-28 removed ping for server/discover."""
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await client.session.send_discover(client.protocol_version)
+    else:
+        await client.session.send_ping()
 
 
 def _legacy_spec(config: MCPServerConfig) -> ServerSpec:

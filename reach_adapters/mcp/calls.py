@@ -12,6 +12,7 @@ from mcp.types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     REQUEST_TIMEOUT,
     RequestParamsMeta,
 )
@@ -30,7 +31,7 @@ __all__ = ["ToolRoute", "call_tool"]
 # side sees only the JSON-RPC error.
 _NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 # The SDK client's answers to such requests when it has no callback for them (relay_requests off).
-_NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported"})
+_NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported", "List roots not supported"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +95,24 @@ async def call_tool(
             return error_result(
                 message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
             )
-        if exc.code == INVALID_REQUEST and (_NO_BACK_CHANNEL in exc.message or exc.message in _NOT_RELAYED):
+        if call.unguessed is not None and exc.message == call.unguessed:
+            # The router would not guess whose call the server's request was: its own limit, so
+            # the server is not to blame, and a replica with that call alone could serve it.
+            error = f"MCP server {agent_id} asked the caller of {route.tool!r} for input: {call.unguessed}"
+            return error_result(
+                message,
+                ResultStatus.ERROR,
+                "MCPRelayError",
+                error,
+                fault=Fault.ROUTER,
+                agent_id=agent_id,
+                retryable=True,
+                delivered=True,
+            )
+        if _not_carried_here(exc):
             # The tool asked its client something this session or agent cannot pass on: any
             # replica would ask the same, and the server is not failing.
-            error = _not_carried(agent_id, route.tool, exc.message, relaying)
+            error = _not_carried(agent_id, route.tool, exc, relaying)
             return error_result(
                 message,
                 ResultStatus.ERROR,
@@ -154,12 +169,24 @@ async def call_tool(
     return result
 
 
-def _not_carried(agent_id: str, tool: str, said: str, relaying: bool) -> str:
+def _not_carried_here(exc: MCPError) -> bool:
+    """Whether the server refused because this session does not carry what the tool asks its
+    client: a request it cannot send, or a client capability the agent does not declare."""
+    if exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return True
+    return exc.code == INVALID_REQUEST and (_NO_BACK_CHANNEL in exc.message or exc.message in _NOT_RELAYED)
+
+
+def _not_carried(agent_id: str, tool: str, exc: MCPError, relaying: bool) -> str:
     """Why the tool's question to its client went unanswered, and what would carry it."""
+    said = exc.message
     if not relaying:
         fix = "connect the server with relay_requests on"
         if _NO_BACK_CHANNEL in said:
             fix += " and protocol 2025-11-25 (MCPOptions(protocol='2025-11-25'))"
+    elif exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        # Sampling (with tools), elicitation and roots are declared and relayed: this is more.
+        fix = "agent-reach relays no more than sampling, elicitation and roots; call the server directly"
     else:
         fix = "connect the server with MCPOptions(protocol='2025-11-25')"
     return (

@@ -33,6 +33,7 @@ from reach_adapters.router import (
 __all__ = [
     "ASKED_META",
     "HOP_META",
+    "INTERRUPTS_META",
     "META_PREFIX",
     "MCPConverter",
     "content_to_json",
@@ -44,6 +45,8 @@ __all__ = [
 _ERROR_STRUCTURED = "structured_content"
 # What an input-required answer asks, in its `_meta` when it goes without structured content.
 ASKED_META = META_PREFIX + "asked"
+# Each pending interrupt's id and value (a LangGraph graph's), so a client can resume by id.
+INTERRUPTS_META = META_PREFIX + "interrupts"
 _ASKING = "input required: "
 
 _BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
@@ -101,7 +104,11 @@ class MCPConverter:
                 asked = structured.get("asked")
             else:
                 asked = native.meta.get(ASKED_META, _text_of(content).removeprefix(_ASKING))
-            return input_required_result(message, self.agent_id, asked, extra={"content": content})
+            extra: dict[str, JsonValue] = {"content": content}
+            pending = native.meta.get(INTERRUPTS_META)
+            if isinstance(pending, list):
+                extra["interrupts"] = ensure_json(pending, where=INTERRUPTS_META)
+            return input_required_result(message, self.agent_id, asked, extra=extra)
         if native.is_error:
             routed = _routed_outcome(native.meta)
             if routed is not None:
@@ -139,6 +146,9 @@ class MCPConverter:
             # Not an error: the client (a person, a model) reads what the agent asks, and answers
             # on the same thread with `agent-reach/resume` in the request's `_meta`.
             ids[META_PREFIX + "status"] = result.status
+            pending = result.extra.get("interrupts")
+            if isinstance(pending, list):
+                ids[INTERRUPTS_META] = pending
             asked = result.payload
             text = asked if isinstance(asked, str) else json.dumps(asked, ensure_ascii=False)
             asking = [TextContent(type="text", text=_ASKING + text)]

@@ -7,9 +7,10 @@ anything that does: checking a directory must not need the ``mcp`` extra loaded.
 from __future__ import annotations
 
 import sys
+from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.router import ReconnectPolicy, parse_agent_id
@@ -61,7 +62,7 @@ class MCPOptions(BaseModel):
     relay_requests: bool = Field(
         True,
         description=(
-            "Declare sampling and elicitation to the server and pass its requests to the MCP client "
+            "Declare sampling, elicitation and roots to the server and pass its requests to the MCP client "
             "calling through the router; off, the server sees a client without them."
         ),
     )
@@ -74,6 +75,7 @@ class MCPOptions(BaseModel):
             "a 2026-07-28 session cannot carry."
         ),
     )
+
     hop_tokens: bool = Field(
         False,
         description=(
@@ -87,3 +89,9 @@ class MCPOptions(BaseModel):
     sse_read_timeout_s: float = Field(
         300.0, gt=0, le=86_400, description="URL servers: read timeout of long-lived event streams."
     )
+
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _version_written_as_a_date(cls, value: object) -> object:
+        """YAML reads an unquoted ``protocol: 2025-11-25`` as a date: it is the version it spells."""
+        return value.isoformat() if isinstance(value, date) else value

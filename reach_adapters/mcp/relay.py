@@ -1,5 +1,5 @@
 """What the MCP client of a routed call hears from the upstream server serving it: progress, log
-messages, and the upstream's sampling and elicitation requests, carried across the router's hop;
+messages, and the upstream's sampling, elicitation and roots requests, carried across the router's hop;
 and the client's own request `_meta`, carried the other way.
 
 The router's MCP server opens a `Relay` for each ``tools/call`` (`relaying`); the upstream's
@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 
 from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
+from mcp.server.validation import wants_sampling_tools
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
@@ -40,10 +41,14 @@ from mcp.types import (
     InputRequests,
     InputResponse,
     InputResponses,
+    ListRootsRequest,
+    ListRootsResult,
     LoggingLevel,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
+    RootsCapability,
     SamplingCapability,
+    SamplingToolsCapability,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -68,7 +73,7 @@ _LEVELS: list[LoggingLevel] = [
 # The progress token as the SDK reads a request's `_meta` (and as it is on the wire).
 _TOKEN = frozenset({"progress_token", "progressToken"})
 _Sampled = CreateMessageResult | CreateMessageResultWithTools
-_R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult)
+_R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult, ListRootsResult)
 
 
 class Relay:
@@ -140,11 +145,14 @@ class Relay:
         await self._ctx.session.send_notification(notice, related_request_id=self._ctx.request_id)
 
     async def sample(self, call: Call, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
-        refused = self._refusal(call, "sampling", ClientCapabilities(sampling=SamplingCapability()))
+        tools = wants_sampling_tools(params.tools, params.tool_choice)
+        needed = SamplingCapability(tools=SamplingToolsCapability() if tools else None)
+        feature = "sampling with tools" if tools else "sampling"
+        refused = self._refusal(call, feature, ClientCapabilities(sampling=needed))
         if refused is not None:
             return refused
         request = CreateMessageRequest(params=params)
-        if params.tools:
+        if tools:
             return await self._ask(call, request, CreateMessageResultWithTools)
         return await self._ask(call, request, CreateMessageResult)
 
@@ -153,6 +161,12 @@ class Relay:
         if refused is not None:
             return refused
         return await self._ask(call, ElicitRequest(params=params), ElicitResult)
+
+    async def list_roots(self, call: Call) -> ListRootsResult | ErrorData:
+        refused = self._refusal(call, "roots", ClientCapabilities(roots=RootsCapability()))
+        if refused is not None:
+            return refused
+        return await self._ask(call, ListRootsRequest(), ListRootsResult)
 
     def _refusal(self, call: Call, feature: str, needed: ClientCapabilities) -> ErrorData | None:
         session = self._ctx.session
@@ -167,9 +181,7 @@ class Relay:
             return call.refuse(msg)
         return None
 
-    async def _ask(
-        self, call: Call, request: CreateMessageRequest | ElicitRequest, kind: type[_R]
-    ) -> _R | ErrorData:
+    async def _ask(self, call: Call, request: InputRequest, kind: type[_R]) -> _R | ErrorData:
         """The caller's answer; when it gives none or an error, the refusal is the caller's."""
         if self.rounds:
             future: asyncio.Future[InputResponse | None] = asyncio.get_running_loop().create_future()
@@ -208,17 +220,18 @@ def relaying(relay: Relay) -> Iterator[Relay]:
 
 class Call:
     """One call on an upstream session: the caller's relay, if any, and whether the caller was
-    refused something the upstream asked during it.
+    refused something the upstream asked during it, or the router refused to guess whose it was.
 
     Its own context manager (`Relays.calling`): one object a call, where a generator-based one
     would add a generator and a wrapper to every call on the session."""
 
-    __slots__ = ("_token", "owner", "refusal", "relay")
+    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed")
 
     def __init__(self, owner: Relays, relay: Relay | None) -> None:
         self.owner = owner
         self.relay = relay
         self.refusal: str | None = None
+        self.unguessed: str | None = None
         self._token: Token[Call | None] | None = None
 
     def __enter__(self) -> Call:
@@ -277,8 +290,12 @@ class Relays:
             return call.refuse(msg)
         msg = (
             f"agent-reach cannot forward {feature} from {self._agent_id}: {len(self._in_flight)} calls "
-            "are in flight on this session and the request names none"
+            "are in flight on this session and the request names none (over streamable HTTP each "
+            "request names its call; over stdio, max_concurrency 1 leaves no doubt)"
         )
+        # Whichever call it was fails on the router's refusal to guess, not on the server.
+        for each in self._in_flight:
+            each.unguessed = msg
         return ErrorData(code=INVALID_REQUEST, message=msg)
 
     async def on_sampling(
@@ -296,6 +313,12 @@ class Relays:
         if call is None or call.relay is None:
             return self._no_caller(call, "elicitation")
         return await call.relay.elicit(call, params)
+
+    async def on_roots(self, ctx: ClientRequestContext) -> ListRootsResult | ErrorData:
+        call = self._find()
+        if call is None or call.relay is None:
+            return self._no_caller(call, "roots/list")
+        return await call.relay.list_roots(call)
 
     async def on_log(self, params: LoggingMessageNotificationParams) -> None:
         call = self._find()

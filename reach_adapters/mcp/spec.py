@@ -16,7 +16,7 @@ from reach_adapters.mcp.options import MCPOptions, agent_id_problem, url_problem
 from reach_adapters.router import checked_options
 from reach_adapters.security import redact_args, redact_url
 
-__all__ = ["HttpServer", "ServerParameters", "ServerSpec", "Target", "server_spec"]
+__all__ = ["HttpServer", "ServerParameters", "ServerSpec", "Target", "moved_keywords", "server_spec"]
 
 # What `MCPServerAgent.connect` takes, as the SDK's `mcp.Client` does: a stdio command, the URL of
 # a streamable HTTP endpoint, or a server object living in this process.
@@ -102,6 +102,24 @@ def server_spec(
         msg = f"{where}: {problem}"
         raise InvalidDeclarationError(msg)
     return spec
+
+
+def moved_keywords(name: object, moved: Mapping[str, object]) -> None:
+    """Say where the keyword arguments `connect` no longer takes went (docs/mcp.md)."""
+    if not moved:
+        return
+    where = f"MCP server {name!r}"
+    keyword = min(moved)
+    if keyword in MCPOptions.model_fields:
+        fix = f"it moved into the options: options=MCPOptions({keyword}=...)"
+    elif keyword in ("env", "cwd"):
+        fix = f"give StdioServerParameters(command=..., args=..., {keyword}=...) as the server"
+    elif keyword == "url":
+        fix = "give the URL itself as the server: connect(name, 'http://...')"
+    else:
+        fix = "connect takes name, server, command=, args=, headers=, auth= and options= (an MCPOptions)"
+    msg = f"{where}: connect() takes no {keyword}= keyword; {fix}"
+    raise InvalidDeclarationError(msg)
 
 
 def _target(

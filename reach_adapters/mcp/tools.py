@@ -29,8 +29,11 @@ _MAX_PAGES = 1000
 
 
 async def list_all_tools(client: Client, server: str) -> list[Tool]:
-    """Every tool the server offers, following ``next_cursor`` to the last page."""
+    """Every tool the server offers, following ``next_cursor`` to the last page; none for a server
+    that declares no tools capability, which would answer ``tools/list`` with "method not found"."""
     tools: list[Tool] = []
+    if client.server_capabilities.tools is None:
+        return tools
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(_MAX_PAGES):

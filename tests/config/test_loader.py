@@ -251,6 +251,14 @@ def test_mcp_instances_may_be_numbers(tmp_path: Path) -> None:
     assert list(load_config(tmp_path).agents) == ["mcp:t:1"]
 
 
+def test_an_unquoted_protocol_version_is_the_version_not_a_date(tmp_path: Path) -> None:
+    # YAML reads 2025-11-25 as a date; docs/mcp.md writes it unquoted.
+    write(tmp_path, "mcp:t:0.yaml", "kind: mcp\nname: t\ncommand: python\nprotocol: 2025-11-25\n")
+    model = load_config(tmp_path).agents["mcp:t:0"].model
+    assert isinstance(model, MCPAgentFile)
+    assert model.options().protocol == "2025-11-25"
+
+
 def test_a_file_named_after_another_agent_is_rejected(tmp_path: Path) -> None:
     write(tmp_path, "util:echo:02.yaml", ECHO)
     error = problem(tmp_path)

@@ -193,6 +193,15 @@ async def test_server_hanging_in_initialize_times_out() -> None:
         (None, {"command": PYTHON, "options": {"timeout_ms": 0}}, "invalid options: field 'timeout_ms'"),
         (None, {"command": PYTHON, "options": {"timeout": 1}}, "field 'timeout': Extra inputs"),
         (None, {"command": PYTHON, "options": {"instance": "a b"}}, "valid agent id"),
+        # Keywords connect took before: where each went.
+        (None, {"command": PYTHON, "timeout_ms": 5}, "options=MCPOptions(timeout_ms=...)"),
+        (
+            None,
+            {"command": PYTHON, "env": {"TZ": "UTC"}},
+            "StdioServerParameters(command=..., args=..., env=...)",
+        ),
+        (None, {"url": URL}, "give the URL itself as the server"),
+        (None, {"command": PYTHON, "retries": 2}, "connect takes name, server, command="),
     ],
 )
 async def test_bad_connect_arguments_are_rejected(

@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 from mcp.types import RequestParamsMeta
+from pydantic import JsonValue
 
 from middleware import ResultStatus
 from reach_adapters import Router
@@ -95,3 +96,57 @@ async def test_input_required_crosses_an_mcp_hop_with_its_question(graph: Any) -
         done = await near.route("refund", None, configurable=configurable, resume="yes")
     assert done.ok, done.error
     assert [info.failures for info in near.catalog()] == [0]
+
+
+class Review(TypedDict, total=False):
+    finance: str
+    legal: str
+
+
+def two_reviews_graph() -> Any:
+    """Two reviews side by side, each stopping at an interrupt: one resume answers both by id."""
+
+    def finance(state: Review) -> dict[str, Any]:
+        return {"finance": interrupt("finance ok?")}
+
+    def legal(state: Review) -> dict[str, Any]:
+        return {"legal": interrupt("legal ok?")}
+
+    builder = StateGraph(Review)
+    builder.add_node("finance", finance)
+    builder.add_node("legal", legal)
+    builder.add_edge(START, "finance")
+    builder.add_edge(START, "legal")
+    builder.add_edge("finance", END)
+    builder.add_edge("legal", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+async def test_an_mcp_client_resumes_two_interrupts_by_their_ids() -> None:
+    async with Router() as router:
+        router.register(LangChainAgent(two_reviews_graph(), agent_id="support:review:01"))
+        async with mcp.Client(RouterMCPServer(router).server) as client:
+            asked = await client.call_tool("review", {}, meta=thread("t-2"))
+            assert asked.meta is not None
+            pending = asked.meta["agent-reach/interrupts"]
+            assert sorted(item["value"] for item in pending) == ["finance ok?", "legal ok?"]
+            answers = {item["id"]: item["value"].split()[0] for item in pending}
+            done = await client.call_tool("review", {}, meta=thread("t-2", **{"agent-reach/resume": answers}))
+    assert not done.is_error, done.content
+    assert done.structured_content == {"finance": "finance", "legal": "legal"}
+
+
+async def test_two_interrupts_cross_an_mcp_hop_with_their_ids() -> None:
+    async with Router() as far, Router() as near:
+        far.register(LangChainAgent(two_reviews_graph(), agent_id="support:review:01"))
+        near.register(await MCPServerAgent.connect("far", server=RouterMCPServer(far).server))
+        configurable = {"thread_id": "t-hop-2"}
+        asked = await near.route("review", {}, configurable=configurable)
+        assert asked.status is ResultStatus.INPUT_REQUIRED
+        pending = asked.extra["interrupts"]
+        assert isinstance(pending, list)
+        answers: dict[str, JsonValue] = {str(item["id"]): "yes" for item in pending if isinstance(item, dict)}
+        assert len(answers) == 2
+        done = await near.route("review", None, configurable=configurable, resume=answers)
+    assert done.ok, done.error
+    assert done.payload == {"finance": "yes", "legal": "yes"}

@@ -7,6 +7,8 @@ import os
 import signal
 
 import pytest
+from mcp import StdioServerParameters
+from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
@@ -204,3 +206,20 @@ async def test_a_stdio_server_with_no_tools_connects(router: Router) -> None:
     agent = await MCPServerAgent.connect("empty", command=PYTHON, args=[str(SERVERS / "empty.py")])
     router.register(agent)
     assert (state_of(router, agent.agent_id), agent.capabilities) == (AgentState.ONLINE, ())
+
+
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
+@pytest.mark.parametrize("where", ["in process", "stdio"])
+async def test_a_server_without_the_tools_capability_connects(
+    router: Router, where: str, protocol: str
+) -> None:
+    # It would answer tools/list with "method not found": it has no tools to list.
+    server = (
+        Server("bare")
+        if where == "in process"
+        else StdioServerParameters(command=PYTHON, args=[str(SERVERS / "bare.py")])
+    )
+    agent = await MCPServerAgent.connect("bare", server, options=MCPOptions(protocol=protocol))
+    router.register(agent)
+    assert (state_of(router, agent.agent_id), agent.capabilities) == (AgentState.ONLINE, ())
+    assert await agent.probe()

@@ -18,12 +18,18 @@ from mcp.types import (
     INVALID_REQUEST,
     CreateMessageRequestParams,
     CreateMessageResult,
+    CreateMessageResultWithTools,
     ElicitRequestParams,
     ElicitResult,
     ErrorData,
+    ListRootsResult,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
+    Root,
+    SamplingCapability,
+    SamplingToolsCapability,
     TextContent,
+    ToolUseContent,
 )
 
 from reach_adapters import FunctionAgent, Router
@@ -185,6 +191,60 @@ async def test_a_caller_that_cannot_answer_gets_a_clear_refusal(
     assert all(info.breaker == "closed" for info in router.catalog())
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sampling_with_tools_is_asked_of_a_caller_that_declared_it(
+    gateway: MCPEndpoint, router: Router, mode: str
+) -> None:
+    offered: list[list[str]] = []
+
+    async def on_sample(
+        context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
+        offered.append([tool.name for tool in params.tools or ()])
+        call = ToolUseContent(type="tool_use", id="1", name="get_weather", input={})
+        return CreateMessageResultWithTools(
+            role="assistant", content=[call], model="m", stop_reason="toolUse"
+        )
+
+    with_tools = SamplingCapability(tools=SamplingToolsCapability())
+    async with Client(
+        gateway.url, mode=mode, sampling_callback=on_sample, sampling_capabilities=with_tools
+    ) as client:
+        answer = await client.call_tool("forecast", {})
+    assert answer.structured_content == {"result": "get_weather"}
+    assert offered == [["get_weather"]]
+    # A caller that takes sampling without tools is not asked, and is told why.
+    async with Client(gateway.url, mode=mode, sampling_callback=on_sample) as client:
+        refused = await client.call_tool("forecast", {})
+    assert refused.is_error
+    assert refused.meta is not None
+    assert refused.meta["agent-reach/fault"] == "caller"
+    text = "".join(block.text for block in refused.content if isinstance(block, TextContent))
+    assert "did not declare sampling with tools" in text
+    assert offered == [["get_weather"]]
+    assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_roots_are_asked_of_a_caller_that_declared_them(
+    gateway: MCPEndpoint, router: Router, mode: str
+) -> None:
+    async def on_roots(context: ClientRequestContext) -> ListRootsResult | ErrorData:
+        return ListRootsResult(roots=[Root(uri="file:///home/ada/project")])
+
+    async with Client(gateway.url, mode=mode, list_roots_callback=on_roots) as client:
+        listed = await client.call_tool("roots", {})
+    assert listed.structured_content == {"result": ["file:///home/ada/project"]}
+    async with Client(gateway.url, mode=mode) as client:
+        refused = await client.call_tool("roots", {})
+    assert refused.is_error
+    assert refused.meta is not None
+    assert refused.meta["agent-reach/fault"] == "caller"
+    text = "".join(block.text for block in refused.content if isinstance(block, TextContent))
+    assert "did not declare roots" in text
+    assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
+
+
 async def test_cancelling_a_call_cancels_it_upstream(router: Router) -> None:
     router.register(await MCPServerAgent.connect("chatty", server=chatty.server))
     async with await start_mcp_server(router, port=0) as endpoint, Client(endpoint.url) as client:
@@ -294,13 +354,46 @@ async def test_a_tool_that_asks_mid_call_is_relayed_on_the_2025_protocol_and_tol
             assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
 
 
-async def test_a_question_an_agent_does_not_relay_is_no_failure_of_the_server() -> None:
-    options = MCPOptions(protocol="2025-11-25", relay_requests=False)
+@pytest.mark.parametrize(
+    ("protocol", "tool"),
+    # A request mid-call the client has no callback for, and a resolver refusing a client that
+    # did not declare elicitation ("missing required client capability").
+    [("2025-11-25", "ask_mid_call"), ("2025-11-25", "greet"), ("auto", "greet")],
+)
+async def test_a_question_an_agent_does_not_relay_is_no_failure_of_the_server(
+    protocol: str, tool: str
+) -> None:
+    options = MCPOptions(protocol=protocol, relay_requests=False)
     agent = await MCPServerAgent.connect("chatty", server=chatty.server, options=options)
     async with Router() as router:
         router.register(agent)
-        for _ in range(2):
-            result = await router.route("ask_mid_call", {})
+        for _ in range(3):
+            result = await router.route(tool, {})
             assert (result.status, result.fault) == ("error", "task")
             assert "relay_requests on" in (result.error or "")
+        assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
+
+
+async def test_a_request_the_router_cannot_attribute_is_not_held_against_the_server() -> None:
+    # A 2025 server over stdio sends its question on its own stream, naming no call: with two calls
+    # in flight the router refuses to guess, which is its own limit, not the server's failure.
+    args = ["-m", "tests.mcp_adapter.servers.chatty"]
+    options = MCPOptions(protocol="2025-11-25")
+    agent = await MCPServerAgent.connect("chatty", command=sys.executable, args=args, options=options)
+    async with Router() as router:
+        router.register(agent)
+        waiting = asyncio.create_task(router.route("wait", {"tag": "beside"}))
+        await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
+        caller = Caller()
+        async with (
+            await start_mcp_server(router, port=0) as endpoint,
+            caller.client(endpoint.url, "legacy") as client,
+        ):
+            for _ in range(3):
+                answer = await client.call_tool("ask_mid_call", {})
+                assert answer.is_error
+                assert answer.meta is not None
+                assert answer.meta["agent-reach/fault"] == "router"
+        waiting.cancel()
+        assert caller.asked == []
         assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
