@@ -4,6 +4,7 @@ metadata keys (MCP's request `_meta`, A2A's message metadata), and back into a `
 from __future__ import annotations
 
 from collections.abc import Mapping
+from difflib import get_close_matches
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,9 +49,28 @@ def meta_from_request(meta: Mapping[str, Any] | None, capability: str | None) ->
     carried = {
         key: meta[META_PREFIX + key] for key in _CARRIED if meta is not None and META_PREFIX + key in meta
     }
+    if meta is not None and len(meta) > len(carried):
+        _refuse_misspelt(meta)
     try:
         return MetaInfo(capability=capability, **carried)
     except ValidationError as exc:
         error = describe_validation_error(exc)
         msg = f"the request's metadata carries an invalid {META_PREFIX} field: {error}"
         raise InvalidMessageError(msg) from None
+
+
+def _refuse_misspelt(meta: Mapping[str, Any]) -> None:
+    """Refuse a key of ours spelt close to one we read (``agent-reach/configurabel``): dropped, it
+    would leave the call without its thread or answer and the caller without a clue. Keys far
+    from any are left alone, as another version or protocol may carry them."""
+    for key in meta:
+        name = key[len(META_PREFIX) :] if key.startswith(META_PREFIX) else None
+        if name is None or name in _CARRIED:
+            continue
+        close = get_close_matches(name, _CARRIED, n=1, cutoff=0.8)
+        if close:
+            msg = (
+                f"the request's metadata has {key!r}, which is not read: did you mean "
+                f"{META_PREFIX + close[0]!r}?"
+            )
+            raise InvalidMessageError(msg)

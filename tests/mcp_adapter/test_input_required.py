@@ -150,3 +150,20 @@ async def test_two_interrupts_cross_an_mcp_hop_with_their_ids() -> None:
         done = await near.route("review", None, configurable=configurable, resume=answers)
     assert done.ok, done.error
     assert done.payload == {"finance": "yes", "legal": "yes"}
+
+
+async def test_a_misspelt_agent_reach_key_is_refused_naming_the_key_meant() -> None:
+    async with Router() as router:
+        router.register(LangChainAgent(chat_graph(), agent_id="support:refund:01"))
+        async with mcp.Client(RouterMCPServer(router).server) as client:
+            user = {"messages": [{"role": "user", "content": "refund order 42"}]}
+            typo = cast(RequestParamsMeta, {"agent-reach/configurabel": {"thread_id": "t-1"}})
+            refused = await client.call_tool("refund", user, meta=typo)
+            assert refused.is_error
+            assert "did you mean 'agent-reach/configurable'?" in refused.content[0].text  # type: ignore[union-attr]
+            # Keys far from any it reads are another version's or protocol's, and left alone.
+            other = cast(RequestParamsMeta, {**thread("t-2"), "agent-reach/priority_hint": 3})
+            asked = await client.call_tool("refund", user, meta=other)
+            assert asked.meta is not None
+            assert asked.meta["agent-reach/status"] == "input_required"
+    assert [info.failures for info in router.catalog()] == [0]
