@@ -31,7 +31,7 @@ __all__ = ["ToolRoute", "call_tool"]
 # side sees only the JSON-RPC error.
 _NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 # The SDK client's answers to such requests when it has no callback for them (relay_requests off).
-_NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported", "List roots not supported"})
+_NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported"})
 
 
 @dataclass(frozen=True, slots=True)

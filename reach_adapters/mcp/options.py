@@ -62,7 +62,7 @@ class MCPOptions(BaseModel):
     relay_requests: bool = Field(
         True,
         description=(
-            "Declare sampling, elicitation and roots to the server and pass its requests to the MCP client "
+            "Declare sampling and elicitation to the server and pass its requests to the MCP client "
             "calling through the router; off, the server sees a client without them."
         ),
     )

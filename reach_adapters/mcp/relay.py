@@ -1,5 +1,5 @@
 """What the MCP client of a routed call hears from the upstream server serving it: progress, log
-messages, and the upstream's sampling, elicitation and roots requests, carried across the router's hop;
+messages, and the upstream's sampling and elicitation requests, carried across the router's hop;
 and the client's own request `_meta`, carried the other way.
 
 The router's MCP server opens a `Relay` for each ``tools/call`` (`relaying`); the upstream's
@@ -41,12 +41,9 @@ from mcp.types import (
     InputRequests,
     InputResponse,
     InputResponses,
-    ListRootsRequest,
-    ListRootsResult,
     LoggingLevel,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
-    RootsCapability,
     SamplingCapability,
     SamplingToolsCapability,
 )
@@ -73,7 +70,7 @@ _LEVELS: list[LoggingLevel] = [
 # The progress token as the SDK reads a request's `_meta` (and as it is on the wire).
 _TOKEN = frozenset({"progress_token", "progressToken"})
 _Sampled = CreateMessageResult | CreateMessageResultWithTools
-_R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult, ListRootsResult)
+_R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult)
 
 
 class Relay:
@@ -162,12 +159,6 @@ class Relay:
             return refused
         return await self._ask(call, ElicitRequest(params=params), ElicitResult)
 
-    async def list_roots(self, call: Call) -> ListRootsResult | ErrorData:
-        refused = self._refusal(call, "roots", ClientCapabilities(roots=RootsCapability()))
-        if refused is not None:
-            return refused
-        return await self._ask(call, ListRootsRequest(), ListRootsResult)
-
     def _refusal(self, call: Call, feature: str, needed: ClientCapabilities) -> ErrorData | None:
         session = self._ctx.session
         if not session.check_client_capability(needed):
@@ -181,7 +172,9 @@ class Relay:
             return call.refuse(msg)
         return None
 
-    async def _ask(self, call: Call, request: InputRequest, kind: type[_R]) -> _R | ErrorData:
+    async def _ask(
+        self, call: Call, request: CreateMessageRequest | ElicitRequest, kind: type[_R]
+    ) -> _R | ErrorData:
         """The caller's answer; when it gives none or an error, the refusal is the caller's."""
         if self.rounds:
             future: asyncio.Future[InputResponse | None] = asyncio.get_running_loop().create_future()
@@ -313,12 +306,6 @@ class Relays:
         if call is None or call.relay is None:
             return self._no_caller(call, "elicitation")
         return await call.relay.elicit(call, params)
-
-    async def on_roots(self, ctx: ClientRequestContext) -> ListRootsResult | ErrorData:
-        call = self._find()
-        if call is None or call.relay is None:
-            return self._no_caller(call, "roots/list")
-        return await call.relay.list_roots(call)
 
     async def on_log(self, params: LoggingMessageNotificationParams) -> None:
         call = self._find()

@@ -37,8 +37,8 @@ def open_client(
     """An un-entered client for `target`; `on_eof` runs when the server's side of the stream ends.
 
     Response caching is off: a re-scan after ``tools/list_changed`` must see the new listing. The
-    server's log messages, and with ``options.relay_requests`` its sampling, elicitation and
-    roots requests, go to the caller `relays` finds. A stdio ``python`` is the interpreter running
+    server's log messages, and with ``options.relay_requests`` its sampling and elicitation
+    requests, go to the caller `relays` finds. A stdio ``python`` is the interpreter running
     Agent Reach, as in config files (`resolve_command`).
     """
     handlers: dict[str, Any] = {
@@ -53,7 +53,6 @@ def open_client(
             # Sampling with tools too: whether the caller takes it is the relay's to check.
             "sampling_capabilities": SamplingCapability(tools=SamplingToolsCapability()),
             "elicitation_callback": relays.on_elicitation,
-            "list_roots_callback": relays.on_roots,
         }
     if isinstance(target, StdioServerParameters):
         params = target.model_copy(update={"command": resolve_command(target.command)})

@@ -22,10 +22,8 @@ from mcp.types import (
     ElicitRequestParams,
     ElicitResult,
     ErrorData,
-    ListRootsResult,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
-    Root,
     SamplingCapability,
     SamplingToolsCapability,
     TextContent,
@@ -222,26 +220,6 @@ async def test_sampling_with_tools_is_asked_of_a_caller_that_declared_it(
     text = "".join(block.text for block in refused.content if isinstance(block, TextContent))
     assert "did not declare sampling with tools" in text
     assert offered == [["get_weather"]]
-    assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
-
-
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_roots_are_asked_of_a_caller_that_declared_them(
-    gateway: MCPEndpoint, router: Router, mode: str
-) -> None:
-    async def on_roots(context: ClientRequestContext) -> ListRootsResult | ErrorData:
-        return ListRootsResult(roots=[Root(uri="file:///home/ada/project")])
-
-    async with Client(gateway.url, mode=mode, list_roots_callback=on_roots) as client:
-        listed = await client.call_tool("roots", {})
-    assert listed.structured_content == {"result": ["file:///home/ada/project"]}
-    async with Client(gateway.url, mode=mode) as client:
-        refused = await client.call_tool("roots", {})
-    assert refused.is_error
-    assert refused.meta is not None
-    assert refused.meta["agent-reach/fault"] == "caller"
-    text = "".join(block.text for block in refused.content if isinstance(block, TextContent))
-    assert "did not declare roots" in text
     assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
 
 

@@ -1,7 +1,6 @@
-"""A server that talks back during a call: progress, log messages, elicitation, sampling and
-roots (through the SDK's resolvers, which ask mid-call on 2025 sessions and with an
-input-required result on 2026 ones), and a call that waits until it is cancelled. Runs in
-process or over stdio."""
+"""A server that talks back during a call: progress, log messages, elicitation and sampling
+(through the SDK's resolvers, which ask mid-call on 2025 sessions and with an input-required
+result on 2026 ones), and a call that waits until it is cancelled. Runs in process or over stdio."""
 
 from __future__ import annotations
 
@@ -9,11 +8,10 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from mcp.types import (
     CreateMessageResult,
     CreateMessageResultWithTools,
-    ListRootsResult,
     SamplingMessage,
     TextContent,
     Tool,
@@ -69,12 +67,6 @@ def _ask_model_with_tools() -> Sample:
 async def forecast(answer: Annotated[CreateMessageResultWithTools, Resolve(_ask_model_with_tools)]) -> str:
     """Ask the client's model, offering it a tool (sampling with tools)."""
     return ",".join(block.name for block in answer.content_as_list if isinstance(block, ToolUseContent))
-
-
-@server.tool()
-async def roots(listed: Annotated[ListRootsResult, Resolve(ListRoots)]) -> list[str]:
-    """The client's roots."""
-    return [str(root.uri) for root in listed.roots]
 
 
 @server.tool()
