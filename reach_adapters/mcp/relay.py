@@ -21,7 +21,6 @@ from typing import Any, TypeVar, cast
 
 from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
-from mcp.server.validation import wants_sampling_tools
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
@@ -45,7 +44,6 @@ from mcp.types import (
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     SamplingCapability,
-    SamplingToolsCapability,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -142,14 +140,11 @@ class Relay:
         await self._ctx.session.send_notification(notice, related_request_id=self._ctx.request_id)
 
     async def sample(self, call: Call, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
-        tools = wants_sampling_tools(params.tools, params.tool_choice)
-        needed = SamplingCapability(tools=SamplingToolsCapability() if tools else None)
-        feature = "sampling with tools" if tools else "sampling"
-        refused = self._refusal(call, feature, ClientCapabilities(sampling=needed))
+        refused = self._refusal(call, "sampling", ClientCapabilities(sampling=SamplingCapability()))
         if refused is not None:
             return refused
         request = CreateMessageRequest(params=params)
-        if tools:
+        if params.tools:
             return await self._ask(call, request, CreateMessageResultWithTools)
         return await self._ask(call, request, CreateMessageResult)
 

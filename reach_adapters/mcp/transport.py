@@ -15,7 +15,6 @@ from mcp.client._transport import ReadStream, TransportStreams
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
-from mcp.types import SamplingCapability, SamplingToolsCapability
 
 from reach_adapters.mcp.options import MCPOptions, resolve_command
 from reach_adapters.mcp.relay import Relays
@@ -48,12 +47,7 @@ def open_client(
         "mode": "legacy" if options.protocol == "2025-11-25" else "auto",
     }
     if options.relay_requests:
-        handlers |= {
-            "sampling_callback": relays.on_sampling,
-            # Sampling with tools too: whether the caller takes it is the relay's to check.
-            "sampling_capabilities": SamplingCapability(tools=SamplingToolsCapability()),
-            "elicitation_callback": relays.on_elicitation,
-        }
+        handlers |= {"sampling_callback": relays.on_sampling, "elicitation_callback": relays.on_elicitation}
     if isinstance(target, StdioServerParameters):
         params = target.model_copy(update={"command": resolve_command(target.command)})
         return Client(_Watched(stdio_client(params), on_eof), **handlers)

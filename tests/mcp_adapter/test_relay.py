@@ -18,16 +18,12 @@ from mcp.types import (
     INVALID_REQUEST,
     CreateMessageRequestParams,
     CreateMessageResult,
-    CreateMessageResultWithTools,
     ElicitRequestParams,
     ElicitResult,
     ErrorData,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
-    SamplingCapability,
-    SamplingToolsCapability,
     TextContent,
-    ToolUseContent,
 )
 
 from reach_adapters import FunctionAgent, Router
@@ -187,40 +183,6 @@ async def test_a_caller_that_cannot_answer_gets_a_clear_refusal(
     # Nobody was asked, and the server is not to blame.
     assert caller.asked == []
     assert all(info.breaker == "closed" for info in router.catalog())
-
-
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_sampling_with_tools_is_asked_of_a_caller_that_declared_it(
-    gateway: MCPEndpoint, router: Router, mode: str
-) -> None:
-    offered: list[list[str]] = []
-
-    async def on_sample(
-        context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
-        offered.append([tool.name for tool in params.tools or ()])
-        call = ToolUseContent(type="tool_use", id="1", name="get_weather", input={})
-        return CreateMessageResultWithTools(
-            role="assistant", content=[call], model="m", stop_reason="toolUse"
-        )
-
-    with_tools = SamplingCapability(tools=SamplingToolsCapability())
-    async with Client(
-        gateway.url, mode=mode, sampling_callback=on_sample, sampling_capabilities=with_tools
-    ) as client:
-        answer = await client.call_tool("forecast", {})
-    assert answer.structured_content == {"result": "get_weather"}
-    assert offered == [["get_weather"]]
-    # A caller that takes sampling without tools is not asked, and is told why.
-    async with Client(gateway.url, mode=mode, sampling_callback=on_sample) as client:
-        refused = await client.call_tool("forecast", {})
-    assert refused.is_error
-    assert refused.meta is not None
-    assert refused.meta["agent-reach/fault"] == "caller"
-    text = "".join(block.text for block in refused.content if isinstance(block, TextContent))
-    assert "did not declare sampling with tools" in text
-    assert offered == [["get_weather"]]
-    assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
 
 
 async def test_cancelling_a_call_cancels_it_upstream(router: Router) -> None:

@@ -9,14 +9,7 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
-from mcp.types import (
-    CreateMessageResult,
-    CreateMessageResultWithTools,
-    SamplingMessage,
-    TextContent,
-    Tool,
-    ToolUseContent,
-)
+from mcp.types import CreateMessageResult, SamplingMessage, TextContent
 from pydantic import BaseModel
 
 server = MCPServer("chatty")
@@ -56,17 +49,6 @@ async def summarize(text: str, summary: Annotated[CreateMessageResult, Resolve(_
     """Summarize the text with the client's model."""
     content = summary.content
     return content.text if isinstance(content, TextContent) else "?"
-
-
-def _ask_model_with_tools() -> Sample:
-    message = SamplingMessage(role="user", content=TextContent(type="text", text="Weather?"))
-    return Sample([message], max_tokens=50, tools=[Tool(name="get_weather", input_schema={"type": "object"})])
-
-
-@server.tool()
-async def forecast(answer: Annotated[CreateMessageResultWithTools, Resolve(_ask_model_with_tools)]) -> str:
-    """Ask the client's model, offering it a tool (sampling with tools)."""
-    return ",".join(block.name for block in answer.content_as_list if isinstance(block, ToolUseContent))
 
 
 @server.tool()
