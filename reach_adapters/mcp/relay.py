@@ -276,6 +276,12 @@ class Relays:
                 "by an MCP client (a Python or HTTP caller has nobody to ask)"
             )
             return call.refuse(msg)
+        if not self._in_flight:
+            msg = (
+                f"agent-reach cannot forward {feature} from {self._agent_id}: the server asked "
+                "outside any tool call, when there is no caller to ask"
+            )
+            return ErrorData(code=INVALID_REQUEST, message=msg)
         msg = (
             f"agent-reach cannot forward {feature} from {self._agent_id}: {len(self._in_flight)} calls "
             "are in flight on this session and the request names none (over streamable HTTP each "

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -28,6 +28,7 @@ from mcp.types import (
 
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.mcp import MCPEndpoint, MCPOptions, MCPServerAgent, start_mcp_server
+from tests.mcp_adapter.conftest import SERVERS
 from tests.mcp_adapter.servers import chatty
 from tests.waiting import eventually
 
@@ -337,3 +338,14 @@ async def test_a_request_the_router_cannot_attribute_is_not_held_against_the_ser
         waiting.cancel()
         assert caller.asked == []
         assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
+
+
+async def test_a_question_asked_outside_any_call_is_refused_as_such() -> None:
+    params = StdioServerParameters(command=sys.executable, args=[str(SERVERS / "early.py")])
+    agent = await MCPServerAgent.connect("early", params, options=MCPOptions(protocol="2025-11-25"))
+    try:
+        (capability,) = agent.capabilities
+        # Not "0 calls are in flight ... max_concurrency 1 leaves no doubt": no call could be meant.
+        assert "the server asked outside any tool call" in capability.description
+    finally:
+        await agent.aclose()
