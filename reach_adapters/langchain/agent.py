@@ -64,7 +64,11 @@ class LangChainAgent:
         # The runnable's schemas describe its native shapes; only the default converter is known
         # to keep them, so a custom one gets an open declaration.
         native = None
-        if converter is None or (capabilities is None and isinstance(converter, LangChainConverter)):
+        if (
+            converter is None
+            or type(converter) is LangChainConverter
+            or (capabilities is None and isinstance(converter, LangChainConverter))
+        ):
             native = native_schemas(runnable, agent_id)
         native_input = with_message_schema(native[0] or {}) if native else {}
         if converter is None:
@@ -150,10 +154,11 @@ class LangChainAgent:
             except Exception as exc:
                 self._refuse_bad_resume(exc, message)
                 raise
-            asked = None
-            if self._ask_threads and interrupts(output) is None:
-                asked = await self._stopped(self._ask_threads, config)
-        if asked:
+            asked = await self._stopped(self._ask_threads, config) if self._ask_threads else None
+        # The first graph of the chain that stopped asks: a resume answers it (`_answer`), even
+        # when a later graph, handed its interrupted state, stopped too. Only when it is the graph
+        # whose output this is does the output say more (its state so far).
+        if asked and not _same_interrupts(interrupts(output), asked):
             result = interrupted_result(asked, message)
         else:
             result = self._converter.result_to_middleware(output, message)
@@ -302,6 +307,12 @@ class LangChainAgent:
             )
             raise InvalidMessageError(msg)
         return resume_command(resume), runnable
+
+
+def _same_interrupts(these: list[Any] | None, those: list[Any]) -> bool:
+    return these is not None and [getattr(item, "id", None) for item in these] == [
+        getattr(item, "id", None) for item in those
+    ]
 
 
 def _input_of(capability: Capability, native: dict[str, Any]) -> dict[str, Any]:

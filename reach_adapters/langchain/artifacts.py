@@ -27,6 +27,15 @@ class ToolArtifact(ReachResult):
     def _plain(self, handler: SerializerFunctionWrapHandler) -> Any:
         return to_jsonable_python(handler(self))
 
+    def __eq__(self, other: object) -> bool:
+        # Equal to a `ReachResult` with the same fields (the one it was made from, or one read
+        # back from a checkpoint): pydantic's own equality would also compare the classes.
+        if isinstance(other, ReachResult):
+            return dict(self) == dict(other)
+        return NotImplemented
+
+    __hash__ = ReachResult.__hash__
+
 
 def as_artifact(result: ReachResult) -> ToolArtifact:
     """`result` as a `ToolArtifact`, its fields shared, not copied or checked again."""

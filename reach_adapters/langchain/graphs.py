@@ -129,14 +129,26 @@ def resumable_graphs(runnable: Runnable[Any, Any]) -> list[tuple[Any, Runnable[A
     if first is not None and checkpointed(first):
         found.append((first, runnable))
     layers = leading(runnable, chains=False)
-    chain = next((layer for layer in layers if isinstance(layer, RunnableSequence)), None)
-    steps = chain.steps if chain is not None else []
+    depth = next((at for at, layer in enumerate(layers) if isinstance(layer, RunnableSequence)), None)
+    chain = layers[depth] if depth is not None else None
+    steps = chain.steps if isinstance(chain, RunnableSequence) else []
     for at in range(1, len(steps)):
         graph = leading_graph(steps[at])
         if graph is not None and checkpointed(graph):
             rest = steps[at:]
-            found.append((graph, rest[0] if len(rest) == 1 else RunnableSequence(*rest)))
+            tail = rest[0] if len(rest) == 1 else RunnableSequence(*rest)
+            found.append((graph, _rebound(tail, layers[:depth])))
     return found
+
+
+def _rebound(tail: Runnable[Any, Any], outer: list[Runnable[Any, Any]]) -> Runnable[Any, Any]:
+    """`tail` under the bindings `outer` has around the chain (a thread, callbacks, retries), so
+    the resumed run is configured as the agent's own; a fallback around it is left out, as the
+    answer is no input for another runnable."""
+    for layer in reversed(outer):
+        if isinstance(layer, RunnableBindingBase):
+            tail = layer.model_copy(update={"bound": tail})
+    return tail
 
 
 def checkpointed(graph: Any) -> bool:

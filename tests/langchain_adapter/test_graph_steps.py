@@ -8,13 +8,18 @@ from typing import Any
 from unittest.mock import ANY
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import MessagesState
+from langgraph.types import interrupt
 
 from middleware import Fault, ResultStatus
 from reach_adapters import InputRequiredError, Router
 from reach_adapters.langchain import LangChainAgent
 from tests.langchain_adapter.test_fidelity import USER
-from tests.langchain_adapter.test_patterns import approval_graph, drained
+from tests.langchain_adapter.test_patterns import approval_graph, chain_graph, drained
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -72,3 +77,50 @@ async def test_resume_of_a_graph_no_call_can_reach_is_invalid_and_says_why(route
     refused = await router.route("refund", None, configurable={"thread_id": "t-p"}, resume="approved")
     assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER)
     assert "cannot reach it" in (refused.error or "")
+
+
+def asking(question: str) -> Any:
+    def review(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"{question} {interrupt(question)}")]}
+
+    return chain_graph(MessagesState, review).compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("with_prep", [False, True], ids=["g1-g2", "prep-g1-g2"])
+async def test_two_graphs_that_both_stop_ask_the_first_question_which_resume_answers(
+    router: Router, with_prep: bool
+) -> None:
+    # LangChain hands the first graph's interrupted state on to the second, which stops too.
+    graphs = asking("refund?") | asking("email?")
+    router.register(LangChainAgent(prep() | graphs if with_prep else graphs, agent_id="support:refund:01"))
+    thread = {"thread_id": "t-2"}
+    asked = await router.route("refund", {"messages": USER}, configurable=thread)
+    assert (asked.status, asked.payload) == (ResultStatus.INPUT_REQUIRED, "refund?"), asked.error
+    then = await router.route("refund", None, configurable=thread, resume="yes")
+    assert (then.status, then.payload) == (ResultStatus.INPUT_REQUIRED, "email?"), then.error
+    done = await router.route("refund", None, configurable=thread, resume="sent")
+    assert (done.status, done.payload) == (ResultStatus.OK, "email? sent"), done.error
+
+
+class Starts(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+        self.runs += 1
+
+
+async def test_resume_keeps_the_bindings_around_the_chain(router: Router) -> None:
+    starts = Starts()
+    chain = (prep() | approval_graph() | post()).with_config(
+        configurable={"thread_id": "bound-3"}, callbacks=[starts]
+    )
+    router.register(LangChainAgent(chain, agent_id="support:refund:01"))
+    asked = await router.route("refund", {"messages": USER})
+    assert asked.status is ResultStatus.INPUT_REQUIRED, asked.error
+    runs = starts.runs
+    # The thread and the callbacks the binding gives reach the resumed run too.
+    done = await router.route("refund", None, resume="approved")
+    assert (done.status, done.payload) == (ResultStatus.OK, {"final": "refund approved"}), done.error
+    assert starts.runs > runs
+    assert router.catalog()[0].failures == 0
