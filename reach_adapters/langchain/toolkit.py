@@ -14,8 +14,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_vali
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.langchain.consensus import CONSENSUS_TOOL_NAME, ReachConsensusTool
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
-from reach_adapters.router import Capability, Router, parse_agent_id
-from reach_adapters.router.state import UNUSABLE_STATES
+from reach_adapters.router import UNUSABLE_STATES, Capability, Router, parse_agent_id
 
 __all__ = ["ReachToolkit"]
 

@@ -43,7 +43,7 @@ from reach_adapters.router.schemas import (
     schema_key,
     wrap_field,
 )
-from reach_adapters.router.state import AgentState
+from reach_adapters.router.state import UNUSABLE_STATES, AgentState
 
 __all__ = [
     "ABANDONED",
@@ -55,6 +55,7 @@ __all__ = [
     "CONSENSUS_TOOL_SCHEMA_KEY",
     "META_PREFIX",
     "UNKNOWN_OUTCOME",
+    "UNUSABLE_STATES",
     "Agent",
     "AgentBusyError",
     "AgentHandle",
