@@ -122,7 +122,8 @@ class ReachToolkit(BaseToolkit):
                     offered[name],
                     name=names[name],
                     handle_tool_error=self.handle_tool_error,
-                    namespace=homes.get(name),
+                    namespace=self.namespace,
+                    home=self._home if self.namespaces is not None else None,
                     principal=self.principal,
                     resume_with=self._resume_with,
                 )

@@ -275,6 +275,7 @@ class CapabilityTool(ReachTool):
         name: str,
         handle_tool_error: bool,
         namespace: str | None = None,
+        home: Callable[[str], str | None] | None = None,
         principal: str | None = None,
         resume_with: str | None = None,
     ) -> CapabilityTool:
@@ -290,6 +291,7 @@ class CapabilityTool(ReachTool):
             args_schema=for_models(args_schema),
             handle_tool_error=handle_tool_error,
             namespace=namespace,
+            home=home,
             principal=principal,
             resume_with=resume_with,
         )
@@ -300,9 +302,9 @@ class CapabilityTool(ReachTool):
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         self._check(arguments)
         payload: JsonValue = arguments.get("input") if self.wrapped else arguments
-        return RoutedCall(
-            "route", self.capability.name, payload, namespace=self.namespace, principal=self.principal
-        )
+        name = self.capability.name
+        namespace = self._namespace_of(name)
+        return RoutedCall("route", name, payload, namespace=namespace, principal=self.principal)
 
 
 class ReachAnyTool(ReachTool):

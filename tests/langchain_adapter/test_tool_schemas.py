@@ -438,6 +438,10 @@ async def test_the_toolkit_keeps_to_several_namespaces(router: Router) -> None:
         assert by_name.content == "shop:orders:01"
     invoice = await generic.ainvoke(call("reach_agent", {"target": "invoice"}))
     assert invoice.content == "billing:invoice:01"
+    # The namespace is chosen at each call, not when the tool was made: once shop's agent has
+    # left, the tool the model holds reaches billing's.
+    await router.deregister("shop:orders:01", drain_timeout=5)
+    assert (await tools["orders_lookup"].ainvoke(call("orders_lookup", {}))).content == "billing:lookup:01"
     outside = await generic.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
     assert "only agents of namespaces ['shop', 'billing'] are offered" in outside.content
     refused = await generic.ainvoke(call("reach_agent", {"target": "payroll"}))
