@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, types
 from mcp.client.context import ClientRequestContext
+from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_REQUEST,
@@ -349,3 +350,23 @@ async def test_a_question_asked_outside_any_call_is_refused_as_such() -> None:
         assert "the server asked outside any tool call" in capability.description
     finally:
         await agent.aclose()
+
+
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
+async def test_the_agent_declares_upstream_only_what_holds_for_every_caller(protocol: str) -> None:
+    # One session serves every caller: roots or sampling with tools declared on it would hold
+    # for callers that have other roots, or none.
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="caps", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        caps = ctx.session.client_capabilities
+        tools = caps.sampling is not None and caps.sampling.tools is not None
+        said = f"roots={caps.roots is not None} sampling={caps.sampling is not None} tools={tools}"
+        return types.CallToolResult(content=[TextContent(type="text", text=said)])
+
+    server = Server("caps", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with Router() as router:
+        router.register(await MCPServerAgent.connect("caps", server, options=MCPOptions(protocol=protocol)))
+        result = await router.route("caps", {})
+    assert result.payload == [{"type": "text", "text": "roots=False sampling=True tools=False"}], result.error
