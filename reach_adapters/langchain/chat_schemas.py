@@ -20,6 +20,8 @@ __all__ = [
     "DEFS",
     "MESSAGE_SCHEMA",
     "MODEL_MESSAGE_SCHEMA",
+    "chat_input",
+    "model_message_list",
     "payload_schema",
     "plain_fields",
     "text_to_chat",
@@ -64,6 +66,24 @@ MESSAGE_SCHEMA: dict[str, Any] = {
     "then": {"required": ["role"]},
     "else": {"properties": {"role": {"enum": list(ROLES)}}},
 }
+# A message as LangGraph's `add_messages` also reads it: a [role, content] pair (the tuples of
+# LangGraph's docs, as JSON).
+_MESSAGE_PAIR: dict[str, Any] = {
+    "type": "array",
+    "prefixItems": [{"enum": list(ROLES)}, MODEL_MESSAGE_SCHEMA["properties"]["content"]],
+    "minItems": 2,
+    "maxItems": 2,
+}
+# An item of what `add_messages` reads: a message dict or a pair. if/then/else rather than anyOf,
+# so that a wrong role is refused as such ("field 'messages.0.role': ..."), not as "no option".
+_CHAT_ITEM: dict[str, Any] = {
+    "type": ["object", "array"],
+    "if": {"type": "object"},
+    "then": MESSAGE_SCHEMA,
+    "else": _MESSAGE_PAIR,
+}
+# What a list of chat messages may hold: message dicts, or also pairs where `add_messages` reads it.
+_MESSAGE_ITEMS = (MESSAGE_SCHEMA, _CHAT_ITEM)
 
 # The $defs LangChain's schemas give messages, which the role/content form replaces.
 _MESSAGE_DEFS = frozenset(
@@ -163,17 +183,35 @@ def _without_options(node: Any, refs: set[str]) -> Any:
     return out
 
 
+def chat_input(said: dict[str, Any]) -> dict[str, Any]:
+    """The input schema of a key LangGraph's `add_messages` reduces, with what `said` says of it
+    (title, description): what `add_messages` reads, a list of message dicts and [role, content]
+    pairs, one message dict, or a string (a user message). Each keyword applies to its own type."""
+    return {
+        **said,
+        "type": ["array", "object", "string"],
+        "items": dict(_CHAT_ITEM),
+        "if": {"type": "object"},
+        "then": dict(MESSAGE_SCHEMA),
+    }
+
+
+def model_message_list(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The plain message list models are shown for a `chat_input` schema (the other forms add
+    nothing a model needs, and strict function calling takes no type lists), else None."""
+    if schema.get("items") != _CHAT_ITEM:
+        return None
+    said: dict[str, Any] = {key: schema[key] for key in ("title", "description") if key in schema}
+    return {**said, "type": "array", "items": dict(MESSAGE_SCHEMA)}
+
+
 def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
     """How a plain text task becomes the input of a chat agent with this input schema (a message
     list, or a state with ``messages``), as one user message; None when it takes no such input."""
     if schema.get("items") == MESSAGE_SCHEMA:
         return lambda text: [{"role": "user", "content": text}]
     messages = schema.get("properties", {}).get("messages")
-    if (
-        schema.get("type") == "object"
-        and isinstance(messages, dict)
-        and messages.get("items") == MESSAGE_SCHEMA
-    ):
+    if schema.get("type") == "object" and isinstance(messages, dict) and _lists_messages(messages):
         return lambda text: {"messages": [{"role": "user", "content": text}]}
     return None
 
@@ -200,8 +238,12 @@ def plain_fields(schema: dict[str, Any]) -> frozenset[str]:
     return frozenset(found)
 
 
+def _lists_messages(schema: dict[str, Any]) -> bool:
+    return schema.get("items") in _MESSAGE_ITEMS
+
+
 def _takes_messages(schema: dict[str, Any]) -> bool:
-    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
+    if schema == MESSAGE_SCHEMA or _lists_messages(schema):
         return True
     options = schema.get("anyOf") or schema.get("oneOf") or []
     return any(isinstance(option, dict) and _takes_messages(option) for option in options)
@@ -209,10 +251,10 @@ def _takes_messages(schema: dict[str, Any]) -> bool:
 
 def _is_chat_schema(schema: dict[str, Any]) -> bool:
     """A schema (after `with_message_schema`) of a message, a message list, or a state with messages."""
-    if schema == MESSAGE_SCHEMA or schema.get("items") == MESSAGE_SCHEMA:
+    if schema == MESSAGE_SCHEMA or _lists_messages(schema):
         return True
     messages = schema.get("properties", {}).get("messages")
-    return isinstance(messages, dict) and messages.get("items") == MESSAGE_SCHEMA
+    return isinstance(messages, dict) and _lists_messages(messages)
 
 
 def payload_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFal
 from langchain_core.runnables.base import RunnableBindingBase
 from pydantic import ConfigDict, create_model
 
-from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, chat_input
 from reach_adapters.langchain.config import thread_of
 
 __all__ = [
@@ -219,7 +219,8 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     value, so neither schema of a TypedDict state requires a key; except the keys of an input
     schema the graph's author declared (``StateGraph(State, input_schema=Input)``), which stay
     as declared. A key that LangGraph's ``add_messages`` reduces holds chat messages, however
-    loosely its items are typed (the quickstart's ``Annotated[list, add_messages]``).
+    loosely its items are typed (the quickstart's ``Annotated[list, add_messages]``), and takes
+    as input whatever ``add_messages`` reads: a list, one message, or a string.
     """
     builder = graph.builder
     state = builder.state_schema
@@ -233,7 +234,7 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)
     chat = _message_keys(builder)
-    return _with_messages(inputs, chat), _with_messages(outputs, chat)
+    return _with_messages(inputs, chat, chat_input), _with_messages(outputs, chat, _message_list)
 
 
 def _message_keys(builder: Any) -> frozenset[str]:
@@ -248,23 +249,30 @@ def _message_keys(builder: Any) -> frozenset[str]:
     )
 
 
-def _with_messages(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
-    """`schema` with `keys` described as lists of chat messages, whatever their annotation says
-    (``list``, ``list[dict]``, ``Any``...): ``add_messages`` makes a message of every item, and
-    the converter and the payload schema of a chat output take them so."""
+def _with_messages(
+    schema: dict[str, Any] | None, keys: frozenset[str], describe: Callable[[dict[str, Any]], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """`schema` with `keys` described as chat messages by `describe` (given their title and
+    description), whatever their annotation says (``list``, ``list[dict]``, ``Any``...):
+    ``add_messages`` makes a message of every item, and the converter and the payload schema of
+    a chat output take them so."""
     properties = schema.get("properties") if schema else None
     if schema is None or not keys or not isinstance(properties, dict):
         return schema
     typed = {
-        name: _message_list(field) if name in keys and isinstance(field, dict) else field
+        name: describe(_said(field)) if name in keys and isinstance(field, dict) else field
         for name, field in properties.items()
     }
     return {**schema, "properties": typed}
 
 
-def _message_list(field: dict[str, Any]) -> dict[str, Any]:
-    """A list of chat messages, with the title and description `field` has."""
-    said: dict[str, Any] = {key: field[key] for key in ("title", "description") if key in field}
+def _said(field: dict[str, Any]) -> dict[str, Any]:
+    """The title and description `field` has."""
+    return {key: field[key] for key in ("title", "description") if key in field}
+
+
+def _message_list(said: dict[str, Any]) -> dict[str, Any]:
+    """A list of chat messages: what an output's ``add_messages`` key holds."""
     return {**said, "type": "array", "items": dict(MESSAGE_SCHEMA)}
 
 

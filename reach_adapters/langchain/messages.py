@@ -31,6 +31,7 @@ __all__ = [
     "is_message_dict",
     "is_message_list",
     "message_from_dict",
+    "message_from_item",
     "message_to_dict",
     "run_messages",
 ]
@@ -89,8 +90,25 @@ def is_message_dict(value: object) -> TypeGuard[Mapping[str, Any]]:
 
 
 def is_message_list(value: object) -> TypeGuard[list[Any]]:
-    """True for a non-empty list in which every item is a message dict."""
-    return isinstance(value, list) and bool(value) and all(is_message_dict(item) for item in value)
+    """True for a non-empty list in which every item is a message dict or a [role, content] pair
+    (LangChain reads both wherever it takes messages)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(is_message_dict(item) or _is_pair(item) for item in value)
+    )
+
+
+def _is_pair(value: object) -> TypeGuard[list[Any]]:
+    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and value[0] in _KNOWN
+
+
+def message_from_item(item: Any, *, where: str = "payload") -> BaseMessage:
+    """Rebuild a message from an item of a message list: a message dict or a [role, content] pair."""
+    if _is_pair(item):
+        role, content = item
+        return message_from_dict({"role": role, "content": content}, where=where)
+    return message_from_dict(item, where=where)
 
 
 def message_from_dict(data: Mapping[str, Any], *, where: str = "payload") -> BaseMessage:
@@ -146,11 +164,16 @@ def run_messages(messages: list[BaseMessage], sent: JsonValue) -> list[BaseMessa
     earlier turns, if any), so the run's own messages are those after the last message sent.
     An output that does not hold that message (a chat model's reply, say) is all the run's own.
     """
-    history = sent.get("messages") if isinstance(sent, dict) else sent
+    history: object = sent.get("messages") if isinstance(sent, dict) else sent
+    # LangGraph's add_messages takes one message as well: a dict, or a string (a user message).
+    if isinstance(history, str):
+        history = [{"role": "user", "content": history}]
+    elif is_message_dict(history):
+        history = [history]
     if not is_message_list(history):
         return messages
     try:
-        last = message_from_dict(history[-1])
+        last = message_from_item(history[-1])
     except InvalidMessageError:
         # A custom converter may send these dicts some other way; nothing to anchor on then.
         return messages

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
-from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
 
 __all__ = ["for_models"]
 
@@ -30,8 +30,8 @@ def for_models(schema: dict[str, Any]) -> dict[str, Any]:
     declares its items (a tuple's as any of its members), a `$ref` that would close a cycle (to
     a definition of either draft, the root ``#``, or any JSON pointer into the schema such as
     zod-to-json-schema's ``#/properties/tree``) is a plain object instead, and a chat message
-    takes the role/content form only. The arguments are still checked against the
-    capability's own schema."""
+    takes the role/content form only (a graph's messages a list of them). The arguments are
+    still checked against the capability's own schema."""
     sites = {site: (target, defs_at) for site, target, defs_at in _ref_sites(schema, (), -1)}
     out: dict[str, Any] = _fix(schema, (), _cuts(sites))
     return out
@@ -114,6 +114,7 @@ def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
         return {"type": "object"}
     if node == MESSAGE_SCHEMA:
         return dict(MODEL_MESSAGE_SCHEMA)
+    node = model_message_list(node) or node
     out = {
         key: {name: _fix(body, (*path, key, name), cut) for name, body in value.items()}
         if key in _NAMED and isinstance(value, dict)

@@ -42,16 +42,25 @@ def task_text(message: ReachMessage) -> str | None:
             if isinstance(value, str) and value:
                 return value
         messages = payload.get("messages")
-        if isinstance(messages, list):
-            return _last_user_text(messages)
+        # LangGraph's add_messages takes one message (a string is a user message) or a list.
+        if isinstance(messages, str):
+            return messages or None
+        if isinstance(messages, dict | list):
+            return _last_user_text(messages if isinstance(messages, list) else [messages])
     return None
 
 
 def _last_user_text(messages: list[Any]) -> str | None:
-    """The text of the last user message of a chat payload (role/content dicts)."""
+    """The text of the last user message of a chat payload (role/content dicts, or LangGraph's
+    [role, content] pairs)."""
     for item in reversed(messages):
-        if isinstance(item, dict) and item.get("role", item.get("type")) in ("user", "human"):
-            content = item.get("content")
+        if isinstance(item, list) and len(item) == 2:
+            role, content = item
+        elif isinstance(item, dict):
+            role, content = item.get("role", item.get("type")), item.get("content")
+        else:
+            continue
+        if role in ("user", "human"):
             if isinstance(content, str):
                 return content or None
             if isinstance(content, list):

@@ -54,17 +54,66 @@ def compiled_validator(key: str) -> CompiledSchema:
     return jsonschema_rs.validator_for(json.loads(key))
 
 
+# A value none of whose options fit; the errors of each option are in its context.
+_UNIONS = (jsonschema_rs.ValidationErrorKind.AnyOf, jsonschema_rs.ValidationErrorKind.OneOfNotValid)
+_TYPE_NAMES = {
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
 def first_error(validator: CompiledSchema, instance: Any, root: str = "(payload)") -> str | None:
     """The first validation error as one line naming the field (`root` for the whole instance),
-    or None when valid."""
-    for err in validator.iter_errors(instance):
+    or None when valid. Only runs on a payload found invalid, so it may take its time."""
+    for found in validator.iter_errors(instance):
+        err = _in_union(found)
         path = [str(p) for p in err.instance_path]
         if isinstance(err.kind, jsonschema_rs.ValidationErrorKind.Required):
             # Name the missing field itself, not the object that lacks it.
             path.append(str(err.kind.property).strip('"'))
         where = ".".join(path) or root
-        return f"field '{where}': {err.message}"
+        return f"field '{where}': {err.message}{_expected(err)}"
     return None
+
+
+def _in_union(err: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
+    """For a value no option of an anyOf/oneOf takes: when one option alone takes values of its
+    type, that option's own first error (it says what is wrong inside), else `err` itself."""
+    if not isinstance(err.kind, _UNIONS):
+        return err
+    fitting = [option for option in err.kind.context if option and not _wrong_types(option, err)]
+    return _in_union(fitting[0][0]) if len(fitting) == 1 else err
+
+
+def _wrong_types(
+    option: list[jsonschema_rs.ValidationError], err: jsonschema_rs.ValidationError
+) -> list[str]:
+    """The types an `option` of a union takes, when it refused the value `err` is about for its type."""
+    here = err.instance_path
+    return [
+        kind
+        for each in option
+        if isinstance(each.kind, jsonschema_rs.ValidationErrorKind.Type) and each.instance_path == here
+        for kind in each.kind.types
+    ]
+
+
+def _expected(err: jsonschema_rs.ValidationError) -> str:
+    """What a union takes, when no option takes values of this type: "; expected a string or an
+    array" (the bare "not valid under any of the schemas" says nothing of what would be)."""
+    if not isinstance(err.kind, _UNIONS):
+        return ""
+    kinds = [_wrong_types(option, err) for option in err.kind.context]
+    if not all(kinds):
+        return ""
+    names = [_TYPE_NAMES.get(kind, kind) for kind in dict.fromkeys(k for each in kinds for k in each)]
+    *others, last = names
+    return f"; expected {', '.join(others)} or {last}" if others else f"; expected {last}"
 
 
 _KINDS: tuple[tuple[type, str], ...] = (

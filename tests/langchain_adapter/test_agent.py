@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
@@ -17,6 +18,7 @@ from examples.langchain_demo.agents import scripted
 from middleware import ReachMessage, ReachResult, ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent, LangChainConverter
+from reach_adapters.router.matching import task_text
 
 
 def info(router: Router, agent_id: str) -> Any:
@@ -235,6 +237,29 @@ async def test_chat_agents_refuse_unknown_roles_before_running(router: Router) -
     assert result.status is ResultStatus.INVALID
     assert "field 'messages.0.role'" in (result.error or "")
     assert info(router, "support:chat:01").calls == 0
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        "hi",
+        {"role": "user", "content": "hi"},
+        [["user", "hi"]],  # the tuples of LangGraph's docs, as JSON
+        [{"role": "system", "content": "Be brief."}, ["user", "hi"]],
+    ],
+)
+async def test_a_chat_agent_takes_every_form_add_messages_reads(router: Router, messages: Any) -> None:
+    model = scripted(AIMessage("hello"), repeat=True)
+    router.register(LangChainAgent(create_agent(model, tools=[]), agent_id="support:chat:01"))
+    payload = {"messages": messages}
+
+    result = await router.route("chat", payload)
+
+    assert (result.status, result.payload) == (ResultStatus.OK, "hello"), result.error
+    output: Any = result.extra["output"]
+    asked = output["messages"][-2]
+    assert (asked["role"], asked["content"]) == ("user", "hi")
+    assert task_text(ReachMessage(raw_payload=payload)) == "hi"  # what matching reads of it
 
 
 async def test_a_chat_agent_declared_with_keywords_only_takes_text_as_a_user_message(router: Router) -> None:

@@ -100,7 +100,8 @@ def test_a_create_agent_agent_takes_role_content_messages() -> None:
     assert "$defs" not in cap.input_schema  # LangChain's message classes are gone, not just unused
     validator = Draft202012Validator(cap.input_schema)
     assert validator.is_valid({"messages": [{"role": "user", "content": "refund 42"}]})
-    assert not validator.is_valid({"messages": "refund 42"})
+    assert validator.is_valid({"messages": "refund 42"})  # add_messages reads a string as well
+    assert not validator.is_valid({"messages": 42})
     assert not validator.is_valid({"messages": [{"content": "no role"}]})
     assert cap.output_schema is None  # text, or the structured response when one is asked for
 

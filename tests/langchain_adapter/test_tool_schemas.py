@@ -23,6 +23,7 @@ from examples.langchain_demo.agents import scripted
 from middleware import ReachResult, ResultStatus
 from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
+from reach_adapters.langchain.chat_schemas import MODEL_MESSAGE_SCHEMA
 from reach_adapters.langchain.tools import called_thread
 from tests.langchain_adapter.test_patterns import USER, approval_graph, chain_graph
 
@@ -96,6 +97,20 @@ def test_every_derived_tool_passes_a_strict_function_calling_check(router: Route
     tools = ReachToolkit(router).get_tools()
     assert len(tools) == 1 + len(runnables)
     assert {tool.name: strict_problems(tool) for tool in tools} == {tool.name: [] for tool in tools}
+
+
+def test_models_are_shown_a_graphs_messages_as_a_plain_message_list(router: Router) -> None:
+    router.register(LangChainAgent(create_agent(scripted(AIMessage("x")), tools=[]), agent_id="a:assist:01"))
+    (tool,) = ReachToolkit(router, include_generic=False).get_tools()
+
+    shown = tool.tool_call_schema
+    assert isinstance(shown, dict)
+    # The strings, single messages and pairs callers may send too are no form a model needs.
+    assert shown["properties"]["messages"] == {
+        "title": "Messages",
+        "type": "array",
+        "items": MODEL_MESSAGE_SCHEMA,
+    }
 
 
 def test_a_capability_registered_later_never_takes_an_existing_tools_name(router: Router) -> None:
