@@ -23,7 +23,7 @@ from middleware.fast import amend
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.router import UNKNOWN_OUTCOME, ErrorKind, error_result, onward, time_left
+from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
 __all__ = ["ToolRoute", "call_tool"]
 
@@ -73,6 +73,8 @@ async def call_tool(
         with relays.calling() as call:
             relay = call.relay
             if relay is not None:
+                # While the server's questions wait on the caller, the time is the caller's.
+                call.waiting = CallerWait()
                 # What the calling client put in its request's `_meta` (for the call it made, not
                 # calls made for it), and its opt-in to log messages, passed on to the server as
                 # the client would have sent them.

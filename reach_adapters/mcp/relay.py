@@ -53,6 +53,7 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters.mcp.converter import HOP_META
+from reach_adapters.router import CallerWait
 
 __all__ = ["Call", "Relay", "Relays", "relaying", "serving"]
 
@@ -182,23 +183,30 @@ class Relay:
         return None
 
     async def _ask(self, call: Call, request: InputRequest, kind: type[_R]) -> _R | ErrorData:
-        """The caller's answer; when it gives none or an error, the refusal is the caller's."""
-        if self.rounds:
-            future: asyncio.Future[InputResponse | None] = asyncio.get_running_loop().create_future()
-            key = f"{request.method}-{next(self._keys)}"
-            self._unsent[key] = (request, future)
-            if self._woken is not None and not self._woken.done():
-                self._woken.set_result(None)
-            answer = await future
-            if answer is None:
-                return call.refuse(f"the MCP client calling through agent-reach sent no answer for {key!r}")
-            return kind.model_validate(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
-        related = ServerMessageMetadata(related_request_id=self._ctx.request_id)
-        try:
-            return await self._ctx.session.send_request(request, kind, metadata=related)
-        except MCPError as exc:
-            # The caller's own refusal goes back upstream as it was given.
-            return call.refused(exc.error)
+        """The caller's answer; when it gives none or an error, the refusal is the caller's. The
+        time it takes is the caller's (`CallerWait`): a deadline passing meanwhile is not the
+        upstream's fault."""
+        with call.waiting:
+            if self.rounds:
+                return await self._next_round(call, request, kind)
+            related = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+            try:
+                return await self._ctx.session.send_request(request, kind, metadata=related)
+            except MCPError as exc:
+                # The caller's own refusal goes back upstream as it was given.
+                return call.refused(exc.error)
+
+    async def _next_round(self, call: Call, request: InputRequest, kind: type[_R]) -> _R | ErrorData:
+        """The answer to `request` from the caller's next round (`rounds`)."""
+        future: asyncio.Future[InputResponse | None] = asyncio.get_running_loop().create_future()
+        key = f"{request.method}-{next(self._keys)}"
+        self._unsent[key] = (request, future)
+        if self._woken is not None and not self._woken.done():
+            self._woken.set_result(None)
+        answer = await future
+        if answer is None:
+            return call.refuse(f"the MCP client calling through agent-reach sent no answer for {key!r}")
+        return kind.model_validate(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
 def serving(task_id: str) -> None:
@@ -225,7 +233,10 @@ class Call:
     Its own context manager (`Relays.calling`): one object a call, where a generator-based one
     would add a generator and a wrapper to every call on the session."""
 
-    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed")
+    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed", "waiting")
+
+    # Set (by `call_tool`, in the delivery's task) only on a call with a relay: others pay nothing.
+    waiting: CallerWait
 
     def __init__(self, owner: Relays, relay: Relay | None) -> None:
         self.owner = owner
