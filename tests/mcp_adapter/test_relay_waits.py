@@ -1,6 +1,7 @@
 """Time an upstream spends waiting on the answer of the MCP client whose call the router relays is
 that client's (DESIGN §6): a caller that never answers, answers too late or leaves must not time
-out, or quarantine, a healthy server."""
+out, or quarantine, a healthy server; and a caller's question still open when its call ends is
+withdrawn, as it would be directly."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ async def test_a_2026_caller_that_never_comes_back_is_to_blame_for_the_timeout(
 
 
 @pytest.mark.parametrize("transport", ["in-process", "stdio"])
-async def test_a_2025_caller_that_answers_too_late_is_to_blame_for_the_timeout(
+async def test_a_2025_caller_that_answers_too_late_is_to_blame_and_its_question_withdrawn(
     router: Router, transport: str
 ) -> None:
     caller = SlowCaller()
@@ -106,5 +107,36 @@ async def test_a_2025_caller_that_answers_too_late_is_to_blame_for_the_timeout(
             assert answer.meta["agent-reach/fault"] == "caller"
             text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
             assert "asked its caller for input" in text
+        await eventually(lambda: caller.withdrawn == 3, what="the questions to be withdrawn")
     assert caller.asked == 3
     assert_the_callers_timeouts(router, 3)
+
+
+@pytest.mark.parametrize("transport", ["in-process", "stdio"])
+async def test_cancelling_a_call_withdraws_the_question_its_upstream_put_to_the_caller(
+    router: Router, transport: str
+) -> None:
+    caller = SlowCaller()
+    # The default timeout: the call is cancelled long before it.
+    gateway = await serve(router, transport, 30_000)
+    async with gateway, Client(gateway.url, mode="legacy", elicitation_callback=caller.on_elicit) as client:
+        call = asyncio.create_task(client.call_tool("ask_mid_call", {}))
+        await eventually(lambda: caller.asked == 1, what="the caller to be asked")
+        call.cancel()
+        await asyncio.gather(call, return_exceptions=True)
+        # Directly, the server's cancelled tool withdraws its question: through the router too.
+        await eventually(lambda: caller.withdrawn == 1, what="the question to be withdrawn")
+    assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
+
+
+@pytest.mark.parametrize("transport", ["in-process", "stdio"])
+async def test_a_question_the_upstream_withdraws_is_withdrawn_at_the_caller(
+    router: Router, transport: str
+) -> None:
+    caller = SlowCaller()
+    gateway = await serve(router, transport, 30_000)
+    async with gateway, Client(gateway.url, mode="legacy", elicitation_callback=caller.on_elicit) as client:
+        answer = await client.call_tool("ask_then_give_up", {})
+        assert answer.structured_content == {"result": "gave up"}
+        await eventually(lambda: caller.withdrawn == 1, what="the question to be withdrawn")
+    assert caller.asked == 1
