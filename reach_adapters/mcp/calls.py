@@ -23,7 +23,7 @@ from middleware.fast import amend
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.router import UNKNOWN_OUTCOME, ErrorKind, error_result, onward, time_left
+from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
 __all__ = ["ToolRoute", "call_tool"]
 
@@ -73,6 +73,8 @@ async def call_tool(
         with relays.calling() as call:
             relay = call.relay
             if relay is not None:
+                # While the server's questions wait on the caller, the time is the caller's.
+                call.waiting = CallerWait()
                 # What the calling client put in its request's `_meta` (for the call it made, not
                 # calls made for it), and its opt-in to log messages, passed on to the server as
                 # the client would have sent them.
@@ -185,8 +187,12 @@ def _not_carried(agent_id: str, tool: str, exc: MCPError, relaying: bool) -> str
         if _NO_BACK_CHANNEL in said:
             fix += " and protocol 2025-11-25 (MCPOptions(protocol='2025-11-25'))"
     elif exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
-        # Sampling (with tools), elicitation and roots are declared and relayed: this is more.
-        fix = "agent-reach relays no more than sampling, elicitation and roots; call the server directly"
+        # Sampling and elicitation are declared and relayed; roots and sampling with tools, which
+        # would hold for every caller of the one session, are not (docs/mcp.md).
+        fix = (
+            "agent-reach relays sampling (without tools) and elicitation only, not roots; "
+            "call the server directly"
+        )
     else:
         fix = "connect the server with MCPOptions(protocol='2025-11-25')"
     return (

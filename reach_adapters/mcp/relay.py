@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any, TypeVar, cast
 
+import anyio
 from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -48,6 +49,7 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters.mcp.converter import HOP_META
+from reach_adapters.router import CallerWait
 
 __all__ = ["Call", "Relay", "Relays", "relaying", "serving"]
 
@@ -68,6 +70,8 @@ _LEVELS: list[LoggingLevel] = [
 # The progress token as the SDK reads a request's `_meta` (and as it is on the wire).
 _TOKEN = frozenset({"progress_token", "progressToken"})
 _Sampled = CreateMessageResult | CreateMessageResultWithTools
+# How long a caller's request that ended waits for its open questions to be withdrawn.
+_WITHDRAW_S = 1.0
 _R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult)
 
 
@@ -92,6 +96,14 @@ class Relay:
         self._unsent: dict[str, tuple[InputRequest, asyncio.Future[InputResponse | None]]] = {}
         self._sent: dict[str, asyncio.Future[InputResponse | None]] = {}
         self._woken: asyncio.Future[None] | None = None
+        # Requests forwarded to a 2025 caller awaiting its answer.
+        self._asking: set[asyncio.Future[Any]] = set()
+        self._ended = False
+
+    @property
+    def asking(self) -> bool:
+        """Whether a request forwarded to the caller still awaits its answer (then `end` it)."""
+        return bool(self._asking)
 
     def wake_on_question(self) -> asyncio.Future[None]:
         """A future that is done when the upstream asks the caller something not yet handed over."""
@@ -167,26 +179,62 @@ class Relay:
             return call.refuse(msg)
         return None
 
-    async def _ask(
-        self, call: Call, request: CreateMessageRequest | ElicitRequest, kind: type[_R]
-    ) -> _R | ErrorData:
-        """The caller's answer; when it gives none or an error, the refusal is the caller's."""
-        if self.rounds:
-            future: asyncio.Future[InputResponse | None] = asyncio.get_running_loop().create_future()
-            key = f"{request.method}-{next(self._keys)}"
-            self._unsent[key] = (request, future)
-            if self._woken is not None and not self._woken.done():
-                self._woken.set_result(None)
-            answer = await future
-            if answer is None:
-                return call.refuse(f"the MCP client calling through agent-reach sent no answer for {key!r}")
-            return kind.model_validate(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
-        related = ServerMessageMetadata(related_request_id=self._ctx.request_id)
-        try:
-            return await self._ctx.session.send_request(request, kind, metadata=related)
-        except MCPError as exc:
-            # The caller's own refusal goes back upstream as it was given.
-            return call.refused(exc.error)
+    async def _ask(self, call: Call, request: InputRequest, kind: type[_R]) -> _R | ErrorData:
+        """The caller's answer; when it gives none or an error, the refusal is the caller's. The
+        time it takes is the caller's (`CallerWait`): a deadline passing meanwhile is not the
+        upstream's fault."""
+        with call.waiting:
+            if self.rounds:
+                return await self._next_round(call, request, kind)
+            related = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+            # A task of its own, so that the caller's request ending withdraws it (`end`).
+            sent = asyncio.ensure_future(self._ctx.session.send_request(request, kind, metadata=related))
+            self._asking.add(sent)
+            try:
+                # Shielded: a cancel scope re-cancels its task until it leaves, and each cancel
+                # would reach `sent`, cutting short the notice withdrawing it (`finally`).
+                return await asyncio.shield(sent)
+            except MCPError as exc:
+                # The caller's own refusal goes back upstream as it was given.
+                return call.refused(exc.error)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not self._ended or (task is not None and task.cancelling()):
+                    raise
+                # Withdrawn by `end`, not by the upstream: it hears that nobody will answer.
+                return call.refuse("the MCP client's call through agent-reach ended before it answered")
+            finally:
+                self._asking.discard(sent)
+                # Withdrawn by the upstream (its question cancelled): withdrawn at the caller too,
+                # once (the SDK then tells the caller).
+                sent.cancel()
+
+    async def _next_round(self, call: Call, request: InputRequest, kind: type[_R]) -> _R | ErrorData:
+        """The answer to `request` from the caller's next round (`rounds`)."""
+        future: asyncio.Future[InputResponse | None] = asyncio.get_running_loop().create_future()
+        key = f"{request.method}-{next(self._keys)}"
+        self._unsent[key] = (request, future)
+        if self._woken is not None and not self._woken.done():
+            self._woken.set_result(None)
+        answer = await future
+        if answer is None:
+            return call.refuse(f"the MCP client calling through agent-reach sent no answer for {key!r}")
+        return kind.model_validate(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+    async def end(self) -> None:
+        """The caller's request is over (answered, timed out or cancelled): withdraw what the
+        upstream still asks it (the SDK sends ``notifications/cancelled``), while the request's
+        stream can still carry the notice; the upstream, cancelled too, withdraws its question
+        only later, once that stream is closed."""
+        self._ended = True
+        asking = list(self._asking)
+        if not asking:
+            return
+        for sent in asking:
+            sent.cancel()
+        # Shielded: the request ending may be its own cancellation; bounded: a wedged transport.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_WITHDRAW_S):
+            await asyncio.wait(asking)
 
 
 def serving(task_id: str) -> None:
@@ -213,7 +261,10 @@ class Call:
     Its own context manager (`Relays.calling`): one object a call, where a generator-based one
     would add a generator and a wrapper to every call on the session."""
 
-    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed")
+    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed", "waiting")
+
+    # Set (by `call_tool`, in the delivery's task) only on a call with a relay: others pay nothing.
+    waiting: CallerWait
 
     def __init__(self, owner: Relays, relay: Relay | None) -> None:
         self.owner = owner

@@ -180,8 +180,15 @@ class RouterMCPServer:
                     return outcome
                 result = outcome
             else:
-                with relaying(Relay(ctx)):
-                    result = await dispatch()
+                relay = Relay(ctx)
+                try:
+                    with relaying(relay):
+                        result = await dispatch()
+                finally:
+                    if relay.asking:
+                        # Questions still open at the caller are withdrawn while its request's
+                        # stream can carry the notice.
+                        await relay.end()
         except ReachError as exc:
             text = f"{type(exc).__name__}: {exc}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

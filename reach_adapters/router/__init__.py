@@ -22,6 +22,7 @@ from reach_adapters.router.consensus.tool import tool_options as consensus_tool_
 from reach_adapters.router.decisions import DecisionRecord, ExclusionKind
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
+from reach_adapters.router.hops import CallerWait
 from reach_adapters.router.identity import AgentId, agent_id_part, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward, time_left
@@ -63,6 +64,7 @@ __all__ = [
     "AgentState",
     "CallOptions",
     "CallStyle",
+    "CallerWait",
     "Capability",
     "DecisionRecord",
     "ErrorKind",

@@ -47,10 +47,11 @@ class Expiry:
 
     `outer` is the delivery this one is nested in (its agent awaits this routed call, in its own
     task or another), `inners` those nested in it while they run; `cut_inner` the last of them
-    (or of theirs) cut; `held`: it was held back once for them.
+    (or of theirs) cut; `held`: it was held back once for them; `asking`: questions of the agent
+    waiting on its caller's answer (`hops.CallerWait`), which make a timeout the caller's.
     """
 
-    __slots__ = ("active", "cut_inner", "fired", "held", "inners", "outer", "task", "when")
+    __slots__ = ("active", "asking", "cut_inner", "fired", "held", "inners", "outer", "task", "when")
 
     def __init__(self, task: asyncio.Task[object], when: float, outer: Expiry | None) -> None:
         self.task = task
@@ -58,6 +59,7 @@ class Expiry:
         self.active = True
         self.fired = False
         self.held = False
+        self.asking = 0
         self.cut_inner: Expiry | None = None
         self.inners: list[Expiry] | None = None
         self.outer = outer

@@ -131,7 +131,7 @@ async def deliver(
         finally:
             flight.exit()
     except TimeoutError:
-        result = timed_out(message, slot, budget)
+        result = timed_out(message, slot, budget, flight.on_caller())
     except asyncio.CancelledError as cancelled:
         flight.abandon()
         compensate_later(slot, message, cancelled)

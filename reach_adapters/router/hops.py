@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from reach_adapters.router.state import Slot
 
 __all__ = [
+    "CallerWait",
     "Hop",
     "current_guard",
     "current_hop",
@@ -100,6 +101,34 @@ def enter_hop(hop: Hop) -> Token[Hop | None]:
 
 def leave_hop(token: Token[Hop | None]) -> None:
     _current.reset(token)
+
+
+class CallerWait:
+    """For an agent that, mid-call, waits on an answer from the caller of its call (an MCP
+    server's elicitation or sampling, relayed to the MCP client that made the call): that time is
+    the caller's, so a deadline that passes meanwhile is the caller's fault, never counted
+    against the agent, and not retried.
+
+    Made in the task running the delivery (it belongs to the delivery running there; outside one
+    it does nothing); entered, from any task, for as long as a question waits on the caller.
+    """
+
+    __slots__ = ("_expiry",)
+
+    def __init__(self) -> None:
+        hop = _current.get()
+        self._expiry = None if hop is None else hop.expiry
+
+    def __enter__(self) -> None:
+        if self._expiry is not None:
+            self._expiry.asking += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        expiry = self._expiry
+        # A wait the deadline cut stays counted until the timeout is judged, which comes after
+        # this when the wait runs in the delivery's own task.
+        if expiry is not None and not expiry.fired:
+            expiry.asking -= 1
 
 
 _reach: ContextVar[MetaInfo | None] = ContextVar("agent_reach_task", default=None)

@@ -77,6 +77,10 @@ class InFlight:
             )
             raise AgentCancelledError(msg) from None
 
+    def on_caller(self) -> bool:
+        """Whether the agent was waiting on its caller's answer when its time ran out (`CallerWait`)."""
+        return self._expiry.asking > 0
+
     def exit(self) -> None:
         """The agent's step is over (``finally``): out of the hop, off the watchdog."""
         leave_hop(self._token)

@@ -199,13 +199,30 @@ def _log_exception(
         logger.debug("traceback of agent %s on task %s", agent_id, message.meta_info.task_id, exc_info=exc)
 
 
-def timed_out(message: ReachMessage, slot: Slot, budget_s: float) -> ReachResult:
+def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: bool) -> ReachResult:
     """A delivery that ran out of time: the agent's failure only if it had the time it usually
     needs (twice its average latency); less time (left after queueing, a per-attempt share, a
-    tight caller deadline) is not held against it."""
+    tight caller deadline) is not held against it, nor time it was waiting, `on_caller`, for its
+    caller's answer to a question it asked (DESIGN §6: a caller that does not answer, or left,
+    must not quarantine a healthy agent)."""
     runtime = slot.runtime
     usual = runtime.usual_ms
     budget_ms = budget_s * 1000.0
+    if on_caller:
+        error = (
+            f"agent {runtime.agent_id} asked its caller for input and had no answer within "
+            f"{budget_ms:.0f} ms; answer its questions within the call's time (not held against "
+            f"the agent); {UNKNOWN_OUTCOME}"
+        )
+        return error_result(
+            message,
+            ResultStatus.TIMEOUT,
+            ErrorKind.TIMEOUT,
+            error,
+            fault=Fault.CALLER,
+            agent_id=runtime.agent_id,
+            delivered=True,
+        )
     error = f"agent {runtime.agent_id} did not answer within {budget_ms:.0f} ms; {UNKNOWN_OUTCOME}"
     fault = Fault.AGENT
     if usual is not None and budget_ms < 2 * usual:

@@ -205,7 +205,7 @@ class _Stream:
         except StopAsyncIteration:
             return END
         except TimeoutError:
-            return timed_out(self.message, self.slot, budget_s)
+            return timed_out(self.message, self.slot, budget_s, flight.on_caller())
         except StreamEnded as ended:
             return returned(self.message, self.slot.runtime.agent_id, ended.result)
         except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result

@@ -59,6 +59,15 @@ async def ask_mid_call(ctx: Context) -> str:
 
 
 @server.tool()
+async def ask_then_give_up(ctx: Context) -> str:
+    """Ask the 2025 way, and withdraw the question (cancel the request) when it is not answered at once."""
+    with anyio.move_on_after(0.2):
+        answer = await ctx.elicit("Your name?", Name)
+        return answer.action
+    return "gave up"
+
+
+@server.tool()
 async def can_ask(ctx: Context) -> bool:
     """Whether the client declared elicitation."""
     capabilities = ctx.client_capabilities
