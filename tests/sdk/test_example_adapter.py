@@ -126,8 +126,10 @@ async def test_deadline_is_respected_and_passed_on(router: Router) -> None:
     passed_on = told.payload["timeout_ms"]
     assert isinstance(passed_on, int)
     assert 0 < passed_on <= 5_000
+    # The agent's own 30 s limit, less the moments spent on the way (a few ms on a loaded machine).
     unbounded = await router.route("budget", {})
-    assert unbounded.payload == {"timeout_ms": 30_000}
+    assert isinstance(unbounded.payload, dict)
+    assert 25_000 < unbounded.payload["timeout_ms"] <= 30_000
 
 
 def test_time_left() -> None:
