@@ -25,7 +25,6 @@ from reach_adapters.langchain.messages import (
     is_message_dict,
     is_message_list,
     message_from_dict,
-    message_from_item,
     message_to_dict,
     run_messages,
 )
@@ -164,7 +163,7 @@ def _from_json(value: JsonValue, *, single: bool, where: str) -> Any:
     if single and is_message_dict(value):
         return message_from_dict(value, where=where)
     if is_message_list(value):
-        return [message_from_item(item, where=f"{where}[{i}]") for i, item in enumerate(value)]
+        return [message_from_dict(item, where=f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, dict) and any(
         type(item) is list and is_message_list(item) for item in value.values()
     ):

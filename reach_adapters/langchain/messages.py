@@ -89,13 +89,14 @@ def is_message_dict(value: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(kind, str) and kind in _KNOWN
 
 
-def is_message_list(value: object) -> TypeGuard[list[Any]]:
-    """True for a non-empty list in which every item is a message dict or a [role, content] pair
-    (LangChain reads both wherever it takes messages)."""
+def is_message_list(value: object, *, pairs: bool = False) -> TypeGuard[list[Any]]:
+    """True for a non-empty list in which every item is a message dict; with `pairs`, or a
+    [role, content] pair, which LangGraph's ``add_messages`` reads too. The converter leaves pairs
+    as they are, for ``add_messages`` to read: elsewhere a list of pairs is most often plain data."""
     return (
         isinstance(value, list)
         and bool(value)
-        and all(is_message_dict(item) or _is_pair(item) for item in value)
+        and all(is_message_dict(item) or (pairs and _is_pair(item)) for item in value)
     )
 
 
@@ -170,7 +171,7 @@ def run_messages(messages: list[BaseMessage], sent: JsonValue) -> list[BaseMessa
         history = [{"role": "user", "content": history}]
     elif is_message_dict(history):
         history = [history]
-    if not is_message_list(history):
+    if not is_message_list(history, pairs=True):
         return messages
     try:
         last = message_from_item(history[-1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ChatMessage
+from langchain_core.runnables import RunnableLambda
 
 from examples.langchain_demo.agents import scripted
 from middleware import Fault, ReachResult, ResultStatus
@@ -54,3 +55,13 @@ async def test_text_reaches_a_chat_agent_declared_with_keywords_and_its_converte
     )
     result = await router.route("greet", "hi")
     assert (result.status, result.payload) == (ResultStatus.OK, "hello there"), result.error
+
+
+async def test_pairs_reach_a_runnable_that_declares_nothing_as_they_were_sent(router: Router) -> None:
+    # Only LangGraph's add_messages reads [role, content] pairs as messages; to a runnable of no
+    # declared input they are data, as a direct call gives them.
+    show = RunnableLambda(lambda payload: payload, name="show")
+    router.register(LangChainAgent(show, agent_id="x:show:01"))
+    for events in ([["user", "login"], ["system", "boot"]], [["user", 5]], [["tool", "x"]]):
+        result = await router.route("show", {"events": events})
+        assert (result.status, result.payload) == (ResultStatus.OK, {"events": events}), result.error
