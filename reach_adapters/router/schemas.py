@@ -82,34 +82,59 @@ def first_error(validator: CompiledSchema, instance: Any, root: str = "(payload)
 
 
 def _in_union(err: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
-    """For a value no option of an anyOf/oneOf takes: when one option alone takes values of its
-    type, that option's own first error (it says what is wrong inside), else `err` itself."""
+    """For a value no option of an anyOf/oneOf takes: when one option took the value's type and
+    failed inside it, while every other refused the type, that option's own first error (it says
+    what is wrong inside); else `err` itself."""
     if not isinstance(err.kind, _UNIONS):
         return err
-    fitting = [option for option in err.kind.context if option and not _wrong_types(option, err)]
-    return _in_union(fitting[0][0]) if len(fitting) == 1 else err
-
-
-def _wrong_types(
-    option: list[jsonschema_rs.ValidationError], err: jsonschema_rs.ValidationError
-) -> list[str]:
-    """The types an `option` of a union takes, when it refused the value `err` is about for its type."""
     here = err.instance_path
-    return [
-        kind
-        for each in option
-        if isinstance(each.kind, jsonschema_rs.ValidationErrorKind.Type) and each.instance_path == here
-        for kind in each.kind.types
-    ]
+    inside = [option for option in err.kind.context if option and _deeper(option, here)]
+    refused = [option for option in err.kind.context if _types_refused(option, here)]
+    if len(inside) == 1 and len(inside) + len(refused) == len(err.kind.context):
+        return _in_union(inside[0][0])
+    return err
+
+
+# Refusals of a value as a whole, which say nothing of what is wrong inside it.
+_WHOLE = (
+    *_UNIONS,
+    jsonschema_rs.ValidationErrorKind.Type,
+    jsonschema_rs.ValidationErrorKind.Constant,
+    jsonschema_rs.ValidationErrorKind.Enum,
+    jsonschema_rs.ValidationErrorKind.Not,
+    jsonschema_rs.ValidationErrorKind.FalseSchema,
+)
+
+
+def _deeper(option: list[jsonschema_rs.ValidationError], here: list[str | int]) -> bool:
+    """Whether an option took the value as a whole and refused something in it (a field, a
+    missing key, an item)."""
+    return not any(each.instance_path == here and isinstance(each.kind, _WHOLE) for each in option)
+
+
+def _types_refused(option: list[jsonschema_rs.ValidationError], here: list[str | int]) -> list[str]:
+    """The types an option of a union takes, when it refused the value itself for its type (a
+    nested union that refused it so in each of its options counts too); else nothing."""
+    for each in option:
+        if each.instance_path != here:
+            continue
+        if isinstance(each.kind, jsonschema_rs.ValidationErrorKind.Type):
+            return list(each.kind.types)
+        if isinstance(each.kind, _UNIONS):
+            nested = [_types_refused(inner, here) for inner in each.kind.context]
+            if nested and all(nested):
+                return [kind for kinds in nested for kind in kinds]
+    return []
 
 
 def _expected(err: jsonschema_rs.ValidationError) -> str:
-    """What a union takes, when no option takes values of this type: "; expected a string or an
-    array" (the bare "not valid under any of the schemas" says nothing of what would be)."""
+    """What a union takes, when every option refused the value for its type: "; expected a
+    string or an array" (the bare "not valid under any of the schemas" says nothing of what
+    would be)."""
     if not isinstance(err.kind, _UNIONS):
         return ""
-    kinds = [_wrong_types(option, err) for option in err.kind.context]
-    if not all(kinds):
+    kinds = [_types_refused(option, err.instance_path) for option in err.kind.context]
+    if not kinds or not all(kinds):
         return ""
     names = [_TYPE_NAMES.get(kind, kind) for kind in dict.fromkeys(k for each in kinds for k in each)]
     *others, last = names

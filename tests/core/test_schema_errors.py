@@ -56,3 +56,36 @@ async def test_a_payload_a_union_takes_still_passes(chat: Router) -> None:
     for payload in ("hi", [{"role": "user", "content": "hi"}]):
         result = await chat.route("chat", payload)
         assert (result.status, result.payload) == (ResultStatus.OK, payload), result.error
+
+
+@pytest.mark.parametrize(
+    ("schema", "payload", "said"),
+    [
+        # A nested union's kinds count with the outer one's.
+        (
+            {"anyOf": [{"type": "string"}, {"anyOf": [{"type": "integer"}, {"type": "array"}]}]},
+            {"id": 1},
+            "expected a string, an integer or an array",
+        ),
+        # An option refusing the value as a whole (a const) is no option that took it: nothing is
+        # said of one option alone, and no kinds are claimed.
+        ({"anyOf": [{"const": None}, {"type": "string"}]}, 5, "listed in the 'anyOf' keyword"),
+        # An object option missing a key took the object: its own error says what is missing.
+        (
+            {"anyOf": [{"type": "object", "required": ["a"]}, {"type": "string"}]},
+            {},
+            "field 'a': \"a\" is a required property",
+        ),
+    ],
+    ids=["nested", "const", "required"],
+)
+async def test_what_a_union_is_said_to_take_is_what_it_takes(
+    router: Router, schema: dict[str, Any], payload: Any, said: str
+) -> None:
+    cap = Capability(name="pick", input_schema=schema)
+    router.register(FunctionAgent(echo, agent_id="x:pick:01", capabilities=[cap]))
+    result = await router.route("pick", payload)
+    assert result.status is ResultStatus.INVALID
+    error = result.error or ""
+    assert said in error
+    assert error.endswith(said) or "expected" not in error
