@@ -5,7 +5,8 @@ from __future__ import annotations
 import fnmatch
 import logging
 import re
-from collections.abc import Collection
+import weakref
+from collections.abc import Callable, Collection
 from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
@@ -65,6 +66,9 @@ class ReachToolkit(BaseToolkit):
     _names: dict[str, str] = PrivateAttr(default_factory=dict)
     # The capabilities the last `get_tools` gave tools (see `_chosen`).
     _earlier: list[str] = PrivateAttr(default_factory=list)
+    # Where calls by each capability name go (see `_homes`), until the catalog changes.
+    _known_homes: dict[str, str] | None = PrivateAttr(default=None)
+    _watching: bool = PrivateAttr(default=False)
 
     def __init__(self, router: Router, /, **data: Any) -> None:
         if not isinstance(router, Router):
@@ -167,7 +171,32 @@ class ReachToolkit(BaseToolkit):
     def _homes(self) -> dict[str, str]:
         """For each capability declared in the namespaces kept to, the namespace calls by its name
         go to (the router takes one per call): the first listed where a usable agent declares it,
-        else the first listed that declares it."""
+        else the first listed that declares it. Read from the catalog once per change of it, not
+        per call: reading it walks every agent."""
+        if self._known_homes is None:
+            self._watch()
+            self._known_homes = self._read_homes()
+        return self._known_homes
+
+    def _watch(self) -> None:
+        """Forget the homes whenever the catalog changes; the router holds this toolkit weakly,
+        and drops the listener once the toolkit is gone."""
+        if self._watching:
+            return
+        self._watching = True
+        toolkit = weakref.ref(self)
+        stop: Callable[[], None] | None = None
+
+        def changed() -> None:
+            alive = toolkit()
+            if alive is not None:
+                alive._known_homes = None
+            elif stop is not None:
+                stop()
+
+        stop = self.router.on_catalog_change(changed)
+
+    def _read_homes(self) -> dict[str, str]:
         spaces = self._spaces
         if spaces is None:
             return {}
