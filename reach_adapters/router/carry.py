@@ -67,7 +67,8 @@ def _refuse_misspelt(meta: Mapping[str, Any]) -> None:
         name = key[len(META_PREFIX) :] if key.startswith(META_PREFIX) else None
         if name is None or name in _CARRIED:
             continue
-        close = get_close_matches(name, _CARRIED, n=1, cutoff=0.8)
+        # Case and separators aside (taskId, Task-ID): the spellings a client most often tries.
+        close = get_close_matches(name.lower().replace("-", "_"), _CARRIED, n=1, cutoff=0.8)
         if close:
             msg = (
                 f"the request's metadata has {key!r}, which is not read: did you mean "
