@@ -35,8 +35,9 @@ def apply_caller_timeout(meta: MetaInfo) -> bool:
 
 
 # How long an enclosing delivery due with a nested one waits for the nested agent's timeout to
-# reach its agent's code, which may still answer with it.
-_AFTER_INNER_S = 0.001
+# reach its agent's code, which may still answer with it: the nested results' bookkeeping and the
+# agent's own code run meanwhile, which took over 1 ms on a cold or loaded machine.
+_AFTER_INNER_S = 0.02
 # A nested delivery due this close to its enclosing one's deadline shares it (a nested call
 # carries its caller's deadline; the clock reads of the two land a little apart).
 _SHARED_DEADLINE_S = 0.05
@@ -48,10 +49,23 @@ class Expiry:
     `outer` is the delivery this one is nested in (its agent awaits this routed call, in its own
     task or another), `inners` those nested in it while they run; `cut_inner` the last of them
     (or of theirs) cut; `held`: it was held back once for them; `asking`: questions of the agent
-    waiting on its caller's answer (`hops.CallerWait`), which make a timeout the caller's.
+    waiting on its caller's answer (`hops.CallerWait`), which make a timeout the caller's;
+    `waited`: the seconds they took, which are not the agent's latency.
     """
 
-    __slots__ = ("active", "asking", "cut_inner", "fired", "held", "inners", "outer", "task", "when")
+    __slots__ = (
+        "active",
+        "asked_at",
+        "asking",
+        "cut_inner",
+        "fired",
+        "held",
+        "inners",
+        "outer",
+        "task",
+        "waited",
+        "when",
+    )
 
     def __init__(self, task: asyncio.Task[object], when: float, outer: Expiry | None) -> None:
         self.task = task
@@ -60,6 +74,9 @@ class Expiry:
         self.fired = False
         self.held = False
         self.asking = 0
+        # Seconds spent waiting on the caller, and since when the current wait (`asking` > 0).
+        self.waited = 0.0
+        self.asked_at = 0.0
         self.cut_inner: Expiry | None = None
         self.inners: list[Expiry] | None = None
         self.outer = outer

@@ -142,5 +142,5 @@ async def deliver(
         elapsed_ms = flight.close()
     if slot.output_validator is not None:
         result = checked_output(message, slot, result)
-    account(message, slot, result, elapsed_ms)
+    account(message, slot, result, flight.agent_ms(elapsed_ms))
     return result, elapsed_ms

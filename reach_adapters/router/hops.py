@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -120,8 +121,11 @@ class CallerWait:
         self._expiry = None if hop is None else hop.expiry
 
     def __enter__(self) -> None:
-        if self._expiry is not None:
-            self._expiry.asking += 1
+        expiry = self._expiry
+        if expiry is not None:
+            if not expiry.asking:
+                expiry.asked_at = time.perf_counter()
+            expiry.asking += 1
 
     def __exit__(self, *exc_info: object) -> None:
         expiry = self._expiry
@@ -129,6 +133,9 @@ class CallerWait:
         # this when the wait runs in the delivery's own task.
         if expiry is not None and not expiry.fired:
             expiry.asking -= 1
+            if not expiry.asking:
+                # Not the agent's time: kept out of its usual latency (`InFlight.agent_ms`).
+                expiry.waited += time.perf_counter() - expiry.asked_at
 
 
 _reach: ContextVar[MetaInfo | None] = ContextVar("agent_reach_task", default=None)

@@ -77,6 +77,12 @@ class InFlight:
             )
             raise AgentCancelledError(msg) from None
 
+    def agent_ms(self, elapsed_ms: float) -> float:
+        """`elapsed_ms` less the time the agent waited on its caller (`CallerWait`): what its
+        usual latency is made of, or a slow human's answer would excuse a later hang."""
+        waited = self._expiry.waited
+        return elapsed_ms - waited * 1000.0 if waited else elapsed_ms
+
     def on_caller(self) -> bool:
         """Whether the agent was waiting on its caller's answer when its time ran out (`CallerWait`)."""
         return self._expiry.asking > 0

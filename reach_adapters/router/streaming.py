@@ -253,7 +253,7 @@ class _Stream:
             if outcome is None:
                 self.flight.abandon()
             else:
-                account(self.message, self.slot, outcome, elapsed_ms)
+                account(self.message, self.slot, outcome, self.flight.agent_ms(elapsed_ms))
         return elapsed_ms
 
     def hold(

@@ -58,3 +58,21 @@ async def test_a_deadline_passing_after_the_caller_answered_is_the_agents() -> N
         asking_agent(router, answered=True, in_own_task=True)
         result = await router.route("ask", {})
         assert (result.status, result.fault) == (ResultStatus.TIMEOUT, Fault.AGENT)
+
+
+async def test_time_spent_on_the_callers_answer_is_not_the_agents_usual_latency() -> None:
+    async def ask(hang: bool) -> str:
+        if hang:
+            await asyncio.Event().wait()
+        with CallerWait():
+            await asyncio.sleep(0.4)  # a person answering
+        return "answered"
+
+    async with Router(FAST) as router:
+        cap = Capability(name="ask", timeout_ms=500)
+        router.register(FunctionAgent(ask, agent_id="q:ask:01", capabilities=[cap]))
+        assert (await router.route("ask", {"hang": False})).ok
+        # Had the answer's 400 ms counted, 500 ms would be under twice the agent's usual time,
+        # and its hang forgiven as too little time left.
+        hung = await router.route("ask", {"hang": True})
+        assert (hung.status, hung.fault) == (ResultStatus.TIMEOUT, Fault.AGENT), hung.error
