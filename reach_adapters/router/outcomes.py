@@ -214,20 +214,13 @@ def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: boo
             f"{budget_ms:.0f} ms; answer its questions within the call's time (not held against "
             f"the agent); {UNKNOWN_OUTCOME}"
         )
-        return error_result(
-            message,
-            ResultStatus.TIMEOUT,
-            ErrorKind.TIMEOUT,
-            error,
-            fault=Fault.CALLER,
-            agent_id=runtime.agent_id,
-            delivered=True,
-        )
-    error = f"agent {runtime.agent_id} did not answer within {budget_ms:.0f} ms; {UNKNOWN_OUTCOME}"
-    fault = Fault.AGENT
-    if usual is not None and budget_ms < 2 * usual:
-        fault = Fault.ROUTER
-        error += f" (it usually answers in {usual:.0f} ms: too little time was left, not held against it)"
+        fault = Fault.CALLER
+    else:
+        error = f"agent {runtime.agent_id} did not answer within {budget_ms:.0f} ms; {UNKNOWN_OUTCOME}"
+        fault = Fault.AGENT
+        if usual is not None and budget_ms < 2 * usual:
+            fault = Fault.ROUTER
+            error += f" (it usually answers in {usual:.0f} ms: too little time was left, not held against it)"
     return error_result(
         message,
         ResultStatus.TIMEOUT,
@@ -235,7 +228,8 @@ def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: boo
         error,
         fault=fault,
         agent_id=runtime.agent_id,
-        retryable=True,
+        # The caller's silence would be the same elsewhere; another replica may answer in time.
+        retryable=not on_caller,
         delivered=True,
     )
 
