@@ -154,7 +154,7 @@ class LangChainAgent:
             except Exception as exc:
                 self._refuse_bad_resume(exc, message)
                 raise
-            asked = await self._stopped(self._ask_threads, config) if self._ask_threads else None
+            asked = (await self._waiting(config, self._ask_threads))[0] if self._ask_threads else None
         # The first graph of the chain that stopped asks: a resume answers it (`_answer`), even
         # when a later graph, handed its interrupted state, stopped too. Only when it is the graph
         # whose output this is does the output say more (its state so far).
@@ -196,9 +196,8 @@ class LangChainAgent:
                 yield self._converter.result_to_middleware(chunk, message).payload
         if self._resumable:
             # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
-            graphs = [graph for graph, _ in self._resumable]
             with detached():
-                pending = await self._stopped(graphs, config)
+                pending, _ = await self._waiting(config)
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
 
@@ -272,25 +271,25 @@ class LangChainAgent:
                 return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
         return config
 
-    async def _stopped(self, graphs: list[Any], config: RunnableConfig) -> list[Any]:
-        """The interrupts the run left one of `graphs` waiting on, if it stopped there."""
+    async def _waiting(
+        self, config: RunnableConfig, only: list[Any] | None = None
+    ) -> tuple[list[Any], Runnable[Any, Any]]:
+        """The interrupts the first resumable graph (of `only`, when given) waits on, in chain
+        order, and the runnable that resumes it: no interrupts and the last runnable asked when
+        none waits."""
+        pending: list[Any] = []
+        runnable = self._runnable
         for graph, runnable in self._resumable:
-            if graph in graphs:
+            if only is None or graph in only:
                 pending = await pending_interrupts(graph, self._state_config(config, runnable))
                 if pending:
-                    return pending
-        return []
+                    break
+        return pending, runnable
 
     async def _answer(self, resume: Any, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
         them, and the runnable that resumes that graph."""
-        pending: list[Any] = []
-        runnable = self._runnable
-        for graph, runnable in self._resumable:
-            state = self._state_config(config, runnable)
-            pending = await pending_interrupts(graph, state)
-            if pending:
-                break
+        pending, runnable = await self._waiting(config)
         thread = thread_of(self._state_config(config, runnable))
         if not pending:
             msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
