@@ -91,6 +91,8 @@ class ReachToolkit(BaseToolkit):
 
     def get_tools(self) -> list[BaseTool]:
         homes = self._homes()
+        # For several namespaces, each call by name picks its own (`_home`).
+        home = self._home if self.namespaces is not None else None
         offered = self._offered(homes)
         tools: list[BaseTool] = []
         if self.include_generic:
@@ -101,7 +103,7 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
-                    home=self._home if self.namespaces is not None else None,
+                    home=home,
                     principal=self.principal,
                 )
             )
@@ -112,7 +114,7 @@ class ReachToolkit(BaseToolkit):
                     handle_tool_error=self.handle_tool_error,
                     refuse=self._refusal if self._filtered else None,
                     namespace=self.namespace,
-                    home=self._home if self.namespaces is not None else None,
+                    home=home,
                     principal=self.principal,
                     resume_with=self._resume_with,
                 )
@@ -127,7 +129,7 @@ class ReachToolkit(BaseToolkit):
                     name=names[name],
                     handle_tool_error=self.handle_tool_error,
                     namespace=self.namespace,
-                    home=self._home if self.namespaces is not None else None,
+                    home=home,
                     principal=self.principal,
                     resume_with=self._resume_with,
                 )
@@ -149,7 +151,7 @@ class ReachToolkit(BaseToolkit):
             self._earlier = sorted(offered)
             return self._earlier
         kept = [name for name in self._earlier if name in offered]
-        fresh = sorted(name for name in offered if name not in set(kept))
+        fresh = sorted(set(offered) - set(kept))
         self._earlier = sorted((kept + fresh)[:limit])
         logger.info(
             "ReachToolkit offers %d of %d capability tools (max_tools); the rest via %s",
