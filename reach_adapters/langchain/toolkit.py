@@ -7,6 +7,7 @@ import logging
 import re
 import weakref
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, BaseToolkit
@@ -15,7 +16,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_vali
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.langchain.consensus import CONSENSUS_TOOL_NAME, ReachConsensusTool
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
-from reach_adapters.router import UNUSABLE_STATES, Capability, Router, parse_agent_id
+from reach_adapters.router import UNUSABLE_STATES, Capability, Router, cautious, parse_agent_id
 
 __all__ = ["ReachToolkit"]
 
@@ -66,8 +67,9 @@ class ReachToolkit(BaseToolkit):
     _names: dict[str, str] = PrivateAttr(default_factory=dict)
     # The capabilities the last `get_tools` gave tools (see `_chosen`).
     _earlier: list[str] = PrivateAttr(default_factory=list)
-    # Where calls by each capability name go (see `_homes`), until the catalog changes.
-    _known_homes: dict[str, str] | None = PrivateAttr(default=None)
+    # Where calls by each capability name go, and how it is declared there (see `_homes`), until
+    # the catalog changes.
+    _known_homes: _Homes | None = PrivateAttr(default=None)
     _watching: bool = PrivateAttr(default=False)
 
     def __init__(self, router: Router, /, **data: Any) -> None:
@@ -170,11 +172,11 @@ class ReachToolkit(BaseToolkit):
         """The namespaces kept to, in the order given; None: all."""
         return [self.namespace] if self.namespace is not None else self.namespaces
 
-    def _homes(self) -> dict[str, str]:
+    def _homes(self) -> _Homes:
         """For each capability declared in the namespaces kept to, the namespace calls by its name
         go to (the router takes one per call): the first listed where a usable agent declares it,
-        else the first listed that declares it. Read from the catalog once per change of it, not
-        per call: reading it walks every agent."""
+        else the first listed that declares it; and its declaration there, which the tool shows.
+        Read from the catalog once per change of it, not per call: reading it walks every agent."""
         if self._known_homes is None:
             self._watch()
             self._known_homes = self._read_homes()
@@ -198,21 +200,29 @@ class ReachToolkit(BaseToolkit):
 
         stop = self.router.on_catalog_change(changed)
 
-    def _read_homes(self) -> dict[str, str]:
+    def _read_homes(self) -> _Homes:
+        homes = _Homes()
         spaces = self._spaces
         if spaces is None:
-            return {}
+            return homes
         rank = {space: i for i, space in enumerate(spaces)}
-        homes: dict[str, str] = {}
         best: dict[str, tuple[bool, int]] = {}
+        usable: dict[tuple[str, str], list[Capability]] = {}
         for info in self.router.catalog(principal=self.principal):
             space = parse_agent_id(info.agent_id).namespace
             if space not in rank:
                 continue
             key = (info.state in UNUSABLE_STATES, rank[space])
             for cap in info.capabilities:
+                if not key[0]:
+                    usable.setdefault((cap.name, space), []).append(cap)
                 if cap.name not in best or key < best[cap.name]:
-                    best[cap.name], homes[cap.name] = key, space
+                    best[cap.name], homes.spaces[cap.name] = key, space
+        # The router's own choice of declaration (`reachable`) may be another namespace's, whose
+        # schema the agents called here need not take.
+        for name, space in homes.spaces.items():
+            if (name, space) in usable:
+                homes.declared[name] = cautious(usable[name, space])
         return homes
 
     def _home(self, capability: str) -> str | None:
@@ -221,12 +231,13 @@ class ReachToolkit(BaseToolkit):
         spaces = self._spaces
         if spaces is None:
             return None
-        return self._homes().get(capability, spaces[0]) if len(spaces) > 1 else spaces[0]
+        return self._homes().spaces.get(capability, spaces[0]) if len(spaces) > 1 else spaces[0]
 
-    def _offered(self, homes: dict[str, str]) -> dict[str, Capability]:
+    def _offered(self, homes: _Homes) -> dict[str, Capability]:
         reachable = self.router.reachable(principal=self.principal)
         if self._spaces is not None:
-            reachable = {name: cap for name, cap in reachable.items() if name in homes}
+            declared = homes.declared
+            reachable = {name: declared[name] for name in reachable if name in declared}
         return {name: cap for name, cap in reachable.items() if self._matches(name)}
 
     def _matches(self, capability: str) -> bool:
@@ -272,6 +283,15 @@ class ReachToolkit(BaseToolkit):
         if fresh:
             names.update(_safe_names(fresh, taken=reserved | set(names.values())))
         return {name: names[name] for name in capabilities}
+
+
+@dataclass
+class _Homes:
+    """Per capability name: the namespace calls by it go to, and its declaration there when a
+    usable agent of that namespace declares it."""
+
+    spaces: dict[str, str] = field(default_factory=dict)
+    declared: dict[str, Capability] = field(default_factory=dict)
 
 
 def _safe_names(capabilities: Collection[str], *, taken: set[str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from its modules: the names below are the stable, adapter-facing surface. Everyt
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.router.adapter_options import checked_options
 from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
-from reach_adapters.router.capability import Capability, validate_capabilities
+from reach_adapters.router.capability import Capability, cautious, validate_capabilities
 from reach_adapters.router.carry import META_PREFIX, meta_from_request, request_meta
 from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.consensus.tool import MODEL_SCHEMA as CONSENSUS_MODEL_SCHEMA
@@ -81,6 +81,7 @@ __all__ = [
     "Router",
     "StreamEnded",
     "agent_id_part",
+    "cautious",
     "check_schema",
     "checked_options",
     "close_agent",

@@ -467,3 +467,35 @@ async def test_the_toolkit_keeps_to_several_namespaces(router: Router) -> None:
         ReachToolkit(router, namespace="shop", namespaces=["billing"])
     with pytest.raises(InvalidDeclarationError, match="namespaces"):
         ReachToolkit(router, namespaces=[])
+
+
+async def test_a_namespace_tool_shows_the_schema_its_namespace_declares(router: Router) -> None:
+    """Two namespaces declaring one capability name with different schemas: the toolkit kept to
+    one shows (and checks arguments against) that namespace's schema, not the first registered."""
+    skus = {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}
+    orders = {"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]}
+
+    def order(order_id: int) -> str:
+        return f"order {order_id}"
+
+    router.register(
+        FunctionAgent(
+            said("sku"),
+            agent_id="shop:lookup:01",
+            capabilities=[Capability(name="lookup", input_schema=skus)],
+        )
+    )
+    router.register(
+        FunctionAgent(
+            order, agent_id="billing:lookup:01", capabilities=[Capability(name="lookup", input_schema=orders)]
+        )
+    )
+    for options in ({"namespace": "billing"}, {"namespaces": ["billing", "shop"]}):
+        tools = {tool.name: tool for tool in ReachToolkit(router, **options).get_tools()}
+        assert tools["lookup"].args == {"order_id": {"type": "integer"}}, options
+        assert (await tools["lookup"].ainvoke(call("lookup", {"order_id": 7}))).content == "order 7"
+    # With no usable agent of its namespaces declaring it, the capability is not offered.
+    await router.deregister("billing:lookup:01", drain_timeout=5)
+    assert "lookup" not in {tool.name for tool in ReachToolkit(router, namespace="billing").get_tools()}
+    shop = {tool.name: tool for tool in ReachToolkit(router, namespaces=["billing", "shop"]).get_tools()}
+    assert shop["lookup"].args == {"sku": {"type": "string"}}
