@@ -191,25 +191,53 @@ async def pending_interrupts(graph: Any, config: Any) -> list[Any]:
 
 
 def graph_description(graph: Any) -> str:
-    """What a graph does, from what it shows: its agent's system prompt, else its steps."""
+    """What a graph does, from what it shows: its agent's system prompt, else the tools its agent
+    uses (an agent whose prompt is made per call shows none), else its steps."""
     prompt = _system_prompt(graph)
     if prompt:
         return prompt
+    tools = _tools(graph)
+    if tools:
+        return f"An agent using the tools {'; '.join(tools)}."
     nodes = [name for name in getattr(graph, "nodes", {}) if not name.startswith("__")]
     return f"A LangGraph graph with the steps {', '.join(nodes)}." if nodes else ""
 
 
 def _system_prompt(graph: Any) -> str | None:
-    """The system prompt of a `create_agent` agent, kept by its model node (best effort)."""
-    node = getattr(graph, "builder", None) and graph.builder.nodes.get("model")
-    runnable = getattr(node, "runnable", None)
-    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
-    try:
-        message = inspect.getclosurevars(func).nonlocals.get("system_message") if callable(func) else None
-    except (TypeError, ValueError):
-        return None
+    """The system prompt of a `create_agent` agent, kept by its model node, or of LangGraph's
+    `create_react_agent`, kept by the prompt step before its model (best effort)."""
+    nodes = graph.builder.nodes if hasattr(graph, "builder") else {}
+    node = nodes.get("model") or nodes.get("agent")
+    message = _nonlocal(getattr(node, "runnable", None), "system_message")
+    model = _nonlocal(getattr(node, "runnable", None), "static_model")
+    if message is None and isinstance(model, RunnableSequence):
+        message = _nonlocal(model.first, "_system_message")
     text = getattr(message, "text", None)
     return str(text) if text else None
+
+
+def _nonlocal(runnable: Any, name: str) -> Any:
+    """A variable the function a LangGraph node runs closes over, or None."""
+    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+    try:
+        return inspect.getclosurevars(func).nonlocals.get(name) if callable(func) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _tools(graph: Any, most: int = 8) -> list[str]:
+    """The tools of an agent's tool node, each with the first line of its description."""
+    nodes = graph.builder.nodes if hasattr(graph, "builder") else {}
+    by_name = getattr(getattr(nodes.get("tools"), "runnable", None), "tools_by_name", None)
+    if not isinstance(by_name, dict):
+        return []
+    shown = []
+    for name, tool in list(by_name.items())[:most]:
+        said = str(getattr(tool, "description", "") or "").strip().split("\n", 1)[0][:100]
+        shown.append(f"{name} ({said})" if said else str(name))
+    if len(by_name) > most:
+        shown.append(f"and {len(by_name) - most} more")
+    return shown
 
 
 def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

@@ -262,3 +262,35 @@ def test_the_runnable_is_left_unchanged() -> None:
     assert agent.runnable is runnable
     assert (runnable.get_name(), runnable.config_specs, runnable.get_input_jsonschema()) == before
     assert runnable.invoke("x") == "X"
+
+
+def test_prebuilt_agents_without_a_written_prompt_are_described_by_their_prompt_or_tools() -> None:
+    """LangGraph's `create_react_agent` keeps its prompt in a step before its model, and an agent
+    whose prompt is made per call (`dynamic_prompt`) shows none: what they can do is their tools."""
+    from langchain.agents.middleware import ModelRequest, dynamic_prompt
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look up an order by id.
+
+        Long details the description leaves out."""
+        return "shipped"
+
+    @dynamic_prompt
+    def persona(request: ModelRequest) -> str:
+        return "You are the billing desk."
+
+    def described(agent: Any) -> str:
+        (cap,) = LangChainAgent(agent, agent_id="shop:desk:01").capabilities
+        return cap.description
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated, and still much used
+        react = create_react_agent(scripted(), [lookup], prompt="You are the orders desk.")
+        bare = create_react_agent(scripted(), [lookup])
+    assert described(react) == "You are the orders desk."
+    assert described(bare) == "An agent using the tools lookup (Look up an order by id.)."
+    dynamic = create_agent(scripted(), [lookup], middleware=[persona])
+    assert described(dynamic) == "An agent using the tools lookup (Look up an order by id.)."
