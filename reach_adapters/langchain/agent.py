@@ -28,6 +28,7 @@ from reach_adapters.langchain.graphs import (
     resumable_graphs,
     resume_command,
 )
+from reach_adapters.langchain.review import check_answers
 from reach_adapters.router import Capability, StreamEnded, parse_agent_id, validate_capabilities
 
 __all__ = ["LangChainAgent"]
@@ -305,6 +306,7 @@ class LangChainAgent:
                 "extra['interrupts'])"
             )
             raise InvalidMessageError(msg)
+        check_answers(pending, resume, self._agent_id)
         return resume_command(resume), runnable
 
 
