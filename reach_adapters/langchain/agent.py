@@ -12,7 +12,12 @@ from pydantic import JsonValue
 from middleware import Converter, ReachMessage, ReachResult
 from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
-from reach_adapters.langchain.chat_schemas import plain_fields, text_to_chat, with_message_schema
+from reach_adapters.langchain.chat_schemas import (
+    message_fields,
+    plain_fields,
+    text_to_chat,
+    with_message_schema,
+)
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
 from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
@@ -73,7 +78,9 @@ class LangChainAgent:
             native = native_schemas(runnable, agent_id)
         native_input = with_message_schema(native[0] or {}) if native else {}
         if converter is None:
-            converter = LangChainConverter(plain_fields=plain_fields(native_input))
+            converter = LangChainConverter(
+                plain_fields=plain_fields(native_input), message_fields=message_fields(native_input)
+            )
         elif not isinstance(converter, Converter):
             msg = (
                 f"agent {agent_id}: converter {type(converter).__name__} lacks the Converter methods "

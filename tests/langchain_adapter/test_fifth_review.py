@@ -3,7 +3,7 @@ interrupt refuses, one message given to an `add_messages` key, a transient failu
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import pytest
 from langchain.agents import create_agent
@@ -11,11 +11,14 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
 from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters import InvalidMessageError, Router
-from reach_adapters.langchain import LangChainAgent
+from reach_adapters.langchain import LangChainAgent, ReachToolkit
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -129,3 +132,68 @@ async def test_a_review_answer_keyed_by_the_interrupt_id_is_checked_as_well(rout
     right: dict[str, Any] = {pending["id"]: {"decisions": [{"type": "approve"}, {"type": "approve"}]}}
     done = await router.route("files", None, resume=right, configurable=thread)
     assert (done.status, done.payload) == (ResultStatus.OK, "all done"), done.error
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+
+
+def echo_graph() -> Any:
+    """A graph whose add_messages key is typed loosely, as in LangGraph's quickstart; it answers
+    with what it was given."""
+
+    def echo(state: Chat) -> dict[str, Any]:
+        said = [f"{type(message).__name__}: {message.content}" for message in state["messages"]]
+        return {"messages": [AIMessage("; ".join(said))]}
+
+    graph = StateGraph(Chat)
+    graph.add_node("echo", echo)
+    graph.add_edge(START, "echo")
+    graph.add_edge("echo", END)
+    return graph.compile(name="echo")
+
+
+async def test_one_message_given_to_an_add_messages_key_is_read_as_add_messages_reads_it(
+    router: Router,
+) -> None:
+    router.register(LangChainAgent(echo_graph(), agent_id="util:echo:01"))
+    # Declared with keywords only: the router checks no schema, the converter still reads it.
+    loose = LangChainAgent(echo_graph(), agent_id="util:loose:01", capabilities=[{"name": "loose"}])
+    router.register(loose)
+    for capability in ("echo", "loose"):
+        for one in ({"role": "user", "content": "hi"}, {"type": "human", "content": "hi"}, "hi"):
+            answer = await router.route(capability, {"messages": one})
+            assert (answer.status, answer.payload) == (ResultStatus.OK, "HumanMessage: hi"), answer.error
+        pairs = await router.route(capability, {"messages": [["user", "hi"], ["assistant", "hello"]]})
+        assert pairs.payload == "HumanMessage: hi; AIMessage: hello", pairs.error
+    (tool,) = [each for each in ReachToolkit(router).get_tools() if each.name == "echo"]
+    call = {"name": "echo", "type": "tool_call", "id": "c1"}
+    told = await tool.ainvoke({**call, "args": {"messages": {"role": "user", "content": "hi"}}})
+    assert (told.status, told.content) == ("success", "HumanMessage: hi")
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "messages", "named"),
+    [
+        # A tool message LangChain cannot read, though the schema takes it.
+        (None, {"role": "tool", "content": "done"}, "payload.messages"),
+        ("loose", {"role": "tool", "content": "done"}, "payload.messages"),
+        ("loose", {"role": "user"}, "payload.messages"),
+        ("loose", {"role": "wizard", "content": "hi"}, "payload.messages"),
+        ("loose", [["wizard", "hi"]], "payload.messages[0]"),
+        ("loose", [{"role": "user", "content": "hi"}, 7], "payload.messages[1]"),
+        ("loose", 7, "payload.messages"),
+        (None, {"role": "user"}, "messages.content"),
+        (None, {"role": "wizard", "content": "hi"}, "messages.role"),
+    ],
+)
+async def test_a_message_add_messages_cannot_read_is_the_callers_mistake(
+    router: Router, capabilities: str | None, messages: Any, named: str
+) -> None:
+    declared = None if capabilities is None else [{"name": "echo"}]
+    router.register(LangChainAgent(echo_graph(), agent_id="util:echo:01", capabilities=declared))
+    for _ in range(2):  # enough failures in a row to quarantine the agent, were they counted
+        refused = await router.route("echo", {"messages": messages})
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        assert named in (refused.error or "")
+    assert failures(router, "util:echo:01") == 0
