@@ -29,6 +29,7 @@ from reach_adapters.langchain.graphs import (
     interrupts,
     invalid_resume,
     leading,
+    left_unfinished_by,
     pending_interrupts,
     resumable_graphs,
     resume_command,
@@ -294,12 +295,26 @@ class LangChainAgent:
                     break
         return pending, runnable
 
+    async def _unfinished(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
+        """The runnable that resumes the graph a run of this task left unfinished, if any."""
+        task_id = str(config.get("metadata", {}).get("reach_task_id"))
+        for graph, runnable in self._resumable:
+            if await left_unfinished_by(graph, self._state_config(config, runnable), task_id):
+                return runnable
+        return None
+
     async def _answer(self, resume: Any, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
         them, and the runnable that resumes that graph."""
         pending, runnable = await self._waiting(config)
         thread = thread_of(self._state_config(config, runnable))
         if not pending:
+            rerun = await self._unfinished(config)
+            if rerun is not None:
+                # A retry of this task: its earlier attempt took the answer, then failed after
+                # the interrupt's step. Sent again, the answer would find nothing to answer; the
+                # thread goes on from its checkpoint, running what failed (LangGraph's own retry).
+                return None, rerun
             msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
             raise InvalidMessageError(msg)
         if resume is None:

@@ -13,6 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
@@ -197,3 +198,72 @@ async def test_a_message_add_messages_cannot_read_is_the_callers_mistake(
         assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
         assert named in (refused.error or "")
     assert failures(router, "util:echo:01") == 0
+
+
+class Refund(TypedDict, total=False):
+    order: str
+    answer: str
+    paid: str
+
+
+def refund_graph(failing: int) -> tuple[Any, list[str]]:
+    """A checkpointed graph that asks before it pays, whose payment gateway is unreachable for
+    the first `failing` calls; and the list of those calls."""
+    calls: list[str] = []
+
+    def ask(state: Refund) -> dict[str, Any]:
+        return {"answer": interrupt(f"refund order {state['order']}?")}
+
+    def pay(state: Refund) -> dict[str, Any]:
+        calls.append(state["answer"])
+        if len(calls) <= failing:
+            msg = "payment gateway unreachable"
+            raise ConnectionError(msg)
+        return {"paid": f"paid ({state['answer']})"}
+
+    graph = StateGraph(Refund)
+    graph.add_node("ask", ask)
+    graph.add_node("pay", pay)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", "pay")
+    graph.add_edge("pay", END)
+    return graph.compile(checkpointer=InMemorySaver(), name="refund"), calls
+
+
+async def test_a_retried_resume_goes_on_from_where_its_failed_attempt_left_the_thread(router: Router) -> None:
+    graph, calls = refund_graph(failing=1)
+    router.register(LangChainAgent(graph, agent_id="shop:refund:01"))
+    thread = {"thread_id": "t"}
+    asked = await router.route("refund", {"order": "42"}, configurable=thread)
+    assert asked.status == ResultStatus.INPUT_REQUIRED, asked.error
+
+    done = await router.route("refund", None, resume="yes", configurable=thread)
+    assert (done.status, done.payload) == (
+        ResultStatus.OK,
+        {"order": "42", "answer": "yes", "paid": "paid (yes)"},
+    )
+    # The retry ran the failed step with the answer the first attempt gave it.
+    assert calls == ["yes", "yes"]
+    attempts = router.explain(done.task_id).attempts
+    assert [(each.status, each.fault) for each in attempts] == [
+        (ResultStatus.ERROR, Fault.AGENT),
+        (ResultStatus.OK, None),
+    ]
+
+
+async def test_a_transient_failure_after_a_resume_that_persists_is_the_agents(router: Router) -> None:
+    graph, calls = refund_graph(failing=10)
+    router.register(LangChainAgent(graph, agent_id="shop:refund:01"))
+    thread = {"thread_id": "t"}
+    await router.route("refund", {"order": "42"}, configurable=thread)
+
+    failed = await router.route("refund", None, resume="yes", configurable=thread)
+    assert (failed.status, failed.fault, failed.error_type) == (
+        ResultStatus.ERROR,
+        Fault.AGENT,
+        "ConnectionError",
+    )
+    attempts = router.explain(failed.task_id).attempts
+    assert len(attempts) > 1
+    assert {(each.fault, each.error_type) for each in attempts} == {(Fault.AGENT, "ConnectionError")}
+    assert calls == ["yes"] * len(attempts)
