@@ -12,7 +12,12 @@ from pydantic import JsonValue
 from middleware import Converter, ReachMessage, ReachResult
 from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
-from reach_adapters.langchain.chat_schemas import plain_fields, text_to_chat, with_message_schema
+from reach_adapters.langchain.chat_schemas import (
+    message_fields,
+    plain_fields,
+    text_to_chat,
+    with_message_schema,
+)
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
 from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
@@ -24,10 +29,12 @@ from reach_adapters.langchain.graphs import (
     interrupts,
     invalid_resume,
     leading,
+    left_unfinished_by,
     pending_interrupts,
     resumable_graphs,
     resume_command,
 )
+from reach_adapters.langchain.review import check_answers
 from reach_adapters.router import Capability, StreamEnded, parse_agent_id, validate_capabilities
 
 __all__ = ["LangChainAgent"]
@@ -72,7 +79,9 @@ class LangChainAgent:
             native = native_schemas(runnable, agent_id)
         native_input = with_message_schema(native[0] or {}) if native else {}
         if converter is None:
-            converter = LangChainConverter(plain_fields=plain_fields(native_input))
+            converter = LangChainConverter(
+                plain_fields=plain_fields(native_input), message_fields=message_fields(native_input)
+            )
         elif not isinstance(converter, Converter):
             msg = (
                 f"agent {agent_id}: converter {type(converter).__name__} lacks the Converter methods "
@@ -286,12 +295,26 @@ class LangChainAgent:
                     break
         return pending, runnable
 
+    async def _unfinished(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
+        """The runnable that resumes the graph a run of this task left unfinished, if any."""
+        task_id = str(config.get("metadata", {}).get("reach_task_id"))
+        for graph, runnable in self._resumable:
+            if await left_unfinished_by(graph, self._state_config(config, runnable), task_id):
+                return runnable
+        return None
+
     async def _answer(self, resume: Any, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
         them, and the runnable that resumes that graph."""
         pending, runnable = await self._waiting(config)
         thread = thread_of(self._state_config(config, runnable))
         if not pending:
+            rerun = await self._unfinished(config)
+            if rerun is not None:
+                # A retry of this task: its earlier attempt took the answer, then failed after
+                # the interrupt's step. Sent again, the answer would find nothing to answer; the
+                # thread goes on from its checkpoint, running what failed (LangGraph's own retry).
+                return None, rerun
             msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
             raise InvalidMessageError(msg)
         if resume is None:
@@ -305,6 +328,7 @@ class LangChainAgent:
                 "extra['interrupts'])"
             )
             raise InvalidMessageError(msg)
+        check_answers(pending, resume, self._agent_id)
         return resume_command(resume), runnable
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "MESSAGE_SCHEMA",
     "MODEL_MESSAGE_SCHEMA",
     "chat_input",
+    "message_fields",
     "model_message_list",
     "payload_schema",
     "plain_fields",
@@ -194,6 +195,17 @@ def chat_input(said: dict[str, Any]) -> dict[str, Any]:
         "if": {"type": "object"},
         "then": dict(MESSAGE_SCHEMA),
     }
+
+
+def message_fields(schema: dict[str, Any]) -> frozenset[str]:
+    """The top-level fields of an input schema that take what `add_messages` reads
+    (`chat_input`): a list, one message or a string, all of it made messages by the converter."""
+    properties = schema.get("properties", {})
+    return frozenset(
+        name
+        for name, field in properties.items()
+        if isinstance(field, dict) and field.get("items") == _CHAT_ITEM
+    )
 
 
 def model_message_list(schema: dict[str, Any]) -> dict[str, Any] | None:

@@ -26,8 +26,10 @@ from reach_adapters.langchain.messages import (
     is_message_list,
     message_from_dict,
     message_to_dict,
+    messages_input,
     run_messages,
 )
+from reach_adapters.langchain.review import review_schema
 from reach_adapters.router import input_required_result, ok_result
 
 __all__ = ["ChunkConverter", "LangChainConverter", "interrupted_result", "to_json"]
@@ -52,6 +54,10 @@ def _interrupt_entry(item: Any, value: JsonValue) -> dict[str, JsonValue]:
     one answering must see it."""
     entry: dict[str, JsonValue] = {"id": str(getattr(item, "id", "")), "value": value}
     schema = getattr(item, "response_schema", None)
+    if schema is None and (review := review_schema(getattr(item, "value", None))) is not None:
+        # A batched HumanInTheLoopMiddleware interrupt gives none; the answer it takes is known
+        # (see `review`), and the adapter checks it before LangGraph saves it.
+        schema = review.model_json_schema()
     # LangGraph surfaces it as JSON Schema, a dict, whatever type the graph gave.
     if isinstance(schema, dict):
         entry["response_schema"] = to_json(schema, where="interrupt.response_schema")
@@ -181,12 +187,17 @@ class LangChainConverter:
     the names of such top-level fields, ``""`` for the input itself, ``"*"`` for every key of an
     input object. Lists of role/content
     dicts stay as they are there, and become `BaseMessage` objects anywhere else (where the
-    schema wants messages, or says nothing). `LangChainAgent` sets it from the runnable's input
-    schema.
+    schema wants messages, or says nothing). `message_fields` names the top-level fields that
+    LangGraph's ``add_messages`` reduces: all it reads there (one message dict too, and pairs)
+    becomes messages, and what LangChain cannot read is an `InvalidMessageError` naming the
+    field. `LangChainAgent` sets both from the runnable's input schema.
     """
 
-    def __init__(self, *, plain_fields: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, *, plain_fields: frozenset[str] = frozenset(), message_fields: frozenset[str] = frozenset()
+    ) -> None:
         self.plain_fields = plain_fields
+        self.message_fields = message_fields
 
     def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
         """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
@@ -201,6 +212,13 @@ class LangChainConverter:
         """The runnable's input: the payload, with role/content message lists as `BaseMessage`."""
         plain = self.plain_fields
         payload = message.raw_payload
+        if isinstance(payload, dict) and self.message_fields & payload.keys():
+            # All that LangGraph's add_messages reads, one message dict too, made messages here,
+            # where a message LangChain cannot read is the caller's mistake, not the graph's.
+            payload = {
+                key: messages_input(item, where=f"payload.{key}") if key in self.message_fields else item
+                for key, item in payload.items()
+            }
         if not plain:
             return _from_json(payload, single=False, where="payload")
         if isinstance(payload, dict):

@@ -34,6 +34,7 @@ __all__ = [
     "invalid_resume",
     "leading",
     "leading_graph",
+    "left_unfinished_by",
     "pending_interrupts",
     "resumable_graphs",
     "resume_command",
@@ -188,6 +189,15 @@ async def pending_interrupts(graph: Any, config: Any) -> list[Any]:
     """The interrupts the graph's thread (in `config`) waits on an answer for."""
     snapshot = await graph.aget_state(config)
     return list(getattr(snapshot, "interrupts", ()) or ())
+
+
+async def left_unfinished_by(graph: Any, config: Any, task_id: str) -> bool:
+    """Whether the graph's thread (in `config`) last moved in a run of the task `task_id` and has
+    steps left to run: a run that resumed it, then failed after the interrupt's step. LangGraph
+    keeps a run's metadata (the adapter's ``reach_task_id``) with each checkpoint it saves."""
+    snapshot = await graph.aget_state(config)
+    metadata = getattr(snapshot, "metadata", None) or {}
+    return bool(getattr(snapshot, "next", ())) and metadata.get("reach_task_id") == task_id
 
 
 def graph_description(graph: Any) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "message_from_dict",
     "message_from_item",
     "message_to_dict",
+    "messages_input",
     "run_messages",
 ]
 
@@ -106,10 +107,39 @@ def _is_pair(value: object) -> TypeGuard[list[Any]]:
 
 def message_from_item(item: Any, *, where: str = "payload") -> BaseMessage:
     """Rebuild a message from an item of a message list: a message dict or a [role, content] pair."""
-    if _is_pair(item):
+    if isinstance(item, list) and len(item) == 2:
         role, content = item
         return message_from_dict({"role": role, "content": content}, where=where)
     return message_from_dict(item, where=where)
+
+
+def messages_input(value: Any, *, where: str) -> Any:
+    """What LangGraph's ``add_messages`` reads, with its messages made: a string (a user message)
+    as it is, one message dict, or a list of message dicts, [role, content] pairs and strings.
+
+    ``add_messages`` would raise inside the graph on anything it cannot read, which would count
+    against the agent; here it is an `InvalidMessageError` naming the field (`where`).
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return message_from_dict(value, where=where)
+    if not isinstance(value, list):
+        kind = type(value).__name__
+        msg = f"{where} takes chat messages: a list of them, one message or a string, got {kind}"
+        raise InvalidMessageError(msg)
+    made: list[Any] = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            made.append(item)
+        elif isinstance(item, Mapping) or (
+            isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+        ):
+            made.append(message_from_item(item, where=f"{where}[{i}]"))
+        else:
+            msg = f"{where}[{i}] is not a chat message: send a role/content object or a [role, content] pair"
+            raise InvalidMessageError(msg)
+    return made
 
 
 def message_from_dict(data: Mapping[str, Any], *, where: str = "payload") -> BaseMessage:

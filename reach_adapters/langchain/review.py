@@ -1,0 +1,119 @@
+"""The answer `HumanInTheLoopMiddleware` takes in its default (batched) mode, checked before
+LangGraph saves it.
+
+In ``per_call`` mode each interrupt carries a ``response_schema`` that LangGraph checks before it
+saves the answer, so a refused answer changes nothing. In batched mode the interrupt carries
+none: its value is a plain `HITLRequest` (the actions to review, and the decisions each allows)
+and the middleware checks the answer itself, inside the graph, once LangGraph has saved it as
+the interrupt's answer. A refused answer (a decision the action does not allow, a decision list
+of the wrong length, no ``decisions`` at all) then raises `ValueError` or `KeyError` in the
+middleware's node, which would count against the agent, and every later resume of the thread
+gets the saved answer again instead of its own: the interrupt could never be answered.
+
+LangChain gives no signal to tell that `ValueError` from the agent's own, and the value carries no
+marker at run time (`HITLRequest` is a TypedDict), so the request is recognised narrowly by its
+shape: exactly LangChain's own `HITLRequest` keys, with one review config per action. Its answer
+is checked against the middleware's own decision types before the graph sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, Discriminator, TypeAdapter, ValidationError, create_model
+
+from reach_adapters.errors import InvalidMessageError
+
+__all__ = ["check_answers", "review_schema"]
+
+# The keys of LangChain's `HITLRequest`, and nothing else: a graph's own interrupt that merely
+# looks alike is not the middleware's.
+_REQUEST_KEYS = frozenset({"action_requests", "review_configs"})
+
+
+@cache
+def _middleware_types() -> tuple[TypeAdapter[Any], dict[str, Any]] | None:
+    """LangChain's `HITLRequest` (as a validator) and its decision types by name, or None when the
+    `langchain` package, which only the middleware needs, is not installed."""
+    try:
+        from langchain.agents.middleware.human_in_the_loop import (
+            ApproveDecision,
+            EditDecision,
+            HITLRequest,
+            RejectDecision,
+            RespondDecision,
+        )
+    except ImportError:
+        return None
+    decisions = {
+        "approve": ApproveDecision,
+        "edit": EditDecision,
+        "reject": RejectDecision,
+        "respond": RespondDecision,
+    }
+    return TypeAdapter(HITLRequest), decisions
+
+
+def review_schema(value: Any) -> type[BaseModel] | None:
+    """The answer a batched `HumanInTheLoopMiddleware` interrupt with this `value` takes (one
+    allowed decision per action, in order, under ``decisions``), or None when `value` is not
+    such a request."""
+    types = _middleware_types()
+    if types is None or not isinstance(value, Mapping) or set(value) != _REQUEST_KEYS:
+        return None
+    request, decisions = types
+    try:
+        checked = request.validate_python(value)
+    except ValidationError:
+        return None
+    configs = checked["review_configs"]
+    if not configs or len(configs) != len(checked["action_requests"]):
+        return None
+    positions: list[Any] = []
+    for config in configs:
+        kinds = dict.fromkeys(config["allowed_decisions"])
+        allowed = tuple(decisions[kind] for kind in kinds if kind in decisions)
+        if not allowed:
+            return None
+        if len(allowed) == 1:
+            positions.append(allowed[0])
+            continue
+        # Checked only against the decision its `type` names: one precise error, not one per kind.
+        # A union built at run time, which type checkers cannot follow.
+        union: Any = Union[allowed]  # noqa: UP007
+        positions.append(Annotated[union, Discriminator("type")])
+    decided: Any = tuple.__class_getitem__(tuple(positions))
+    return create_model("ReviewAnswer", decisions=(decided, ...))
+
+
+def check_answers(pending: Sequence[Any], resume: Any, agent_id: str) -> None:
+    """Raises `InvalidMessageError` when `resume` gives a batched `HumanInTheLoopMiddleware`
+    interrupt among `pending` an answer it refuses: the caller's mistake, and since nothing is
+    sent, the interrupt can be answered again. `resume` answers the one pending interrupt, or
+    maps interrupt ids to answers."""
+    ids = [str(getattr(item, "id", "")) for item in pending]
+    if isinstance(resume, Mapping) and resume and set(resume) <= set(ids):
+        answered = [(item, resume[key]) for item, key in zip(pending, ids, strict=True) if key in resume]
+    else:
+        answered = [(pending[0], resume)] if len(pending) == 1 else []
+    for item, answer in answered:
+        schema = review_schema(getattr(item, "value", None))
+        if schema is None:
+            continue
+        try:
+            schema.model_validate(answer)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or '(answer)'}: {error['msg']}"
+                for error in exc.errors(include_url=False)[:3]
+            )
+            actions = len(getattr(item, "value", {})["action_requests"])
+            msg = (
+                f"resume= does not match what the interrupt of agent {agent_id} takes (its "
+                f"response_schema: {{'decisions': [...]}}, one allowed HumanInTheLoopMiddleware "
+                f"decision for each of its {actions} actions, in order): {problems}; nothing was "
+                "saved, answer it again on the same thread"
+            )
+            raise InvalidMessageError(msg) from None
