@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from middleware.models import ReachResult
 
 __all__ = [
@@ -47,7 +49,21 @@ class NoCandidateError(ReachError):
 
 
 class InvalidMessageError(ReachError):
-    """A message or its payload is malformed."""
+    """A message or its payload is malformed.
+
+    ``fix_options``: the call options that make the call valid, with placeholder values, when the
+    mistake is one left out or given wrong (``{"configurable": {"thread_id": "<thread id>"}}``).
+    The text says it as a Python caller writes it; the failed result keeps them in
+    ``extra["fix_options"]``, for each surface to say how its own callers give them (an MCP
+    request's ``_meta``).
+    """
+
+    fix_options: dict[str, JsonValue] | None = None
+
+    def __init__(self, *args: object, fix_options: dict[str, JsonValue] | None = None) -> None:
+        super().__init__(*args)
+        if fix_options is not None:
+            self.fix_options = fix_options
 
 
 class PayloadValidationError(InvalidMessageError):

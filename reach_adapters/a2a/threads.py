@@ -73,7 +73,7 @@ class Threads:
                 f"resume= answers an A2A task of agent {self._agent_id} that stopped for input: give "
                 "the thread of the call that got input_required, configurable={'thread_id': ...}"
             )
-            raise InvalidMessageError(msg)
+            raise InvalidMessageError(msg, fix_options={"configurable": {"thread_id": "<thread id>"}})
         if held is None or not held.task_id:
             # Another replica may have asked (each keeps its own threads), or the thread fell
             # out of the `size` kept: the router tries the next replica, which may hold it.

@@ -219,7 +219,7 @@ class LangChainAgent:
                 f"resume= does not match what the interrupt of agent {self._agent_id} takes (its "
                 f"response_schema): {error}; nothing was saved, answer it again on the same thread"
             )
-            raise InvalidMessageError(msg) from error
+            raise InvalidMessageError(msg, fix_options={"resume": "<answer>"}) from error
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's
@@ -235,7 +235,7 @@ class LangChainAgent:
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
                 "call it with configurable={'thread_id': ...}"
             )
-            raise InvalidMessageError(msg)
+            raise InvalidMessageError(msg, fix_options={"configurable": {"thread_id": "<thread id>"}})
         if self._configurables is not None:
             self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
@@ -319,7 +319,7 @@ class LangChainAgent:
             raise InvalidMessageError(msg)
         if resume is None:
             msg = "resume= needs the answer to the interrupt, got None"
-            raise InvalidMessageError(msg)
+            raise InvalidMessageError(msg, fix_options={"resume": "<answer>"})
         ids = [str(getattr(item, "id", "")) for item in pending]
         if len(ids) > 1 and not (isinstance(resume, dict) and set(resume) <= set(ids) and resume):
             msg = (
@@ -327,7 +327,7 @@ class LangChainAgent:
                 f"them with resume={{interrupt id: answer}}, ids {ids} (the input_required result's "
                 "extra['interrupts'])"
             )
-            raise InvalidMessageError(msg)
+            raise InvalidMessageError(msg, fix_options={"resume": dict.fromkeys(ids, "<answer>")})
         check_answers(pending, resume, self._agent_id)
         return resume_command(resume), runnable
 

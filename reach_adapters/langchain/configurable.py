@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
+from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.graphs import unwrap
@@ -61,7 +62,8 @@ class Configurables:
                 f"agent {agent_id} keeps a chat history per {', '.join(missing)} (a "
                 f"RunnableWithMessageHistory): call it with configurable={{{wanted}}}"
             )
-            raise InvalidMessageError(msg)
+            needed: dict[str, JsonValue] = {key: f"<{key}>" for key in missing}
+            raise InvalidMessageError(msg, fix_options={"configurable": needed})
         for key, value in (asked or {}).items():
             allowed = self.choices.get(key)
             if allowed is not None and not (isinstance(value, str) and value in allowed):

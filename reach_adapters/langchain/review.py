@@ -116,4 +116,5 @@ def check_answers(pending: Sequence[Any], resume: Any, agent_id: str) -> None:
                 f"decision for each of its {actions} actions, in order): {problems}; nothing was "
                 "saved, answer it again on the same thread"
             )
-            raise InvalidMessageError(msg) from None
+            answer = {"decisions": [{"type": "<an allowed decision>"}] * actions}
+            raise InvalidMessageError(msg, fix_options={"resume": answer}) from None

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 
-from middleware import ReachResult
+from middleware import MetaInfo, ReachResult
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router import (
     CONSENSUS_TOOL_DESCRIPTION,
@@ -57,18 +57,20 @@ def schema() -> Mapping[str, Any]:
     return CONSENSUS_TOOL_SCHEMA
 
 
-async def call_consensus(router: Router, arguments: Mapping[str, Any], principal: str | None) -> ReachResult:
-    """Run the consensus the arguments ask for; `InvalidMessageError` for bad ones: those its
-    declared schema refuses (``"n": "3"``, ``true``, an unknown argument) included."""
+async def call_consensus(router: Router, arguments: Mapping[str, Any], meta: MetaInfo) -> ReachResult:
+    """Run the consensus the arguments ask for, as the task `meta` (the request's: its ids, call
+    options and principal) that every voter gets; `InvalidMessageError` for bad arguments: those
+    its declared schema refuses (``"n": "3"``, ``true``, an unknown argument) included."""
     problem = first_error(compiled_validator(CONSENSUS_TOOL_SCHEMA_KEY), dict(arguments), "(arguments)")
     if problem is not None:
         msg = f"invalid {CONSENSUS_TOOL} arguments: {problem}; see the tool's input schema"
         raise InvalidMessageError(msg)
+    # The fields the request set (`resume` only when it did: any value resumes), the principal,
+    # and the task id always: the served call's relay knows the routed call by it (`serving`).
+    carried = {key: getattr(meta, key) for key in meta.model_fields_set if key != "capability"}
+    carried.update(task_id=meta.task_id, principal=meta.principal)
     return await router.consensus(
-        arguments["capability"],
-        arguments.get("payload"),
-        **consensus_tool_options(arguments),
-        principal=principal,
+        arguments["capability"], arguments.get("payload"), **consensus_tool_options(arguments), **carried
     )
 
 

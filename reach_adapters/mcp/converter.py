@@ -22,6 +22,7 @@ from middleware import (
 from middleware.fast import amend, build_trusted
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router import (
+    FIX_OPTIONS,
     META_PREFIX,
     error_result,
     input_required_result,
@@ -169,6 +170,9 @@ class MCPConverter:
                 blocks = _BLOCKS.validate_python(content)
                 return CallToolResult(content=blocks, structured_content=structured, is_error=True, _meta=ids)
             text = f"{result.status}: {result.error_type}: {result.error}"
+            fix = result.extra.get(FIX_OPTIONS)
+            if isinstance(fix, dict):
+                text += _fix_over_mcp(fix)
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)
         payload = result.payload
         if isinstance(content, list):
@@ -226,6 +230,13 @@ def _kept(
 # The `_meta` keys of a request or result that belong to its hop: the protocol's own, and the
 # task and outcome keys a reach router writes for the hop it makes.
 HOP_META = ("io.modelcontextprotocol/", META_PREFIX)
+
+
+def _fix_over_mcp(fix: Mapping[str, JsonValue]) -> str:
+    """How an MCP client gives the call options `fix` names: the error's text says it as a Python
+    caller writes it (``configurable={...}``), which no MCP client can send."""
+    keys = {META_PREFIX + option: value for option, value in fix.items()}
+    return f" (over MCP, in the request's _meta: {json.dumps(keys, ensure_ascii=False)})"
 
 
 def _text_of(content: list[JsonValue]) -> str:

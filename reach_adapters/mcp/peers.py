@@ -36,6 +36,10 @@ class LegacyPeers:
     def remember(self, session: ServerSession) -> None:
         """Keep the connection `session` belongs to until it closes."""
         # The SDK builds a session per request; the connection is the one object a client keeps.
+        # SDK 2.3 has no public way to it from a low-level handler: `ServerRequestContext` has no
+        # connection field, `ServerSession` only delegates some of its properties to it, and
+        # `mcp.server.context.Context.connection` is on a context the runner never builds. Read
+        # defensively: without it, a client is simply not remembered (it sees changes on relisting).
         connection: Any = getattr(session, "_connection", None)
         if not isinstance(connection, Connection) or not connection.has_standalone_channel:
             # Nothing to send a notice on (a single-exchange request).

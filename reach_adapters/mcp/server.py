@@ -153,26 +153,19 @@ class RouterMCPServer:
         # Every declared name, usable now or not (the tools offered are among them).
         return consensus_tool_name(self.router.declarations())
 
-    async def _consensus(
-        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult:
-        try:
-            result = await call_consensus(self.router, params.arguments or {}, _principal(ctx))
-        except ReachError as exc:
-            text = f"{type(exc).__name__}: {exc}"
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        return consensus_answer(result, self._converter.result_from_middleware(result))
-
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         served = self._served_as(params.name)
-        if served is None and params.name == self._consensus_name():
-            return await self._consensus(ctx, params)
-        if served is None:
+        if served is not None:
+            dispatch = partial(self._dispatch, ctx, params, served)
+        elif params.name == self._consensus_name():
+            # Served as a capability's call is: the request's `_meta` goes to the voters, and what
+            # their upstreams say during the call reaches the caller.
+            dispatch = partial(self._consensus, ctx, params)
+        else:
             msg = f"Unknown tool: {params.name!r}; list the tools to see what this router reaches"
             raise MCPError(INVALID_PARAMS, msg)
-        dispatch = partial(self._dispatch, ctx, params, served)
         try:
             if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 outcome = await self._exchanges.serve(ctx, params, dispatch)
@@ -193,6 +186,8 @@ class RouterMCPServer:
             text = f"{type(exc).__name__}: {exc}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         answer = self._converter.result_from_middleware(result)
+        if served is None:
+            return consensus_answer(result, answer)
         if served.boxed and result.ok:
             answer.structured_content = {"result": result.payload}
         elif result.status is ResultStatus.INPUT_REQUIRED and served.tool.output_schema is not None:
@@ -213,6 +208,16 @@ class RouterMCPServer:
             message.raw_payload = message.raw_payload.get("input")
         serving(meta.task_id)
         return await self.router.dispatch(message)
+
+    async def _consensus(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> ReachResult:
+        arguments = params.arguments or {}
+        capability = arguments.get("capability")
+        meta = meta_from_request(
+            cast("Mapping[str, Any] | None", ctx.meta), capability if isinstance(capability, str) else None
+        )
+        meta.principal = _principal(ctx)
+        serving(meta.task_id)
+        return await call_consensus(self.router, arguments, meta)
 
     # -- the tool list and its changes -------------------------------------------------------
 

@@ -28,6 +28,7 @@ from reach_adapters.router.imports import ImportPathError, import_object, requir
 from reach_adapters.router.messages import onward, time_left
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.outcomes import (
+    FIX_OPTIONS,
     UNKNOWN_OUTCOME,
     AgentBusyError,
     ErrorKind,
@@ -54,6 +55,7 @@ __all__ = [
     "CONSENSUS_TOOL_NAME",
     "CONSENSUS_TOOL_SCHEMA",
     "CONSENSUS_TOOL_SCHEMA_KEY",
+    "FIX_OPTIONS",
     "META_PREFIX",
     "UNKNOWN_OUTCOME",
     "UNUSABLE_STATES",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from reach_adapters.router.state import Slot
 
 __all__ = [
+    "FIX_OPTIONS",
     "UNKNOWN_OUTCOME",
     "AgentBusyError",
     "ErrorKind",
@@ -43,6 +44,9 @@ logger = logging.getLogger(__name__)
 
 # Said of every failure after delivery whose effect the router cannot know.
 UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
+# The `extra` key of an invalid result whose caller left out or misgave call options: those that
+# make the call valid, with placeholder values (`InvalidMessageError.fix_options`).
+FIX_OPTIONS = "fix_options"
 
 
 def cut_short(who: str, agent_id: str | None) -> str:
@@ -159,6 +163,9 @@ def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors:
         result = error_result(
             message, ResultStatus.INVALID, kind, error, fault=Fault.CALLER, agent_id=agent_id
         )
+        if exc.fix_options is not None:
+            # Each surface says how its callers give them; the text says it in Python.
+            amend(result, {"extra": {FIX_OPTIONS: exc.fix_options}})
     elif isinstance(exc, AgentBusyError):
         # "Not now": nothing was started, and another agent may have room.
         result = error_result(

@@ -123,3 +123,4 @@ async def test_resume_needs_a_thread(routed: Router) -> None:
     result = await routed.route("ask", None, resume="Ann")
     assert result.status.value == "invalid"
     assert "configurable={'thread_id'" in (result.error or "")
+    assert result.extra["fix_options"] == {"configurable": {"thread_id": "<thread id>"}}

@@ -118,6 +118,8 @@ async def test_a_history_call_without_its_session_is_the_callers_mistake(
         result = await router.route("chat", {"question": "hi"})
         assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
         assert "configurable={'session_id': ...}" in (result.error or "")
+        # Each surface (an MCP request's `_meta`) tells its callers how to give it.
+        assert result.extra["fix_options"] == {"configurable": {"session_id": "<session_id>"}}
     good = await router.route("chat", {"question": "hi"}, configurable={"session_id": "alice"})
     assert (good.ok, good.payload) == (True, "hello"), good.error
     assert router.catalog()[0].failures == 0

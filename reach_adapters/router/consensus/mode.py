@@ -29,7 +29,7 @@ from reach_adapters.router.consensus.voting import (
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.messages import build_message, derived_task_id
 from reach_adapters.router.options import CallOptions
-from reach_adapters.router.outcomes import ErrorKind, error_result
+from reach_adapters.router.outcomes import FIX_OPTIONS, ErrorKind, error_result
 from reach_adapters.router.policy import AgentErrors, RoutingPolicy
 from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.registry import Registry
@@ -112,7 +112,11 @@ async def decide(
                 first.error or "",
                 fault=Fault.CALLER,
             )
-            amend(refused, {"extra": {"votes": _votes(results, None, record, policy)}})
+            # And how to give the options it left out, when they were what it left out.
+            kept: dict[str, JsonValue] = {"votes": _votes(results, None, record, policy)}
+            if FIX_OPTIONS in first.extra:
+                kept[FIX_OPTIONS] = first.extra[FIX_OPTIONS]
+            amend(refused, {"extra": kept})
             return refused
         faults = {r.fault for r in failed}
         # Agents that failed are to blame, then a lack of room, then the caller's mistakes; else
