@@ -5,7 +5,7 @@ request `_meta` key to send, as JSON, where a Python caller is told the keyword 
 from __future__ import annotations
 
 import json
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 import mcp
 import pytest
@@ -19,6 +19,7 @@ from middleware import Fault, ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
 from reach_adapters.mcp import RouterMCPServer
+from tests.mcp_adapter.test_input_required import two_reviews_graph
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,28 +34,6 @@ def chat_graph() -> Any:
     builder.add_node("review", review)
     builder.add_edge(START, "review")
     builder.add_edge("review", END)
-    return builder.compile(checkpointer=InMemorySaver())
-
-
-class Review(TypedDict, total=False):
-    finance: str
-    legal: str
-
-
-def two_reviews_graph() -> Any:
-    def finance(state: Review) -> dict[str, Any]:
-        return {"finance": interrupt("finance ok?")}
-
-    def legal(state: Review) -> dict[str, Any]:
-        return {"legal": interrupt("legal ok?")}
-
-    builder = StateGraph(Review)
-    builder.add_node("finance", finance)
-    builder.add_node("legal", legal)
-    builder.add_edge(START, "finance")
-    builder.add_edge(START, "legal")
-    builder.add_edge("finance", END)
-    builder.add_edge("legal", END)
     return builder.compile(checkpointer=InMemorySaver())
 
 
