@@ -22,14 +22,15 @@ from reach_adapters.langchain.config import check_config, detached, run_config, 
 from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
 from reach_adapters.langchain.derive import derive_capability, native_schemas
+from reach_adapters.langchain.describe import tool_names
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed_graphs,
     find_graph,
     interrupts,
     invalid_resume,
+    last_moved_by,
     leading,
-    left_unfinished_by,
     pending_interrupts,
     resumable_graphs,
     resume_command,
@@ -295,11 +296,11 @@ class LangChainAgent:
                     break
         return pending, runnable
 
-    async def _unfinished(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
-        """The runnable that resumes the graph a run of this task left unfinished, if any."""
+    async def _moved_on(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
+        """The runnable that resumes the graph an earlier run of this task moved last, if any."""
         task_id = str(config.get("metadata", {}).get("reach_task_id"))
         for graph, runnable in self._resumable:
-            if await left_unfinished_by(graph, self._state_config(config, runnable), task_id):
+            if await last_moved_by(graph, self._state_config(config, runnable), task_id):
                 return runnable
         return None
 
@@ -309,11 +310,12 @@ class LangChainAgent:
         pending, runnable = await self._waiting(config)
         thread = thread_of(self._state_config(config, runnable))
         if not pending:
-            rerun = await self._unfinished(config)
+            rerun = await self._moved_on(config)
             if rerun is not None:
                 # A retry of this task: its earlier attempt took the answer, then failed after
                 # the interrupt's step. Sent again, the answer would find nothing to answer; the
-                # thread goes on from its checkpoint, running what failed (LangGraph's own retry).
+                # thread goes on from its checkpoint, running what failed (LangGraph's own retry;
+                # a finished graph gives its state again, for the chain's steps after it).
                 return None, rerun
             msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
             raise InvalidMessageError(msg)
@@ -328,7 +330,8 @@ class LangChainAgent:
                 "extra['interrupts'])"
             )
             raise InvalidMessageError(msg, fix_options={"resume": dict.fromkeys(ids, "<answer>")})
-        check_answers(pending, resume, self._agent_id)
+        graph = next(graph for graph, resumes in self._resumable if resumes is runnable)
+        check_answers(pending, resume, self._agent_id, tool_names(graph))
         return resume_command(resume), runnable
 
 

@@ -29,7 +29,7 @@ from reach_adapters.langchain.messages import (
     messages_input,
     run_messages,
 )
-from reach_adapters.langchain.review import review_schema
+from reach_adapters.langchain.review import review_json_schema
 from reach_adapters.router import input_required_result, ok_result
 
 __all__ = ["ChunkConverter", "LangChainConverter", "interrupted_result", "to_json"]
@@ -54,10 +54,10 @@ def _interrupt_entry(item: Any, value: JsonValue) -> dict[str, JsonValue]:
     one answering must see it."""
     entry: dict[str, JsonValue] = {"id": str(getattr(item, "id", "")), "value": value}
     schema = getattr(item, "response_schema", None)
-    if schema is None and (review := review_schema(getattr(item, "value", None))) is not None:
+    if schema is None:
         # A batched HumanInTheLoopMiddleware interrupt gives none; the answer it takes is known
         # (see `review`), and the adapter checks it before LangGraph saves it.
-        schema = review.model_json_schema()
+        schema = review_json_schema(getattr(item, "value", None))
     # LangGraph surfaces it as JSON Schema, a dict, whatever type the graph gave.
     if isinstance(schema, dict):
         entry["response_schema"] = to_json(schema, where="interrupt.response_schema")

@@ -6,22 +6,17 @@ chat messages in their role/content form (`chat_schemas`).
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     Runnable,
     RunnableParallel,
     RunnableSequence,
     RunnableWithFallbacks,
-    RunnableWithMessageHistory,
 )
-from langchain_core.runnables.base import RunnableBindingBase, RunnableEach
+from langchain_core.runnables.base import RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 
 from reach_adapters.errors import InvalidDeclarationError
@@ -31,9 +26,9 @@ from reach_adapters.langchain.chat_schemas import (
     with_message_schema,
     without_prompt_values,
 )
+from reach_adapters.langchain.describe import description
 from reach_adapters.langchain.graphs import (
     find_graph,
-    graph_description,
     graph_schemas,
     leading_graph,
     unwrap,
@@ -69,7 +64,7 @@ def derive_capability(
     try:
         return Capability(
             name=name,
-            description=_description(runnable),
+            description=description(runnable),
             input_schema=input_schema,
             output_schema=output_schema,
         )
@@ -226,87 +221,3 @@ def _valid_name(name: str) -> bool:
     except InvalidDeclarationError:
         return False
     return True
-
-
-def _description(runnable: Runnable[Any, Any]) -> str:
-    """What the runnable does, for matchers and models: its own words, else what it is made of."""
-    layers = _described(runnable)
-    # Wrappers (`.with_retry()`, `.with_fallbacks()`...) describe nothing themselves: look inside.
-    for wrapped in layers:
-        description = getattr(wrapped, "description", None)
-        if isinstance(description, str) and description:
-            return description
-        # A RunnableLambda keeps the function it wraps; its docstring says what it does.
-        func = getattr(wrapped, "func", None) or getattr(wrapped, "afunc", None)
-        doc = inspect.getdoc(func) if callable(func) else None
-        if doc:
-            return doc
-    inner = layers[-1]
-    graph = find_graph(inner)
-    if graph is not None:
-        return graph_description(graph)
-    return _kind_description(inner)
-
-
-def _described(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
-    """`runnable` and what it wraps, outermost first: what bindings wrap, a `.with_fallbacks()`'s
-    primary, and the runnable a `RunnableWithMessageHistory` keeps a history for, not the chain
-    LangChain wires around it (``RunnableAssign<text> → _call_runnable_sync``)."""
-    found = [runnable]
-    while (inner := _inside(found[-1])) is not None:
-        found.append(inner)
-    return found
-
-
-def _inside(runnable: Runnable[Any, Any]) -> Runnable[Any, Any] | None:
-    """What `runnable` wraps and describes, if it is a wrapper (see `_described`)."""
-    if isinstance(runnable, RunnableWithMessageHistory):
-        return _history_of(runnable) or runnable.bound
-    if isinstance(runnable, RunnableBindingBase):
-        return runnable.bound
-    if isinstance(runnable, RunnableWithFallbacks):
-        return runnable.runnable
-    return None
-
-
-def _history_of(history: RunnableWithMessageHistory) -> Runnable[Any, Any] | None:
-    """The runnable a `RunnableWithMessageHistory` wraps, which LangChain keeps only in the
-    closure of its chain's last step (best effort: None when it is not found there)."""
-    chain = unwrap(history.bound)[-1]
-    last = unwrap(chain.last)[-1] if isinstance(chain, RunnableSequence) else None
-    func = getattr(last, "func", None)
-    try:
-        found = inspect.getclosurevars(func).nonlocals.get("runnable_sync") if callable(func) else None
-    except (TypeError, ValueError):
-        return None
-    return found if isinstance(found, Runnable) else None
-
-
-def _kind_description(runnable: Runnable[Any, Any]) -> str:
-    """A description from the kind of runnable: a chat model, a retriever, a prompt, a chain."""
-    if isinstance(runnable, BaseChatModel):
-        model = getattr(runnable, "model_name", None) or getattr(runnable, "model", None)
-        named = f" {model}" if isinstance(model, str) and model else ""
-        kind = runnable._llm_type
-        return f"A chat model ({kind}{named}): answers a conversation, given its messages or a text."
-    if isinstance(runnable, BaseRetriever):
-        return f"Finds the documents relevant to a query ({type(runnable).__name__})."
-    if isinstance(runnable, ChatPromptTemplate):
-        return _system_text(runnable) or ""
-    steps = getattr(runnable, "steps", None)
-    if isinstance(runnable, RunnableSequence) and isinstance(steps, list):
-        prompt = next((step for step in steps if isinstance(step, ChatPromptTemplate)), None)
-        said = _system_text(prompt) if prompt is not None else None
-        chain = " → ".join(step.get_name() for step in steps)
-        return f"{said} (a chain: {chain})" if said else f"A chain: {chain}."
-    return ""
-
-
-def _system_text(prompt: ChatPromptTemplate) -> str | None:
-    """The system message of a chat prompt, as written (its variables left in braces)."""
-    for message in prompt.messages:
-        if isinstance(message, SystemMessagePromptTemplate):
-            template = getattr(message.prompt, "template", None)
-            if isinstance(template, str) and template:
-                return template
-    return None

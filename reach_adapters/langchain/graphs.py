@@ -8,7 +8,6 @@ primary or a fallback of `.with_fallbacks()`, or as a step of a chain.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import typing
 from collections.abc import Callable, Iterator
@@ -28,13 +27,12 @@ __all__ = [
     "checkpointed",
     "checkpointed_graphs",
     "find_graph",
-    "graph_description",
     "graph_schemas",
     "interrupts",
     "invalid_resume",
+    "last_moved_by",
     "leading",
     "leading_graph",
-    "left_unfinished_by",
     "pending_interrupts",
     "resumable_graphs",
     "resume_command",
@@ -191,63 +189,13 @@ async def pending_interrupts(graph: Any, config: Any) -> list[Any]:
     return list(getattr(snapshot, "interrupts", ()) or ())
 
 
-async def left_unfinished_by(graph: Any, config: Any, task_id: str) -> bool:
-    """Whether the graph's thread (in `config`) last moved in a run of the task `task_id` and has
-    steps left to run: a run that resumed it, then failed after the interrupt's step. LangGraph
-    keeps a run's metadata (the adapter's ``reach_task_id``) with each checkpoint it saves."""
+async def last_moved_by(graph: Any, config: Any, task_id: str) -> bool:
+    """Whether the graph's thread (in `config`) last moved in a run of the task `task_id`: a run
+    that resumed it, then failed after the interrupt's step, in the graph or in a step after it.
+    LangGraph keeps a run's metadata (the adapter's ``reach_task_id``) with each checkpoint."""
     snapshot = await graph.aget_state(config)
     metadata = getattr(snapshot, "metadata", None) or {}
-    return bool(getattr(snapshot, "next", ())) and metadata.get("reach_task_id") == task_id
-
-
-def graph_description(graph: Any) -> str:
-    """What a graph does, from what it shows: its agent's system prompt, else the tools its agent
-    uses (an agent whose prompt is made per call shows none), else its steps."""
-    prompt = _system_prompt(graph)
-    if prompt:
-        return prompt
-    tools = _tools(graph)
-    if tools:
-        return f"An agent using the tools {'; '.join(tools)}."
-    nodes = [name for name in getattr(graph, "nodes", {}) if not name.startswith("__")]
-    return f"A LangGraph graph with the steps {', '.join(nodes)}." if nodes else ""
-
-
-def _system_prompt(graph: Any) -> str | None:
-    """The system prompt of a `create_agent` agent, kept by its model node, or of LangGraph's
-    `create_react_agent`, kept by the prompt step before its model (best effort)."""
-    nodes = graph.builder.nodes if hasattr(graph, "builder") else {}
-    node = nodes.get("model") or nodes.get("agent")
-    message = _nonlocal(getattr(node, "runnable", None), "system_message")
-    model = _nonlocal(getattr(node, "runnable", None), "static_model")
-    if message is None and isinstance(model, RunnableSequence):
-        message = _nonlocal(model.first, "_system_message")
-    text = getattr(message, "text", None)
-    return str(text) if text else None
-
-
-def _nonlocal(runnable: Any, name: str) -> Any:
-    """A variable the function a LangGraph node runs closes over, or None."""
-    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
-    try:
-        return inspect.getclosurevars(func).nonlocals.get(name) if callable(func) else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _tools(graph: Any, most: int = 8) -> list[str]:
-    """The tools of an agent's tool node, each with the first line of its description."""
-    nodes = graph.builder.nodes if hasattr(graph, "builder") else {}
-    by_name = getattr(getattr(nodes.get("tools"), "runnable", None), "tools_by_name", None)
-    if not isinstance(by_name, dict):
-        return []
-    shown = []
-    for name, tool in list(by_name.items())[:most]:
-        said = str(getattr(tool, "description", "") or "").strip().split("\n", 1)[0][:100]
-        shown.append(f"{name} ({said})" if said else str(name))
-    if len(by_name) > most:
-        shown.append(f"and {len(by_name) - most} more")
-    return shown
+    return metadata.get("reach_task_id") == task_id
 
 
 def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

@@ -18,15 +18,16 @@ is checked against the middleware's own decision types before the graph sees it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, Discriminator, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, Discriminator, JsonValue, TypeAdapter, ValidationError, create_model
 
 from reach_adapters.errors import InvalidMessageError
 
-__all__ = ["check_answers", "review_schema"]
+__all__ = ["check_answers", "review_json_schema", "review_schema"]
 
 # The keys of LangChain's `HITLRequest`, and nothing else: a graph's own interrupt that merely
 # looks alike is not the middleware's.
@@ -63,36 +64,59 @@ def review_schema(value: Any) -> type[BaseModel] | None:
     types = _middleware_types()
     if types is None or not isinstance(value, Mapping) or set(value) != _REQUEST_KEYS:
         return None
-    request, decisions = types
     try:
-        checked = request.validate_python(value)
+        checked = types[0].validate_python(value)
     except ValidationError:
         return None
     configs = checked["review_configs"]
     if not configs or len(configs) != len(checked["action_requests"]):
         return None
+    return _answer_model(tuple(tuple(dict.fromkeys(config["allowed_decisions"])) for config in configs))
+
+
+def review_json_schema(value: Any) -> dict[str, Any] | None:
+    """`review_schema` as JSON Schema, for the interrupt's ``response_schema``."""
+    model = review_schema(value)
+    return None if model is None else copy.deepcopy(_json_schema(model))
+
+
+@lru_cache(maxsize=256)
+def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+@lru_cache(maxsize=256)
+def _answer_model(allowed: tuple[tuple[str, ...], ...]) -> type[BaseModel] | None:
+    """The answer model for actions allowing these decisions, built once per shape: building a
+    pydantic model costs milliseconds, and a review asks the same few shapes again and again."""
+    types = _middleware_types()
+    if types is None:
+        return None
+    decisions = types[1]
     positions: list[Any] = []
-    for config in configs:
-        kinds = dict.fromkeys(config["allowed_decisions"])
-        allowed = tuple(decisions[kind] for kind in kinds if kind in decisions)
-        if not allowed:
+    for kinds in allowed:
+        known = tuple(decisions[kind] for kind in kinds if kind in decisions)
+        if not known:
             return None
-        if len(allowed) == 1:
-            positions.append(allowed[0])
+        if len(known) == 1:
+            positions.append(known[0])
             continue
         # Checked only against the decision its `type` names: one precise error, not one per kind.
         # A union built at run time, which type checkers cannot follow.
-        union: Any = Union[allowed]  # noqa: UP007
+        union: Any = Union[known]  # noqa: UP007
         positions.append(Annotated[union, Discriminator("type")])
     decided: Any = tuple.__class_getitem__(tuple(positions))
     return create_model("ReviewAnswer", decisions=(decided, ...))
 
 
-def check_answers(pending: Sequence[Any], resume: Any, agent_id: str) -> None:
+def check_answers(
+    pending: Sequence[Any], resume: Any, agent_id: str, tools: frozenset[str] | None = None
+) -> None:
     """Raises `InvalidMessageError` when `resume` gives a batched `HumanInTheLoopMiddleware`
     interrupt among `pending` an answer it refuses: the caller's mistake, and since nothing is
     sent, the interrupt can be answered again. `resume` answers the one pending interrupt, or
-    maps interrupt ids to answers."""
+    maps interrupt ids to answers. `tools`: the agent's tools, which an edit may turn a call to
+    (the middleware refuses any other, once the answer is saved); None when they are not known."""
     ids = [str(getattr(item, "id", "")) for item in pending]
     if isinstance(resume, Mapping) and resume and set(resume) <= set(ids):
         answered = [(item, resume[key]) for item, key in zip(pending, ids, strict=True) if key in resume]
@@ -103,7 +127,7 @@ def check_answers(pending: Sequence[Any], resume: Any, agent_id: str) -> None:
         if schema is None:
             continue
         try:
-            schema.model_validate(answer)
+            decided = schema.model_validate(answer)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in error['loc']) or '(answer)'}: {error['msg']}"
@@ -116,5 +140,26 @@ def check_answers(pending: Sequence[Any], resume: Any, agent_id: str) -> None:
                 f"decision for each of its {actions} actions, in order): {problems}; nothing was "
                 "saved, answer it again on the same thread"
             )
-            answer = {"decisions": [{"type": "<an allowed decision>"}] * actions}
-            raise InvalidMessageError(msg, fix_options={"resume": answer}) from None
+            shape: dict[str, JsonValue] = {"decisions": [{"type": "<an allowed decision>"}] * actions}
+            raise InvalidMessageError(msg, fix_options={"resume": shape}) from None
+        if tools is not None:
+            _check_edits(item.value["action_requests"], getattr(decided, "decisions", ()), tools, agent_id)
+
+
+def _check_edits(
+    actions: Sequence[Mapping[str, Any]], decisions: Sequence[Any], tools: frozenset[str], agent_id: str
+) -> None:
+    """Refuses an edit that turns a call to a tool the agent does not have."""
+    for i, (action, decision) in enumerate(zip(actions, decisions, strict=True)):
+        if not isinstance(decision, Mapping) or decision.get("type") != "edit":
+            continue
+        name = decision["edited_action"]["name"]
+        if name != action["name"] and name not in tools:
+            msg = (
+                f"resume= edits action {i} of agent {agent_id}'s review into a call to {name!r}, "
+                f"which is not one of its tools ({', '.join(sorted(tools))}); nothing was saved, "
+                "answer it again on the same thread"
+            )
+            raise InvalidMessageError(
+                msg, fix_options={"resume": {"decisions": ["<decision>"] * len(actions)}}
+            )

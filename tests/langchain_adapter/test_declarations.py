@@ -11,8 +11,9 @@ import pytest
 from jsonschema import Draft202012Validator
 from langchain.agents import create_agent
 from langchain_core.chat_history import InMemoryChatMessageHistory
+from langchain_core.messages import SystemMessage
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableWithMessageHistory
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -289,8 +290,15 @@ def test_prebuilt_agents_without_a_written_prompt_are_described_by_their_prompt_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent is deprecated, and still much used
         react = create_react_agent(scripted(), [lookup], prompt="You are the orders desk.")
+        message = create_react_agent(scripted(), [lookup], prompt=SystemMessage("You are the returns desk."))
+        template = ChatPromptTemplate.from_messages(
+            [("system", "You are the {desk} desk."), MessagesPlaceholder("messages")]
+        )
+        templated = create_react_agent(scripted(), [lookup], prompt=template)
         bare = create_react_agent(scripted(), [lookup])
     assert described(react) == "You are the orders desk."
+    assert described(message) == "You are the returns desk."
+    assert described(templated) == "You are the {desk} desk."
     assert described(bare) == "An agent using the tools lookup (Look up an order by id.)."
     dynamic = create_agent(scripted(), [lookup], middleware=[persona])
     assert described(dynamic) == "An agent using the tools lookup (Look up an order by id.)."

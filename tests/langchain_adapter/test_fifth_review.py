@@ -9,6 +9,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -267,3 +268,57 @@ async def test_a_transient_failure_after_a_resume_that_persists_is_the_agents(ro
     assert len(attempts) > 1
     assert {(each.fault, each.error_type) for each in attempts} == {(Fault.AGENT, "ConnectionError")}
     assert calls == ["yes"] * len(attempts)
+
+
+async def test_an_edit_into_a_tool_the_agent_lacks_is_refused_before_it_is_saved(router: Router) -> None:
+    """The middleware refuses such an edit only once LangGraph has saved it, which would fail the
+    agent's run and leave the thread unanswerable; an edit into another tool it has is fine."""
+    router.register(LangChainAgent(reviewed_files_agent(), agent_id="ops:files:01"))
+    thread = {"thread_id": "t"}
+    await router.route("files", {"messages": [{"role": "user", "content": "tidy up"}]}, configurable=thread)
+    unknown: dict[str, Any] = {"type": "edit", "edited_action": {"name": "format_disk", "args": {}}}
+    refused = await router.route(
+        "files", None, resume={"decisions": [{"type": "approve"}, unknown]}, configurable=thread
+    )
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+    assert "'format_disk', which is not one of its tools (delete_file, rename_file)" in (refused.error or "")
+    assert failures(router, "ops:files:01") == 0
+    redirected: dict[str, Any] = {
+        "type": "edit",
+        "edited_action": {"name": "delete_file", "args": {"path": "a.txt"}},
+    }
+    done = await router.route(
+        "files", None, resume={"decisions": [{"type": "reject"}, redirected]}, configurable=thread
+    )
+    assert (done.status, done.payload) == (ResultStatus.OK, "all done"), done.error
+
+
+async def test_a_retried_resume_runs_again_the_chain_step_that_failed_after_the_graph(router: Router) -> None:
+    graph, _ = refund_graph(failing=0)
+    tail: list[str] = []
+
+    def receipt(state: dict[str, Any]) -> str:
+        if "paid" not in state:  # the graph stopped at its question: LangChain runs this step anyway
+            return "nothing paid yet"
+        tail.append(state["paid"])
+        if len(tail) == 1:
+            msg = "mail server unreachable"
+            raise ConnectionError(msg)
+        return f"receipt: {state['paid']}"
+
+    router.register(LangChainAgent(graph | RunnableLambda(receipt), agent_id="shop:refund:01"))
+    thread = {"thread_id": "t"}
+    asked = await router.route("refund", {"order": "42"}, configurable=thread)
+    assert asked.status == ResultStatus.INPUT_REQUIRED, asked.error
+
+    done = await router.route("refund", None, resume="yes", configurable=thread)
+    assert (done.status, done.payload) == (ResultStatus.OK, "receipt: paid (yes)"), done.error
+    assert tail == ["paid (yes)", "paid (yes)"]
+    attempts = router.explain(done.task_id).attempts
+    assert [(each.status, each.fault) for each in attempts] == [
+        (ResultStatus.ERROR, Fault.AGENT),
+        (ResultStatus.OK, None),
+    ]
+    # Another task's resume on the finished thread is still the caller's mistake.
+    again = await router.route("refund", None, resume="yes", configurable=thread)
+    assert (again.status, again.fault) == (ResultStatus.INVALID, Fault.CALLER), again.error
