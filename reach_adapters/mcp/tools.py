@@ -15,7 +15,7 @@ from reach_adapters.mcp.calls import ToolRoute
 from reach_adapters.mcp.errors import MCPProtocolError
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.spec import ServerSpec
-from reach_adapters.router import META_PREFIX, Capability
+from reach_adapters.router import META_PREFIX, Capability, unwrap_field
 
 __all__ = ["ANNOTATION_TITLE", "Declared", "checked_by_router", "declare", "list_all_tools"]
 
@@ -124,8 +124,9 @@ def _capability(name: str, tool: Tool, options: MCPOptions) -> Capability:
     title = tool.title or hinted
     output = tool.output_schema
     if output is not None and wraps_result(tool):
-        # The SDK's wrapping of a non-object result: the payload is the value inside.
-        output = output["properties"]["result"]
+        # The SDK's wrapping of a non-object result: the payload is the value inside, whose
+        # references (a list of models) point to the box's definitions.
+        output = unwrap_field("result", output)
     return Capability(
         name=name,
         description=tool.description or title or "",

@@ -1,0 +1,103 @@
+"""Results and tools survive re-serving: a capability one MCP hop away (a reach router serving
+another) takes and gives what it does locally, with its schemas (issue 12, item 2)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableLambda
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+
+from middleware import Fault
+from reach_adapters import Router
+from reach_adapters.langchain import LangChainAgent
+from reach_adapters.mcp import MCPServerAgent, RouterMCPServer
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Order(BaseModel):
+    id: str
+    total: float
+
+
+def shop_server() -> MCPServer:
+    shop = MCPServer("shop")
+
+    @shop.tool()
+    def list_orders(customer: str) -> list[Order]:
+        """The customer's orders."""
+        return [Order(id="42", total=39.9)]
+
+    @shop.tool()
+    def find_order(id: str) -> Order | None:
+        """One order, if any."""
+        return Order(id=id, total=1.0) if id != "none" else None
+
+    @shop.tool()
+    def total(orders: list[Order]) -> float:
+        """What the orders cost together."""
+        return sum(order.total for order in orders)
+
+    return shop
+
+
+@asynccontextmanager
+async def one_hop_away(near: Router) -> AsyncIterator[tuple[Router, MCPServerAgent]]:
+    """A router reaching `near`'s capabilities through `near` served over MCP."""
+    gateway = RouterMCPServer(near, name="gw")
+    far = Router()
+    hop = await MCPServerAgent.connect("gw", gateway.server)
+    far.register(hop)
+    try:
+        yield far, hop
+    finally:
+        await far.aclose()
+        gateway.close()
+        await near.aclose()
+
+
+def _capability(agent: MCPServerAgent, name: str) -> Any:
+    return next(cap for cap in agent.capabilities if cap.name == name)
+
+
+async def test_tools_returning_models_in_a_list_or_optional_are_offered(router: Router) -> None:
+    agent = await MCPServerAgent.connect("shop", shop_server())
+    router.register(agent)
+    assert sorted(cap.name for cap in agent.capabilities) == ["find_order", "list_orders", "total"]
+    listed = _capability(agent, "list_orders").output_schema
+    # The value's schema, its references pointing to definitions it carries.
+    assert listed["type"] == "array"
+    assert listed["items"] == {"$ref": "#/$defs/Order"}
+    assert set(listed["$defs"]) == {"Order"}
+    orders = await router.route("list_orders", {"customer": "ada"})
+    assert (orders.status.value, orders.payload) == ("ok", [{"id": "42", "total": 39.9}])
+    found = await router.route("find_order", {"id": "7"})
+    assert (found.status.value, found.payload) == ("ok", {"id": "7", "total": 1.0})
+    missing = await router.route("find_order", {"id": "none"})
+    assert (missing.status.value, missing.payload) == ("ok", None)
+    summed = await router.route("total", {"orders": [{"id": "1", "total": 2.5}, {"id": "2", "total": 0.5}]})
+    assert (summed.status.value, summed.payload) == ("ok", 3.0)
+    # The input's references resolve too: an order without its total is the caller's mistake.
+    refused = await router.route("total", {"orders": [{"id": "1"}]})
+    assert (refused.status.value, refused.fault) == ("invalid", Fault.CALLER)
+
+
+def orders_of(customer: str) -> list[Order]:
+    return [Order(id="42", total=39.9)]
+
+
+async def test_a_local_list_of_models_is_offered_one_hop_away() -> None:
+    near = Router()
+    near.register(LangChainAgent(RunnableLambda(orders_of), agent_id="shop:orders:01"))
+    local = (await near.route("orders_of", "ada")).payload
+    async with one_hop_away(near) as (far, hop):
+        assert [cap.name for cap in hop.capabilities] == ["orders_of"]
+        schema = _capability(hop, "orders_of").output_schema
+        assert schema["items"] == {"$ref": "#/$defs/Order"}
+        routed = await far.route("orders_of", {"input": "ada"})
+        assert (routed.status.value, routed.payload) == ("ok", local)
