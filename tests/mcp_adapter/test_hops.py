@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
 from middleware import Fault
-from reach_adapters import Router
+from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.langchain import LangChainAgent
 from reach_adapters.mcp import MCPServerAgent, RouterMCPServer
 
@@ -101,3 +101,32 @@ async def test_a_local_list_of_models_is_offered_one_hop_away() -> None:
         assert schema["items"] == {"$ref": "#/$defs/Order"}
         routed = await far.route("orders_of", {"input": "ada"})
         assert (routed.status.value, routed.payload) == ("ok", local)
+
+
+def count(n: int) -> int:
+    return n
+
+
+def find(id: str) -> Order | None:
+    return Order(id=id, total=1.0) if id != "none" else None
+
+
+async def test_a_bare_result_comes_back_unboxed_whatever_the_capability_is_called() -> None:
+    near = Router()
+    takes_n = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    for i, name in enumerate(("count", "Count", "CountWords")):
+        declared = Capability(name=name, input_schema=takes_n, output_schema={"type": "integer"})
+        near.register(FunctionAgent(count, agent_id=f"util:count{i}:01", capabilities=[declared]))
+    # A model or nothing: an object only sometimes, so boxed too, and the box says it is one.
+    near.register(LangChainAgent(RunnableLambda(find), agent_id="shop:find:01"))
+    async with one_hop_away(near) as (far, hop):
+        for name in ("count", "Count", "CountWords"):
+            assert _capability(hop, name).output_schema == {"type": "integer"}
+            routed = await far.route(name, {"n": 3})
+            assert (routed.status.value, routed.payload) == ("ok", 3)
+        schema = _capability(hop, "find").output_schema
+        assert set(schema["$defs"]) == {"Order"}
+        found = await far.route("find", {"input": "7"})
+        assert (found.status.value, found.payload) == ("ok", {"id": "7", "total": 1.0})
+        missing = await far.route("find", {"input": "none"})
+        assert (missing.status.value, missing.payload) == ("ok", None)
