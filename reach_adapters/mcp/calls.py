@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
+from reach_adapters.mcp.boxes import BOXED, RESULT, marked
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
@@ -165,9 +166,11 @@ async def call_tool(
         )
         return _failed(message, agent_id, ErrorKind.OUTPUT_VALIDATION, error, retryable=True)
     result = converter.result_to_middleware(native, message)
-    if route.unwrap and result.ok and isinstance(result.payload, dict) and "result" in result.payload:
-        # The same payload a local function returning the bare value gives.
-        amend(result, {"payload": result.payload["result"]})
+    if result.ok and (route.unwrap or marked(native.meta, BOXED)):
+        payload = result.payload
+        if isinstance(payload, dict) and RESULT in payload:
+            # The same payload a local function returning the bare value gives.
+            amend(result, {"payload": payload[RESULT]})
     return result
 
 

@@ -31,7 +31,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidDeclarationError, ReachError
-from reach_adapters.mcp.boxes import BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS
+from reach_adapters.mcp.boxes import BOXED, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS
 from reach_adapters.mcp.consensus_tool import (
     call_consensus,
     consensus_answer,
@@ -190,7 +190,9 @@ class RouterMCPServer:
         if served is None:
             return consensus_answer(result, answer)
         if served.boxed and result.ok:
-            answer.structured_content = {"result": result.payload}
+            # Boxed whatever the value: the schema's may be an object only sometimes (a model or null).
+            answer.structured_content = {RESULT: result.payload}
+            answer.meta = {**(answer.meta or {}), BOXED: True}
         elif result.status is ResultStatus.INPUT_REQUIRED and served.tool.output_schema is not None:
             # A question is no output of the tool's schema, and clients check every result that is
             # not an error against it: this one goes as an error, its `_meta` saying what it is.

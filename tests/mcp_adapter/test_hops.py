@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableLambda
+from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
@@ -130,3 +131,53 @@ async def test_a_bare_result_comes_back_unboxed_whatever_the_capability_is_calle
         assert (found.status.value, found.payload) == ("ok", {"id": "7", "total": 1.0})
         missing = await far.route("find", {"input": "none"})
         assert (missing.status.value, missing.payload) == ("ok", None)
+
+
+def untyped(n):  # type: ignore[no-untyped-def]  # no annotations: no output schema is derived
+    """Count."""
+    return n
+
+
+def nothing(n: int):  # type: ignore[no-untyped-def]
+    """Says nothing."""
+
+
+async def test_a_bare_result_without_an_output_schema_keeps_its_value_one_hop_away() -> None:
+    near = Router()
+    near.register(FunctionAgent(untyped, agent_id="util:count:01"))
+    near.register(FunctionAgent(nothing, agent_id="util:nothing:01"))
+    takes_text = {"type": "object", "properties": {"text": {"type": "string"}}}
+    near.register(
+        FunctionAgent(
+            lambda text: text.split(),
+            agent_id="util:words:01",
+            capabilities=[Capability(name="words", input_schema=takes_text)],
+        )
+    )
+    near.register(LangChainAgent(RunnableLambda(lambda x: x["text"].upper()), agent_id="util:shout:01"))
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("untyped", {"n": 3}),
+        ("nothing", {"n": 3}),
+        ("words", {"text": "a b"}),
+        ("shout", {"text": "hi"}),
+    ]
+    local = {name: (await near.route(name, arguments)).payload for name, arguments in calls}
+    assert local == {"untyped": 3, "nothing": None, "words": ["a", "b"], "shout": "HI"}
+    gateway = RouterMCPServer(near, name="gw")
+    try:
+        async with Client(gateway.server) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert tools["untyped"].output_schema is None
+            counted = await client.call_tool("untyped", {"n": 3})
+            shouted = await client.call_tool("shout", {"text": "hi"})
+    finally:
+        gateway.close()
+    # A plain MCP client reads the value's text, or the value in the box the SDK's servers use.
+    assert [(block.type, getattr(block, "text", None)) for block in counted.content] == [("text", "3")]
+    assert counted.structured_content == {"result": 3}
+    assert [getattr(block, "text", None) for block in shouted.content] == ["HI"]
+    assert shouted.structured_content == {"result": "HI"}
+    async with one_hop_away(near) as (far, _):
+        for name, arguments in calls:
+            routed = await far.route(name, arguments)
+            assert (name, routed.status.value, routed.payload) == (name, "ok", local[name])
