@@ -31,7 +31,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidDeclarationError, ReachError
-from reach_adapters.mcp.boxes import BOXED, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS
+from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS
 from reach_adapters.mcp.consensus_tool import (
     call_consensus,
     consensus_answer,
@@ -291,9 +291,11 @@ def _serve(capability: Capability) -> _Served:
     if boxed:
         output = wrap_field(RESULT, output or {}, title=f"{capability.name}Output")
     meta, hinted = _annotation_title(capability)
+    # For a reach router calling this one, which takes the boxes off again (the SDK's result box
+    # is known by its shape, which a capability's own name need not fit: ``CountOutput``).
+    if wrapped:
+        meta = {**meta, BOXED_INPUT: True}
     if boxed:
-        # For a reach router calling this one, which takes the box off again; the SDK's boxes
-        # are known by their shape, which a capability's own name need not fit (``CountOutput``).
         meta = {**meta, BOXED_OUTPUT: True}
     tool = Tool(
         name=capability.name,

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.types import Tool
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.mcp.boxes import BOXED_OUTPUT, RESULT, TOOL_MARKS, marked
+from reach_adapters.mcp.boxes import BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS, marked
 from reach_adapters.mcp.calls import ToolRoute
 from reach_adapters.mcp.errors import MCPProtocolError
 from reach_adapters.mcp.options import MCPOptions
@@ -100,8 +100,11 @@ def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
             out.skipped.append(tool.name)
             continue
         boxed = result_box(tool)
+        # Another reach router's tool for a capability whose input is not an object: the
+        # capability takes the bare input, as it does there, and the call boxes it.
+        taken = unwrap_field(INPUT, tool.input_schema) if marked(tool.meta, BOXED_INPUT) else None
         try:
-            capability = _capability(name, tool, spec.options, boxed)
+            capability = _capability(name, tool, spec.options, boxed, taken)
         except InvalidDeclarationError as exc:
             logger.warning("MCP server %r: skipped tool %r: %s", spec.name, tool.name, exc)
             out.skipped.append(tool.name)
@@ -111,13 +114,16 @@ def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
             tool.name,
             safe=capability.safe_to_repeat,
             unwrap=boxed is not None,
+            box_input=taken is not None,
             structured=tool.output_schema is not None,
         )
     return out
 
 
-def _capability(name: str, tool: Tool, options: MCPOptions, boxed: dict[str, Any] | None) -> Capability:
-    """`boxed`: the schema of the value in the tool's result box, when its results are boxed."""
+def _capability(
+    name: str, tool: Tool, options: MCPOptions, boxed: dict[str, Any] | None, taken: dict[str, Any] | None
+) -> Capability:
+    """`boxed`, `taken`: the schemas of the values in the tool's result and input boxes, if boxed."""
     hints = tool.annotations
     read_only = bool(hints and hints.read_only_hint)
     # A read-only tool is safe to repeat; otherwise only an explicit idempotent hint allows retries.
@@ -130,7 +136,7 @@ def _capability(name: str, tool: Tool, options: MCPOptions, boxed: dict[str, Any
     return Capability(
         name=name,
         description=tool.description or title or "",
-        input_schema=tool.input_schema,
+        input_schema=tool.input_schema if taken is None else taken,
         output_schema=tool.output_schema if boxed is None else boxed,
         timeout_ms=options.timeout_ms,
         max_concurrency=options.max_concurrency,

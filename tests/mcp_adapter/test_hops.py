@@ -100,7 +100,7 @@ async def test_a_local_list_of_models_is_offered_one_hop_away() -> None:
         assert [cap.name for cap in hop.capabilities] == ["orders_of"]
         schema = _capability(hop, "orders_of").output_schema
         assert schema["items"] == {"$ref": "#/$defs/Order"}
-        routed = await far.route("orders_of", {"input": "ada"})
+        routed = await far.route("orders_of", "ada")
         assert (routed.status.value, routed.payload) == ("ok", local)
 
 
@@ -127,9 +127,9 @@ async def test_a_bare_result_comes_back_unboxed_whatever_the_capability_is_calle
             assert (routed.status.value, routed.payload) == ("ok", 3)
         schema = _capability(hop, "find").output_schema
         assert set(schema["$defs"]) == {"Order"}
-        found = await far.route("find", {"input": "7"})
+        found = await far.route("find", "7")
         assert (found.status.value, found.payload) == ("ok", {"id": "7", "total": 1.0})
-        missing = await far.route("find", {"input": "none"})
+        missing = await far.route("find", "none")
         assert (missing.status.value, missing.payload) == ("ok", None)
 
 
@@ -181,3 +181,41 @@ async def test_a_bare_result_without_an_output_schema_keeps_its_value_one_hop_aw
         for name, arguments in calls:
             routed = await far.route(name, arguments)
             assert (name, routed.status.value, routed.payload) == (name, "ok", local[name])
+
+
+def shout(text: str) -> str:
+    return text.upper()
+
+
+async def test_a_bare_input_is_taken_one_hop_away_as_it_is_locally() -> None:
+    near = Router()
+    near.register(LangChainAgent(RunnableLambda(shout), agent_id="util:shout:01"))
+    skus = {"type": "array", "items": {"$ref": "#/$defs/Sku"}, "$defs": {"Sku": {"type": "string"}}}
+    near.register(
+        FunctionAgent(
+            len,
+            agent_id="util:count:01",
+            capabilities=[Capability(name="count", input_schema=skus)],
+            call_style="payload",
+        )
+    )
+    assert (await near.route("shout", "hi there")).payload == "HI THERE"
+    gateway = RouterMCPServer(near, name="gw")
+    try:
+        async with Client(gateway.server) as client:
+            # A plain MCP client sends it as the one argument "input", as before.
+            shouted = await client.call_tool("shout", {"input": "hi there"})
+    finally:
+        gateway.close()
+    assert shouted.structured_content == {"result": "HI THERE"}
+    async with one_hop_away(near) as (far, hop):
+        assert _capability(hop, "shout").input_schema["type"] == "string"
+        # The input's references still point to its definitions.
+        assert _capability(hop, "count").input_schema == skus
+        routed = await far.route("shout", "hi there")
+        assert (routed.status.value, routed.payload) == ("ok", "HI THERE")
+        counted = await far.route("count", ["kettle", "mug"])
+        assert (counted.status.value, counted.payload) == ("ok", 2)
+        # The caller's mistake is still refused before the call, as it is locally.
+        refused = await far.route("count", [3])
+        assert (refused.status.value, refused.fault) == ("invalid", Fault.CALLER)
