@@ -121,7 +121,9 @@ async def _over_mcp(mcp_url: str, http: httpx.AsyncClient) -> None:
             text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
             record = (await http.get(f"/api/explain/{task_id}")).json()
             call = f"MCP tools/call {name} {_json(arguments)}"
-            shown = answer.structured_content or text
+            # A bare value (the apology) comes as text and boxed, {"result": value}: the text says it.
+            boxed = (answer.meta or {}).get(f"{META_PREFIX}boxed")
+            shown = text if boxed else answer.structured_content or text
             _served(call, "reach serve", record["chosen"], record["status"], task_id, shown)
 
 

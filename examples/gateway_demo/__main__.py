@@ -78,7 +78,9 @@ async def _over_mcp(mcp_url: str, http: httpx.Client) -> None:
             )
             answer = await client.call_tool(name, arguments, meta=meta)
             text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
-            shown = json.dumps(answer.structured_content) if answer.structured_content else text
+            # A bare value (the refund's text) comes as text and boxed, {"result": value}: the text says it.
+            boxed = (answer.meta or {}).get(f"{META_PREFIX}boxed")
+            shown = json.dumps(answer.structured_content) if answer.structured_content and not boxed else text
             print(f"\n  {name}({json.dumps(arguments)[:60]}...)\n    -> {shown}")
             _explain(http, task_id)
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
+from reach_adapters.mcp.boxes import BOXED, INPUT, RESULT, marked
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
@@ -37,13 +38,15 @@ _NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported"}
 @dataclass(frozen=True, slots=True)
 class ToolRoute:
     """The server's name for a capability's tool, whether the tool is safe to run twice,
-    whether its structured result wraps a non-object value as ``{"result": value}``, and whether
-    it declares an output schema (so its results must carry structured content)."""
+    whether its structured result wraps a non-object value as ``{"result": value}``, whether
+    it declares an output schema (so its results must carry structured content), and whether it
+    takes the capability's (non-object) input as its one argument ``input``."""
 
     tool: str
     safe: bool
     unwrap: bool = False
     structured: bool = False
+    box_input: bool = False
 
 
 async def call_tool(
@@ -66,7 +69,8 @@ async def call_tool(
     the router's delivery classes as transient.
     """
     agent_id = converter.agent_id
-    arguments = converter.from_middleware(message)
+    # The router checked the bare input against the capability's schema, the box's value.
+    arguments = {INPUT: message.raw_payload} if route.box_input else converter.from_middleware(message)
     timeout_s = time_left(message, timeout_s)
     meta = request_meta(onward(message.meta_info, agent_id, route.tool if signed else None))
     try:
@@ -165,9 +169,11 @@ async def call_tool(
         )
         return _failed(message, agent_id, ErrorKind.OUTPUT_VALIDATION, error, retryable=True)
     result = converter.result_to_middleware(native, message)
-    if route.unwrap and result.ok and isinstance(result.payload, dict) and "result" in result.payload:
-        # The same payload a local function returning the bare value gives.
-        amend(result, {"payload": result.payload["result"]})
+    if result.ok and (route.unwrap or marked(native.meta, BOXED)):
+        payload = result.payload
+        if isinstance(payload, dict) and RESULT in payload:
+            # The same payload a local function returning the bare value gives.
+            amend(result, {"payload": payload[RESULT]})
     return result
 
 

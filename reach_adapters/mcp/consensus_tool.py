@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 
 from middleware import MetaInfo, ReachResult
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.mcp.boxes import BOXED
 from reach_adapters.router import (
     CONSENSUS_TOOL_DESCRIPTION,
     CONSENSUS_TOOL_NAME,
@@ -79,8 +80,10 @@ def consensus_answer(result: ReachResult, answer: CallToolResult) -> CallToolRes
     structured = consensus_tool_answer(result)
     if result.ok:
         text = json.dumps(structured, ensure_ascii=False)
+        # The decision's own content replaces the converter's, boxed or not.
+        meta = {key: value for key, value in (answer.meta or {}).items() if key != BOXED}
         return CallToolResult(
-            content=[TextContent(type="text", text=text)], structured_content=structured, _meta=answer.meta
+            content=[TextContent(type="text", text=text)], structured_content=structured, _meta=meta
         )
     answer.structured_content = structured
     return answer

@@ -21,6 +21,7 @@ from middleware import (
 )
 from middleware.fast import amend, build_trusted
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.mcp.boxes import BOXED, RESULT
 from reach_adapters.router import (
     FIX_OPTIONS,
     META_PREFIX,
@@ -180,8 +181,18 @@ class MCPConverter:
         else:
             text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
             blocks = [TextContent(type="text", text=text)]
-        # Structured content is a JSON object in every protocol version a client may speak.
-        structured = payload if isinstance(payload, dict) else None
+        if isinstance(payload, dict):
+            structured = payload
+        elif isinstance(content, list) and payload == content:
+            # An upstream's blocks, passed on as the payload they were: the hop gives the same.
+            structured = None
+        else:
+            # Structured content is a JSON object in every protocol version a client may speak:
+            # a bare value goes boxed, as the SDK's servers box a function's, and the box is
+            # marked for a reach router calling this one, which has no output schema to know it
+            # by; the text stays for clients that read text.
+            structured = {RESULT: payload}
+            ids[BOXED] = True
         return CallToolResult(content=blocks, structured_content=structured, _meta=ids)
 
 

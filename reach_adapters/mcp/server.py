@@ -31,6 +31,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidDeclarationError, ReachError
+from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS
 from reach_adapters.mcp.consensus_tool import (
     call_consensus,
     consensus_answer,
@@ -189,7 +190,9 @@ class RouterMCPServer:
         if served is None:
             return consensus_answer(result, answer)
         if served.boxed and result.ok:
-            answer.structured_content = {"result": result.payload}
+            # Boxed whatever the value: the schema's may be an object only sometimes (a model or null).
+            answer.structured_content = {RESULT: result.payload}
+            answer.meta = {**(answer.meta or {}), BOXED: True}
         elif result.status is ResultStatus.INPUT_REQUIRED and served.tool.output_schema is not None:
             # A question is no output of the tool's schema, and clients check every result that is
             # not an error against it: this one goes as an error, its `_meta` saying what it is.
@@ -278,7 +281,7 @@ def _serve(capability: Capability) -> _Served:
     schema = capability.input_schema
     wrapped = bool(schema) and schema.get("type") != "object"
     if wrapped:
-        schema = wrap_field("input", schema)
+        schema = wrap_field(INPUT, schema)
     elif not schema:
         schema = {"type": "object"}
     output = capability.output_schema
@@ -286,8 +289,14 @@ def _serve(capability: Capability) -> _Served:
     # SDK's own servers do, so its schema is kept.
     boxed = output is not None and output.get("type") != "object"
     if boxed:
-        output = wrap_field("result", output or {}, title=f"{capability.name}Output")
+        output = wrap_field(RESULT, output or {}, title=f"{capability.name}Output")
     meta, hinted = _annotation_title(capability)
+    # For a reach router calling this one, which takes the boxes off again (the SDK's result box
+    # is known by its shape, which a capability's own name need not fit: ``CountOutput``).
+    if wrapped:
+        meta = {**meta, BOXED_INPUT: True}
+    if boxed:
+        meta = {**meta, BOXED_OUTPUT: True}
     tool = Tool(
         name=capability.name,
         title=capability.title,
@@ -310,8 +319,11 @@ def _serve(capability: Capability) -> _Served:
 def _annotation_title(capability: Capability) -> tuple[dict[str, Any], str | None]:
     """The tool's `_meta`, and the title of its annotations: an upstream MCP tool's own (kept in
     the capability's meta), else the capability's title, for clients that read only that one."""
-    meta = capability.meta
-    hinted = meta.get(ANNOTATION_TITLE)
-    if hinted is None:
-        return meta, capability.title
-    return {key: value for key, value in meta.items() if key != ANNOTATION_TITLE}, str(hinted)
+    # The boxes this router makes are its own to mark (`_serve`), whatever the capability's meta says.
+    meta = {key: value for key, value in capability.meta.items() if key not in _OWN_META}
+    hinted = capability.meta.get(ANNOTATION_TITLE)
+    return meta, capability.title if hinted is None else str(hinted)
+
+
+# The keys of a capability's meta that are not its tool's `_meta`.
+_OWN_META = frozenset({ANNOTATION_TITLE, *TOOL_MARKS})

@@ -11,11 +11,12 @@ from mcp import Client
 from mcp.types import Tool
 
 from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.mcp.boxes import BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS, marked
 from reach_adapters.mcp.calls import ToolRoute
 from reach_adapters.mcp.errors import MCPProtocolError
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.spec import ServerSpec
-from reach_adapters.router import META_PREFIX, Capability
+from reach_adapters.router import META_PREFIX, Capability, unwrap_field
 
 __all__ = ["ANNOTATION_TITLE", "Declared", "checked_by_router", "declare", "list_all_tools"]
 
@@ -24,6 +25,8 @@ logger = logging.getLogger(__name__)
 # Where a capability keeps its MCP tool's `annotations.title` (in `Capability.meta`, the
 # adapter's own place); the served tool has it in its annotations, not its `_meta`.
 ANNOTATION_TITLE = META_PREFIX + "annotation_title"
+# The keys of a tool's `_meta` that describe it as served on that hop, not the capability.
+_OWN_META = frozenset({ANNOTATION_TITLE, *TOOL_MARKS})
 # A listing longer than this is a server that never stops paginating, not a big catalog.
 _MAX_PAGES = 1000
 
@@ -96,8 +99,12 @@ def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
             )
             out.skipped.append(tool.name)
             continue
+        boxed = result_box(tool)
+        # Another reach router's tool for a capability whose input is not an object: the
+        # capability takes the bare input, as it does there, and the call boxes it.
+        taken = unwrap_field(INPUT, tool.input_schema) if marked(tool.meta, BOXED_INPUT) else None
         try:
-            capability = _capability(name, tool, spec.options)
+            capability = _capability(name, tool, spec.options, boxed, taken)
         except InvalidDeclarationError as exc:
             logger.warning("MCP server %r: skipped tool %r: %s", spec.name, tool.name, exc)
             out.skipped.append(tool.name)
@@ -106,13 +113,17 @@ def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
         out.routes[name] = ToolRoute(
             tool.name,
             safe=capability.safe_to_repeat,
-            unwrap=wraps_result(tool),
+            unwrap=boxed is not None,
+            box_input=taken is not None,
             structured=tool.output_schema is not None,
         )
     return out
 
 
-def _capability(name: str, tool: Tool, options: MCPOptions) -> Capability:
+def _capability(
+    name: str, tool: Tool, options: MCPOptions, boxed: dict[str, Any] | None, taken: dict[str, Any] | None
+) -> Capability:
+    """`boxed`, `taken`: the schemas of the values in the tool's result and input boxes, if boxed."""
     hints = tool.annotations
     read_only = bool(hints and hints.read_only_hint)
     # A read-only tool is safe to repeat; otherwise only an explicit idempotent hint allows retries.
@@ -122,15 +133,11 @@ def _capability(name: str, tool: Tool, options: MCPOptions) -> Capability:
     destructive = not read_only and (hints is None or hints.destructive_hint is not False)
     hinted = hints.title if hints else None
     title = tool.title or hinted
-    output = tool.output_schema
-    if output is not None and wraps_result(tool):
-        # The SDK's wrapping of a non-object result: the payload is the value inside.
-        output = output["properties"]["result"]
     return Capability(
         name=name,
         description=tool.description or title or "",
-        input_schema=tool.input_schema,
-        output_schema=output,
+        input_schema=tool.input_schema if taken is None else taken,
+        output_schema=tool.output_schema if boxed is None else boxed,
         timeout_ms=options.timeout_ms,
         max_concurrency=options.max_concurrency,
         weight=options.weight,
@@ -148,10 +155,23 @@ def _capability(name: str, tool: Tool, options: MCPOptions) -> Capability:
 def _meta(tool: Tool, hinted: str | None) -> dict[str, Any]:
     """The tool's `_meta`, with its ``annotations.title`` under `ANNOTATION_TITLE`: the capability
     has one title, and the tool may show another in its annotations, to be served again as such."""
-    meta = {key: value for key, value in (tool.meta or {}).items() if key != ANNOTATION_TITLE}
+    meta = {key: value for key, value in (tool.meta or {}).items() if key not in _OWN_META}
     if hinted is not None:
         meta[ANNOTATION_TITLE] = hinted
     return meta
+
+
+def result_box(tool: Tool) -> dict[str, Any] | None:
+    """The schema of the value a tool's structured results box as ``{"result": value}``, with the
+    definitions its references point to; None for a tool whose results are not boxed.
+
+    A reach router's box is marked in the tool's `_meta` (its value may be any schema, a model
+    or ``Model | None`` among them); the SDK's own is recognised by its shape (`wraps_result`).
+    """
+    output = tool.output_schema
+    if output is None or not (marked(tool.meta, BOXED_OUTPUT) or wraps_result(tool)):
+        return None
+    return unwrap_field(RESULT, output)
 
 
 def wraps_result(tool: Tool) -> bool:

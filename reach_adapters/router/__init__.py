@@ -43,6 +43,7 @@ from reach_adapters.router.schemas import (
     compiled_validator,
     first_error,
     schema_key,
+    unwrap_field,
     wrap_field,
 )
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState
@@ -105,6 +106,7 @@ __all__ = [
     "running_loop",
     "schema_key",
     "time_left",
+    "unwrap_field",
     "validate_capabilities",
     "wrap_field",
 ]

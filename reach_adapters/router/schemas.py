@@ -23,6 +23,7 @@ __all__ = [
     "first_error",
     "json_kind",
     "schema_key",
+    "unwrap_field",
     "wrap_field",
 ]
 
@@ -151,6 +152,11 @@ _KINDS: tuple[tuple[type, str], ...] = (
 )
 
 
+# Where a schema keeps the subschemas its ``#/...`` references point to: 2020-12's ``$defs`` and
+# draft-07's ``definitions``, both at the root of the document.
+DEFINITIONS = ("$defs", "definitions")
+
+
 def json_kind(value: Any, preview: int = 40) -> str:
     """What `value` is in JSON's words, with the start of it: ``a string "PX-7"``."""
     if value is None:
@@ -163,12 +169,33 @@ def json_kind(value: Any, preview: int = 40) -> str:
 
 def wrap_field(field: str, schema: dict[str, Any], *, title: str | None = None) -> dict[str, Any]:
     """An object schema holding `schema` as its one required `field`, for tool protocols that
-    take and give only objects (an ``input`` argument, a ``result`` box); $defs stay at the root,
-    where the references inside point."""
-    inner = {key: value for key, value in schema.items() if key != "$defs"}
+    take and give only objects (an ``input`` argument, a ``result`` box); the definitions
+    (``$defs``, or draft-07's ``definitions``) stay at the root, where the references inside point."""
+    inner = {key: value for key, value in schema.items() if key not in DEFINITIONS}
     wrapped: dict[str, Any] = {"type": "object", "properties": {field: inner}, "required": [field]}
     if title is not None:
         wrapped["title"] = title
-    if "$defs" in schema:
-        wrapped["$defs"] = schema["$defs"]
+    for key in DEFINITIONS:
+        if key in schema:
+            wrapped[key] = schema[key]
     return wrapped
+
+
+def unwrap_field(field: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema `wrap_field` boxed as `field`, with the root's definitions its references point
+    to; None when `schema` is no such box (an object with `field` as its one, required, property)."""
+    properties = schema.get("properties")
+    if (
+        schema.get("type") != "object"
+        or not isinstance(properties, dict)
+        or list(properties) != [field]
+        or schema.get("required") != [field]
+        or not isinstance(properties[field], dict)
+    ):
+        return None
+    inner = dict(properties[field])
+    for key in DEFINITIONS:
+        root, own = schema.get(key), inner.get(key)
+        if isinstance(root, dict):
+            inner[key] = {**own, **root} if isinstance(own, dict) else root
+    return inner

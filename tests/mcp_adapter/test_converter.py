@@ -7,7 +7,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
 from middleware import Converter, MetaInfo, ReachMessage, ReachResult, ResultStatus
 from reach_adapters import InvalidMessageError
-from reach_adapters.mcp import MCPConverter, content_to_json
+from reach_adapters.mcp import META_PREFIX, MCPConverter, content_to_json
 
 CONVERTER = MCPConverter("mcp:calc:0")
 
@@ -83,13 +83,16 @@ def test_an_object_payload_is_structured_content_with_a_text_twin() -> None:
     assert native.content == [TextContent(type="text", text='{"total": 3}')]
 
 
-def test_other_payloads_are_text() -> None:
-    assert MCPConverter().result_from_middleware(_ok("plain")).content == [
-        TextContent(type="text", text="plain")
-    ]
+def test_other_payloads_are_text_and_boxed_structured_content() -> None:
+    plain = MCPConverter().result_from_middleware(_ok("plain"))
+    assert plain.content == [TextContent(type="text", text="plain")]
+    assert plain.structured_content == {"result": "plain"}
     listed = MCPConverter().result_from_middleware(_ok([1, "二"]))
-    assert listed.structured_content is None
+    assert listed.structured_content == {"result": [1, "二"]}
     assert listed.content == [TextContent(type="text", text='[1, "二"]')]
+    # Marked, for a reach router calling this one to take the box off again.
+    assert listed.meta is not None
+    assert listed.meta[META_PREFIX + "boxed"] is True
 
 
 def test_upstream_blocks_pass_through_unchanged() -> None:
