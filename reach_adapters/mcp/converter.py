@@ -116,10 +116,15 @@ class MCPConverter:
             if routed is not None:
                 # Another reach router answered: its status and whose fault it was carry over, so
                 # a loop it refused stays the caller's and is not held against this agent.
-                failed = error_result(
-                    message, error=_text_of(content), agent_id=self.agent_id or None, **routed
-                )
-                amend(failed, {"extra": _kept(content, native.meta, structured)})
+                error = _text_of(content)
+                kept = _kept(content, native.meta, structured)
+                fix = native.meta.get(_FIX_META) if native.meta else None
+                if isinstance(fix, dict):
+                    # This router's callers are told in their own terms, by whatever serves them.
+                    error = error.removesuffix(_fix_over_mcp(fix))
+                    kept[FIX_OPTIONS] = ensure_json(fix, where=_FIX_META)
+                failed = error_result(message, error=error, agent_id=self.agent_id or None, **routed)
+                amend(failed, {"extra": kept})
                 return failed
             # The tool ran and said no (the task's fault): another replica would say the same.
             failed = error_result(
@@ -173,7 +178,9 @@ class MCPConverter:
             text = f"{result.status}: {result.error_type}: {result.error}"
             fix = result.extra.get(FIX_OPTIONS)
             if isinstance(fix, dict):
+                # Said for MCP clients, and kept whole for a reach router calling this one.
                 text += _fix_over_mcp(fix)
+                ids[_FIX_META] = fix
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)
         payload = result.payload
         if isinstance(content, list):
@@ -241,6 +248,7 @@ def _kept(
 # The `_meta` keys of a request or result that belong to its hop: the protocol's own, and the
 # task and outcome keys a reach router writes for the hop it makes.
 HOP_META = ("io.modelcontextprotocol/", META_PREFIX)
+_FIX_META = META_PREFIX + FIX_OPTIONS
 
 
 def _fix_over_mcp(fix: Mapping[str, JsonValue]) -> str:

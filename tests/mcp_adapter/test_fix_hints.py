@@ -18,7 +18,7 @@ from mcp.types import RequestParamsMeta, TextContent
 from middleware import Fault, ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
-from reach_adapters.mcp import RouterMCPServer
+from reach_adapters.mcp import MCPServerAgent, RouterMCPServer
 from tests.mcp_adapter.test_input_required import two_reviews_graph
 
 pytestmark = pytest.mark.timeout(60)
@@ -94,3 +94,21 @@ async def test_consensus_voters_refusing_a_call_without_a_thread_name_the_meta_k
     assert refused.meta is not None
     assert (refused.meta["agent-reach/status"], refused.meta["agent-reach/fault"]) == ("invalid", "caller")
     assert meta_example(text_of(refused)) == {"agent-reach/configurable": {"thread_id": "<thread id>"}}
+
+
+async def test_the_options_to_give_cross_a_hop_between_routers_and_are_said_once_per_surface() -> None:
+    """Router near calls router far over MCP: near's Python caller gets `fix_options` and Python
+    words only; an MCP client of near is told the `_meta` once, not once per hop."""
+    async with Router() as far, Router() as near:
+        far.register(LangChainAgent(chat_graph(), agent_id="support:refund:01"))
+        near.register(await MCPServerAgent.connect("far", server=RouterMCPServer(far).server))
+        direct = await near.route("refund", USER)
+        async with mcp.Client(RouterMCPServer(near).server) as client:
+            refused = await client.call_tool("refund", USER)
+    assert (direct.status, direct.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert direct.extra["fix_options"] == {"configurable": {"thread_id": "<thread id>"}}
+    assert "configurable={'thread_id': ...}" in (direct.error or "")
+    assert "_meta" not in (direct.error or "")
+    text = text_of(refused)
+    assert text.count("over MCP") == 1
+    assert meta_example(text) == {"agent-reach/configurable": {"thread_id": "<thread id>"}}
