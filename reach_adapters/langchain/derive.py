@@ -25,12 +25,7 @@ from langchain_core.runnables.base import RunnableBindingBase, RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.langchain.chat_schemas import (
-    DEFS,
-    payload_schema,
-    with_message_schema,
-    without_prompt_values,
-)
+from reach_adapters.langchain.chat_schemas import DEFS, with_message_schema, without_prompt_values
 from reach_adapters.langchain.graphs import (
     find_graph,
     graph_description,
@@ -38,6 +33,7 @@ from reach_adapters.langchain.graphs import (
     leading_graph,
     unwrap,
 )
+from reach_adapters.langchain.payload_schemas import payload_schema
 from reach_adapters.router import Capability, parse_agent_id
 
 __all__ = ["derive_capability", "native_schemas"]
