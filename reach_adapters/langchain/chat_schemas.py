@@ -24,6 +24,7 @@ __all__ = [
     "lists_messages",
     "message_fields",
     "model_message_list",
+    "one_message",
     "plain_fields",
     "text_to_chat",
     "with_message_schema",
@@ -118,6 +119,10 @@ _LOOSE: tuple[dict[str, Any], ...] = ({}, {"type": "object"})
 
 def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with LangChain's message schemas replaced by `MESSAGE_SCHEMA`, unused $defs dropped."""
+    if _is_message_class(schema):
+        # A runnable typed on one message (`f(q: str) -> AIMessage`): the root is the message
+        # class itself, no $ref into $defs, and its title is all that names it.
+        return dict(MESSAGE_SCHEMA)
     # A generated title and an explicit "any extra keys" constrain nothing, but would make the
     # router check every payload against an otherwise open schema.
     schema = {key: value for key, value in schema.items() if key != "title"}
@@ -141,6 +146,23 @@ def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if used:
         out["$defs"] = {name: kept[name] for name in sorted(used)}
     return out
+
+
+def _is_message_class(schema: dict[str, Any]) -> bool:
+    """Whether `schema` is the schema LangChain gives of a message class (`AIMessage`,
+    `BaseMessage`...): that title, and the fields every message has."""
+    properties = schema.get("properties")
+    return (
+        schema.get("title") in _MESSAGE_DEFS
+        and isinstance(properties, dict)
+        and {"content", "type"} <= properties.keys()
+    )
+
+
+def one_message(schema: dict[str, Any]) -> bool:
+    """Whether an input schema (after `with_message_schema`) takes one chat message, which the
+    converter makes a message (a runnable typed ``f(m: HumanMessage)`` reads its fields)."""
+    return schema == MESSAGE_SCHEMA
 
 
 def without_prompt_values(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -1,0 +1,78 @@
+"""The sixth review: a successful run never ends in `OutputValidationError`, and what a runnable's
+own `ainvoke` takes the routed call takes. Runnables typed on one message, states whose
+``messages`` may be missing, pydantic outputs holding messages, nested `typing.TypedDict` states,
+optional state keys under strict function calling."""
+
+# No `from __future__ import annotations`: LangChain reads a RunnableLambda's types from its
+# function's annotations, and cannot resolve them as strings.
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
+
+from middleware import Fault, ResultStatus
+from reach_adapters import Router
+from reach_adapters.langchain import LangChainAgent
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
+
+pytestmark = pytest.mark.timeout(30)
+
+CHAT_TEXT = {"type": ["string", "null"]}
+
+
+def breaker_of(router: Router, agent_id: str) -> str:
+    return next(entry.breaker.value for entry in router.catalog() if entry.agent_id == agent_id)
+
+
+def answer(question: str) -> AIMessage:
+    """Answer a question."""
+    return AIMessage(f"42 is the answer to {question!r}")
+
+
+def any_answer(question: str) -> BaseMessage:
+    """Answer a question, as any kind of message."""
+    return AIMessage(f"it depends on {question!r}")
+
+
+async def test_a_runnable_typed_to_return_one_message_answers_with_its_text(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(answer), agent_id="qa:answer:01"))
+    router.register(LangChainAgent(RunnableLambda(any_answer), agent_id="qa:any:01"))
+    declared = {cap.name: cap.output_schema for entry in router.catalog() for cap in entry.capabilities}
+    assert declared == {"answer": CHAT_TEXT, "any_answer": CHAT_TEXT}
+    for _ in range(3):
+        result = await router.route("answer", "why")
+        assert (result.status, result.error_type) == (ResultStatus.OK, None)
+        assert result.payload == "42 is the answer to 'why'"
+        assert result.extra["output"] == {"role": "assistant", "content": "42 is the answer to 'why'"}
+    assert (await router.route("any_answer", "when")).payload == "it depends on 'when'"
+    assert breaker_of(router, "qa:answer:01") == "closed"
+
+
+def reply(message: HumanMessage) -> str:
+    return f"you said {message.content}"
+
+
+def any_reply(message: AnyMessage) -> str:
+    return f"a {message.type} message said {message.content}"
+
+
+async def test_a_runnable_typed_to_take_one_message_gets_a_message(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(reply, name="reply"), agent_id="qa:reply:01"))
+    router.register(LangChainAgent(RunnableLambda(any_reply, name="any_reply"), agent_id="qa:any:01"))
+    (cap,) = next(entry for entry in router.catalog() if entry.agent_id == "qa:reply:01").capabilities
+    assert cap.input_schema == MESSAGE_SCHEMA
+    result = await router.route("reply", {"role": "user", "content": "hi"})
+    assert (result.status, result.payload) == (ResultStatus.OK, "you said hi")
+    # LangChain's own dump form is a message too.
+    result = await router.route("any_reply", {"type": "ai", "content": "done"})
+    assert (result.status, result.payload) == (ResultStatus.OK, "a ai message said done")
+
+
+async def test_a_message_the_runnable_cannot_read_is_the_callers_mistake(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(reply, name="reply"), agent_id="qa:reply:01"))
+    # A tool message without tool_call_id passes the role/content schema, but is no message.
+    result = await router.route("reply", {"role": "tool", "content": "42"})
+    assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert "tool_call_id" in str(result.error)
+    result = await router.route("reply", {"role": "boss", "content": "hi"})
+    assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert breaker_of(router, "qa:reply:01") == "closed"
