@@ -6,12 +6,14 @@ chat messages in their role/content form (`chat_schemas`).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate, SystemMessagePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
@@ -23,6 +25,7 @@ from langchain_core.runnables import (
 )
 from langchain_core.runnables.base import RunnableBindingBase, RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
+from pydantic import BaseModel
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.chat_schemas import DEFS, with_message_schema, without_prompt_values
@@ -61,7 +64,7 @@ def derive_capability(
     if native is not None:
         inputs, outputs = native
         input_schema = with_message_schema(inputs or {})
-        output_schema = payload_schema(outputs)
+        output_schema = payload_schema(outputs, whole=_given_whole(runnable))
     try:
         return Capability(
             name=name,
@@ -118,8 +121,27 @@ def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:
         return _fallbacks_agree(inner.last, agent_id)
     if not isinstance(inner, RunnableWithFallbacks):
         return True
-    first, *others = (payload_schema(native_schemas(each, agent_id)[1]) for each in inner.runnables)
+    first, *others = (
+        payload_schema(native_schemas(each, agent_id)[1], whole=_given_whole(each))
+        for each in inner.runnables
+    )
     return all(other == first for other in others)
+
+
+def _given_whole(runnable: Runnable[Any, Any]) -> bool:
+    """Whether the runnable's output is a pydantic model (no message) or a dataclass, which the
+    converter gives as its JSON form even when it holds messages (a ``Transcript`` with
+    ``messages`` and ``resolved``). A graph gives a dict of its state, whatever its state is."""
+    if find_graph(runnable) is not None:
+        return False
+    try:
+        kind = runnable.OutputType
+    except Exception:  # noqa: BLE001 - a runnable that cannot say gives no model we know of
+        return False
+    if not isinstance(kind, type):
+        return False
+    model = issubclass(kind, BaseModel) and not issubclass(kind, BaseMessage)
+    return model or dataclasses.is_dataclass(kind)
 
 
 def _list_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -271,8 +271,34 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
         inputs.pop("required", None)
     if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)
+    outputs = _with_required(outputs, _always_given(builder))
     chat = _message_keys(builder)
     return _with_messages(inputs, chat, chat_input), _with_messages(outputs, chat, _message_list)
+
+
+def _always_given(builder: Any) -> frozenset[str]:
+    """The state keys whose channel holds a value from the start (a reducer's over a list, such
+    as ``add_messages``): LangGraph's output always has them, written to or not."""
+    channels = getattr(builder, "channels", None)
+    if not isinstance(channels, dict):
+        return frozenset()
+    return frozenset(name for name, channel in channels.items() if _available(channel))
+
+
+def _available(channel: Any) -> bool:
+    try:
+        return bool(channel.is_available())
+    except Exception:  # noqa: BLE001 - a channel that cannot say is not counted on
+        return False
+
+
+def _with_required(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
+    """`schema` with those of `keys` that it has as properties required as well."""
+    properties = schema.get("properties") if schema else None
+    if schema is None or not isinstance(properties, dict) or not keys & properties.keys():
+        return schema
+    required = sorted({*schema.get("required", ()), *(keys & properties.keys())})
+    return {**schema, "required": required}
 
 
 def _message_keys(builder: Any) -> frozenset[str]:

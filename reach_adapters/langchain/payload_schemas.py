@@ -17,30 +17,47 @@ __all__ = ["payload_schema"]
 _TYPED_BY = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const")
 
 
+# The payload of a chat output: the text of the run's answer, None when the run added no AI
+# message (a LangGraph interrupt, say).
+_CHAT_TEXT: dict[str, Any] = {"type": ["string", "null"]}
+
+
 def _is_chat_schema(schema: dict[str, Any]) -> bool:
-    """A schema (after `with_message_schema`) of a message, a message list, or a state with messages."""
-    if schema == MESSAGE_SCHEMA or lists_messages(schema):
-        return True
+    """A schema (after `with_message_schema`) of a message or a message list."""
+    return schema == MESSAGE_SCHEMA or lists_messages(schema)
+
+
+def _is_chat_state(schema: dict[str, Any]) -> bool:
+    """A schema (after `with_message_schema`) of a state with chat messages."""
     messages = schema.get("properties", {}).get("messages")
     return isinstance(messages, dict) and lists_messages(messages)
 
 
-def payload_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+def payload_schema(schema: dict[str, Any] | None, *, whole: bool = False) -> dict[str, Any] | None:
     """The schema of the *payload* the converter makes of the output, when it is known.
 
-    A chat output (a message, a message list, a state with ``messages``) becomes the answer's
+    A chat output (a message, a message list, a dict with ``messages``) becomes the answer's
     text, so a schema that only may describe one (a loose container: ``dict``, ``Any``,
-    ``dict[str, list]``, a list of anything or of dicts) cannot describe the payload.
+    ``dict[str, list]``, a list of anything or of dicts) cannot describe the payload. An output
+    given `whole` (a pydantic model or a dataclass, messages and all) is its JSON form, which its
+    own schema describes.
     """
     if not schema:
         return None
     schema = with_message_schema(schema)
+    if whole:
+        return schema
     if _is_chat_schema(schema):
-        if "structured_response" in schema.get("properties", {}):
+        return dict(_CHAT_TEXT)
+    if _is_chat_state(schema):
+        if "structured_response" in schema["properties"]:
             # The payload is the structured response when there is one, else text: either may come.
             return None
-        # None when the run added no AI message (a LangGraph interrupt, say).
-        return {"type": ["string", "null"]}
+        if "messages" in schema.get("required", ()):
+            return dict(_CHAT_TEXT)
+        # A state that may come back without messages (a TypedDict graph state whose
+        # `messages` has no reducer, left unwritten) is given as its JSON: either may come.
+        return {**schema, "type": ["object", *_CHAT_TEXT["type"]]}
     if _may_be_message(schema) or _may_be_messages(schema) or _may_be_state(schema):
         return None
     return schema

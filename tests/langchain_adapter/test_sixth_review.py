@@ -5,14 +5,21 @@ optional state keys under strict function calling."""
 
 # No `from __future__ import annotations`: LangChain reads a RunnableLambda's types from its
 # function's annotations, and cannot resolve them as strings.
+import dataclasses
+import operator
+from typing import Annotated, Any
+
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
+from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from middleware import Fault, ResultStatus
 from reach_adapters import Router
 from reach_adapters.langchain import LangChainAgent
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
+from tests.langchain_adapter.test_patterns import chain_graph
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -76,3 +83,85 @@ async def test_a_message_the_runnable_cannot_read_is_the_callers_mistake(router:
     result = await router.route("reply", {"role": "boss", "content": "hi"})
     assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
     assert breaker_of(router, "qa:reply:01") == "closed"
+
+
+class Summary(TypedDict):
+    messages: list[AnyMessage]  # no reducer: a call that does not write it gets none back
+    topic: str
+    summary: str
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], operator.add]
+    topic: str
+
+
+def summary_graph(state: type[Any]) -> Any:
+    def summarize(s: Any) -> dict[str, Any]:
+        if s.get("messages"):
+            return {"messages": [*s["messages"], AIMessage(f"summary of {s['messages'][-1].content}")]}
+        return {"summary": f"summary of {s.get('topic')}"}
+
+    return chain_graph(state, summarize).compile()
+
+
+async def test_a_state_that_may_come_back_without_messages_is_described_as_either(router: Router) -> None:
+    router.register(LangChainAgent(summary_graph(Summary), agent_id="t:summarize:01"))
+    (cap,) = router.catalog()[0].capabilities
+    assert cap.output_schema is not None
+    assert cap.output_schema["type"] == ["object", "string", "null"]
+    for _ in range(3):
+        result = await router.route("summarize", {"topic": "kettles"})
+        assert (result.status, result.error_type) == (ResultStatus.OK, None)
+        assert result.payload == {"topic": "kettles", "summary": "summary of kettles"}
+    result = await router.route("summarize", {"messages": [{"role": "user", "content": "kettles"}]})
+    assert (result.status, result.payload) == (ResultStatus.OK, "summary of kettles")
+    assert breaker_of(router, "t:summarize:01") == "closed"
+
+
+async def test_a_state_whose_messages_a_reducer_keeps_is_chat(router: Router) -> None:
+    # A reducer's channel holds a list from the start: LangGraph always gives it back.
+    router.register(LangChainAgent(summary_graph(Chat), agent_id="t:chat:01"))
+    (cap,) = router.catalog()[0].capabilities
+    assert cap.output_schema == CHAT_TEXT
+    result = await router.route("chat", {"topic": "kettles"})
+    assert (result.status, result.payload) == (ResultStatus.OK, None)
+
+
+class Transcript(BaseModel):
+    messages: list[BaseMessage]
+    resolved: bool = False
+
+
+@dataclasses.dataclass
+class Ticket:
+    messages: list[BaseMessage]
+    queue: str
+
+
+def handle(text: str) -> Transcript:
+    return Transcript(messages=[HumanMessage(text), AIMessage("refunded")], resolved=True)
+
+
+def file_ticket(text: str) -> Ticket:
+    return Ticket(messages=[HumanMessage(text)], queue="refunds")
+
+
+async def test_a_model_output_holding_messages_is_given_and_described_whole(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(handle), agent_id="t:handle:01"))
+    router.register(LangChainAgent(RunnableLambda(file_ticket), agent_id="t:ticket:01"))
+    result = await router.route("handle", "kettle broken")
+    assert (result.status, result.error_type) == (ResultStatus.OK, None)
+    assert result.payload == {
+        "messages": [
+            {"role": "user", "content": "kettle broken"},
+            {"role": "assistant", "content": "refunded"},
+        ],
+        "resolved": True,
+    }
+    result = await router.route("file_ticket", "kettle broken")
+    assert (result.status, result.error_type) == (ResultStatus.OK, None)
+    assert result.payload == {"messages": [{"role": "user", "content": "kettle broken"}], "queue": "refunds"}
+    declared = {cap.name: cap.output_schema for entry in router.catalog() for cap in entry.capabilities}
+    assert declared["handle"] is not None
+    assert declared["handle"]["properties"]["messages"]["items"] == MESSAGE_SCHEMA
