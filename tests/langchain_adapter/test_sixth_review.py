@@ -6,7 +6,9 @@ optional state keys under strict function calling."""
 # No `from __future__ import annotations`: LangChain reads a RunnableLambda's types from its
 # function's annotations, and cannot resolve them as strings.
 import dataclasses
+import json
 import operator
+import typing
 from typing import Annotated, Any
 
 import pytest
@@ -17,9 +19,10 @@ from typing_extensions import TypedDict
 
 from middleware import Fault, ResultStatus
 from reach_adapters import Router
-from reach_adapters.langchain import LangChainAgent
+from reach_adapters.langchain import LangChainAgent, ReachToolkit
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
 from tests.langchain_adapter.test_patterns import chain_graph
+from tests.langchain_adapter.test_tool_schemas import call
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -165,3 +168,40 @@ async def test_a_model_output_holding_messages_is_given_and_described_whole(rout
     declared = {cap.name: cap.output_schema for entry in router.catalog() for cap in entry.capabilities}
     assert declared["handle"] is not None
     assert declared["handle"]["properties"]["messages"]["items"] == MESSAGE_SCHEMA
+
+
+class Address(typing.TypedDict):
+    city: str
+
+
+class Handle:
+    """A type pydantic has no JSON Schema for."""
+
+
+class Order(typing.TypedDict):
+    address: Address
+    stops: list[Address]
+    status: str
+    handle: Handle
+
+
+async def test_a_typing_typed_dict_state_is_described_key_by_key(router: Router) -> None:
+    # Python 3.11: pydantic refuses typing.TypedDict classes, the state's and the nested ones.
+    def ship(s: Any) -> dict[str, Any]:
+        return {"status": f"shipping to {s['address']['city']}"}
+
+    router.register(LangChainAgent(chain_graph(Order, ship).compile(), agent_id="shop:ship:01"))
+    (cap,) = router.catalog()[0].capabilities
+    address = {"$ref": "#/$defs/Address"}
+    assert cap.input_schema["properties"] == {
+        "address": address,
+        "stops": {"type": "array", "items": address, "title": "Stops"},
+        "status": {"type": "string", "title": "Status"},
+        "handle": {},
+    }
+    assert cap.input_schema["$defs"]["Address"]["required"] == ["city"]
+    tool = next(tool for tool in ReachToolkit(router).get_tools() if tool.name == "ship")
+    answer = await tool.ainvoke(call("ship", {"address": {"city": "Oslo"}}))
+    assert (answer.status, json.loads(answer.content)["status"]) == ("success", "shipping to Oslo")
+    result = await router.route("ship", {"address": {"town": "Oslo"}})
+    assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
