@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
@@ -205,3 +206,40 @@ async def test_a_typing_typed_dict_state_is_described_key_by_key(router: Router)
     assert (answer.status, json.loads(answer.content)["status"]) == ("success", "shipping to Oslo")
     result = await router.route("ship", {"address": {"town": "Oslo"}})
     assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+
+
+class Question(typing.TypedDict):
+    question: str
+    answer: str
+    attempts: int
+    note: str | None
+
+
+async def test_a_strict_mode_model_may_leave_optional_state_keys_out_with_null(router: Router) -> None:
+    def ask(s: Any) -> dict[str, Any]:
+        return {
+            "answer": s.get("answer") or f"answer to {s['question']}",
+            "attempts": s.get("attempts", 0) + 1,
+        }
+
+    router.register(LangChainAgent(chain_graph(Question, ask).compile(), agent_id="qa:ask:01"))
+    tool = next(tool for tool in ReachToolkit(router).get_tools() if tool.name == "ask")
+    shown = convert_to_openai_tool(tool, strict=True)["function"]["parameters"]
+    assert shown["required"] == ["question", "answer", "attempts", "note"]
+    assert shown["properties"]["attempts"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    # What a strict-mode model sends: every argument, null for what it does not mean to give.
+    args = {"question": "why?", "answer": None, "attempts": None, "note": None}
+    answer = await tool.ainvoke(call("ask", args))
+    assert answer.status == "success"
+    # Null for a key that takes null is a value: it is written, the others are left out.
+    assert json.loads(answer.content) == {
+        "question": "why?",
+        "answer": "answer to why?",
+        "attempts": 1,
+        "note": None,
+    }
+    answer = await tool.ainvoke(
+        call("ask", {"question": "why?", "answer": None, "attempts": "two", "note": None})
+    )
+    assert answer.status == "error"
+    assert "field 'attempts'" in str(answer.content)
