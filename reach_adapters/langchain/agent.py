@@ -14,6 +14,7 @@ from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.chat_schemas import (
     message_fields,
+    one_message,
     plain_fields,
     text_to_chat,
     with_message_schema,
@@ -81,7 +82,9 @@ class LangChainAgent:
         native_input = with_message_schema(native[0] or {}) if native else {}
         if converter is None:
             converter = LangChainConverter(
-                plain_fields=plain_fields(native_input), message_fields=message_fields(native_input)
+                plain_fields=plain_fields(native_input),
+                message_fields=message_fields(native_input),
+                one_message=one_message(native_input),
             )
         elif not isinstance(converter, Converter):
             msg = (

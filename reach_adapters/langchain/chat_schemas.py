@@ -21,9 +21,10 @@ __all__ = [
     "MESSAGE_SCHEMA",
     "MODEL_MESSAGE_SCHEMA",
     "chat_input",
+    "lists_messages",
     "message_fields",
     "model_message_list",
-    "payload_schema",
+    "one_message",
     "plain_fields",
     "text_to_chat",
     "with_message_schema",
@@ -112,14 +113,16 @@ DEFS = "#/$defs/"
 _PROMPT_VALUES = frozenset(
     {"PromptValue", "StringPromptValue", "ChatPromptValue", "ChatPromptValueConcrete", "ImagePromptValue"}
 )
-# Keywords that say what an untyped schema's values are.
-_TYPED_BY = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const")
 # What LangChain's schemas say of a value of any type.
 _LOOSE: tuple[dict[str, Any], ...] = ({}, {"type": "object"})
 
 
 def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with LangChain's message schemas replaced by `MESSAGE_SCHEMA`, unused $defs dropped."""
+    if _is_message_class(schema):
+        # A runnable typed on one message (`f(q: str) -> AIMessage`): the root is the message
+        # class itself, no $ref into $defs, and its title is all that names it.
+        return dict(MESSAGE_SCHEMA)
     # A generated title and an explicit "any extra keys" constrain nothing, but would make the
     # router check every payload against an otherwise open schema.
     schema = {key: value for key, value in schema.items() if key != "title"}
@@ -143,6 +146,23 @@ def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if used:
         out["$defs"] = {name: kept[name] for name in sorted(used)}
     return out
+
+
+def _is_message_class(schema: dict[str, Any]) -> bool:
+    """Whether `schema` is the schema LangChain gives of a message class (`AIMessage`,
+    `BaseMessage`...): that title, and the fields every message has."""
+    properties = schema.get("properties")
+    return (
+        schema.get("title") in _MESSAGE_DEFS
+        and isinstance(properties, dict)
+        and {"content", "type"} <= properties.keys()
+    )
+
+
+def one_message(schema: dict[str, Any]) -> bool:
+    """Whether an input schema (after `with_message_schema`) takes one chat message, which the
+    converter makes a message (a runnable typed ``f(m: HumanMessage)`` reads its fields)."""
+    return schema == MESSAGE_SCHEMA
 
 
 def without_prompt_values(schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -223,7 +243,7 @@ def text_to_chat(schema: dict[str, Any]) -> Callable[[str], JsonValue] | None:
     if schema.get("items") == MESSAGE_SCHEMA:
         return lambda text: [{"role": "user", "content": text}]
     messages = schema.get("properties", {}).get("messages")
-    if schema.get("type") == "object" and isinstance(messages, dict) and _lists_messages(messages):
+    if schema.get("type") == "object" and isinstance(messages, dict) and lists_messages(messages):
         return lambda text: {"messages": [{"role": "user", "content": text}]}
     return None
 
@@ -250,89 +270,16 @@ def plain_fields(schema: dict[str, Any]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _lists_messages(schema: dict[str, Any]) -> bool:
+def lists_messages(schema: dict[str, Any]) -> bool:
+    """Whether `schema` is a list of chat messages (message dicts, or also pairs)."""
     return schema.get("items") in _MESSAGE_ITEMS
 
 
 def _takes_messages(schema: dict[str, Any]) -> bool:
-    if schema == MESSAGE_SCHEMA or _lists_messages(schema):
+    if schema == MESSAGE_SCHEMA or lists_messages(schema):
         return True
     options = schema.get("anyOf") or schema.get("oneOf") or []
     return any(isinstance(option, dict) and _takes_messages(option) for option in options)
-
-
-def _is_chat_schema(schema: dict[str, Any]) -> bool:
-    """A schema (after `with_message_schema`) of a message, a message list, or a state with messages."""
-    if schema == MESSAGE_SCHEMA or _lists_messages(schema):
-        return True
-    messages = schema.get("properties", {}).get("messages")
-    return isinstance(messages, dict) and _lists_messages(messages)
-
-
-def payload_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The schema of the *payload* the converter makes of the output, when it is known.
-
-    A chat output (a message, a message list, a state with ``messages``) becomes the answer's
-    text, so a schema that only may describe one (a loose container: ``dict``, ``Any``,
-    ``dict[str, list]``, a list of anything or of dicts) cannot describe the payload.
-    """
-    if not schema:
-        return None
-    schema = with_message_schema(schema)
-    if _is_chat_schema(schema):
-        if "structured_response" in schema.get("properties", {}):
-            # The payload is the structured response when there is one, else text: either may come.
-            return None
-        # None when the run added no AI message (a LangGraph interrupt, say).
-        return {"type": ["string", "null"]}
-    if _may_be_message(schema) or _may_be_messages(schema) or _may_be_state(schema):
-        return None
-    return schema
-
-
-def _may_be_message(schema: Any) -> bool:
-    """Whether a value `schema` declares may be a chat message: an object it says nothing of."""
-    if not isinstance(schema, dict):
-        return schema is True
-    if schema == MESSAGE_SCHEMA or any(_may_be_message(option) for option in _options(schema)):
-        return True
-    loose_keys = schema.get("additionalProperties", True) in (True, {})
-    return _may_be(schema, "object") and not schema.get("properties") and loose_keys
-
-
-def _may_be_messages(schema: Any) -> bool:
-    """Whether a value `schema` declares may be a list of chat messages."""
-    if not isinstance(schema, dict):
-        return schema is True
-    if any(_may_be_messages(option) for option in _options(schema)):
-        return True
-    return _may_be(schema, "array") and _may_be_message(schema.get("items", {}))
-
-
-def _may_be_state(schema: dict[str, Any]) -> bool:
-    """Whether a value `schema` declares may be an object whose ``messages`` holds chat messages."""
-    if any(_may_be_state(option) for option in _options(schema)):
-        return True
-    if not _may_be(schema, "object"):
-        return False
-    properties = schema.get("properties") or {}
-    if "messages" in properties:
-        return _may_be_messages(properties["messages"])
-    # Other keys than a typed object names: only where it lets its extra keys hold anything.
-    return _may_be_messages(schema.get("additionalProperties", not properties))
-
-
-def _may_be(schema: dict[str, Any], kind: str) -> bool:
-    """Whether `schema` itself allows values of JSON type `kind` (no type: any, unless a reference,
-    its options or fixed values say what it is)."""
-    if "type" not in schema:
-        return not any(key in schema for key in _TYPED_BY)
-    kinds = schema["type"]
-    return "$ref" not in schema and (kind == kinds or (isinstance(kinds, list) and kind in kinds))
-
-
-def _options(schema: dict[str, Any]) -> list[Any]:
-    return [*(schema.get("anyOf") or ()), *(schema.get("oneOf") or ())]
 
 
 def _replace(node: Any, refs: set[str]) -> Any:

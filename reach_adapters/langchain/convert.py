@@ -190,14 +190,21 @@ class LangChainConverter:
     schema wants messages, or says nothing). `message_fields` names the top-level fields that
     LangGraph's ``add_messages`` reduces: all it reads there (one message dict too, and pairs)
     becomes messages, and what LangChain cannot read is an `InvalidMessageError` naming the
-    field. `LangChainAgent` sets both from the runnable's input schema.
+    field. `one_message` says that the input is one chat message (a runnable typed
+    ``f(m: HumanMessage)``): a message dict becomes that message. `LangChainAgent` sets all three
+    from the runnable's input schema.
     """
 
     def __init__(
-        self, *, plain_fields: frozenset[str] = frozenset(), message_fields: frozenset[str] = frozenset()
+        self,
+        *,
+        plain_fields: frozenset[str] = frozenset(),
+        message_fields: frozenset[str] = frozenset(),
+        one_message: bool = False,
     ) -> None:
         self.plain_fields = plain_fields
         self.message_fields = message_fields
+        self.one_message = one_message
 
     def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
         """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
@@ -212,6 +219,10 @@ class LangChainConverter:
         """The runnable's input: the payload, with role/content message lists as `BaseMessage`."""
         plain = self.plain_fields
         payload = message.raw_payload
+        if self.one_message and isinstance(payload, Mapping):
+            # What LangChain cannot read is the caller's mistake, named here, not an
+            # AttributeError in the runnable counted against it.
+            return message_from_dict(payload, where="payload")
         if isinstance(payload, dict) and self.message_fields & payload.keys():
             # All that LangGraph's add_messages reads, one message dict too, made messages here,
             # where a message LangChain cannot read is the caller's mistake, not the graph's.

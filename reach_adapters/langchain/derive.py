@@ -6,10 +6,12 @@ chat messages in their role/content form (`chat_schemas`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import (
     Runnable,
     RunnableParallel,
@@ -18,14 +20,10 @@ from langchain_core.runnables import (
 )
 from langchain_core.runnables.base import RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
+from pydantic import BaseModel
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.langchain.chat_schemas import (
-    DEFS,
-    payload_schema,
-    with_message_schema,
-    without_prompt_values,
-)
+from reach_adapters.langchain.chat_schemas import DEFS, with_message_schema, without_prompt_values
 from reach_adapters.langchain.describe import description
 from reach_adapters.langchain.graphs import (
     find_graph,
@@ -33,6 +31,7 @@ from reach_adapters.langchain.graphs import (
     leading_graph,
     unwrap,
 )
+from reach_adapters.langchain.payload_schemas import payload_schema
 from reach_adapters.router import Capability, parse_agent_id
 
 __all__ = ["derive_capability", "native_schemas"]
@@ -60,7 +59,7 @@ def derive_capability(
     if native is not None:
         inputs, outputs = native
         input_schema = with_message_schema(inputs or {})
-        output_schema = payload_schema(outputs)
+        output_schema = payload_schema(outputs, whole=_given_whole(runnable))
     try:
         return Capability(
             name=name,
@@ -117,8 +116,27 @@ def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:
         return _fallbacks_agree(inner.last, agent_id)
     if not isinstance(inner, RunnableWithFallbacks):
         return True
-    first, *others = (payload_schema(native_schemas(each, agent_id)[1]) for each in inner.runnables)
+    first, *others = (
+        payload_schema(native_schemas(each, agent_id)[1], whole=_given_whole(each))
+        for each in inner.runnables
+    )
     return all(other == first for other in others)
+
+
+def _given_whole(runnable: Runnable[Any, Any]) -> bool:
+    """Whether the runnable's output is a pydantic model (no message) or a dataclass, which the
+    converter gives as its JSON form even when it holds messages (a ``Transcript`` with
+    ``messages`` and ``resolved``). A graph gives a dict of its state, whatever its state is."""
+    if find_graph(runnable) is not None:
+        return False
+    try:
+        kind = runnable.OutputType
+    except Exception:  # noqa: BLE001 - a runnable that cannot say gives no model we know of
+        return False
+    if not isinstance(kind, type):
+        return False
+    model = issubclass(kind, BaseModel) and not issubclass(kind, BaseMessage)
+    return model or dataclasses.is_dataclass(kind)
 
 
 def _list_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:

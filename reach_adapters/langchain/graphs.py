@@ -16,10 +16,10 @@ from typing import Any
 import typing_extensions
 from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
-from pydantic import ConfigDict, create_model
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, chat_input
 from reach_adapters.langchain.config import thread_of
+from reach_adapters.langchain.typed_dicts import typed_dict_schema
 
 __all__ = [
     "INTERRUPT_KEY",
@@ -219,8 +219,34 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
         inputs.pop("required", None)
     if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)
+    outputs = _with_required(outputs, _always_given(builder))
     chat = _message_keys(builder)
     return _with_messages(inputs, chat, chat_input), _with_messages(outputs, chat, _message_list)
+
+
+def _always_given(builder: Any) -> frozenset[str]:
+    """The state keys whose channel holds a value from the start (a reducer's over a list, such
+    as ``add_messages``): LangGraph's output always has them, written to or not."""
+    channels = getattr(builder, "channels", None)
+    if not isinstance(channels, dict):
+        return frozenset()
+    return frozenset(name for name, channel in channels.items() if _available(channel))
+
+
+def _available(channel: Any) -> bool:
+    try:
+        return bool(channel.is_available())
+    except Exception:  # noqa: BLE001 - a channel that cannot say is not counted on
+        return False
+
+
+def _with_required(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
+    """`schema` with those of `keys` that it has as properties required as well."""
+    properties = schema.get("properties") if schema else None
+    if schema is None or not isinstance(properties, dict) or not keys & properties.keys():
+        return schema
+    required = sorted({*schema.get("required", ()), *(keys & properties.keys())})
+    return {**schema, "required": required}
 
 
 def _message_keys(builder: Any) -> frozenset[str]:
@@ -275,29 +301,4 @@ def _schema(getter: Callable[[], dict[str, Any]], state: Any, *, required: bool)
         return getter()
     except Exception:  # noqa: BLE001 - LangGraph cannot describe some states; build it here then
         # A `typing.TypedDict` state before Python 3.12: pydantic refuses the class, not its keys.
-        return _typed_dict_schema(state, required=required)
-
-
-def _typed_dict_schema(state: Any, *, required: bool) -> dict[str, Any] | None:
-    """The JSON Schema of a TypedDict's keys, each described by pydantic on its own."""
-    try:
-        hints = typing.get_type_hints(state)
-    except Exception:  # noqa: BLE001 - no readable annotations: leave the schema open
-        return None
-    needed = getattr(state, "__required_keys__", frozenset(hints)) if required else frozenset()
-    fields: dict[str, Any] = {name: (hint, ... if name in needed else None) for name, hint in hints.items()}
-    try:
-        model = create_model(
-            getattr(state, "__name__", "State"),
-            __config__=ConfigDict(arbitrary_types_allowed=True),
-            **fields,
-        )
-        schema = model.model_json_schema()
-    except Exception as exc:  # noqa: BLE001 - a key pydantic cannot describe leaves it open
-        logger.debug("no JSON Schema for the graph state %r: %s", state, exc)
-        return None
-    for prop in schema.get("properties", {}).values():
-        # The None that marks a key optional here is no value a caller may send.
-        if prop.get("default", ...) is None:
-            del prop["default"]
-    return schema
+        return typed_dict_schema(state, required=required)

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
 
-__all__ = ["for_models"]
+__all__ = ["for_models", "nullable_optionals", "without_nulls"]
 
 # Where definitions sit: draft 2020-12's "$defs", draft-07's "definitions" (zod-to-json-schema and
 # many MCP servers still emit those). A schema there counts only where a `$ref` points to it.
@@ -126,3 +126,52 @@ def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
         members = out.get("prefixItems")
         out["items"] = {"anyOf": members} if isinstance(members, list) and members else {}
     return out
+
+
+def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """`schema`, the arguments object models are shown, with each optional argument that takes
+    no null made nullable, and the names of those arguments. Strict function calling makes a
+    model send every argument, so it could leave none out and would invent a value (which a
+    graph writes into its state); null stands for "not given" there, and the tool drops it
+    before it checks the arguments."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return schema, frozenset()
+    required = set(schema.get("required", ()))
+    made = frozenset(
+        name
+        for name, field in properties.items()
+        if name not in required and isinstance(field, dict) and not _takes_null(field)
+    )
+    if not made:
+        return schema, made
+    shown = {name: _or_null(field) if name in made else field for name, field in properties.items()}
+    return {**schema, "properties": shown}, made
+
+
+def without_nulls(arguments: dict[str, Any], nullable: frozenset[str]) -> dict[str, Any]:
+    """A model's `arguments` without the nulls it sent for `nullable` ones (`nullable_optionals`):
+    a strict-mode model's way of not giving them."""
+    return {key: value for key, value in arguments.items() if value is not None or key not in nullable}
+
+
+def _takes_null(schema: dict[str, Any]) -> bool:
+    """Whether `schema` itself admits null (a `$ref` is not followed: its target is not known to)."""
+    kinds = schema.get("type")
+    if schema == {} or kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
+        return True
+    if "const" in schema:
+        return schema["const"] is None
+    if None in schema.get("enum", ()):
+        return True
+    options = [*(schema.get("anyOf") or ()), *(schema.get("oneOf") or ())]
+    return any(isinstance(option, dict) and _takes_null(option) for option in options)
+
+
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` or null, its title and description kept where models read them."""
+    said: dict[str, Any] = {key: schema[key] for key in ("title", "description") if key in schema}
+    rest = {key: value for key, value in schema.items() if key not in said}
+    if rest.keys() == {"anyOf"}:
+        return {**said, "anyOf": [*rest["anyOf"], {"type": "null"}]}
+    return {**said, "anyOf": [rest, {"type": "null"}]}

@@ -27,7 +27,7 @@ from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.artifacts import as_artifact
 from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
-from reach_adapters.langchain.model_schemas import for_models
+from reach_adapters.langchain.model_schemas import for_models, nullable_optionals, without_nulls
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall", "called_thread"]
@@ -266,6 +266,9 @@ class CapabilityTool(ReachTool):
     capability: Capability = Field(exclude=True)
     wrapped: bool = False
 
+    # The optional arguments models are shown as nullable, whose null means "not given".
+    _nullable: frozenset[str] = PrivateAttr(frozenset())
+
     @classmethod
     def build(
         cls,
@@ -282,13 +285,14 @@ class CapabilityTool(ReachTool):
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
         args_schema = wrap_field("input", schema) if wrapped else schema
+        shown, nullable = nullable_optionals(for_models(args_schema))
         tool = cls(
             router=router,
             capability=capability,
             wrapped=wrapped,
             name=name,
             description=capability.description or f"Reach an agent that can do '{capability.name}'.",
-            args_schema=for_models(args_schema),
+            args_schema=shown,
             handle_tool_error=handle_tool_error,
             namespace=namespace,
             home=home,
@@ -297,9 +301,12 @@ class CapabilityTool(ReachTool):
         )
         if wrapped or capability.checks_input:
             tool._schema_key = schema_key(args_schema)
+        tool._nullable = nullable
         return tool
 
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
+        if self._nullable:
+            arguments = without_nulls(arguments, self._nullable)
         self._check(arguments)
         payload: JsonValue = arguments.get("input") if self.wrapped else arguments
         name = self.capability.name

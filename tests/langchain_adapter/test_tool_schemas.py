@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import pytest
 import typing_extensions
+from jsonschema import Draft202012Validator
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
 from langchain_core.messages import AIMessage, ToolMessage
@@ -71,6 +72,12 @@ def strict_problems(tool: BaseTool) -> list[str]:
                 walk(item, f"{path}[{i}]", seen)
 
     walk(schema, tool.name, ("#",))
+    # A strict-mode model sends every argument: an optional one must take null ("not given").
+    required = set(schema.get("required", []))
+    for name, field in schema.get("properties", {}).items():
+        takes_null = next(Draft202012Validator(schema).descend(None, field), None) is None
+        if name not in required and not takes_null:
+            problems.append(f"{tool.name}/properties/{name}: optional, yet a strict model cannot send null")
     if not NAME.fullmatch(tool.name):
         problems.append(f"{tool.name}: a name model providers refuse")
     try:
@@ -106,10 +113,10 @@ def test_models_are_shown_a_graphs_messages_as_a_plain_message_list(router: Rout
     shown = tool.tool_call_schema
     assert isinstance(shown, dict)
     # The strings, single messages and pairs callers may send too are no form a model needs.
+    # Optional, so null too: a strict-mode model sends every argument.
     assert shown["properties"]["messages"] == {
         "title": "Messages",
-        "type": "array",
-        "items": MODEL_MESSAGE_SCHEMA,
+        "anyOf": [{"type": "array", "items": MODEL_MESSAGE_SCHEMA}, {"type": "null"}],
     }
 
 
@@ -332,7 +339,7 @@ def test_references_to_any_json_pointer_pass_the_strict_check_too(router: Router
     # Only the reference that closes the cycle is cut: the way into it stays.
     shown = tools["tree_inner"].tool_call_schema
     assert isinstance(shown, dict)
-    assert shown["properties"]["part"] == {"$ref": "#/$defs/Part"}
+    assert shown["properties"]["part"] == {"anyOf": [{"$ref": "#/$defs/Part"}, {"type": "null"}]}
     assert shown["$defs"]["Part"]["properties"]["child"]["properties"]["again"] == {"type": "object"}
 
 

@@ -1,0 +1,245 @@
+"""The sixth review: a successful run never ends in `OutputValidationError`, and what a runnable's
+own `ainvoke` takes the routed call takes. Runnables typed on one message, states whose
+``messages`` may be missing, pydantic outputs holding messages, nested `typing.TypedDict` states,
+optional state keys under strict function calling."""
+
+# No `from __future__ import annotations`: LangChain reads a RunnableLambda's types from its
+# function's annotations, and cannot resolve them as strings.
+import dataclasses
+import json
+import operator
+import typing
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from middleware import Fault, ResultStatus
+from reach_adapters import Router
+from reach_adapters.langchain import LangChainAgent, ReachToolkit
+from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
+from tests.langchain_adapter.test_patterns import chain_graph
+from tests.langchain_adapter.test_tool_schemas import call
+
+pytestmark = pytest.mark.timeout(30)
+
+CHAT_TEXT = {"type": ["string", "null"]}
+
+
+def breaker_of(router: Router, agent_id: str) -> str:
+    return next(entry.breaker.value for entry in router.catalog() if entry.agent_id == agent_id)
+
+
+def answer(question: str) -> AIMessage:
+    """Answer a question."""
+    return AIMessage(f"42 is the answer to {question!r}")
+
+
+def any_answer(question: str) -> BaseMessage:
+    """Answer a question, as any kind of message."""
+    return AIMessage(f"it depends on {question!r}")
+
+
+async def test_a_runnable_typed_to_return_one_message_answers_with_its_text(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(answer), agent_id="qa:answer:01"))
+    router.register(LangChainAgent(RunnableLambda(any_answer), agent_id="qa:any:01"))
+    declared = {cap.name: cap.output_schema for entry in router.catalog() for cap in entry.capabilities}
+    assert declared == {"answer": CHAT_TEXT, "any_answer": CHAT_TEXT}
+    for _ in range(3):
+        result = await router.route("answer", "why")
+        assert (result.status, result.error_type) == (ResultStatus.OK, None)
+        assert result.payload == "42 is the answer to 'why'"
+        assert result.extra["output"] == {"role": "assistant", "content": "42 is the answer to 'why'"}
+    assert (await router.route("any_answer", "when")).payload == "it depends on 'when'"
+    assert breaker_of(router, "qa:answer:01") == "closed"
+
+
+def reply(message: HumanMessage) -> str:
+    return f"you said {message.content}"
+
+
+def any_reply(message: AnyMessage) -> str:
+    return f"a {message.type} message said {message.content}"
+
+
+async def test_a_runnable_typed_to_take_one_message_gets_a_message(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(reply, name="reply"), agent_id="qa:reply:01"))
+    router.register(LangChainAgent(RunnableLambda(any_reply, name="any_reply"), agent_id="qa:any:01"))
+    (cap,) = next(entry for entry in router.catalog() if entry.agent_id == "qa:reply:01").capabilities
+    assert cap.input_schema == MESSAGE_SCHEMA
+    result = await router.route("reply", {"role": "user", "content": "hi"})
+    assert (result.status, result.payload) == (ResultStatus.OK, "you said hi")
+    # LangChain's own dump form is a message too.
+    result = await router.route("any_reply", {"type": "ai", "content": "done"})
+    assert (result.status, result.payload) == (ResultStatus.OK, "a ai message said done")
+
+
+async def test_a_message_the_runnable_cannot_read_is_the_callers_mistake(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(reply, name="reply"), agent_id="qa:reply:01"))
+    # A tool message without tool_call_id passes the role/content schema, but is no message.
+    result = await router.route("reply", {"role": "tool", "content": "42"})
+    assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert "tool_call_id" in str(result.error)
+    result = await router.route("reply", {"role": "boss", "content": "hi"})
+    assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert breaker_of(router, "qa:reply:01") == "closed"
+
+
+class Summary(TypedDict):
+    messages: list[AnyMessage]  # no reducer: a call that does not write it gets none back
+    topic: str
+    summary: str
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], operator.add]
+    topic: str
+
+
+def summary_graph(state: type[Any]) -> Any:
+    def summarize(s: Any) -> dict[str, Any]:
+        if s.get("messages"):
+            return {"messages": [*s["messages"], AIMessage(f"summary of {s['messages'][-1].content}")]}
+        return {"summary": f"summary of {s.get('topic')}"}
+
+    return chain_graph(state, summarize).compile()
+
+
+async def test_a_state_that_may_come_back_without_messages_is_described_as_either(router: Router) -> None:
+    router.register(LangChainAgent(summary_graph(Summary), agent_id="t:summarize:01"))
+    (cap,) = router.catalog()[0].capabilities
+    assert cap.output_schema is not None
+    assert cap.output_schema["type"] == ["object", "string", "null"]
+    for _ in range(3):
+        result = await router.route("summarize", {"topic": "kettles"})
+        assert (result.status, result.error_type) == (ResultStatus.OK, None)
+        assert result.payload == {"topic": "kettles", "summary": "summary of kettles"}
+    result = await router.route("summarize", {"messages": [{"role": "user", "content": "kettles"}]})
+    assert (result.status, result.payload) == (ResultStatus.OK, "summary of kettles")
+    assert breaker_of(router, "t:summarize:01") == "closed"
+
+
+async def test_a_state_whose_messages_a_reducer_keeps_is_chat(router: Router) -> None:
+    # A reducer's channel holds a list from the start: LangGraph always gives it back.
+    router.register(LangChainAgent(summary_graph(Chat), agent_id="t:chat:01"))
+    (cap,) = router.catalog()[0].capabilities
+    assert cap.output_schema == CHAT_TEXT
+    result = await router.route("chat", {"topic": "kettles"})
+    assert (result.status, result.payload) == (ResultStatus.OK, None)
+
+
+class Transcript(BaseModel):
+    messages: list[BaseMessage]
+    resolved: bool = False
+
+
+@dataclasses.dataclass
+class Ticket:
+    messages: list[BaseMessage]
+    queue: str
+
+
+def handle(text: str) -> Transcript:
+    return Transcript(messages=[HumanMessage(text), AIMessage("refunded")], resolved=True)
+
+
+def file_ticket(text: str) -> Ticket:
+    return Ticket(messages=[HumanMessage(text)], queue="refunds")
+
+
+async def test_a_model_output_holding_messages_is_given_and_described_whole(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(handle), agent_id="t:handle:01"))
+    router.register(LangChainAgent(RunnableLambda(file_ticket), agent_id="t:ticket:01"))
+    result = await router.route("handle", "kettle broken")
+    assert (result.status, result.error_type) == (ResultStatus.OK, None)
+    assert result.payload == {
+        "messages": [
+            {"role": "user", "content": "kettle broken"},
+            {"role": "assistant", "content": "refunded"},
+        ],
+        "resolved": True,
+    }
+    result = await router.route("file_ticket", "kettle broken")
+    assert (result.status, result.error_type) == (ResultStatus.OK, None)
+    assert result.payload == {"messages": [{"role": "user", "content": "kettle broken"}], "queue": "refunds"}
+    declared = {cap.name: cap.output_schema for entry in router.catalog() for cap in entry.capabilities}
+    assert declared["handle"] is not None
+    assert declared["handle"]["properties"]["messages"]["items"] == MESSAGE_SCHEMA
+
+
+class Address(typing.TypedDict):
+    city: str
+
+
+class Handle:
+    """A type pydantic has no JSON Schema for."""
+
+
+class Order(typing.TypedDict):
+    address: Address
+    stops: list[Address]
+    status: str
+    handle: Handle
+
+
+async def test_a_typing_typed_dict_state_is_described_key_by_key(router: Router) -> None:
+    # Python 3.11: pydantic refuses typing.TypedDict classes, the state's and the nested ones.
+    def ship(s: Any) -> dict[str, Any]:
+        return {"status": f"shipping to {s['address']['city']}"}
+
+    router.register(LangChainAgent(chain_graph(Order, ship).compile(), agent_id="shop:ship:01"))
+    (cap,) = router.catalog()[0].capabilities
+    address = {"$ref": "#/$defs/Address"}
+    assert cap.input_schema["properties"] == {
+        "address": address,
+        "stops": {"type": "array", "items": address, "title": "Stops"},
+        "status": {"type": "string", "title": "Status"},
+        "handle": {},
+    }
+    assert cap.input_schema["$defs"]["Address"]["required"] == ["city"]
+    tool = next(tool for tool in ReachToolkit(router).get_tools() if tool.name == "ship")
+    answer = await tool.ainvoke(call("ship", {"address": {"city": "Oslo"}}))
+    assert (answer.status, json.loads(answer.content)["status"]) == ("success", "shipping to Oslo")
+    result = await router.route("ship", {"address": {"town": "Oslo"}})
+    assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
+
+
+class Question(typing.TypedDict):
+    question: str
+    answer: str
+    attempts: int
+    note: str | None
+
+
+async def test_a_strict_mode_model_may_leave_optional_state_keys_out_with_null(router: Router) -> None:
+    def ask(s: Any) -> dict[str, Any]:
+        return {
+            "answer": s.get("answer") or f"answer to {s['question']}",
+            "attempts": s.get("attempts", 0) + 1,
+        }
+
+    router.register(LangChainAgent(chain_graph(Question, ask).compile(), agent_id="qa:ask:01"))
+    tool = next(tool for tool in ReachToolkit(router).get_tools() if tool.name == "ask")
+    shown = convert_to_openai_tool(tool, strict=True)["function"]["parameters"]
+    assert shown["required"] == ["question", "answer", "attempts", "note"]
+    assert shown["properties"]["attempts"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    # What a strict-mode model sends: every argument, null for what it does not mean to give.
+    args = {"question": "why?", "answer": None, "attempts": None, "note": None}
+    answer = await tool.ainvoke(call("ask", args))
+    assert answer.status == "success"
+    # Null for a key that takes null is a value: it is written, the others are left out.
+    assert json.loads(answer.content) == {
+        "question": "why?",
+        "answer": "answer to why?",
+        "attempts": 1,
+        "note": None,
+    }
+    answer = await tool.ainvoke(
+        call("ask", {"question": "why?", "answer": None, "attempts": "two", "note": None})
+    )
+    assert answer.status == "error"
+    assert "field 'attempts'" in str(answer.content)
