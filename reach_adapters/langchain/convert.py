@@ -223,7 +223,7 @@ class LangChainConverter:
             # What LangChain cannot read is the caller's mistake, named here, not an
             # AttributeError in the runnable counted against it.
             return message_from_dict(payload, where="payload")
-        if isinstance(payload, dict) and self.message_fields & payload.keys():
+        if self.message_fields and isinstance(payload, dict) and self.message_fields & payload.keys():
             # All that LangGraph's add_messages reads, one message dict too, made messages here,
             # where a message LangChain cannot read is the caller's mistake, not the graph's.
             payload = {
