@@ -37,10 +37,24 @@ MODEL_MESSAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "A chat message: role is user, assistant, system or tool.",
     "properties": {
-        "role": {"enum": list(ROLES)},
-        # OpenAI's assistant message with tool calls has "content": null; LangChain reads it as "".
-        # Content blocks are text or objects; every array declares its items, as strict
-        # function-calling checks (OpenAI, Gemini) demand.
+        "role": {"type": "string", "enum": list(ROLES)},
+        # Text: what a model writes in a tool call. Content blocks (objects of any shape) have no
+        # form OpenAI's strict mode takes, which wants every object's properties listed.
+        "content": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    },
+    "required": ["role", "content"],
+    "additionalProperties": False,
+}
+# What callers may send: the role/content form, or LangChain's own dump form with a "type" in
+# place of the role (`message.model_dump()`), which the converter reads as well; a `ChatMessage`
+# (type "chat") carries a role of its own choosing, as the converter gives it back. Content is
+# text, content blocks (text or objects; every array declares its items), or null as in OpenAI's
+# assistant message with tool calls, which LangChain reads as "".
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A chat message: role is user, assistant, system or tool (or LangChain's type).",
+    "properties": {
+        "role": {"type": "string"},
         "content": {
             "anyOf": [
                 {"type": "string"},
@@ -48,18 +62,6 @@ MODEL_MESSAGE_SCHEMA: dict[str, Any] = {
                 {"type": "null"},
             ]
         },
-    },
-    "required": ["role", "content"],
-}
-# What callers may send: the role/content form, or LangChain's own dump form with a "type" in
-# place of the role (`message.model_dump()`), which the converter reads as well; a `ChatMessage`
-# (type "chat") carries a role of its own choosing, as the converter gives it back.
-MESSAGE_SCHEMA: dict[str, Any] = {
-    **MODEL_MESSAGE_SCHEMA,
-    "description": "A chat message: role is user, assistant, system or tool (or LangChain's type).",
-    "properties": {
-        "role": {"type": "string"},
-        "content": MODEL_MESSAGE_SCHEMA["properties"]["content"],
         "type": {"enum": [*DUMP_TYPES, "chat"]},
     },
     "required": ["content"],
