@@ -171,16 +171,18 @@ class MCPConverter:
             ids.update({META_PREFIX + key: value for key, value in outcome.items() if value is not None})
             details = result.extra.get(_ERROR_STRUCTURED)
             structured = details if isinstance(details, dict) else None
+            fix = result.extra.get(FIX_OPTIONS)
+            if isinstance(fix, dict):
+                # Kept whole for a reach router calling this one (said for MCP clients below).
+                ids[_FIX_META] = fix
             if isinstance(content, list) and (content or structured is not None):
-                # An upstream tool's own error: its blocks and structured content as it sent them.
+                # An upstream tool's own error (or another router's, its hint in the text
+                # already): its blocks and structured content as it sent them.
                 blocks = _BLOCKS.validate_python(content)
                 return CallToolResult(content=blocks, structured_content=structured, is_error=True, _meta=ids)
             text = f"{result.status}: {result.error_type}: {result.error}"
-            fix = result.extra.get(FIX_OPTIONS)
             if isinstance(fix, dict):
-                # Said for MCP clients, and kept whole for a reach router calling this one.
                 text += _fix_over_mcp(fix)
-                ids[_FIX_META] = fix
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=ids)
         payload = result.payload
         if isinstance(content, list):

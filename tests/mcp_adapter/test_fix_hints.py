@@ -97,11 +97,14 @@ async def test_consensus_voters_refusing_a_call_without_a_thread_name_the_meta_k
 
 
 async def test_the_options_to_give_cross_a_hop_between_routers_and_are_said_once_per_surface() -> None:
-    """Router near calls router far over MCP: near's Python caller gets `fix_options` and Python
-    words only; an MCP client of near is told the `_meta` once, not once per hop."""
-    async with Router() as far, Router() as near:
+    """Router near calls router far over MCP, through router mid: near's Python caller gets
+    `fix_options` and Python words only; an MCP client of near is told the `_meta` once, not once
+    per hop."""
+    async with Router() as far, Router() as mid, Router() as near:
         far.register(LangChainAgent(chat_graph(), agent_id="support:refund:01"))
-        near.register(await MCPServerAgent.connect("far", server=RouterMCPServer(far).server))
+        mid.register(await MCPServerAgent.connect("far", server=RouterMCPServer(far).server))
+        # Two hops: mid passes far's error on as far sent it.
+        near.register(await MCPServerAgent.connect("mid", server=RouterMCPServer(mid).server))
         direct = await near.route("refund", USER)
         async with mcp.Client(RouterMCPServer(near).server) as client:
             refused = await client.call_tool("refund", USER)
