@@ -131,13 +131,14 @@ def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if schema.get("additionalProperties") is True:
         del schema["additionalProperties"]
     defs: dict[str, Any] = schema.pop("$defs", {})
-    refs = {DEFS + name for name in defs if name in _MESSAGE_DEFS}
+    messages = {name for name, body in defs.items() if _is_message_class({"title": name, **body})}
+    refs = {DEFS + name for name in messages}
     if not refs:
         if defs:
             schema["$defs"] = defs
         return schema
     out: dict[str, Any] = _replace(schema, refs)
-    kept = {name: _replace(body, refs) for name, body in defs.items() if name not in _MESSAGE_DEFS}
+    kept = {name: _replace(body, refs) for name, body in defs.items() if name not in messages}
     used: set[str] = set()
     pending = _refs(out)
     while pending:
@@ -152,13 +153,17 @@ def with_message_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _is_message_class(schema: dict[str, Any]) -> bool:
     """Whether `schema` is the schema LangChain gives of a message class (`AIMessage`,
-    `BaseMessage`...): that title, and the fields every message has."""
+    `BaseMessage`...): that title, and the fields every message has, LangChain's own included (a
+    model of one's own may well be called ``ChatMessage`` and have a content and a type)."""
     properties = schema.get("properties")
     return (
         schema.get("title") in _MESSAGE_DEFS
         and isinstance(properties, dict)
-        and {"content", "type"} <= properties.keys()
+        and properties.keys() >= _MESSAGE_FIELDS
     )
+
+
+_MESSAGE_FIELDS = frozenset({"content", "type", "additional_kwargs", "response_metadata"})
 
 
 def one_message(schema: dict[str, Any]) -> bool:

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, JsonValue, RootModel
+from pydantic import BaseModel, JsonValue, RootModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ensure_json, is_json
-from reach_adapters.errors import InvalidMessageError
+from reach_adapters.errors import InvalidMessageError, describe_validation_error
 from reach_adapters.langchain.graphs import INTERRUPT_KEY, interrupts
 from reach_adapters.langchain.messages import (
     final_text,
@@ -201,10 +201,12 @@ class LangChainConverter:
         plain_fields: frozenset[str] = frozenset(),
         message_fields: frozenset[str] = frozenset(),
         one_message: bool = False,
+        input_model: type[BaseModel] | None = None,
     ) -> None:
         self.plain_fields = plain_fields
         self.message_fields = message_fields
         self.one_message = one_message
+        self.input_model = input_model
 
     def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
         """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
@@ -216,7 +218,21 @@ class LangChainConverter:
         return ReachMessage(raw_payload=raw, meta_info=meta or MetaInfo())
 
     def from_middleware(self, message: ReachMessage) -> Any:
-        """The runnable's input: the payload, with role/content message lists as `BaseMessage`."""
+        """The runnable's input: the payload, with role/content message lists as `BaseMessage`,
+        made the runnable's input model when it is typed to take one."""
+        native = self._from_payload(message)
+        model = self.input_model
+        if model is None or not isinstance(native, dict):
+            return native
+        try:
+            return model.model_validate(native)
+        except ValidationError as exc:
+            # What the router's check of the schema let through, the model may still refuse (its
+            # validators): the caller's payload either way, not the runnable's failure.
+            msg = f"payload does not make a {model.__name__}: {describe_validation_error(exc)}"
+            raise InvalidMessageError(msg) from None
+
+    def _from_payload(self, message: ReachMessage) -> Any:
         plain = self.plain_fields
         payload = message.raw_payload
         if self.one_message and isinstance(payload, Mapping):

@@ -34,7 +34,7 @@ from reach_adapters.langchain.graphs import (
 from reach_adapters.langchain.payload_schemas import payload_schema
 from reach_adapters.router import Capability, parse_agent_id
 
-__all__ = ["derive_capability", "native_schemas"]
+__all__ = ["derive_capability", "input_model", "native_schemas"]
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +104,19 @@ def native_schemas(
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
     return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
+
+
+def input_model(runnable: Runnable[Any, Any]) -> type[BaseModel] | None:
+    """The pydantic model a runnable that is no graph is typed to take (a `RunnableLambda` over
+    ``f(patch: Patch)``, a chain starting with one), which LangChain hands it as given: a payload,
+    JSON, must be made that model for it. A graph makes its own state from a dict, and a message
+    is made by the converter (`one_message`)."""
+    if find_graph(runnable) is not None or leading_graph(runnable) is not None:
+        return None
+    kind = runnable.InputType
+    if isinstance(kind, type) and issubclass(kind, BaseModel) and not issubclass(kind, BaseMessage):
+        return kind
+    return None
 
 
 def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:

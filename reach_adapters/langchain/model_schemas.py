@@ -10,6 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from referencing.exceptions import Unresolvable
+
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
 
 __all__ = ["for_models", "nullable_optionals", "without_nulls"]
@@ -141,7 +145,7 @@ def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], frozense
     made = frozenset(
         name
         for name, field in properties.items()
-        if name not in required and isinstance(field, dict) and not _takes_null(field)
+        if name not in required and isinstance(field, dict) and not _takes_null(field, schema)
     )
     if not made:
         return schema, made
@@ -155,17 +159,14 @@ def without_nulls(arguments: dict[str, Any], nullable: frozenset[str]) -> dict[s
     return {key: value for key, value in arguments.items() if value is not None or key not in nullable}
 
 
-def _takes_null(schema: dict[str, Any]) -> bool:
-    """Whether `schema` itself admits null (a `$ref` is not followed: its target is not known to)."""
-    kinds = schema.get("type")
-    if schema == {} or kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
+def _takes_null(field: dict[str, Any], root: dict[str, Any]) -> bool:
+    """Whether the argument schema `field` of `root` admits null, as the router's check will judge
+    it: its `$ref`s followed, a schema of annotations only (``Any``) admitting it. One that cannot
+    be judged (a reference out of the document) counts as admitting it: its nulls stay values."""
+    try:
+        return next(Draft202012Validator(root).descend(None, field), None) is None
+    except (Unresolvable, SchemaError):
         return True
-    if "const" in schema:
-        return schema["const"] is None
-    if None in schema.get("enum", ()):
-        return True
-    options = [*(schema.get("anyOf") or ()), *(schema.get("oneOf") or ())]
-    return any(isinstance(option, dict) and _takes_null(option) for option in options)
 
 
 def _or_null(schema: dict[str, Any]) -> dict[str, Any]:

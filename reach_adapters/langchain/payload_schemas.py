@@ -22,11 +22,6 @@ _TYPED_BY = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const")
 _CHAT_TEXT: dict[str, Any] = {"type": ["string", "null"]}
 
 
-def _is_chat_schema(schema: dict[str, Any]) -> bool:
-    """A schema (after `with_message_schema`) of a message or a message list."""
-    return schema == MESSAGE_SCHEMA or lists_messages(schema)
-
-
 def _is_chat_state(schema: dict[str, Any]) -> bool:
     """A schema (after `with_message_schema`) of a state with chat messages."""
     messages = schema.get("properties", {}).get("messages")
@@ -47,8 +42,11 @@ def payload_schema(schema: dict[str, Any] | None, *, whole: bool = False) -> dic
     schema = with_message_schema(schema)
     if whole:
         return schema
-    if _is_chat_schema(schema):
+    if schema == MESSAGE_SCHEMA:
         return dict(_CHAT_TEXT)
+    if lists_messages(schema):
+        # An empty list holds no message to take the text of: it comes as it is.
+        return {"anyOf": [dict(_CHAT_TEXT), {"type": "array", "maxItems": 0}]}
     if _is_chat_state(schema):
         if "structured_response" in schema["properties"]:
             # The payload is the structured response when there is one, else text: either may come.

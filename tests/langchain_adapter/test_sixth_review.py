@@ -243,3 +243,79 @@ async def test_a_strict_mode_model_may_leave_optional_state_keys_out_with_null(r
     )
     assert answer.status == "error"
     assert "field 'attempts'" in str(answer.content)
+
+
+class ChatMessage(BaseModel):
+    """A chat app's own message record, named like LangChain's message class."""
+
+    type: typing.Literal["text", "image"]
+    content: str
+    sender: str
+
+
+class Patch(BaseModel):
+    field: str
+    value: int
+
+
+def last_said(room: str) -> ChatMessage:
+    return ChatMessage(type="text", content=f"hello {room}", sender="ada")
+
+
+def post(message: ChatMessage) -> str:
+    return f"{message.sender}: {message.content}"
+
+
+def apply(patch: Patch) -> str:
+    return f"{patch.field}={patch.value}"
+
+
+async def test_a_model_of_ones_own_is_made_for_the_runnable_and_not_taken_for_a_message(
+    router: Router,
+) -> None:
+    """A runnable typed to take a pydantic model gets the model made of the payload (LangChain
+    hands it the input as given, and JSON is no model), and a model named like a LangChain message
+    is no message."""
+    for function, agent_id in ((last_said, "chat:last:01"), (post, "chat:post:01"), (apply, "ops:apply:01")):
+        router.register(LangChainAgent(RunnableLambda(function), agent_id=agent_id))
+    said = await router.route("last_said", "lobby")
+    assert (said.status, said.payload) == (
+        ResultStatus.OK,
+        {"type": "text", "content": "hello lobby", "sender": "ada"},
+    )
+    posted = await router.route("post", {"type": "text", "content": "hi", "sender": "bob"})
+    assert (posted.status, posted.payload) == (ResultStatus.OK, "bob: hi"), posted.error
+    applied = await router.route("apply", {"field": "size", "value": 3})
+    assert (applied.status, applied.payload) == (ResultStatus.OK, "size=3"), applied.error
+    for _ in range(2):  # enough failures in a row to quarantine it, were they counted
+        refused = await router.route("apply", {"field": "size", "value": "three"})
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+    assert breaker_of(router, "ops:apply:01") == "closed"
+
+
+def history(topic: str) -> list[BaseMessage]:
+    return [] if topic == "none" else [AIMessage(f"about {topic}")]
+
+
+class Settings(BaseModel):
+    id: str
+    value: Any = "unchanged"
+
+
+def update(settings: Settings) -> dict[str, Any]:
+    return settings.model_dump()
+
+
+async def test_an_empty_message_list_and_a_null_an_argument_takes_are_given_as_they_are(
+    router: Router,
+) -> None:
+    router.register(LangChainAgent(RunnableLambda(history), agent_id="chat:history:01"))
+    router.register(LangChainAgent(RunnableLambda(update), agent_id="ops:update:01"))
+    empty = await router.route("history", "none")
+    assert (empty.status, empty.payload) == (ResultStatus.OK, []), empty.error
+    said = await router.route("history", "kettles")
+    assert (said.status, said.payload) == (ResultStatus.OK, "about kettles"), said.error
+    # An optional argument of any type takes null as a value: the tool keeps it, as a route does.
+    tools = {tool.name: tool for tool in ReachToolkit(router, include_generic=False).get_tools()}
+    kept = await tools["update"].ainvoke(call("update", {"id": "1", "value": None}))
+    assert json.loads(kept.content) == {"id": "1", "value": None}
