@@ -22,7 +22,7 @@ from reach_adapters.langchain.chat_schemas import (
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
 from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
-from reach_adapters.langchain.derive import derive_capability, input_model, native_schemas
+from reach_adapters.langchain.derive import derive_capability, input_type, native_schemas
 from reach_adapters.langchain.describe import tool_names
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
@@ -85,7 +85,7 @@ class LangChainAgent:
                 plain_fields=plain_fields(native_input),
                 message_fields=message_fields(native_input),
                 one_message=one_message(native_input),
-                input_model=input_model(runnable),
+                input_type=input_type(runnable),
             )
         elif not isinstance(converter, Converter):
             msg = (

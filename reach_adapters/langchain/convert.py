@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, JsonValue, RootModel, ValidationError
+from pydantic import BaseModel, JsonValue, RootModel, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ensure_json, is_json
@@ -201,12 +201,12 @@ class LangChainConverter:
         plain_fields: frozenset[str] = frozenset(),
         message_fields: frozenset[str] = frozenset(),
         one_message: bool = False,
-        input_model: type[BaseModel] | None = None,
+        input_type: TypeAdapter[Any] | None = None,
     ) -> None:
         self.plain_fields = plain_fields
         self.message_fields = message_fields
         self.one_message = one_message
-        self.input_model = input_model
+        self.input_type = input_type
 
     def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
         """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
@@ -221,15 +221,18 @@ class LangChainConverter:
         """The runnable's input: the payload, with role/content message lists as `BaseMessage`,
         made the runnable's input model when it is typed to take one."""
         native = self._from_payload(message)
-        model = self.input_model
-        if model is None or not isinstance(native, dict):
+        made = self.input_type
+        if made is None:
             return native
         try:
-            return model.model_validate(native)
-        except ValidationError as exc:
-            # What the router's check of the schema let through, the model may still refuse (its
-            # validators): the caller's payload either way, not the runnable's failure.
-            msg = f"payload does not make a {model.__name__}: {describe_validation_error(exc)}"
+            # Not strict: JSON carries a datetime or an enum member as text.
+            return made.validate_python(native, strict=False)
+        except (ValueError, TypeError) as exc:
+            # What the router's check of the schema let through, the type may still refuse (its
+            # validators, a message field LangChain cannot read): the caller's payload either
+            # way, not the runnable's failure.
+            problem = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            msg = f"payload does not make the input the runnable is typed to take: {problem}"
             raise InvalidMessageError(msg) from None
 
     def _from_payload(self, message: ReachMessage) -> Any:

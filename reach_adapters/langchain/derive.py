@@ -14,13 +14,14 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import (
     Runnable,
+    RunnableLambda,
     RunnableParallel,
     RunnableSequence,
     RunnableWithFallbacks,
 )
-from langchain_core.runnables.base import RunnableEach
+from langchain_core.runnables.base import RunnableBindingBase, RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.chat_schemas import DEFS, with_message_schema, without_prompt_values
@@ -34,7 +35,7 @@ from reach_adapters.langchain.graphs import (
 from reach_adapters.langchain.payload_schemas import payload_schema
 from reach_adapters.router import Capability, parse_agent_id
 
-__all__ = ["derive_capability", "input_model", "native_schemas"]
+__all__ = ["derive_capability", "input_type", "native_schemas"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,16 +107,23 @@ def native_schemas(
     return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
 
 
-def input_model(runnable: Runnable[Any, Any]) -> type[BaseModel] | None:
-    """The pydantic model a runnable that is no graph is typed to take (a `RunnableLambda` over
-    ``f(patch: Patch)``, a chain starting with one), which LangChain hands it as given: a payload,
-    JSON, must be made that model for it. A graph makes its own state from a dict, and a message
-    is made by the converter (`one_message`)."""
-    if find_graph(runnable) is not None or leading_graph(runnable) is not None:
+def input_type(runnable: Runnable[Any, Any]) -> TypeAdapter[Any] | None:
+    """The pydantic model or dataclass the runnable's first step, a function (a `RunnableLambda`
+    over ``f(patch: Patch)``, a ``@chain``), is typed to take: LangChain hands it its input as
+    given, and JSON is no model, so the converter makes one of the payload. Only the function's
+    own annotation counts: ``.with_types(input_type=...)`` describes a runnable that takes dicts
+    all the same, and a graph makes its own state; a message is made by the converter too
+    (`one_message`)."""
+    first = runnable
+    while isinstance(first, RunnableBindingBase | RunnableSequence):
+        first = first.bound if isinstance(first, RunnableBindingBase) else first.first
+    if not isinstance(first, RunnableLambda):
         return None
-    kind = runnable.InputType
-    if isinstance(kind, type) and issubclass(kind, BaseModel) and not issubclass(kind, BaseMessage):
-        return kind
+    kind = first.InputType
+    if not isinstance(kind, type) or issubclass(kind, BaseMessage):
+        return None
+    if issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind):
+        return TypeAdapter(kind)
     return None
 
 

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
 from referencing.exceptions import Unresolvable
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
@@ -142,10 +143,12 @@ def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], frozense
     if schema.get("type") != "object" or not isinstance(properties, dict):
         return schema, frozenset()
     required = set(schema.get("required", ()))
+    # An empty registry: no reference is fetched from the network to decide this.
+    checker = Draft202012Validator(schema, registry=Registry())
     made = frozenset(
         name
         for name, field in properties.items()
-        if name not in required and isinstance(field, dict) and not _takes_null(field, schema)
+        if name not in required and isinstance(field, dict) and not _takes_null(field, checker)
     )
     if not made:
         return schema, made
@@ -159,12 +162,13 @@ def without_nulls(arguments: dict[str, Any], nullable: frozenset[str]) -> dict[s
     return {key: value for key, value in arguments.items() if value is not None or key not in nullable}
 
 
-def _takes_null(field: dict[str, Any], root: dict[str, Any]) -> bool:
-    """Whether the argument schema `field` of `root` admits null, as the router's check will judge
-    it: its `$ref`s followed, a schema of annotations only (``Any``) admitting it. One that cannot
-    be judged (a reference out of the document) counts as admitting it: its nulls stay values."""
+def _takes_null(field: dict[str, Any], checker: Draft202012Validator) -> bool:
+    """Whether the argument schema `field` admits null, as the router's check will judge it (with
+    `checker`, of the arguments' schema): its `$ref`s followed, a schema of annotations only
+    (``Any``) admitting it. One that cannot be judged (a reference out of the document) counts as
+    admitting it: its nulls stay values."""
     try:
-        return next(Draft202012Validator(root).descend(None, field), None) is None
+        return next(checker.descend(None, field), None) is None
     except (Unresolvable, SchemaError):
         return True
 

@@ -6,6 +6,7 @@ optional state keys under strict function calling."""
 # No `from __future__ import annotations`: LangChain reads a RunnableLambda's types from its
 # function's annotations, and cannot resolve them as strings.
 import dataclasses
+import datetime
 import json
 import operator
 import typing
@@ -13,9 +14,10 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 from typing_extensions import TypedDict
 
 from middleware import Fault, ResultStatus
@@ -319,3 +321,53 @@ async def test_an_empty_message_list_and_a_null_an_argument_takes_are_given_as_t
     tools = {tool.name: tool for tool in ReachToolkit(router, include_generic=False).get_tools()}
     kept = await tools["update"].ainvoke(call("update", {"id": "1", "value": None}))
     assert json.loads(kept.content) == {"id": "1", "value": None}
+
+
+class Query(BaseModel):
+    question: str
+
+
+class Visit(BaseModel):
+    model_config = {"strict": True}
+    when: datetime.datetime
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Scores(RootModel[list[int]]):
+    pass
+
+
+def visit(v: Visit) -> str:
+    return v.when.date().isoformat()
+
+
+def norm(p: Point) -> int:
+    return abs(p.x) + abs(p.y)
+
+
+def total(scores: Scores) -> int:
+    return sum(scores.root)
+
+
+async def test_only_a_functions_own_input_type_is_made_and_any_json_form_of_it(router: Router) -> None:
+    """`.with_types(input_type=...)` describes a runnable that takes dicts all the same (LangServe's
+    way), so it is given the dict; a function's own type is made whatever its form: a strict
+    model (JSON carries a datetime as text), a dataclass, a root model over a list."""
+    prompt = PromptTemplate.from_template("Q: {question}") | RunnableLambda(lambda value: value.to_string())
+    described = prompt.with_types(input_type=Query)  # type: ignore[arg-type]
+    router.register(LangChainAgent(described, agent_id="qa:ask:01"))
+    for function, agent_id in ((visit, "cal:visit:01"), (norm, "geo:norm:01"), (total, "stats:total:01")):
+        router.register(LangChainAgent(RunnableLambda(function), agent_id=agent_id))
+    asked = await router.route("ask", {"question": "hi"})
+    assert (asked.status, asked.payload) == (ResultStatus.OK, "Q: hi"), asked.error
+    seen = await router.route("visit", {"when": "2024-01-01T10:00:00"})
+    assert (seen.status, seen.payload) == (ResultStatus.OK, "2024-01-01"), seen.error
+    normed = await router.route("norm", {"x": -3, "y": 4})
+    assert (normed.status, normed.payload) == (ResultStatus.OK, 7), normed.error
+    summed = await router.route("total", [1, 2, 3])
+    assert (summed.status, summed.payload) == (ResultStatus.OK, 6), summed.error
