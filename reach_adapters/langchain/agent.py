@@ -14,6 +14,7 @@ from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.chat_schemas import (
     message_fields,
+    message_keys,
     one_message,
     plain_fields,
     text_to_chat,
@@ -86,6 +87,7 @@ class LangChainAgent:
                 message_fields=message_fields(native_input),
                 one_message=one_message(native_input),
                 input_type=input_type(runnable),
+                message_keys=message_keys(native_input),
             )
         elif not isinstance(converter, Converter):
             msg = (

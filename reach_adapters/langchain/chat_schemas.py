@@ -23,6 +23,7 @@ __all__ = [
     "chat_input",
     "lists_messages",
     "message_fields",
+    "message_keys",
     "model_message_list",
     "one_message",
     "plain_fields",
@@ -164,6 +165,13 @@ def _is_message_class(schema: dict[str, Any]) -> bool:
 
 
 _MESSAGE_FIELDS = frozenset({"content", "type", "additional_kwargs", "response_metadata"})
+
+
+def message_keys(schema: dict[str, Any]) -> frozenset[str]:
+    """The top-level fields of an input schema (after `with_message_schema`) that take one chat
+    message (a model's ``m: AnyMessage`` field), which the converter makes a message."""
+    properties = schema.get("properties", {})
+    return frozenset(name for name, field in properties.items() if field == MESSAGE_SCHEMA)
 
 
 def one_message(schema: dict[str, Any]) -> bool:

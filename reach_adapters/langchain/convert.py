@@ -202,11 +202,13 @@ class LangChainConverter:
         message_fields: frozenset[str] = frozenset(),
         one_message: bool = False,
         input_type: TypeAdapter[Any] | None = None,
+        message_keys: frozenset[str] = frozenset(),
     ) -> None:
         self.plain_fields = plain_fields
         self.message_fields = message_fields
         self.one_message = one_message
         self.input_type = input_type
+        self.message_keys = message_keys
 
     def to_middleware(self, native: Any, meta: MetaInfo | None = None) -> ReachMessage:
         """A message carrying `native` (str, dict, messages, pydantic models...) as JSON."""
@@ -224,14 +226,23 @@ class LangChainConverter:
         made = self.input_type
         if made is None:
             return native
+        keys = self.message_keys
+        if keys and isinstance(native, dict):
+            # A message field in the role/content form, which the type's own union of message
+            # classes cannot tell apart.
+            native = {
+                key: message_from_dict(item, where=f"payload.{key}")
+                if key in keys and isinstance(item, Mapping)
+                else item
+                for key, item in native.items()
+            }
         try:
             # Not strict: JSON carries a datetime or an enum member as text.
             return made.validate_python(native, strict=False)
-        except (ValueError, TypeError) as exc:
+        except ValidationError as exc:
             # What the router's check of the schema let through, the type may still refuse (its
-            # validators, a message field LangChain cannot read): the caller's payload either
-            # way, not the runnable's failure.
-            problem = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            # validators): the caller's payload, not the runnable's failure.
+            problem = describe_validation_error(exc)
             msg = f"payload does not make the input the runnable is typed to take: {problem}"
             raise InvalidMessageError(msg) from None
 

@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import (
     Runnable,
+    RunnableGenerator,
     RunnableLambda,
     RunnableParallel,
     RunnableSequence,
@@ -108,22 +109,35 @@ def native_schemas(
 
 
 def input_type(runnable: Runnable[Any, Any]) -> TypeAdapter[Any] | None:
-    """The pydantic model or dataclass the runnable's first step, a function (a `RunnableLambda`
-    over ``f(patch: Patch)``, a ``@chain``), is typed to take: LangChain hands it its input as
-    given, and JSON is no model, so the converter makes one of the payload. Only the function's
-    own annotation counts: ``.with_types(input_type=...)`` describes a runnable that takes dicts
-    all the same, and a graph makes its own state; a message is made by the converter too
-    (`one_message`)."""
-    first = runnable
-    while isinstance(first, RunnableBindingBase | RunnableSequence):
-        first = first.bound if isinstance(first, RunnableBindingBase) else first.first
-    if not isinstance(first, RunnableLambda):
-        return None
-    kind = first.InputType
+    """The pydantic model or dataclass the functions that first take the input are typed to take
+    (a `RunnableLambda` over ``f(patch: Patch)``, a ``@chain``, a generator), through bindings,
+    the first step of a chain, a `.with_fallbacks()`'s primary and the branches of a parallel
+    step that agree: LangChain hands them the input as given, and JSON is no model, so the
+    converter makes one of the payload. A declared ``.with_types(input_type=...)`` is trusted
+    as it is (LangServe's way to describe a runnable that takes dicts); a graph makes its own
+    state, and a message is made by the converter too (`one_message`)."""
+    kind = _first_input_type(runnable)
     if not isinstance(kind, type) or issubclass(kind, BaseMessage):
         return None
     if issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind):
         return TypeAdapter(kind)
+    return None
+
+
+def _first_input_type(runnable: Runnable[Any, Any]) -> Any:
+    if isinstance(runnable, RunnableBindingBase):
+        if getattr(runnable, "custom_input_type", None) is not None:
+            return None
+        return _first_input_type(runnable.bound)
+    if isinstance(runnable, RunnableSequence):
+        return _first_input_type(runnable.first)
+    if isinstance(runnable, RunnableWithFallbacks):
+        return _first_input_type(runnable.runnable)
+    if isinstance(runnable, RunnableParallel):
+        kinds = {_first_input_type(step) for step in runnable.steps__.values()}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(runnable, RunnableLambda | RunnableGenerator):
+        return runnable.InputType
     return None
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.prompts import PromptTemplate
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableLambda, RunnableParallel
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, RootModel
 from typing_extensions import TypedDict
@@ -371,3 +371,52 @@ async def test_only_a_functions_own_input_type_is_made_and_any_json_form_of_it(r
     assert (normed.status, normed.payload) == (ResultStatus.OK, 7), normed.error
     summed = await router.route("total", [1, 2, 3])
     assert (summed.status, summed.payload) == (ResultStatus.OK, 6), summed.error
+
+
+class Note(BaseModel):
+    said: AnyMessage
+    tag: str
+
+
+def read(note: Note) -> str:
+    return f"{note.tag}: {type(note.said).__name__} {note.said.content}"
+
+
+def shown(value: Patch) -> str:
+    return f"text: {value}"
+
+
+def checked(patch: Patch) -> str:
+    if patch.field == "crash":
+        msg = "a bug in the agent's own code"
+        raise TypeError(msg)
+    return apply(patch)
+
+
+async def test_a_typed_function_behind_fallbacks_parallel_steps_or_its_own_types_gets_its_input(
+    router: Router,
+) -> None:
+    fallen = RunnableLambda(apply).with_fallbacks([RunnableLambda(lambda _: "fallback")])
+    parallel = RunnableParallel(applied=RunnableLambda(apply))
+    # Typed to take a model, yet declared (and written) to take any text: the declaration holds.
+    declared: Any = RunnableLambda(shown).with_types(input_type=str)  # type: ignore[arg-type]
+    for runnable, agent_id in (
+        (fallen, "ops:fallen:01"),
+        (parallel, "ops:parallel:01"),
+        (RunnableLambda(read), "chat:read:01"),
+        (RunnableLambda(checked), "ops:checked:01"),
+    ):
+        router.register(LangChainAgent(runnable, agent_id=agent_id))
+    router.register(
+        LangChainAgent(declared, agent_id="util:declared:01", capabilities=[{"name": "declared"}])
+    )
+    patch = {"field": "size", "value": 3}
+    assert (await router.route("fallen", patch)).payload == "size=3"
+    assert (await router.route("parallel", patch)).payload == {"applied": "size=3"}
+    assert (await router.route("declared", "hello")).payload == "text: hello"
+    # A message field in the role/content form the schema shows is made a message first.
+    said = await router.route("read", {"said": {"role": "assistant", "content": "hi"}, "tag": "a"})
+    assert (said.status, said.payload) == (ResultStatus.OK, "a: AIMessage hi"), said.error
+    # The agent's own code failing is the agent's, not the caller's.
+    crashed = await router.route("checked", {"field": "crash", "value": 1})
+    assert (crashed.status, crashed.fault) == (ResultStatus.ERROR, Fault.AGENT), crashed.error
