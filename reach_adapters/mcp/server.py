@@ -306,7 +306,7 @@ def _serve(capability: Capability) -> _Served:
         annotations=ToolAnnotations(
             title=hinted,
             read_only_hint=capability.read_only,
-            destructive_hint=capability.destructive,
+            destructive_hint=_destructive_hint(capability),
             idempotent_hint=capability.idempotent,
             open_world_hint=capability.open_world,
         ),
@@ -314,6 +314,14 @@ def _serve(capability: Capability) -> _Served:
         _meta=meta or None,
     )
     return _Served(tool, wrapped, boxed)
+
+
+def _destructive_hint(capability: Capability) -> bool | None:
+    """The tool's ``destructiveHint``: left out (MCP then assumes destructive) for a capability
+    that may write and never said whether it destroys; ``destructive`` defaults to false, and
+    serving that default would tell clients, who may ask before a destructive call, it does not."""
+    said = capability.destructive or capability.read_only or "destructive" in capability.model_fields_set
+    return capability.destructive if said else None
 
 
 def _annotation_title(capability: Capability) -> tuple[dict[str, Any], str | None]:

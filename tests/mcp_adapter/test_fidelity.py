@@ -214,3 +214,38 @@ async def test_namesake_tools_with_other_schemas_get_their_own_names(
     assert docs.structured_content == {"result": "docs: retry"}
     # The upstream is called by its own tool name.
     assert code.structured_content == {"result": "code: retry (first 3)"}
+
+
+async def test_a_capability_that_never_said_whether_it_destroys_is_served_as_mcp_assumes(
+    router: Router,
+) -> None:
+    """MCP assumes a tool that is not read-only is destructive; a capability's `destructive`
+    defaults to false, which served as such would tell clients (who may ask before a destructive
+    call) that it is not."""
+    for name, flags in (("plain", {}), ("safe", {"destructive": False}), ("wipe", {"destructive": True})):
+        capability = Capability(name=name, **flags)
+        router.register(FunctionAgent(lambda x: x, agent_id=f"util:{name}:01", capabilities=[capability]))
+    router.register(
+        FunctionAgent(
+            lambda x: x, agent_id="util:peek:01", capabilities=[Capability(name="peek", read_only=True)]
+        )
+    )
+    served = RouterMCPServer(router)
+    try:
+        tools = await _tools(served)
+    finally:
+        served.close()
+    hints = {name: tool.annotations.destructive_hint for name, tool in tools.items() if tool.annotations}
+    assert hints == {"plain": None, "safe": False, "wipe": True, "peek": False}
+    # Read back one hop away, the one that never said is destructive, as MCP has it.
+    far = Router()
+    try:
+        far.register(await MCPServerAgent.connect("near", server=RouterMCPServer(router).server))
+        assert {name: cap.destructive for name, cap in far.reachable().items()} == {
+            "plain": True,
+            "safe": False,
+            "wipe": True,
+            "peek": False,
+        }
+    finally:
+        await far.aclose()
