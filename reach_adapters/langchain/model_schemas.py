@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
@@ -143,8 +144,10 @@ def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], frozense
     if schema.get("type") != "object" or not isinstance(properties, dict):
         return schema, frozenset()
     required = set(schema.get("required", ()))
-    # An empty registry: no reference is fetched from the network to decide this.
-    checker = Draft202012Validator(schema, registry=Registry())
+    # The draft the schema names, as the router's check reads it; and an empty registry: no
+    # reference is fetched from the network to decide this.
+    # (`Any`: jsonschema's Validator protocol leaves out `descend`, which its validators all have.)
+    checker: Any = validator_for(schema, default=Draft202012Validator)(schema, registry=Registry())
     made = frozenset(
         name
         for name, field in properties.items()
@@ -162,7 +165,7 @@ def without_nulls(arguments: dict[str, Any], nullable: frozenset[str]) -> dict[s
     return {key: value for key, value in arguments.items() if value is not None or key not in nullable}
 
 
-def _takes_null(field: dict[str, Any], checker: Draft202012Validator) -> bool:
+def _takes_null(field: dict[str, Any], checker: Any) -> bool:
     """Whether the argument schema `field` admits null, as the router's check will judge it (with
     `checker`, of the arguments' schema): its `$ref`s followed, a schema of annotations only
     (``Any``) admitting it. One that cannot be judged (a reference out of the document) counts as

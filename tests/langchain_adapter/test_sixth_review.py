@@ -21,7 +21,7 @@ from pydantic import BaseModel, RootModel
 from typing_extensions import TypedDict
 
 from middleware import Fault, ResultStatus
-from reach_adapters import Router
+from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA
 from tests.langchain_adapter.test_patterns import chain_graph
@@ -420,3 +420,26 @@ async def test_a_typed_function_behind_fallbacks_parallel_steps_or_its_own_types
     # The agent's own code failing is the agent's, not the caller's.
     crashed = await router.route("checked", {"field": "crash", "value": 1})
     assert (crashed.status, crashed.fault) == (ResultStatus.ERROR, Fault.AGENT), crashed.error
+
+
+async def test_a_null_is_judged_under_the_draft_the_schema_names(router: Router) -> None:
+    """Draft-07 ignores what sits beside a `$ref`: the router's check takes null for `note`, so
+    the tool keeps a model's null for it as a value, not as "not given"."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "note": {"$ref": "#/definitions/Note", "type": "string"}},
+        "required": ["id"],
+        "definitions": {"Note": {"type": ["string", "null"]}},
+    }
+    router.register(
+        FunctionAgent(
+            lambda payload: payload,
+            agent_id="ops:note:01",
+            capabilities=[Capability(name="note", input_schema=schema)],
+            call_style="payload",
+        )
+    )
+    (tool,) = ReachToolkit(router, include_generic=False).get_tools()
+    kept = await tool.ainvoke(call("note", {"id": "1", "note": None}))
+    assert json.loads(kept.content) == {"id": "1", "note": None}
