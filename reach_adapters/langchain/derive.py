@@ -23,6 +23,7 @@ from langchain_core.runnables import (
 from langchain_core.runnables.base import RunnableBindingBase, RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
 from pydantic import BaseModel, TypeAdapter
+from typing_extensions import is_typeddict
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.chat_schemas import DEFS, with_message_schema, without_prompt_values
@@ -34,6 +35,7 @@ from reach_adapters.langchain.graphs import (
     unwrap,
 )
 from reach_adapters.langchain.payload_schemas import payload_schema
+from reach_adapters.langchain.typed_dicts import typed_dict_schema
 from reach_adapters.router import Capability, parse_agent_id
 
 __all__ = ["derive_capability", "input_type", "native_schemas"]
@@ -100,9 +102,13 @@ def native_schemas(
         inputs = (
             graph_schemas(first)[0]
             if first is not None
-            else _schema(runnable.get_input_jsonschema, agent_id, "input")
+            else _schema(runnable.get_input_jsonschema, agent_id, "input", runnable.InputType)
         )
-        outputs = None if _mapped(runnable) else _schema(runnable.get_output_jsonschema, agent_id, "output")
+        outputs = (
+            None
+            if _mapped(runnable)
+            else _schema(runnable.get_output_jsonschema, agent_id, "output", runnable.OutputType)
+        )
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
     return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
@@ -229,10 +235,17 @@ def _without_root(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _schema(getter: Callable[[], dict[str, Any]], agent_id: str, which: str) -> dict[str, Any] | None:
+def _schema(
+    getter: Callable[[], dict[str, Any]], agent_id: str, which: str, kind: Any
+) -> dict[str, Any] | None:
     try:
         return getter()
     except Exception as exc:  # noqa: BLE001 - any failure to describe itself leaves the schema open
+        # A `typing.TypedDict` before Python 3.12, which pydantic refuses (LangGraph's docs use
+        # it): described key by key here, as for a graph's state.
+        described = typed_dict_schema(kind, required=True) if is_typeddict(kind) else None
+        if described is not None:
+            return described
         logger.warning(
             "agent %s: the runnable cannot describe its %s (%s: %s); it is left unchecked",
             agent_id,

@@ -443,3 +443,30 @@ async def test_a_null_is_judged_under_the_draft_the_schema_names(router: Router)
     (tool,) = ReachToolkit(router, include_generic=False).get_tools()
     kept = await tool.ainvoke(call("note", {"id": "1", "note": None}))
     assert json.loads(kept.content) == {"id": "1", "note": None}
+
+
+class Turns(typing.TypedDict):
+    """A `typing.TypedDict`, as LangGraph's docs write them, which pydantic refuses before 3.12."""
+
+    history: list[dict[str, str]]
+    topic: str
+
+
+def count_turns(chat: Turns) -> str:
+    kinds = {type(turn).__name__ for turn in chat["history"]}
+    return f"{len(chat['history'])} turns of {sorted(kinds)} about {chat['topic']}"
+
+
+async def test_a_function_over_a_typing_typed_dict_is_described_and_gets_plain_dicts(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(count_turns), agent_id="chat:count:01"))
+    (capability,) = router.reachable().values()
+    assert capability.input_schema is not None
+    assert capability.input_schema["required"] == ["history", "topic"]
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    counted = await router.route("count_turns", {"history": turns, "topic": "kettles"})
+    assert (counted.status, counted.payload) == (ResultStatus.OK, "2 turns of ['dict'] about kettles"), (
+        counted.error
+    )
+    # Described, the input is checked: a payload without its topic is the caller's mistake.
+    refused = await router.route("count_turns", {"history": turns})
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
