@@ -8,14 +8,15 @@ import contextvars
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import is_dataclass
 from functools import partial
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from pydantic import JsonValue, TypeAdapter
+from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 
 from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
-from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
+from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, describe_validation_error
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
@@ -139,6 +140,7 @@ class FunctionAgent:
         self._takes, self._requires = _keywords(fn) if self._style == "kwargs" else (None, _NONE)
         # Parameters before a "/" are passed by position: their names and defaults, in order.
         self._positional = _positional_only(fn) if self._style == "kwargs" else ()
+        self._made = _made_arguments(fn) if self._style == "kwargs" else {}
         if capabilities is None:
             capabilities = [_derive_capability(fn, self._style)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
@@ -226,9 +228,25 @@ class FunctionAgent:
             missing = sorted(self._requires - payload.keys())
             msg = f"agent {self._agent_id} needs the argument(s) {', '.join(map(repr, missing))}"
             raise InvalidMessageError(msg)
+        if self._made:
+            payload = self._make(payload)
         if self._positional:
             return _by_position(payload, self._positional)
         return (), payload
+
+    def _make(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The arguments typed as pydantic models or dataclasses made so: JSON carries them as
+        objects, and the function reads their attributes. One that does not make one is the
+        caller's mistake."""
+        made = dict(payload)
+        for name, adapter in self._made.items():
+            if name in made:
+                try:
+                    made[name] = adapter.validate_python(made[name], strict=False)
+                except ValidationError as exc:
+                    msg = f"agent {self._agent_id}: argument {name!r}: {describe_validation_error(exc)}"
+                    raise InvalidMessageError(msg) from None
+        return made
 
 
 def _by_position(
@@ -249,6 +267,26 @@ def _call_on(loop: asyncio.AbstractEventLoop, release: Callable[[], None]) -> No
             loop.call_soon_threadsafe(release)
         except RuntimeError:
             logger.debug("the router's loop closed before a stuck call ended")
+
+
+def _made_arguments(fn: Callable[..., Any]) -> dict[str, TypeAdapter[Any]]:
+    """A validator for each parameter whose annotation holds a pydantic model or a dataclass
+    (``order: Order``, ``items: list[Item]``); other arguments pass as JSON gives them, untouched."""
+    try:
+        params = inspect.signature(fn, eval_str=True).parameters.values()
+    except (NameError, TypeError, ValueError):
+        return {}
+    return {
+        p.name: TypeAdapter(p.annotation)
+        for p in params
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and _holds_model(p.annotation)
+    }
+
+
+def _holds_model(annotation: Any) -> bool:
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or is_dataclass(annotation)):
+        return True
+    return any(_holds_model(arg) for arg in get_args(annotation))
 
 
 def _keywords(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[str]]:
@@ -297,6 +335,7 @@ def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     """The JSON Schema of a function's keyword arguments, through pydantic."""
     properties: dict[str, Any] = {}
     required: list[str] = []
+    defs: dict[str, Any] = {}
     try:
         signature = inspect.signature(fn, eval_str=True)
     except (NameError, TypeError):
@@ -306,14 +345,23 @@ def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
             continue
         annotation = Any if param.annotation is param.empty else param.annotation
         try:
-            properties[param.name] = TypeAdapter(annotation).json_schema()
+            described = TypeAdapter(annotation).json_schema()
         except Exception:  # noqa: BLE001 - an annotation pydantic cannot express accepts anything
-            properties[param.name] = {}
+            described = {}
+        # A model holding models refers to their definitions from the schema's root, so they
+        # move there; two parameters' unlike namesakes cannot share it, and take anything.
+        own = described.pop("$defs", {})
+        if any(defs.get(name, body) != body for name, body in own.items()):
+            described, own = {}, {}
+        defs.update(own)
+        properties[param.name] = described
         if param.default is param.empty:
             required.append(param.name)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    if defs:
+        schema["$defs"] = defs
     if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
         # Fields the function cannot take are the caller's mistake, found before delivery.
         schema["additionalProperties"] = False

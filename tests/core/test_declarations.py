@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
 
-from middleware import ReachMessage
+import pytest
+from pydantic import BaseModel
+
+from middleware import Fault, ReachMessage, ResultStatus
 from reach_adapters import (
     AgentId,
     BreakerSettings,
@@ -253,3 +256,42 @@ async def test_replicas_whose_schemas_differ_only_in_wording_stay_replicas() -> 
         "shop:orders:b": ["lookup"],
     }
     await router.aclose()
+
+
+class Item(BaseModel):
+    sku: str
+
+
+class Order(BaseModel):
+    order_id: str
+    item: Item
+
+
+@dataclasses.dataclass
+class Parcel:
+    weight_kg: float
+
+
+async def ship(order: Order, parcels: list[Parcel], note: str = "") -> str:
+    """Ship an order."""
+    return f"shipped {order.item.sku} in {len(parcels)} parcel(s) of {parcels[0].weight_kg} kg{note}"
+
+
+async def test_a_function_over_models_that_hold_models_is_declared_and_given_its_models() -> None:
+    """Each parameter's model definitions move to the schema's root, where its references point
+    (a model holding a model could not be registered), and the function gets its models made of
+    the payload, as its annotations say, not the dicts JSON carries."""
+    agent = FunctionAgent(ship, agent_id="shop:ship:01")
+    (capability,) = agent.capabilities
+    assert capability.input_schema is not None
+    assert set(capability.input_schema["$defs"]) == {"Item", "Parcel"}
+    async with Router() as router:
+        router.register(agent)
+        order = {"order_id": "1", "item": {"sku": "kettle"}}
+        shipped = await router.route("ship", {"order": order, "parcels": [{"weight_kg": 2}]})
+        assert (shipped.status, shipped.payload) == (
+            ResultStatus.OK,
+            "shipped kettle in 1 parcel(s) of 2.0 kg",
+        )
+        refused = await router.route("ship", {"order": {"order_id": "1", "item": {}}, "parcels": []})
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
