@@ -161,6 +161,12 @@ async def test_a_misspelt_agent_reach_key_is_refused_naming_the_key_meant() -> N
             refused = await client.call_tool("refund", user, meta=typo)
             assert refused.is_error
             assert "did you mean 'agent-reach/configurable'?" in refused.content[0].text  # type: ignore[union-attr]
+            # Said as any failed result says it, for a reach router calling this one.
+            assert refused.meta is not None
+            assert (refused.meta["agent-reach/status"], refused.meta["agent-reach/fault"]) == (
+                "invalid",
+                "caller",
+            )
             # Keys far from any it reads are another version's or protocol's, and left alone.
             other = cast(RequestParamsMeta, {**thread("t-2"), "agent-reach/priority_hint": 3})
             asked = await client.call_tool("refund", user, meta=other)
