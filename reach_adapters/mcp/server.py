@@ -31,7 +31,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
-from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS
+from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT
 from reach_adapters.mcp.consensus_tool import (
     call_consensus,
     consensus_answer,
@@ -43,7 +43,7 @@ from reach_adapters.mcp.converter import ASKED_META, MCPConverter, meta_from_req
 from reach_adapters.mcp.peers import LegacyPeers
 from reach_adapters.mcp.relay import Relay, relaying, serving
 from reach_adapters.mcp.rounds import Exchanges
-from reach_adapters.mcp.tools import ANNOTATION_TITLE
+from reach_adapters.mcp.tools import ANNOTATION_TITLE, OWN_META
 from reach_adapters.router import META_PREFIX, Capability, Router, running_loop, wrap_field
 from reach_adapters.version import package_version
 
@@ -337,10 +337,6 @@ def _annotation_title(capability: Capability) -> tuple[dict[str, Any], str | Non
     """The tool's `_meta`, and the title of its annotations: an upstream MCP tool's own (kept in
     the capability's meta), else the capability's title, for clients that read only that one."""
     # The boxes this router makes are its own to mark (`_serve`), whatever the capability's meta says.
-    meta = {key: value for key, value in capability.meta.items() if key not in _OWN_META}
+    meta = {key: value for key, value in capability.meta.items() if key not in OWN_META}
     hinted = capability.meta.get(ANNOTATION_TITLE)
     return meta, capability.title if hinted is None else str(hinted)
-
-
-# The keys of a capability's meta that are not its tool's `_meta`.
-_OWN_META = frozenset({ANNOTATION_TITLE, *TOOL_MARKS})

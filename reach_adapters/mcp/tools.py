@@ -18,7 +18,7 @@ from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.spec import ServerSpec
 from reach_adapters.router import META_PREFIX, Capability, unwrap_field
 
-__all__ = ["ANNOTATION_TITLE", "Declared", "checked_by_router", "declare", "list_all_tools"]
+__all__ = ["ANNOTATION_TITLE", "OWN_META", "Declared", "checked_by_router", "declare", "list_all_tools"]
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 # adapter's own place); the served tool has it in its annotations, not its `_meta`.
 ANNOTATION_TITLE = META_PREFIX + "annotation_title"
 # The keys of a tool's `_meta` that describe it as served on that hop, not the capability.
-_OWN_META = frozenset({ANNOTATION_TITLE, *TOOL_MARKS})
+OWN_META = frozenset({ANNOTATION_TITLE, *TOOL_MARKS})
 # A listing longer than this is a server that never stops paginating, not a big catalog.
 _MAX_PAGES = 1000
 
@@ -155,7 +155,7 @@ def _capability(
 def _meta(tool: Tool, hinted: str | None) -> dict[str, Any]:
     """The tool's `_meta`, with its ``annotations.title`` under `ANNOTATION_TITLE`: the capability
     has one title, and the tool may show another in its annotations, to be served again as such."""
-    meta = {key: value for key, value in (tool.meta or {}).items() if key not in _OWN_META}
+    meta = {key: value for key, value in (tool.meta or {}).items() if key not in OWN_META}
     if hinted is not None:
         meta[ANNOTATION_TITLE] = hinted
     return meta
