@@ -143,6 +143,15 @@ class MCPConverter:
         payload = content if structured is None else structured
         return ok_result(message, self.agent_id, payload, extra=_kept(content, native.meta))
 
+    def refused(self, exc: InvalidMessageError) -> CallToolResult:
+        """A request refused before any routing (a misspelt ``agent-reach/`` key, say): the
+        caller's mistake, said in `_meta` as a failed result says it, so that a reach router
+        calling this one blames its caller, not the tool."""
+        kind = type(exc).__name__
+        meta = _outcome_meta({"status": ResultStatus.INVALID, "error_type": kind, "fault": Fault.CALLER})
+        text = f"{ResultStatus.INVALID}: {kind}: {exc}"
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
+
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
         # The ids let an MCP client ask the gateway why the call went where it went.
         ids: dict[str, Any] = {
@@ -167,8 +176,7 @@ class MCPConverter:
         content = result.extra.get("content")
         if not result.ok:
             # Whose fault and how it ended, for a reach router on the calling side (`_routed_outcome`).
-            outcome = {key: getattr(result, key) for key in _OUTCOME}
-            ids.update({META_PREFIX + key: value for key, value in outcome.items() if value is not None})
+            ids.update(_outcome_meta({key: getattr(result, key) for key in _OUTCOME}))
             details = result.extra.get(_ERROR_STRUCTURED)
             structured = details if isinstance(details, dict) else None
             fix = result.extra.get(FIX_OPTIONS)
@@ -207,6 +215,11 @@ class MCPConverter:
 
 # The fields of a failed result that travel in `_meta`, beside the ids.
 _OUTCOME = ("status", "error_type", "fault", "delivered", "retryable")
+
+
+def _outcome_meta(outcome: Mapping[str, Any]) -> dict[str, Any]:
+    """The `_meta` keys of a failed result's outcome fields (`_OUTCOME`) that have a value."""
+    return {META_PREFIX + key: value for key, value in outcome.items() if value is not None}
 
 
 def _routed_outcome(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:

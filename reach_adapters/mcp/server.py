@@ -29,7 +29,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from middleware import Fault, ReachResult, ResultStatus
+from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
 from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT
 from reach_adapters.mcp.consensus_tool import (
@@ -44,7 +44,7 @@ from reach_adapters.mcp.peers import LegacyPeers
 from reach_adapters.mcp.relay import Relay, relaying, serving
 from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.mcp.tools import ANNOTATION_TITLE, OWN_META
-from reach_adapters.router import META_PREFIX, Capability, Router, running_loop, wrap_field
+from reach_adapters.router import Capability, Router, running_loop, wrap_field
 from reach_adapters.version import package_version
 
 __all__ = ["RouterMCPServer", "request_principal"]
@@ -184,14 +184,7 @@ class RouterMCPServer:
                         # stream can carry the notice.
                         await relay.end()
         except InvalidMessageError as exc:
-            # Refused before any routing (a misspelt `agent-reach/` key, say): the caller's
-            # mistake, said in `_meta` as any failed result says it, so a reach router calling
-            # this one blames its caller, not the tool.
-            kind = type(exc).__name__
-            text = f"{ResultStatus.INVALID}: {kind}: {exc}"
-            said = {"status": ResultStatus.INVALID, "error_type": kind, "fault": Fault.CALLER}
-            meta = {META_PREFIX + key: value for key, value in said.items()}
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
+            return self._converter.refused(exc)
         except ReachError as exc:
             text = f"{type(exc).__name__}: {exc}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
