@@ -123,11 +123,7 @@ def input_type(runnable: Runnable[Any, Any]) -> TypeAdapter[Any] | None:
     as it is (LangServe's way to describe a runnable that takes dicts); a graph makes its own
     state, and a message is made by the converter too (`one_message`)."""
     kind = _first_input_type(runnable)
-    if not isinstance(kind, type) or issubclass(kind, BaseMessage):
-        return None
-    if issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind):
-        return TypeAdapter(kind)
-    return None
+    return TypeAdapter(kind) if _model_type(kind) else None
 
 
 def _first_input_type(runnable: Runnable[Any, Any]) -> Any:
@@ -174,6 +170,11 @@ def _given_whole(runnable: Runnable[Any, Any]) -> bool:
         kind = runnable.OutputType
     except Exception:  # noqa: BLE001 - a runnable that cannot say gives no model we know of
         return False
+    return _model_type(kind)
+
+
+def _model_type(kind: Any) -> bool:
+    """Whether `kind` is a pydantic model that is no chat message, or a dataclass."""
     if not isinstance(kind, type):
         return False
     model = issubclass(kind, BaseModel) and not issubclass(kind, BaseMessage)
