@@ -8,11 +8,10 @@ import contextvars
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import is_dataclass
 from functools import partial
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
@@ -21,12 +20,20 @@ from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.outcomes import ErrorKind
+from reach_adapters.router.signatures import (
+    CallStyle,
+    derive_capability,
+    keywords,
+    made_arguments,
+    payload_type,
+    positional_only,
+    style_of,
+)
 
 __all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "input_required_result", "ok_result"]
 
 logger = logging.getLogger(__name__)
 
-CallStyle = Literal["kwargs", "payload", "message"]
 _NONE: frozenset[str] = frozenset()
 
 
@@ -105,7 +112,9 @@ class FunctionAgent:
     ``payload`` when it is named ``payload``; otherwise ``kwargs``: the payload object's fields
     become keyword arguments, and a field the function does not take, or a missing required
     one, is the caller's mistake (`InvalidMessageError`), never the agent's failure. Without
-    capabilities, one is derived from the function's name, docstring and signature.
+    capabilities, one is derived from the function's name, docstring and signature (for
+    ``payload``, its annotation). Arguments, or a payload, annotated with a pydantic model or a
+    dataclass are made one of their JSON.
 
     Sync functions run in a thread pool of the agent's own, as large as its capabilities'
     `max_concurrency` together, so a hung function can starve no other agent. A call past its
@@ -136,13 +145,14 @@ class FunctionAgent:
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
         )
-        self._style: CallStyle = call_style or _call_style(fn)
-        self._takes, self._requires = _keywords(fn) if self._style == "kwargs" else (None, _NONE)
+        self._style: CallStyle = call_style or style_of(fn)
+        self._takes, self._requires = keywords(fn) if self._style == "kwargs" else (None, _NONE)
         # Parameters before a "/" are passed by position: their names and defaults, in order.
-        self._positional = _positional_only(fn) if self._style == "kwargs" else ()
-        self._made = _made_arguments(fn) if self._style == "kwargs" else {}
+        self._positional = positional_only(fn) if self._style == "kwargs" else ()
+        self._made = made_arguments(fn) if self._style == "kwargs" else {}
+        self._payload_type = payload_type(fn) if self._style == "payload" else None
         if capabilities is None:
-            capabilities = [_derive_capability(fn, self._style)]
+            capabilities = [derive_capability(fn, self._style)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -206,6 +216,8 @@ class FunctionAgent:
         if self._style == "message":
             return (message,), {}
         if self._style == "payload":
+            if self._payload_type is not None:
+                return (self._made_one("payload", self._payload_type, message.raw_payload),), {}
             return (message.raw_payload,), {}
         payload = message.raw_payload
         if payload is None:
@@ -241,12 +253,15 @@ class FunctionAgent:
         made = dict(payload)
         for name, adapter in self._made.items():
             if name in made:
-                try:
-                    made[name] = adapter.validate_python(made[name], strict=False)
-                except ValidationError as exc:
-                    msg = f"agent {self._agent_id}: argument {name!r}: {describe_validation_error(exc)}"
-                    raise InvalidMessageError(msg) from None
+                made[name] = self._made_one(f"argument {name!r}", adapter, made[name])
         return made
+
+    def _made_one(self, what: str, adapter: TypeAdapter[Any], value: Any) -> Any:
+        try:
+            return adapter.validate_python(value, strict=False)
+        except ValidationError as exc:
+            msg = f"agent {self._agent_id}: {what}: {describe_validation_error(exc)}"
+            raise InvalidMessageError(msg) from None
 
 
 def _by_position(
@@ -267,105 +282,6 @@ def _call_on(loop: asyncio.AbstractEventLoop, release: Callable[[], None]) -> No
             loop.call_soon_threadsafe(release)
         except RuntimeError:
             logger.debug("the router's loop closed before a stuck call ended")
-
-
-def _made_arguments(fn: Callable[..., Any]) -> dict[str, TypeAdapter[Any]]:
-    """A validator for each parameter whose annotation holds a pydantic model or a dataclass
-    (``order: Order``, ``items: list[Item]``); other arguments pass as JSON gives them, untouched."""
-    try:
-        params = inspect.signature(fn, eval_str=True).parameters.values()
-    except (NameError, TypeError, ValueError):
-        return {}
-    return {
-        p.name: TypeAdapter(p.annotation)
-        for p in params
-        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and _holds_model(p.annotation)
-    }
-
-
-def _holds_model(annotation: Any) -> bool:
-    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or is_dataclass(annotation)):
-        return True
-    return any(_holds_model(arg) for arg in get_args(annotation))
-
-
-def _keywords(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[str]]:
-    """The keyword arguments `fn` takes (None: any, it has ``**kwargs``) and those it requires."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None, frozenset()
-    named = [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in named)
-    return takes, frozenset(p.name for p in named if p.default is p.empty) or _NONE
-
-
-def _positional_only(fn: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return ()
-    return tuple((p.name, p.default) for p in params if p.kind is p.POSITIONAL_ONLY)
-
-
-def _call_style(fn: Callable[..., Any]) -> CallStyle:
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return "payload"
-    if len(params) == 1 and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
-        only = params[0]
-        if only.annotation in (ReachMessage, "ReachMessage") or only.name == "message":
-            return "message"
-        if only.name == "payload":
-            return "payload"
-    return "kwargs"
-
-
-def _derive_capability(fn: Callable[..., Any], style: CallStyle) -> Capability:
-    name = getattr(fn, "__name__", type(fn).__name__)
-    description = inspect.getdoc(fn) or ""
-    if style != "kwargs":
-        # A function of the payload or message takes any payload: no schema of its own.
-        return Capability(name=name, description=description)
-    return Capability(name=name, description=description, input_schema=_signature_schema(fn))
-
-
-def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The JSON Schema of a function's keyword arguments, through pydantic."""
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    defs: dict[str, Any] = {}
-    try:
-        signature = inspect.signature(fn, eval_str=True)
-    except (NameError, TypeError):
-        signature = inspect.signature(fn)
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        annotation = Any if param.annotation is param.empty else param.annotation
-        try:
-            described = TypeAdapter(annotation).json_schema()
-        except Exception:  # noqa: BLE001 - an annotation pydantic cannot express accepts anything
-            described = {}
-        # A model holding models refers to their definitions from the schema's root, so they
-        # move there; two parameters' unlike namesakes cannot share it, and take anything.
-        own = described.pop("$defs", {})
-        if any(defs.get(name, body) != body for name, body in own.items()):
-            described, own = {}, {}
-        defs.update(own)
-        properties[param.name] = described
-        if param.default is param.empty:
-            required.append(param.name)
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    if defs:
-        schema["$defs"] = defs
-    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
-        # Fields the function cannot take are the caller's mistake, found before delivery.
-        schema["additionalProperties"] = False
-    return schema
 
 
 async def close_agent(agent: Agent) -> None:

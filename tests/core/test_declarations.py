@@ -295,3 +295,44 @@ async def test_a_function_over_models_that_hold_models_is_declared_and_given_its
         )
         refused = await router.route("ship", {"order": {"order_id": "1", "item": {}}, "parcels": []})
         assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+
+
+async def shout(payload: str) -> str:
+    """Shout a text."""
+    return payload.upper()
+
+
+async def pack(payload: Parcel) -> float:
+    return payload.weight_kg
+
+
+async def echo(payload: object) -> object:
+    return payload
+
+
+async def test_a_payload_function_declares_its_annotation_and_is_given_its_type() -> None:
+    """A function of ``payload`` takes what its annotation says: the derived capability declares
+    it, so anything else is the caller's mistake, not an `AttributeError` of the agent's, and a
+    dataclass or model is made of the payload."""
+    agents = [FunctionAgent(fn, agent_id=f"t:{fn.__name__}:01") for fn in (shout, pack, echo)]
+    assert [a.capabilities[0].input_schema for a in agents[:2]] == [
+        {"type": "string"},
+        {
+            "type": "object",
+            "title": "Parcel",
+            "properties": {"weight_kg": {"title": "Weight Kg", "type": "number"}},
+            "required": ["weight_kg"],
+        },
+    ]
+    async with Router() as router:
+        for agent in agents:
+            router.register(agent)
+        assert (await router.route("shout", "hi")).payload == "HI"
+        refused = await router.route("shout", {"text": "hi"})
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        assert (await router.route("pack", {"weight_kg": 2})).payload == 2.0
+        refused = await router.route("pack", {"weight_kg": "heavy"})
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        # `object` (or no annotation, or Any) takes any payload, as before.
+        for payload in ("hi", 3, [1], {"a": 1}):
+            assert (await router.route("echo", payload)).payload == payload

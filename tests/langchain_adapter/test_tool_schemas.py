@@ -521,3 +521,25 @@ async def test_a_namespace_tool_shows_the_schema_its_namespace_declares(router: 
     assert "lookup" not in {tool.name for tool in ReachToolkit(router, namespace="billing").get_tools()}
     shop = {tool.name: tool for tool in ReachToolkit(router, namespaces=["billing", "shop"]).get_tools()}
     assert shop["lookup"].args == {"sku": {"type": "string"}}
+
+
+async def shout(payload: str) -> str:
+    """Shout a text."""
+    return payload.upper()
+
+
+async def test_a_function_of_a_text_payload_is_shown_taking_text_and_gets_text(router: Router) -> None:
+    """The tool of a ``payload: str`` function takes the text as its ``input`` argument, as for
+    any capability whose input is not an object; it used to take any object, which the function
+    got as a dict and failed on, as the agent's fault."""
+    router.register(FunctionAgent(shout, agent_id="t:shout:01"))
+    (shouting,) = ReachToolkit(router, include_generic=False).get_tools()
+    assert shouting.tool_call_schema == {
+        "type": "object",
+        "properties": {"input": {"type": "string"}},
+        "required": ["input"],
+        "description": "Shout a text.",
+    }
+    assert strict_problems(shouting, typed=True) == []
+    answer = await shouting.ainvoke(call("shout", {"input": "hi"}))
+    assert (answer.status, answer.content) == ("success", "HI")

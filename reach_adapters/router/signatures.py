@@ -1,0 +1,170 @@
+"""What a function's signature tells `FunctionAgent`: how it takes the payload, the capability
+it declares when it is given none, and which arguments are made into models."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import is_dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, TypeAdapter
+
+from middleware import ReachMessage
+from reach_adapters.router.capability import Capability
+
+__all__ = [
+    "CallStyle",
+    "derive_capability",
+    "keywords",
+    "made_arguments",
+    "payload_type",
+    "positional_only",
+    "style_of",
+]
+
+CallStyle = Literal["kwargs", "payload", "message"]
+_NONE: frozenset[str] = frozenset()
+
+
+def style_of(fn: Callable[..., Any]) -> CallStyle:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return "payload"
+    if len(params) == 1 and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        only = params[0]
+        if only.annotation in (ReachMessage, "ReachMessage") or only.name == "message":
+            return "message"
+        if only.name == "payload":
+            return "payload"
+    return "kwargs"
+
+
+def derive_capability(fn: Callable[..., Any], style: CallStyle) -> Capability:
+    name = getattr(fn, "__name__", type(fn).__name__)
+    description = inspect.getdoc(fn) or ""
+    if style == "message":
+        # A function of the whole message takes any payload: no schema of its own.
+        return Capability(name=name, description=description)
+    if style == "payload":
+        # The payload's annotation is what the function takes (``payload: str``): declaring it
+        # lets the router refuse anything else as the caller's mistake, and lets tools show it.
+        schema = _payload_schema(fn)
+        if schema is None:
+            return Capability(name=name, description=description)
+        return Capability(name=name, description=description, input_schema=schema)
+    return Capability(name=name, description=description, input_schema=_signature_schema(fn))
+
+
+def _parameters(fn: Callable[..., Any]) -> list[inspect.Parameter]:
+    """`fn`'s parameters, their annotations evaluated where they can be; none for a callable
+    without a signature."""
+    try:
+        return list(inspect.signature(fn, eval_str=True).parameters.values())
+    except (NameError, TypeError):
+        pass
+    except ValueError:
+        return []
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
+def _payload_parameter(fn: Callable[..., Any]) -> inspect.Parameter | None:
+    """The parameter a ``payload`` call passes the payload to: the first."""
+    params = _parameters(fn)
+    return params[0] if params and params[0].kind is not params[0].VAR_KEYWORD else None
+
+
+def _payload_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of a ``payload`` parameter's annotation; None when it has none, or one
+    that takes anything (``Any``, ``object``) or that pydantic cannot express."""
+    param = _payload_parameter(fn)
+    if param is None or param.kind is param.VAR_POSITIONAL or param.annotation in (param.empty, Any, object):
+        return None
+    try:
+        schema = TypeAdapter(param.annotation).json_schema()
+    except Exception:  # noqa: BLE001 - an annotation pydantic cannot express accepts anything
+        return None
+    return schema or None
+
+
+def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The JSON Schema of a function's keyword arguments, through pydantic."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    defs: dict[str, Any] = {}
+    params = _parameters(fn)
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = Any if param.annotation is param.empty else param.annotation
+        try:
+            described = TypeAdapter(annotation).json_schema()
+        except Exception:  # noqa: BLE001 - an annotation pydantic cannot express accepts anything
+            described = {}
+        # A model holding models refers to their definitions from the schema's root, so they
+        # move there; two parameters' unlike namesakes cannot share it, and take anything.
+        own = described.pop("$defs", {})
+        if any(defs.get(name, body) != body for name, body in own.items()):
+            described, own = {}, {}
+        defs.update(own)
+        properties[param.name] = described
+        if param.default is param.empty:
+            required.append(param.name)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    if defs:
+        schema["$defs"] = defs
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        # Fields the function cannot take are the caller's mistake, found before delivery.
+        schema["additionalProperties"] = False
+    return schema
+
+
+def made_arguments(fn: Callable[..., Any]) -> dict[str, TypeAdapter[Any]]:
+    """A validator for each parameter whose annotation holds a pydantic model or a dataclass
+    (``order: Order``, ``items: list[Item]``); other arguments pass as JSON gives them, untouched."""
+    try:
+        params = inspect.signature(fn, eval_str=True).parameters.values()
+    except (NameError, TypeError, ValueError):
+        return {}
+    return {
+        p.name: TypeAdapter(p.annotation)
+        for p in params
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and _holds_model(p.annotation)
+    }
+
+
+def payload_type(fn: Callable[..., Any]) -> TypeAdapter[Any] | None:
+    """A validator for a ``payload`` parameter annotated with a model or a dataclass, else None."""
+    param = _payload_parameter(fn)
+    return made_arguments(fn).get(param.name) if param is not None else None
+
+
+def _holds_model(annotation: Any) -> bool:
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or is_dataclass(annotation)):
+        return True
+    return any(_holds_model(arg) for arg in get_args(annotation))
+
+
+def keywords(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """The keyword arguments `fn` takes (None: any, it has ``**kwargs``) and those it requires."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None, frozenset()
+    named = [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in named)
+    return takes, frozenset(p.name for p in named if p.default is p.empty) or _NONE
+
+
+def positional_only(fn: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple((p.name, p.default) for p in params if p.kind is p.POSITIONAL_ONLY)
