@@ -247,14 +247,19 @@ class ReachToolkit(BaseToolkit):
     def _refusal(self, target: str, capability: str | None) -> str | None:
         """Why ``reach_agent`` may not reach `target` under this toolkit's filters, or None.
 
-        A call by capability name goes to the toolkit's namespace only (see `ReachAnyTool`).
+        A call by capability name goes to the toolkit's namespaces only (see `ReachAnyTool`).
         """
-        if ":" not in target:
-            return None if self._matches(target) else "it is not one of the capabilities this toolkit offers"
         spaces = self._spaces
+        if ":" not in target:
+            if not self._matches(target):
+                return "it is not one of the capabilities this toolkit offers"
+            # Not the router's no_candidate, which reads as "try again later" and names
+            # capabilities of other namespaces: the toolkit's own namespaces never declare it.
+            if spaces is not None and target not in self._homes().spaces:
+                return f"no agent of {_named(spaces)} declares it"
+            return None
         if spaces is not None and parse_agent_id(target).namespace not in spaces:
-            named = f"namespace {spaces[0]!r}" if len(spaces) == 1 else f"namespaces {spaces}"
-            return f"only agents of {named} are offered"
+            return f"only agents of {_named(spaces)} are offered"
         if self.capabilities is None:
             return None
         if capability is not None:
@@ -283,6 +288,10 @@ class ReachToolkit(BaseToolkit):
         if fresh:
             names.update(_safe_names(fresh, taken=reserved | set(names.values())))
         return {name: names[name] for name in capabilities}
+
+
+def _named(spaces: list[str]) -> str:
+    return f"namespace {spaces[0]!r}" if len(spaces) == 1 else f"namespaces {spaces}"
 
 
 @dataclass

@@ -226,9 +226,11 @@ async def test_the_toolkit_offers_the_subset_it_is_asked_for(router: Router) -> 
     capped = ReachToolkit(router, max_tools=2).get_tools()
     assert [t.name for t in capped] == ["reach_agent", "orders_audit", "orders_lookup"]
     generic = shop[0]
+    # A capability only other namespaces declare is refused by the toolkit, as an agent of theirs
+    # is: not the router's no_candidate, which reads as "try later" and names all capabilities.
     refused = await generic.ainvoke(call("reach_agent", {"target": "payroll"}))
     assert refused.status == "error"
-    assert "no agent in namespace 'shop' declares capability 'payroll'" in refused.content
+    assert refused.content == "reach_agent may not reach 'payroll': no agent of namespace 'shop' declares it"
     outside = await generic.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
     assert "only agents of namespace 'shop'" in outside.content
     inside = await generic.ainvoke(call("reach_agent", {"target": "orders_lookup"}))
@@ -481,8 +483,19 @@ async def test_the_toolkit_keeps_to_several_namespaces(router: Router) -> None:
     assert (await tools["orders_lookup"].ainvoke(call("orders_lookup", {}))).content == "billing:lookup:01"
     outside = await generic.ainvoke(call("reach_agent", {"target": "hr:payroll:01"}))
     assert "only agents of namespaces ['shop', 'billing'] are offered" in outside.content
+    # A capability only other namespaces declare is refused by the toolkit, as an agent of theirs
+    # is: not the router's no_candidate, which reads as "try later" and names all capabilities.
     refused = await generic.ainvoke(call("reach_agent", {"target": "payroll"}))
     assert refused.status == "error"
+    assert (
+        refused.content
+        == "reach_agent may not reach 'payroll': no agent of namespaces ['shop', 'billing'] declares it"
+    )
+    single = {tool.name: tool for tool in ReachToolkit(router, namespace="billing").get_tools()}
+    unknown = await single["reach_agent"].ainvoke(call("reach_agent", {"target": "nothing"}))
+    assert (
+        unknown.content == "reach_agent may not reach 'nothing': no agent of namespace 'billing' declares it"
+    )
     from reach_adapters import InvalidDeclarationError
 
     with pytest.raises(InvalidDeclarationError, match="namespace \\(one\\) or namespaces \\(several\\)"):
