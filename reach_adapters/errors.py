@@ -113,10 +113,11 @@ class TaskAlreadyRatedError(InvalidFeedbackError):
 raise_for_status = ReachResult.raise_for_status
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line per problem, each naming the field, e.g. ``field 'timeout_ms': ...``."""
+def describe_validation_error(exc: ValidationError, *, limit: int | None = None) -> str:
+    """One line per problem, each naming the field, e.g. ``field 'timeout_ms': ...``; the first
+    `limit` problems only, when given (a union's refusal lists one per member)."""
     parts = []
-    for err in exc.errors(include_url=False):
+    for err in exc.errors(include_url=False)[:limit]:
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         parts.append(f"field '{loc}': {err['msg']}")
     return "; ".join(parts)

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, Discriminator, JsonValue, TypeAdapter, ValidationError, create_model
 
-from reach_adapters.errors import InvalidMessageError
+from reach_adapters.errors import InvalidMessageError, describe_validation_error
 
 __all__ = ["check_answers", "review_json_schema", "review_schema"]
 
@@ -129,10 +129,7 @@ def check_answers(
         try:
             decided = schema.model_validate(answer)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in error['loc']) or '(answer)'}: {error['msg']}"
-                for error in exc.errors(include_url=False)[:3]
-            )
+            problems = describe_validation_error(exc, limit=3)
             actions = len(getattr(item, "value", {})["action_requests"])
             msg = (
                 f"resume= does not match what the interrupt of agent {agent_id} takes (its "
