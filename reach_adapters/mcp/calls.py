@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
-from reach_adapters.mcp.boxes import BOXED, INPUT, RESULT, marked
+from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, INPUT, RESULT, marked
 from reach_adapters.mcp.converter import MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
@@ -39,14 +39,17 @@ _NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported"}
 class ToolRoute:
     """The server's name for a capability's tool, whether the tool is safe to run twice,
     whether its structured result wraps a non-object value as ``{"result": value}``, whether
-    it declares an output schema (so its results must carry structured content), and whether it
-    takes the capability's (non-object) input as its one argument ``input``."""
+    it declares an output schema (so its results must carry structured content), whether it
+    takes the capability's (non-object) input as its one argument ``input``, and whether it is
+    another reach router's tool for a capability that takes any payload (`box_any`: a
+    non-object one goes as ``input``, the request's `_meta` saying so)."""
 
     tool: str
     safe: bool
     unwrap: bool = False
     structured: bool = False
     box_input: bool = False
+    box_any: bool = False
 
 
 async def call_tool(
@@ -70,9 +73,13 @@ async def call_tool(
     """
     agent_id = converter.agent_id
     # The router checked the bare input against the capability's schema, the box's value.
-    arguments = {INPUT: message.raw_payload} if route.box_input else converter.from_middleware(message)
+    payload = message.raw_payload
+    boxed = route.box_any and payload is not None and not isinstance(payload, dict)
+    arguments = {INPUT: payload} if route.box_input or boxed else converter.from_middleware(message)
     timeout_s = time_left(message, timeout_s)
     meta = request_meta(onward(message.meta_info, agent_id, route.tool if signed else None))
+    if boxed:
+        meta[BOXED_INPUT] = True
     try:
         with relays.calling() as call:
             relay = call.relay

@@ -31,7 +31,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
-from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT
+from reach_adapters.mcp.boxes import ANY_INPUT, BOXED, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, marked
 from reach_adapters.mcp.consensus_tool import (
     call_consensus,
     consensus_answer,
@@ -57,6 +57,8 @@ class _Served:
     wrapped: bool
     # A non-object structured result travels as {"result": value}.
     boxed: bool = False
+    # The capability takes any payload: a reach router's call may box a non-object one.
+    any_input: bool = False
 
 
 class RouterMCPServer:
@@ -206,11 +208,13 @@ class RouterMCPServer:
     async def _dispatch(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams, served: _Served
     ) -> ReachResult:
-        meta = meta_from_request(cast("Mapping[str, Any] | None", ctx.meta), params.name)
+        sent = cast("Mapping[str, Any] | None", ctx.meta)
+        meta = meta_from_request(sent, params.name)
         meta.principal = _principal(ctx)
         message = self._converter.to_middleware(params.arguments, meta)
-        if served.wrapped and isinstance(message.raw_payload, dict):
-            message.raw_payload = message.raw_payload.get("input")
+        boxed = served.wrapped or (served.any_input and marked(sent, BOXED_INPUT))
+        if boxed and isinstance(message.raw_payload, dict):
+            message.raw_payload = message.raw_payload.get(INPUT)
         serving(meta.task_id)
         return await self.router.dispatch(message)
 
@@ -297,6 +301,9 @@ def _serve(capability: Capability) -> _Served:
     # is known by its shape, which a capability's own name need not fit: ``CountOutput``).
     if wrapped:
         meta = {**meta, BOXED_INPUT: True}
+    any_input = not capability.checks_input and not capability.object_only
+    if any_input:
+        meta = {**meta, ANY_INPUT: True}
     if boxed:
         meta = {**meta, BOXED_OUTPUT: True}
     tool = Tool(
@@ -315,7 +322,7 @@ def _serve(capability: Capability) -> _Served:
         icons=[Icon.model_validate(icon) for icon in capability.icons] or None,
         _meta=meta or None,
     )
-    return _Served(tool, wrapped, boxed)
+    return _Served(tool, wrapped, boxed, any_input)
 
 
 def _destructive_hint(capability: Capability) -> bool | None:

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.types import Tool
 
 from reach_adapters.errors import InvalidDeclarationError
-from reach_adapters.mcp.boxes import BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS, marked
+from reach_adapters.mcp.boxes import ANY_INPUT, BOXED_INPUT, BOXED_OUTPUT, INPUT, RESULT, TOOL_MARKS, marked
 from reach_adapters.mcp.calls import ToolRoute
 from reach_adapters.mcp.errors import MCPProtocolError
 from reach_adapters.mcp.options import MCPOptions
@@ -103,8 +103,11 @@ def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
         # Another reach router's tool for a capability whose input is not an object: the
         # capability takes the bare input, as it does there, and the call boxes it.
         taken = unwrap_field(INPUT, tool.input_schema) if marked(tool.meta, BOXED_INPUT) else None
+        # Another reach router's capability that takes any payload takes it here too.
+        any_input = taken is None and marked(tool.meta, ANY_INPUT)
+        declared = None if any_input else tool.input_schema if taken is None else taken
         try:
-            capability = _capability(name, tool, spec.options, boxed, taken)
+            capability = _capability(name, tool, spec.options, boxed, declared)
         except InvalidDeclarationError as exc:
             logger.warning("MCP server %r: skipped tool %r: %s", spec.name, tool.name, exc)
             out.skipped.append(tool.name)
@@ -116,6 +119,7 @@ def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
             unwrap=boxed is not None,
             box_input=taken is not None,
             structured=tool.output_schema is not None,
+            box_any=any_input,
         )
     return out
 
@@ -123,7 +127,8 @@ def declare(tools: Sequence[Tool], spec: ServerSpec) -> Declared:
 def _capability(
     name: str, tool: Tool, options: MCPOptions, boxed: dict[str, Any] | None, taken: dict[str, Any] | None
 ) -> Capability:
-    """`boxed`, `taken`: the schemas of the values in the tool's result and input boxes, if boxed."""
+    """`boxed`: the schema of the value in the tool's result box, if boxed; `taken`: the input
+    schema the capability declares (the value's in an input box), None for any payload."""
     hints = tool.annotations
     read_only = bool(hints and hints.read_only_hint)
     # A read-only tool is safe to repeat; otherwise only an explicit idempotent hint allows retries.
@@ -133,10 +138,12 @@ def _capability(
     destructive = not read_only and (hints is None or hints.destructive_hint is not False)
     hinted = hints.title if hints else None
     title = tool.title or hinted
+    # Left out, the input schema is the default one, which takes any payload.
+    declared = {} if taken is None else {"input_schema": taken}
     return Capability(
         name=name,
         description=tool.description or title or "",
-        input_schema=tool.input_schema if taken is None else taken,
+        **declared,
         output_schema=tool.output_schema if boxed is None else boxed,
         timeout_ms=options.timeout_ms,
         max_concurrency=options.max_concurrency,

@@ -219,3 +219,34 @@ async def test_a_bare_input_is_taken_one_hop_away_as_it_is_locally() -> None:
         # The caller's mistake is still refused before the call, as it is locally.
         refused = await far.route("count", [3])
         assert (refused.status.value, refused.fault) == ("invalid", Fault.CALLER)
+
+
+def described(payload: Any) -> str:
+    return f"{type(payload).__name__}: {payload!r}"
+
+
+async def test_a_capability_that_takes_any_payload_takes_it_one_hop_away() -> None:
+    """Served as taking an object (its arguments the payload), as plain MCP clients expect; a
+    reach router one hop away sends it a text or a list too, as a local caller may, where it used
+    to take the object schema as the capability's and refuse them as the caller's mistake."""
+    near = Router()
+    near.register(
+        FunctionAgent(described, agent_id="util:describe:01", capabilities=[Capability(name="describe")])
+    )
+    sent: list[Any] = ["hi", 3, [1, "a"], {"input": "kept"}, {"k": 1}]
+    local = [(await near.route("describe", payload)).payload for payload in sent]
+    gateway = RouterMCPServer(near, name="gw")
+    try:
+        async with Client(gateway.server) as client:
+            (tool,) = [t for t in (await client.list_tools()).tools if t.name == "describe"]
+            # A plain client's arguments are the payload, an "input" among them.
+            plain = await client.call_tool("describe", {"input": "kept"})
+    finally:
+        gateway.close()
+    assert tool.input_schema == {"type": "object"}
+    assert plain.structured_content == {"result": "dict: {'input': 'kept'}"}
+    async with one_hop_away(near) as (far, hop):
+        assert "input_schema" not in _capability(hop, "describe").model_fields_set
+        for payload, expected in zip(sent, local, strict=True):
+            routed = await far.route("describe", payload)
+            assert (routed.status.value, routed.payload) == ("ok", expected), routed.error
