@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
-from reach_adapters.mcp.calls import ToolRoute, call_tool
+from reach_adapters.mcp.calls import ToolRoute, call_tool, reads_task
 from reach_adapters.mcp.connection import Connection
 from reach_adapters.mcp.converter import MCPConverter
 from reach_adapters.mcp.errors import MCPOfflineError
@@ -318,6 +318,7 @@ class MCPServerAgent:
             self._converter,
             timeout_s,
             self._relays,
+            carry_task=options.task_meta == "always" or options.hop_tokens or reads_task(client),
             signed=options.hop_tokens,
             relaying=options.relay_requests,
         )

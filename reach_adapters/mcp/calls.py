@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -21,12 +21,12 @@ from pydantic import ValidationError
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, INPUT, RESULT, marked
-from reach_adapters.mcp.converter import MCPConverter, request_meta
+from reach_adapters.mcp.converter import READS_TASK, MCPConverter, request_meta
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
 from reach_adapters.mcp.relay import Relays
 from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
-__all__ = ["ToolRoute", "call_tool"]
+__all__ = ["ToolRoute", "call_tool", "reads_task"]
 
 # The SDK server's words (`NoBackChannelError`) for a request a session cannot carry; the client
 # side sees only the JSON-RPC error.
@@ -52,6 +52,12 @@ class ToolRoute:
     box_any: bool = False
 
 
+def reads_task(client: Client) -> bool:
+    """Whether the server declares it reads the task carried in `_meta` (`READS_TASK`)."""
+    experimental = client.server_capabilities.experimental
+    return experimental is not None and READS_TASK in experimental
+
+
 async def call_tool(
     client: Client,
     route: ToolRoute,
@@ -60,12 +66,15 @@ async def call_tool(
     timeout_s: float,
     relays: Relays,
     *,
+    carry_task: bool = True,
     signed: bool = False,
     relaying: bool = True,
 ) -> ReachResult:
-    """Call `route.tool` with the message's arguments within its deadline; `signed`: with a hop
-    token for the server (another reach serve); `relaying`: the agent relays the server's
-    requests to callers (`MCPOptions.relay_requests`).
+    """Call `route.tool` with the message's arguments within its deadline; `carry_task`: with the
+    task in the request's `_meta` (for another reach router; any other server would parse it for
+    nothing, about 30 µs of an SDK server's time a call); `signed`: with a hop token for the
+    server (another reach serve); `relaying`: the agent relays the server's requests to callers
+    (`MCPOptions.relay_requests`).
 
     A tool error is an error result nobody should retry; a server that misbehaves gives a
     retryable one; a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
@@ -77,7 +86,9 @@ async def call_tool(
     boxed = route.box_any and payload is not None and not isinstance(payload, dict)
     arguments = {INPUT: payload} if route.box_input or boxed else converter.from_middleware(message)
     timeout_s = time_left(message, timeout_s)
-    meta = request_meta(onward(message.meta_info, agent_id, route.tool if signed else None))
+    meta: dict[str, Any] = {}
+    if carry_task:
+        meta = request_meta(onward(message.meta_info, agent_id, route.tool if signed else None))
     if boxed:
         meta[BOXED_INPUT] = True
     try:
@@ -98,7 +109,7 @@ async def call_tool(
                 arguments,
                 read_timeout_seconds=timeout_s,
                 progress_callback=None if relay is None else relay.progress,
-                meta=cast(RequestParamsMeta, meta),
+                meta=cast(RequestParamsMeta, meta) if meta else None,
             )
     except MCPError as exc:
         if call.refusal is not None and exc.message == call.refusal:

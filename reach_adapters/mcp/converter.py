@@ -37,12 +37,16 @@ __all__ = [
     "HOP_META",
     "INTERRUPTS_META",
     "META_PREFIX",
+    "READS_TASK",
     "MCPConverter",
     "content_to_json",
     "meta_from_request",
     "request_meta",
 ]
 
+# The experimental capability a reach router's MCP server declares: it reads the task carried in
+# each request's `_meta` (`request_meta`'s keys), which other servers would only parse and drop.
+READS_TASK = "agent-reach"
 # Where a tool error's structured content is kept (an ok result's is its payload).
 _ERROR_STRUCTURED = "structured_content"
 # What an input-required answer asks, in its `_meta` when it goes without structured content.

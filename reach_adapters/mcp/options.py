@@ -76,6 +76,14 @@ class MCPOptions(BaseModel):
         ),
     )
 
+    task_meta: Literal["auto", "always"] = Field(
+        "auto",
+        description=(
+            "'auto' sends the task (its ids, deadline, lineage and call options, the agent-reach/ "
+            "keys of each call's _meta) only to a server that declares it reads them: another "
+            "reach router; 'always' sends it to any server, for one that logs the trace id."
+        ),
+    )
     hop_tokens: bool = Field(
         False,
         description=(

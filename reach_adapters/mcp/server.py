@@ -23,6 +23,7 @@ from mcp.types import (
     InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
+    ServerCapabilities,
     TextContent,
     Tool,
     ToolAnnotations,
@@ -39,7 +40,7 @@ from reach_adapters.mcp.consensus_tool import (
     consensus_tool_name,
 )
 from reach_adapters.mcp.consensus_tool import schema as consensus_schema
-from reach_adapters.mcp.converter import ASKED_META, MCPConverter, meta_from_request
+from reach_adapters.mcp.converter import ASKED_META, READS_TASK, MCPConverter, meta_from_request
 from reach_adapters.mcp.peers import LegacyPeers
 from reach_adapters.mcp.relay import Relay, relaying, serving
 from reach_adapters.mcp.rounds import Exchanges
@@ -256,7 +257,21 @@ class RouterMCPServer:
 
 
 class _Server(Server[Any]):
-    """Advertises ``tools.listChanged`` to handshake-era clients, whatever transport runs it."""
+    """Advertises ``tools.listChanged`` to handshake-era clients, whatever transport runs it, and
+    to every client that it reads the task a reach router carries in `_meta` (`READS_TASK`)."""
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> ServerCapabilities:
+        experimental = {**(experimental_capabilities or {}), READS_TASK: {}}
+        return super().get_capabilities(
+            notification_options, experimental, extensions, protocol_version=protocol_version
+        )
 
     def create_initialization_options(
         self,

@@ -142,7 +142,8 @@ async def test_the_api_routes_sends_and_explains(serve: Serve, mixed: Path) -> N
 async def test_a_task_keeps_its_ids_from_the_mcp_client_to_the_mcp_server_behind(
     serve: Serve, config_dir: Path
 ) -> None:
-    write(config_dir, "mcp:probe:0.yaml", PROBE)
+    # The probe is no reach router, so it gets the task only when its config asks for that.
+    write(config_dir, "mcp:probe:0.yaml", PROBE + "task_meta: always\n")
     server = serve(config_dir, "--log-json")
     meta = cast(
         "RequestParamsMeta", {f"{META_PREFIX}task_id": "order-42", f"{META_PREFIX}trace_id": "trace-abc"}

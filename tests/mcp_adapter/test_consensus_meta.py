@@ -61,7 +61,8 @@ async def test_checkpointed_graph_voters_keep_the_callers_thread(mode: str) -> N
 async def test_mcp_voters_get_the_callers_ids_options_and_own_meta_keys(mode: str) -> None:
     async with Router() as router:
         for instance in ("a", "b"):
-            options = MCPOptions(instance=instance)
+            # Plain MCP servers, which get the task only when asked to (another router reads it).
+            options = MCPOptions(instance=instance, task_meta="always")
             router.register(await MCPServerAgent.connect("chatty", server=chatty.server, options=options))
         sent = {
             "example.com/user": "ada",

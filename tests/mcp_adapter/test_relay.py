@@ -103,9 +103,9 @@ async def test_the_callers_own_request_meta_reaches_the_upstream(gateway: MCPEnd
     assert seen is not None
     assert seen["example.com/user"] == "ada"
     assert seen["example.com/trace"] == {"span": 7}
-    # The router's own keys are its own: a caller cannot forge them, and they describe this hop.
-    assert "agent-reach/forged" not in seen
-    assert seen["agent-reach/depth"] == 1
+    # The router's own keys are its own: a caller cannot forge them, and they describe this hop,
+    # for another reach router: a plain server like this one gets none (see test_task_meta.py).
+    assert not [key for key in seen if key.startswith("agent-reach/")]
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -123,7 +123,6 @@ async def test_calls_an_agent_makes_for_a_callers_call_do_not_get_its_request_me
     seen = answer.structured_content
     assert seen is not None
     assert "example.com/user" not in seen
-    assert seen["agent-reach/depth"] == 2
 
 
 async def test_log_messages_no_call_can_claim_are_dropped_and_said_once(
