@@ -103,7 +103,7 @@ class ReachToolkit(BaseToolkit):
                     self.router,
                     sorted(offered),
                     handle_tool_error=self.handle_tool_error,
-                    refuse=self._refusal if self._filtered else None,
+                    refuse=self._reach_refusal if self._filtered else None,
                     namespace=self.namespace,
                     home=home,
                     principal=self.principal,
@@ -223,6 +223,14 @@ class ReachToolkit(BaseToolkit):
         for name, space in homes.spaces.items():
             if (name, space) in usable:
                 homes.declared[name] = cautious(usable[name, space])
+        # What the principal may not see is the router's to refuse, naming its rule.
+        hidden = self.principal is not None
+        homes.anywhere = {
+            cap.name
+            for info in (self.router.catalog() if hidden else ())
+            if parse_agent_id(info.agent_id).namespace in rank
+            for cap in info.capabilities
+        } | set(homes.spaces)
         return homes
 
     def _home(self, capability: str) -> str | None:
@@ -244,6 +252,15 @@ class ReachToolkit(BaseToolkit):
         globs = self.capabilities
         return globs is None or any(fnmatch.fnmatchcase(capability, glob) for glob in globs)
 
+    def _reach_refusal(self, target: str, capability: str | None) -> str | None:
+        """`_refusal`, and for ``reach_agent`` a capability no agent of the namespaces declares:
+        not the router's no_candidate, which reads as "try again later" and names capabilities
+        of other namespaces. (A consensus judge may live in any namespace.)"""
+        spaces = self._spaces
+        if spaces is not None and ":" not in target and target not in self._homes().anywhere:
+            return f"no agent of {_named(spaces)} declares it"
+        return self._refusal(target, capability)
+
     def _refusal(self, target: str, capability: str | None) -> str | None:
         """Why ``reach_agent`` may not reach `target` under this toolkit's filters, or None.
 
@@ -251,13 +268,7 @@ class ReachToolkit(BaseToolkit):
         """
         spaces = self._spaces
         if ":" not in target:
-            if not self._matches(target):
-                return "it is not one of the capabilities this toolkit offers"
-            # Not the router's no_candidate, which reads as "try again later" and names
-            # capabilities of other namespaces: the toolkit's own namespaces never declare it.
-            if spaces is not None and target not in self._homes().spaces:
-                return f"no agent of {_named(spaces)} declares it"
-            return None
+            return None if self._matches(target) else "it is not one of the capabilities this toolkit offers"
         if spaces is not None and parse_agent_id(target).namespace not in spaces:
             return f"only agents of {_named(spaces)} are offered"
         if self.capabilities is None:
@@ -297,10 +308,12 @@ def _named(spaces: list[str]) -> str:
 @dataclass
 class _Homes:
     """Per capability name: the namespace calls by it go to, and its declaration there when a
-    usable agent of that namespace declares it."""
+    usable agent of that namespace declares it; and what the namespaces declare at all."""
 
     spaces: dict[str, str] = field(default_factory=dict)
     declared: dict[str, Capability] = field(default_factory=dict)
+    # Every capability an agent of the namespaces declares, those hidden from the principal too.
+    anywhere: set[str] = field(default_factory=set)
 
 
 def _safe_names(capabilities: Collection[str], *, taken: set[str]) -> dict[str, str]:

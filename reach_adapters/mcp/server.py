@@ -213,9 +213,8 @@ class RouterMCPServer:
         meta = meta_from_request(sent, params.name)
         meta.principal = _principal(ctx)
         message = self._converter.to_middleware(params.arguments, meta)
-        boxed = served.wrapped or (served.any_input and marked(sent, BOXED_INPUT))
-        if boxed and isinstance(message.raw_payload, dict):
-            message.raw_payload = message.raw_payload.get(INPUT)
+        if served.wrapped or (served.any_input and marked(sent, BOXED_INPUT)):
+            message.raw_payload = _unboxed(message.raw_payload, params.name)
         serving(meta.task_id)
         return await self.router.dispatch(message)
 
@@ -338,6 +337,16 @@ def _serve(capability: Capability) -> _Served:
         _meta=meta or None,
     )
     return _Served(tool, wrapped, boxed, any_input)
+
+
+def _unboxed(arguments: Any, tool: str) -> Any:
+    """The input a boxed call carries. Its arguments are exactly ``{"input": value}``: any other
+    shape is the caller's mistake, not a missing input that a nullable one would take as null."""
+    if isinstance(arguments, dict) and arguments.keys() == {INPUT}:
+        return arguments[INPUT]
+    got = sorted(arguments) if isinstance(arguments, dict) else type(arguments).__name__
+    msg = f"tool {tool!r} takes its input as the one argument {INPUT!r}, got the arguments {got}"
+    raise InvalidMessageError(msg)
 
 
 def _destructive_hint(capability: Capability) -> bool | None:

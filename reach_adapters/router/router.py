@@ -133,6 +133,8 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
         """Enforce `guard`'s rules on every call from now on (a gateway does this from
         security.yaml, again on each reload); None lifts them."""
         self._dispatcher.set_guard(guard)
+        # What each principal may reach, and so its catalog, changed with the rules.
+        self._changed()
 
     def catalog(self, *, principal: str | None = None) -> list[AgentInfo]:
         """Every registered agent with its state, load, breaker and declarations; for a

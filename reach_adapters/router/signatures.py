@@ -4,6 +4,7 @@ it declares when it is given none, and which arguments are made into models."""
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import is_dataclass
 from typing import Any, Literal, get_args
@@ -22,6 +23,8 @@ __all__ = [
     "positional_only",
     "style_of",
 ]
+
+logger = logging.getLogger(__name__)
 
 CallStyle = Literal["kwargs", "payload", "message"]
 _NONE: frozenset[str] = frozenset()
@@ -58,18 +61,18 @@ def derive_capability(fn: Callable[..., Any], style: CallStyle) -> Capability:
 
 
 def _parameters(fn: Callable[..., Any]) -> list[inspect.Parameter]:
-    """`fn`'s parameters, their annotations evaluated where they can be; none for a callable
+    """`fn`'s parameters, their annotations evaluated where they can be (all are kept as written
+    when one cannot be: a name only imported for type checkers, a text); none for a callable
     without a signature."""
     try:
-        return list(inspect.signature(fn, eval_str=True).parameters.values())
-    except (NameError, TypeError):
-        pass
-    except ValueError:
-        return []
-    try:
-        return list(inspect.signature(fn).parameters.values())
+        signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return []
+    try:
+        signature = inspect.signature(fn, eval_str=True)
+    except Exception as exc:  # noqa: BLE001 - evaluating an annotation runs any code it holds
+        logger.debug("the annotations of %r stay as written: %r", fn, exc)
+    return list(signature.parameters.values())
 
 
 def _payload_parameter(fn: Callable[..., Any]) -> inspect.Parameter | None:
@@ -78,17 +81,32 @@ def _payload_parameter(fn: Callable[..., Any]) -> inspect.Parameter | None:
     return params[0] if params and params[0].kind is not params[0].VAR_KEYWORD else None
 
 
-def _payload_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
-    """The JSON Schema of a ``payload`` parameter's annotation; None when it has none, or one
-    that takes anything (``Any``, ``object``) or that pydantic cannot express."""
-    param = _payload_parameter(fn)
-    if param is None or param.kind is param.VAR_POSITIONAL or param.annotation in (param.empty, Any, object):
+def _described(annotation: Any) -> dict[str, Any] | None:
+    """pydantic's JSON Schema of an annotation; None for one that takes anything: none, ``Any``,
+    ``object``, one pydantic cannot express, or one left as text (pydantic would look its names
+    up in this module, not the function's)."""
+    if annotation in (inspect.Parameter.empty, Any, object) or isinstance(annotation, str):
         return None
     try:
-        schema = TypeAdapter(param.annotation).json_schema()
+        return TypeAdapter(annotation).json_schema() or None
     except Exception:  # noqa: BLE001 - an annotation pydantic cannot express accepts anything
         return None
-    return schema or None
+
+
+def _payload_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of a ``payload`` parameter's annotation, None when it takes anything. A
+    recursive model's (a root ``$ref``) is its definition, so that it reads as the object it is."""
+    param = _payload_parameter(fn)
+    if param is None or param.kind is param.VAR_POSITIONAL:
+        return None
+    schema = _described(param.annotation)
+    if schema is None or set(schema) != {"$ref", "$defs"}:
+        return schema
+    defs = schema["$defs"]
+    target = defs.get(str(schema["$ref"]).removeprefix("#/$defs/"))
+    if isinstance(target, dict) and target.get("type") == "object":
+        return {**target, "$defs": defs}
+    return schema
 
 
 def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -100,11 +118,7 @@ def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = Any if param.annotation is param.empty else param.annotation
-        try:
-            described = TypeAdapter(annotation).json_schema()
-        except Exception:  # noqa: BLE001 - an annotation pydantic cannot express accepts anything
-            described = {}
+        described = _described(param.annotation) or {}
         # A model holding models refers to their definitions from the schema's root, so they
         # move there; two parameters' unlike namesakes cannot share it, and take anything.
         own = described.pop("$defs", {})
@@ -128,13 +142,9 @@ def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
 def made_arguments(fn: Callable[..., Any]) -> dict[str, TypeAdapter[Any]]:
     """A validator for each parameter whose annotation holds a pydantic model or a dataclass
     (``order: Order``, ``items: list[Item]``); other arguments pass as JSON gives them, untouched."""
-    try:
-        params = inspect.signature(fn, eval_str=True).parameters.values()
-    except (NameError, TypeError, ValueError):
-        return {}
     return {
         p.name: TypeAdapter(p.annotation)
-        for p in params
+        for p in _parameters(fn)
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and _holds_model(p.annotation)
     }
 

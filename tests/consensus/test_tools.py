@@ -156,3 +156,31 @@ async def test_a_filtered_toolkits_consensus_tool_keeps_to_its_capabilities(vote
         assert "may not reach 'pick': it is not one of the capabilities this toolkit offers" in str(
             refused.content
         )
+
+
+async def test_a_namespace_toolkits_consensus_judge_may_live_in_another_namespace() -> None:
+    """The voters are asked in the toolkit's namespace; the judge, routed router-wide, is not
+    refused for living elsewhere (as ``reach_agent`` refuses a capability its namespace lacks)."""
+
+    async def voter(payload: Any) -> str:
+        return "yes"
+
+    async def judge(payload: Any) -> dict[str, int]:
+        return {"pick": 0}
+
+    async with Router() as router:
+        for agent_id in ("shop:voter:01", "shop:voter:02"):
+            router.register(FunctionAgent(voter, agent_id=agent_id, capabilities=[{"name": "vote"}]))
+        router.register(FunctionAgent(judge, agent_id="hr:pick:01", capabilities=[{"name": "pick"}]))
+        toolkit = ReachToolkit(router, namespace="shop", include_consensus=True)
+        tools = {tool.name: tool for tool in toolkit.get_tools()}
+        args = {"capability": "vote", "payload": {}, "n": 2, "quorum": 1, "vote": "judge", "judge": "pick"}
+        answer = await tools["reach_consensus"].ainvoke(
+            {"type": "tool_call", "id": "c", "name": "reach_consensus", "args": args}
+        )
+        assert answer.status == "success", answer.content
+        assert answer.artifact.extra["judge"]["agent_id"] == "hr:pick:01"
+        refused = await tools["reach_agent"].ainvoke(
+            {"type": "tool_call", "id": "c", "name": "reach_agent", "args": {"target": "pick"}}
+        )
+        assert refused.content == "reach_agent may not reach 'pick': no agent of namespace 'shop' declares it"

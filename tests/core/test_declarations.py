@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import pytest
 from pydantic import BaseModel
@@ -336,3 +337,29 @@ async def test_a_payload_function_declares_its_annotation_and_is_given_its_type(
         # `object` (or no annotation, or Any) takes any payload, as before.
         for payload in ("hi", 3, [1], {"a": 1}):
             assert (await router.route("echo", payload)).payload == payload
+
+
+def worded(payload: "a list of words") -> str:  # type: ignore[valid-type]  # noqa: F722
+    """An annotation that is no Python expression: evaluating it raises SyntaxError."""
+    return type(payload).__name__
+
+
+def _typed_as_capability(payload: Capability) -> str:
+    return type(payload).__name__
+
+
+# A function whose module has no `Capability`, as when it is imported only for type checkers: its
+# annotation stays the text "Capability", which must not be looked up among the library's names.
+elsewhere = types.FunctionType(_typed_as_capability.__code__, {}, "elsewhere")
+elsewhere.__annotations__ = dict(_typed_as_capability.__annotations__)
+
+
+async def test_a_payload_annotation_that_cannot_be_evaluated_takes_any_payload() -> None:
+    """The function is served as before, taking any payload, rather than failing to be built."""
+    agents = [FunctionAgent(fn, agent_id=f"t:{fn.__name__}:01") for fn in (worded, elsewhere)]
+    async with Router() as router:
+        for agent in agents:
+            assert "input_schema" not in agent.capabilities[0].model_fields_set
+            router.register(agent)
+        assert (await router.route("worded", "hi")).payload == "str"
+        assert (await router.route("elsewhere", {"x": 1})).payload == "dict"

@@ -250,3 +250,40 @@ async def test_a_capability_that_takes_any_payload_takes_it_one_hop_away() -> No
         for payload, expected in zip(sent, local, strict=True):
             routed = await far.route("describe", payload)
             assert (routed.status.value, routed.payload) == ("ok", expected), routed.error
+
+
+class Tree(BaseModel):
+    v: int
+    kids: list[Tree] = []
+
+
+def handle(payload: dict[str, Any] | None) -> str:
+    return f"got {payload}"
+
+
+def grow(payload: Tree) -> int:
+    return payload.v + sum(grow(kid) for kid in payload.kids)
+
+
+async def test_a_boxed_input_takes_only_the_input_argument() -> None:
+    """A tool whose input is boxed takes exactly ``{"input": value}``: a plain client's bare
+    arguments are refused, not read as a missing input that a nullable one takes as null (the
+    function got None and said so, as a success). A recursive model is an object, served as one."""
+    near = Router()
+    near.register(FunctionAgent(handle, agent_id="util:handle:01"))
+    near.register(FunctionAgent(grow, agent_id="util:grow:01"))
+    gateway = RouterMCPServer(near, name="gw")
+    try:
+        async with Client(gateway.server) as client:
+            bare = await client.call_tool("handle", {"order_id": 7})
+            boxed = await client.call_tool("handle", {"input": {"order_id": 7}})
+            grown = await client.call_tool("grow", {"v": 1, "kids": [{"v": 2}]})
+    finally:
+        gateway.close()
+        await near.aclose()
+    assert bare.is_error
+    assert bare.meta is not None
+    assert (bare.meta["agent-reach/status"], bare.meta["agent-reach/fault"]) == ("invalid", "caller")
+    assert "takes its input as the one argument 'input'" in str(bare.content)
+    assert boxed.structured_content == {"result": "got {'order_id': 7}"}
+    assert grown.structured_content == {"result": 3}

@@ -250,3 +250,29 @@ async def test_an_agent_reaching_onward_calls_as_its_own_principal() -> None:
     assert inner(beyond)["status"] == "rejected"
     assert "principal 'researcher' does not match 'secret_read'" in inner(beyond)["error"]
     assert agent_info(router, "internal:vault:01").calls == 0
+
+
+async def test_a_namespace_toolkit_leaves_a_hidden_capability_to_the_guard_and_follows_reloads() -> None:
+    """A capability the namespace declares but the principal may not reach is refused by the
+    router's guard, naming its rule, not by the toolkit as one nobody declares; and the toolkit
+    sees the rules a reload brings."""
+    router = guarded({"alice": {"allow": ["pub_*"]}})
+    toolkit = ReachToolkit(router, namespace="internal", principal="alice")
+    assert tool_names(toolkit.get_tools()) == {"reach_agent", "pub_echo"}
+    (generic,) = [tool for tool in toolkit.get_tools() if tool.name == "reach_agent"]
+    hidden = await generic.ainvoke(call_of("secret_read"))
+    assert "PermissionDeniedError" in hidden.content
+    assert "allow.capabilities ['pub_*'] of principal 'alice'" in hidden.content
+    unknown = await generic.ainvoke(call_of("nothing"))
+    assert (
+        unknown.content == "reach_agent may not reach 'nothing': no agent of namespace 'internal' declares it"
+    )
+    router.set_guard(SecurityGuard(SecuritySpec.model_validate({"principals": {"alice": {"allow": ["*"]}}})))
+    assert tool_names(toolkit.get_tools()) == {"reach_agent", "pub_echo", "secret_read"}
+    granted = await generic.ainvoke(call_of("secret_read"))
+    assert granted.status == "success", granted.content
+    assert inner(granted.artifact)["agent"] == "internal:vault:01"
+
+
+def call_of(target: str) -> dict[str, Any]:
+    return {"name": "reach_agent", "args": {"target": target, "payload": {}}, "id": "c1", "type": "tool_call"}
