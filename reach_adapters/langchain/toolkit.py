@@ -223,14 +223,18 @@ class ReachToolkit(BaseToolkit):
         for name, space in homes.spaces.items():
             if (name, space) in usable:
                 homes.declared[name] = cautious(usable[name, space])
-        # What the principal may not see is the router's to refuse, naming its rule.
-        hidden = self.principal is not None
-        homes.anywhere = {
-            cap.name
-            for info in (self.router.catalog() if hidden else ())
-            if parse_agent_id(info.agent_id).namespace in rank
-            for cap in info.capabilities
-        } | set(homes.spaces)
+        # What the principal may not see is the router's to refuse, naming its rule: a call by its
+        # name goes to the first namespace listed that declares it.
+        homes.anywhere = dict(homes.spaces)
+        if self.principal is not None:
+            for info in self.router.catalog():
+                space = parse_agent_id(info.agent_id).namespace
+                for cap in info.capabilities if space in rank else ():
+                    if (
+                        rank[space] < rank[homes.anywhere.get(cap.name, space)]
+                        or cap.name not in homes.anywhere
+                    ):
+                        homes.anywhere[cap.name] = space
         return homes
 
     def _home(self, capability: str) -> str | None:
@@ -239,7 +243,10 @@ class ReachToolkit(BaseToolkit):
         spaces = self._spaces
         if spaces is None:
             return None
-        return self._homes().spaces.get(capability, spaces[0]) if len(spaces) > 1 else spaces[0]
+        if len(spaces) == 1:
+            return spaces[0]
+        homes = self._homes()
+        return homes.spaces.get(capability) or homes.anywhere.get(capability, spaces[0])
 
     def _offered(self, homes: _Homes) -> dict[str, Capability]:
         reachable = self.router.reachable(principal=self.principal)
@@ -312,8 +319,9 @@ class _Homes:
 
     spaces: dict[str, str] = field(default_factory=dict)
     declared: dict[str, Capability] = field(default_factory=dict)
-    # Every capability an agent of the namespaces declares, those hidden from the principal too.
-    anywhere: set[str] = field(default_factory=set)
+    # Every capability an agent of the namespaces declares, those hidden from the principal too,
+    # and the namespace calls by it go to.
+    anywhere: dict[str, str] = field(default_factory=dict)
 
 
 def _safe_names(capabilities: Collection[str], *, taken: set[str]) -> dict[str, str]:

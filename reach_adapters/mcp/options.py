@@ -81,7 +81,8 @@ class MCPOptions(BaseModel):
         description=(
             "'auto' sends the task (its ids, deadline, lineage and call options, the agent-reach/ "
             "keys of each call's _meta) only to a server that declares it reads them: another "
-            "reach router; 'always' sends it to any server, for one that logs the trace id."
+            "reach router; 'always' sends it to any server, for one that logs the trace id, or a "
+            "reach gateway of an earlier version, which reads the task without saying so."
         ),
     )
     hop_tokens: bool = Field(

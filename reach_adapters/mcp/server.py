@@ -301,7 +301,8 @@ def _serve(capability: Capability) -> _Served:
     schema = capability.input_schema
     wrapped = bool(schema) and schema.get("type") != "object"
     if wrapped:
-        schema = wrap_field(INPUT, schema)
+        # Exactly the one argument: `_unboxed` refuses any other, which the schema says too.
+        schema = {**wrap_field(INPUT, schema), "additionalProperties": False}
     elif not schema:
         schema = {"type": "object"}
     output = capability.output_schema

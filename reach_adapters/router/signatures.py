@@ -61,18 +61,29 @@ def derive_capability(fn: Callable[..., Any], style: CallStyle) -> Capability:
 
 
 def _parameters(fn: Callable[..., Any]) -> list[inspect.Parameter]:
-    """`fn`'s parameters, their annotations evaluated where they can be (all are kept as written
-    when one cannot be: a name only imported for type checkers, a text); none for a callable
-    without a signature."""
+    """`fn`'s parameters, their annotations evaluated where they can be, one by one: one that
+    cannot be (a name imported for type checkers only, a text) stays as written and leaves the
+    others typed; none for a callable without a signature."""
     try:
-        signature = inspect.signature(fn)
+        params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return []
+    scope = getattr(inspect.unwrap(fn), "__globals__", None)
+    if scope is None:
+        return params
+    return [p.replace(annotation=_evaluated(p.annotation, scope, fn)) for p in params]
+
+
+def _evaluated(annotation: Any, scope: dict[str, Any], fn: Callable[..., Any]) -> Any:
+    """A text annotation evaluated in the function's module, as ``inspect.signature(fn,
+    eval_str=True)`` would, for this annotation alone."""
+    if not isinstance(annotation, str):
+        return annotation
     try:
-        signature = inspect.signature(fn, eval_str=True)
+        return eval(annotation, scope)  # noqa: S307 - what eval_str does: the module's own code
     except Exception as exc:  # noqa: BLE001 - evaluating an annotation runs any code it holds
-        logger.debug("the annotations of %r stay as written: %r", fn, exc)
-    return list(signature.parameters.values())
+        logger.debug("an annotation of %r stays as written: %r", fn, exc)
+        return annotation
 
 
 def _payload_parameter(fn: Callable[..., Any]) -> inspect.Parameter | None:

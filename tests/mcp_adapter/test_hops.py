@@ -287,3 +287,19 @@ async def test_a_boxed_input_takes_only_the_input_argument() -> None:
     assert "takes its input as the one argument 'input'" in str(bare.content)
     assert boxed.structured_content == {"result": "got {'order_id': 7}"}
     assert grown.structured_content == {"result": 3}
+
+
+async def test_a_boxed_input_schema_says_it_takes_only_the_input_argument() -> None:
+    near = Router()
+    near.register(FunctionAgent(handle, agent_id="util:handle:01"))
+    gateway = RouterMCPServer(near, name="gw")
+    try:
+        async with Client(gateway.server) as client:
+            (tool,) = (await client.list_tools()).tools
+            extra = await client.call_tool("handle", {"input": {"a": 1}, "note": 1})
+    finally:
+        gateway.close()
+        await near.aclose()
+    # What the server refuses, its schema refuses too.
+    assert tool.input_schema["additionalProperties"] is False
+    assert extra.is_error

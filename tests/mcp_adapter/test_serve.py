@@ -85,6 +85,7 @@ async def test_every_reachable_capability_is_a_tool(gateway: MCPEndpoint, router
         "type": "object",
         "properties": {"input": {"type": "string"}},
         "required": ["input"],
+        "additionalProperties": False,
     }
 
 

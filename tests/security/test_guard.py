@@ -276,3 +276,14 @@ async def test_a_namespace_toolkit_leaves_a_hidden_capability_to_the_guard_and_f
 
 def call_of(target: str) -> dict[str, Any]:
     return {"name": "reach_agent", "args": {"target": target, "payload": {}}, "id": "c1", "type": "tool_call"}
+
+
+async def test_a_hidden_capability_of_a_later_namespace_is_still_the_guards_to_refuse() -> None:
+    router = guarded({"alice": {"allow": {"namespaces": ["public"]}}})
+    toolkit = ReachToolkit(router, namespaces=["public", "internal"], principal="alice")
+    (generic,) = [tool for tool in toolkit.get_tools() if tool.name == "reach_agent"]
+    hidden = await generic.ainvoke(call_of("secret_read"))
+    # Routed to the namespace that declares it, where the guard names its rule: not the router's
+    # no_candidate in the first namespace listed, which reads as "nobody declares it".
+    assert "PermissionDeniedError" in hidden.content
+    assert "allow.namespaces ['public'] of principal 'alice'" in hidden.content
