@@ -6,13 +6,38 @@ would refuse them; the tool's arguments are still checked against the capability
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
+from reach_adapters.langchain.nested_nulls import Nulls, nullable_optionals
+from reach_adapters.langchain.schema_keywords import DATA
 from reach_adapters.langchain.schema_refs import DEF_KEYS, NAMED, Path, pointer
 
-__all__ = ["for_models"]
+__all__ = ["for_models", "shown_to_models"]
+
+
+def shown_to_models(schema: dict[str, Any]) -> tuple[dict[str, Any], Nulls | None]:
+    """The arguments schema `schema` as models are shown it (`for_models`, its optionals nullable
+    where `nested_nulls` says), and where the nulls a model sends for those are dropped. Worked
+    out once for each schema (replicas and the toolkit's every `get_tools` share it); each caller
+    gets a copy of its own."""
+    try:
+        key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):  # not JSON: nothing to share it with
+        return nullable_optionals(for_models(schema), schema)
+    text, nulls = _shown(key)
+    shown: dict[str, Any] = json.loads(text)
+    return shown, nulls
+
+
+@lru_cache(maxsize=1024)
+def _shown(text: str) -> tuple[str, Nulls | None]:
+    schema = json.loads(text)
+    shown, nulls = nullable_optionals(for_models(schema), schema)
+    return json.dumps(shown, separators=(",", ":")), nulls
 
 
 def for_models(schema: dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +65,8 @@ def _ref_sites(node: Any, path: Path, defs_at: int) -> Iterator[tuple[Path, Path
     if target is not None:
         yield path, target, defs_at
     for key, value in node.items():
+        if key in DATA:
+            continue
         if key in NAMED and isinstance(value, dict):
             inner = len(path) if key in DEF_KEYS else defs_at
             for name, body in value.items():
@@ -103,6 +130,8 @@ def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
     out = {
         key: {name: _fix(body, (*path, key, name), cut) for name, body in value.items()}
         if key in NAMED and isinstance(value, dict)
+        else value
+        if key in DATA
         else _fix(value, (*path, key), cut)
         for key, value in node.items()
     }

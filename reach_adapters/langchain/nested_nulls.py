@@ -23,6 +23,13 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
+from reach_adapters.langchain.schema_keywords import (
+    matched,
+    notes_only,
+    shape_ok,
+    takes_no_null,
+    takes_null_surely,
+)
 from reach_adapters.langchain.schema_refs import (
     DEF_KEYS,
     OWN_BASE,
@@ -40,34 +47,6 @@ from reach_adapters.langchain.schema_refs import (
 
 __all__ = ["Nulls", "nullable_optionals", "without_nulls"]
 
-_ANNOTATIONS = frozenset(
-    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
-)
-# Keywords that judge strings and numbers only: they say nothing of the objects and arrays changed.
-_SCALARS = frozenset(
-    {
-        "format",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "contentEncoding",
-        "contentMediaType",
-    }
-)
-# All an object or array schema may hold to be changed: what a dropped null leaves true. Not
-# `minProperties`, `uniqueItems`, `enum`, `const`, nor a keyword that reads a key another way.
-_SIMPLE = (
-    frozenset({"type", "properties", "required", "additionalProperties", "maxProperties"})
-    | frozenset({"items", "minItems", "maxItems"})
-    | _ANNOTATIONS
-    | _SCALARS
-)
-_AT_ROOT = frozenset({"$schema", "$id"}) | DEF_KEYS
 # Keywords whose meaning depends on where a schema is reached from: a schema holding one is left as
 # it is, whole.
 _DYNAMIC = frozenset({"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"})
@@ -91,14 +70,18 @@ class Nulls:
     height: int = 1
 
 
-def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], Nulls | None]:
+def nullable_optionals(
+    schema: dict[str, Any], original: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], Nulls | None]:
     """`schema`, the arguments object models are shown, with each optional property that takes no
     null made nullable where the module says, and where the nulls are dropped (None: nowhere).
-    Worked out once, when the tool is made."""
+    Whether a property takes null is judged on `original` too, the schema the arguments are
+    checked against, where `schema` is `for_models`' version of it (a cycle cut there is a plain
+    object, which takes no null where the definition did). Worked out once, when the tool is made."""
     if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict) or _opaque(schema):
         return schema, None
-    moved, pinned = with_copied_targets(schema)
-    walk = _Walk(moved, pinned)
+    moved, pinned, origins = with_copied_targets(schema)
+    walk = _Walk(moved, pinned, _Original(original, origins) if original is not None else None)
     shown, nulls = walk.schema_at(moved, (), 0)
     if nulls is None:
         return schema, None
@@ -135,12 +118,13 @@ class _Walk:
     """One look into an arguments schema (`schema`, whose JSON-pointer targets are copied among
     the definitions but for the `pinned` ones, which must neither change nor move)."""
 
-    def __init__(self, schema: dict[str, Any], pinned: frozenset[Path]) -> None:
+    def __init__(self, schema: dict[str, Any], pinned: frozenset[Path], original: _Original | None) -> None:
         self.schema = schema
         self.pinned = pinned
+        self.original = original
         # The draft the schema names, as the router's check reads it; and an empty registry: no
         # reference is fetched from the network to decide this.
-        self.checker: Any = validator_for(schema, default=Draft202012Validator)(schema, registry=Registry())
+        self.checker = _checker(schema)
         self.made: dict[Path, _Made | None] = {}
         # The names in each definitions container, the copies' among them.
         self.taken = {key: set(defs) for key in DEF_KEYS if isinstance(defs := schema.get(key), dict)}
@@ -156,7 +140,7 @@ class _Walk:
         for key in ("anyOf", "oneOf"):
             if key in node:
                 return self._options(node, path, key, depth)
-        if node.keys() <= (_SIMPLE if path else _SIMPLE | _AT_ROOT):
+        if shape_ok(node, root=not path):
             return self._shape(node, path, depth)
         return node, None
 
@@ -182,20 +166,30 @@ class _Walk:
         required = node.get("required", [])
         if not isinstance(properties, dict) or not isinstance(required, list):
             return node, None
+        # A property a pattern matches has its value read by that pattern's schema as well: it may
+        # be left out, but nothing in it changes. Keys no property declares are the pattern's or
+        # the map's: its values change only where there are no patterns.
+        patterns = node.get("patternProperties")
+        also_read = matched(properties, patterns)
         shown: dict[str, Any] = {}
         drop: set[str] = set()
         fields: dict[str, Nulls] = {}
         for name, body in properties.items():
             where = (*path, "properties", name)
-            shown[name], inner = self.schema_at(body, where, depth + 1)
-            if inner is not None:
-                fields[name] = inner
-            if name not in required and self._nullable(body, where):
+            if name not in also_read:
+                shown[name], inner = self.schema_at(body, where, depth + 1)
+                if inner is not None:
+                    fields[name] = inner
+            else:
+                shown[name] = body
+            # (A draft-3 property says it is required in its own schema.)
+            optional = name not in required and not (isinstance(body, dict) and body.get("required") is True)
+            if optional and self._nullable(body, where):
                 shown[name] = _or_null(shown[name])
                 drop.add(name)
-        extra, others = self.schema_at(
-            node.get("additionalProperties"), (*path, "additionalProperties"), depth + 1
-        )
+        extra, others = node.get("additionalProperties"), None
+        if not patterns:
+            extra, others = self.schema_at(extra, (*path, "additionalProperties"), depth + 1)
         each, items = self.schema_at(node.get("items"), (*path, "items"), depth + 1)
         if not (drop or fields or others or items):
             return node, None
@@ -208,7 +202,7 @@ class _Walk:
 
     def _reference(self, node: dict[str, Any], depth: int) -> tuple[Any, Nulls | None]:
         target = pointer(node["$ref"])
-        if target is None or not is_definition(target) or not node.keys() - {"$ref"} <= _ANNOTATIONS:
+        if target is None or not is_definition(target) or not notes_only(node, "$ref"):
             return node, None
         done = self._definition(target, depth + 1)
         # A definition already looked into from higher up may go deeper than the limit from here.
@@ -241,7 +235,7 @@ class _Walk:
         arrays), which is all that makes a null dropped in an option's value safe: no other option
         reads that value."""
         options = node[key]
-        if not isinstance(options, list) or not node.keys() - {key} <= _ANNOTATIONS:
+        if not isinstance(options, list) or not notes_only(node, key):
             return node, None
         kinds = [self._types(option) for option in options]
         objects = [index for index, kind in enumerate(kinds) if kind is not None and "object" in kind]
@@ -261,15 +255,16 @@ class _Walk:
         return {**node, key: shown}, _nulls(whole.drop, whole.named, whole.fields, whole.others, items)
 
     def _types(self, option: Any) -> frozenset[str] | None:
-        """The JSON types an option takes at most, as its ``type`` (or its definition's) says;
-        None where it says none."""
+        """The JSON types an option takes at most, as its ``type`` (or, with a `$ref`, its
+        definition's: drafts before 2019-09 ignore a reference's siblings) says; None where it says
+        none."""
         if not isinstance(option, dict):
             return None
         kind = option.get("type")
-        target = pointer(option.get("$ref"))
-        if kind is None and target is not None and is_definition(target):
-            body = at(self.schema, target)
-            kind = body.get("type") if isinstance(body, dict) else None
+        if "$ref" in option:
+            target = pointer(option["$ref"])
+            body = at(self.schema, target) if target is not None and is_definition(target) else None
+            kind = body.get("type") if isinstance(body, dict) and "$ref" not in body else None
         if isinstance(kind, str):
             return frozenset({kind})
         if isinstance(kind, list) and all(isinstance(each, str) for each in kind):
@@ -286,17 +281,54 @@ class _Walk:
         if not isinstance(body, dict):
             return False
         moves = not _appends_null(body) and any(pin[: len(where)] == where for pin in self.pinned)
-        return not moves and not self._takes_null(body)
+        if moves or _takes_null(body, self.checker):
+            return False
+        return self.original is None or not self.original.takes_null(where)
 
-    def _takes_null(self, body: dict[str, Any]) -> bool:
-        """Whether the schema `body` admits null, as the router's check will judge it: its `$ref`s
-        followed, a schema of annotations only (``Any``) admitting it. One that cannot be judged (a
-        reference out of the document, a chain of them too long) counts as admitting it: its nulls
-        stay values."""
-        try:
-            return next(self.checker.descend(None, body), None) is None
-        except (Unresolvable, SchemaError, RecursionError):
-            return True
+
+class _Original:
+    """The schema the arguments are checked against (`for_models`' input), read where the one
+    looked into has a place of its own: a copy among the definitions (`origins`)."""
+
+    def __init__(self, schema: dict[str, Any], origins: dict[Path, Path]) -> None:
+        self.schema = schema
+        self.origins = origins
+        self.checker: Any = None
+
+    def takes_null(self, where: Path) -> bool:
+        """Whether the schema at `where` (a place of the schema looked into) admits null there."""
+        if where[:2] in self.origins:
+            where = (*self.origins[where[:2]], *where[2:])
+        body = at(self.schema, where)
+        if not isinstance(body, dict):
+            return body is True
+        if takes_no_null(body):
+            return False
+        if self.checker is None:
+            self.checker = _checker(self.schema)
+        return _takes_null(body, self.checker)
+
+
+def _checker(schema: dict[str, Any]) -> Any:
+    """A validator of `schema`'s draft, as the router's check reads it, with an empty registry: no
+    reference is fetched from the network. (`Any`: jsonschema's Validator protocol leaves out
+    `descend`, which its validators all have.)"""
+    return validator_for(schema, default=Draft202012Validator)(schema, registry=Registry())
+
+
+def _takes_null(body: dict[str, Any], checker: Any) -> bool:
+    """Whether the schema `body` admits null, as the router's check will judge it: its `$ref`s
+    followed, a schema of annotations only (``Any``) admitting it. One that cannot be judged (a
+    reference out of the document, a chain of them too long) counts as admitting it: its nulls
+    stay values."""
+    if takes_no_null(body):
+        return False
+    if takes_null_surely(body):
+        return True
+    try:
+        return next(checker.descend(None, body), None) is None
+    except (Unresolvable, SchemaError, RecursionError):
+        return True
 
 
 def _nulls(

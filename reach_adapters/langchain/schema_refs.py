@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote
 
+from reach_adapters.langchain.schema_keywords import DATA
+
 __all__ = [
     "DEF_KEYS",
     "NAMED",
@@ -69,20 +71,29 @@ def at(schema: Any, path: Path) -> Any:
     return node
 
 
-def schemas(node: Any, *, nested_bases: bool, root: bool = True) -> Iterator[dict[str, Any]]:
+def schemas(node: Any, *, nested_bases: bool) -> Iterator[dict[str, Any]]:
     """Each schema object in the schema `node`, itself first; those with a base URI of their own
-    (a nested `$id`) and what they hold only with `nested_bases`."""
-    if isinstance(node, list):
-        for item in node:
-            yield from schemas(item, nested_bases=nested_bases, root=False)
-        return
-    if not isinstance(node, dict) or (not root and not nested_bases and OWN_BASE & node.keys()):
-        return
-    yield node
-    for key, value in node.items():
-        bodies = value.values() if key in NAMED and isinstance(value, dict) else [value]
-        for body in bodies:
-            yield from schemas(body, nested_bases=nested_bases, root=False)
+    (a nested `$id`) and what they hold only with `nested_bases`. Never what data keywords
+    (``default``, ``const``...) hold. (A stack of its own: schemas may nest deeper than Python's
+    recursion limit.)"""
+    pending: list[tuple[Any, bool]] = [(node, True)]
+    while pending:
+        node, root = pending.pop()
+        if isinstance(node, list):
+            pending.extend((item, False) for item in reversed(node))
+            continue
+        if not isinstance(node, dict) or (not root and not nested_bases and OWN_BASE & node.keys()):
+            continue
+        yield node
+        inner: list[Any] = []
+        for key, value in node.items():
+            if key in DATA or not isinstance(value, dict | list):
+                continue
+            if key in NAMED and isinstance(value, dict):
+                inner.extend(value.values())
+            else:
+                inner.append(value)
+        pending.extend((body, False) for body in reversed(inner))
 
 
 def holds_resource(node: Any) -> bool:
@@ -91,22 +102,27 @@ def holds_resource(node: Any) -> bool:
     return any(_RESOURCE & inner.keys() for inner in schemas(node, nested_bases=True))
 
 
-def with_copied_targets(schema: dict[str, Any]) -> tuple[dict[str, Any], frozenset[Path]]:
+def with_copied_targets(schema: dict[str, Any]) -> tuple[dict[str, Any], frozenset[Path], dict[Path, Path]]:
     """`schema` with each JSON-pointer `$ref` to a place other than a definition (zod-to-json-schema's
     ``#/properties/billing`` for a schema used twice) pointed at a copy of that place put among
     the definitions, so that the place may change for models without the reference reading the
     change; and the places such references point to that could not be copied (in or holding a
-    schema with a base URI or an anchor of its own): those must neither change nor move."""
+    schema with a base URI or an anchor of its own): those must neither change nor move; and
+    where each copy came from. A boolean schema pointed to is copied too (its parent may change)."""
     targets = set()
     for node in schemas(schema, nested_bases=False):
         target = pointer(node.get("$ref"))
-        if target and not is_definition(target) and isinstance(at(schema, target), dict):
+        if target and not is_definition(target) and at(schema, target) is not None:
             targets.add(target)
-    copyable = sorted(target for target in targets if _copyable(schema, target))
+    copyable = sorted(
+        target
+        for target in targets
+        if isinstance(at(schema, target), dict | bool) and _copyable(schema, target)
+    )
     key = "definitions" if "definitions" in schema and "$defs" not in schema else "$defs"
     defs = schema.get(key, {})
     if not copyable or not isinstance(defs, dict):
-        return schema, frozenset(targets)
+        return schema, frozenset(targets), {}
     taken = set(defs)
     names: dict[Path, str] = {}
     for target in copyable:
@@ -116,7 +132,8 @@ def with_copied_targets(schema: dict[str, Any]) -> tuple[dict[str, Any], frozens
     out = repointed(schema, moved, root=True)
     copies = {name: repointed(at(schema, target), moved, root=False) for target, name in names.items()}
     out[key] = {**out.get(key, {}), **copies}
-    return out, frozenset(targets.difference(copyable))
+    origins: dict[Path, Path] = {(key, name): target for target, name in names.items()}
+    return out, frozenset(targets.difference(copyable)), origins
 
 
 def is_definition(path: Path) -> bool:
@@ -160,6 +177,8 @@ def repointed(node: Any, moved: dict[Path, str], *, root: bool) -> Any:
         target = pointer(value) if key == "$ref" else None
         if target is not None:
             out[key] = moved.get(target, value)
+        elif key in DATA:
+            out[key] = value
         elif key in NAMED and isinstance(value, dict):
             out[key] = {name: repointed(body, moved, root=False) for name, body in value.items()}
         else:

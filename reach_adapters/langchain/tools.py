@@ -27,8 +27,8 @@ from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.artifacts import as_artifact
 from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
-from reach_adapters.langchain.model_schemas import for_models
-from reach_adapters.langchain.nested_nulls import Nulls, nullable_optionals, without_nulls
+from reach_adapters.langchain.model_schemas import shown_to_models
+from reach_adapters.langchain.nested_nulls import Nulls, without_nulls
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall", "called_thread"]
@@ -286,7 +286,7 @@ class CapabilityTool(ReachTool):
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
         args_schema = wrap_field("input", schema) if wrapped else schema
-        shown, nullable = nullable_optionals(for_models(args_schema))
+        shown, nullable = shown_to_models(args_schema)
         tool = cls(
             router=router,
             capability=capability,

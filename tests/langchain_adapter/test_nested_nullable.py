@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 import typing_extensions
 from jsonschema import Draft202012Validator
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from middleware import ReachResult
 from reach_adapters import Capability, FunctionAgent, Router
-from reach_adapters.langchain import LangChainAgent, ReachToolkit
+from reach_adapters.langchain import LangChainAgent, ReachToolkit, model_schemas, nested_nulls
 from tests.langchain_adapter.test_patterns import chain_graph
 from tests.langchain_adapter.test_tool_schemas import call, strict_problems
 
@@ -361,3 +362,176 @@ async def test_a_json_pointer_to_a_property_made_nullable_reads_it_without_the_n
         "billing": {"city": "Bergen"},
         "shipping": {"street": "Main", "city": "Oslo"},
     }
+
+
+LIMIT = {"type": "integer"}
+NULLABLE_LIMIT = {"anyOf": [LIMIT, NULL]}
+QUERY: dict[str, Any] = {"type": "object", "properties": {"q": STRING, "limit": LIMIT}, "required": ["q"]}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"example": {"q": "x"}, "x-operation-id": "search"},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "id": "urn:search"},
+        {"propertyNames": {"maxLength": 20}},
+        {"unevaluatedProperties": False},
+        {"patternProperties": {"^x-": STRING}},
+        {"discriminator": {"propertyName": "q"}, "nullable": False},
+    ],
+)
+async def test_keywords_a_left_out_key_leaves_true_keep_optionals_nullable(
+    router: Router, extra: dict[str, Any]
+) -> None:
+    # Review defect 1: only keywords that read which keys are present together (or the value
+    # another way) keep an object as it is; the root's, and a nested object's alike (which a
+    # draft or a base URI of its own would keep as it is).
+    nested = {key: value for key, value in extra.items() if key not in ("$schema", "id")}
+    schema = {**QUERY, **extra, "properties": {**QUERY["properties"], "inner": {**QUERY, **nested}}}
+    tool = echo_tools(router, search=schema)["search"]
+    shown = shown_of(tool)
+    assert shown["properties"]["limit"] == NULLABLE_LIMIT
+    assert shown["properties"]["inner"]["anyOf"][0]["properties"]["limit"] == NULLABLE_LIMIT
+    args = {"q": "x", "limit": None, "inner": {"q": "y", "limit": None}}
+    assert await routed(tool, args) == {"q": "x", "inner": {"q": "y"}}
+
+
+class Example(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"example": {"question": "hi"}, "x-category": "search"})
+    question: str
+    lang: str = "en"
+
+
+async def test_a_pydantic_input_with_an_example_keeps_its_optionals_nullable(router: Router) -> None:
+    runnable = RunnableLambda(lambda state: state, name="asker").with_types(input_type=Example)
+    router.register(LangChainAgent(runnable, agent_id="r:asker:01"))
+    (tool,) = ReachToolkit(router, include_generic=False).get_tools()
+    shown = shown_of(tool)
+    assert shown["x-category"] == "search"
+    assert shown["properties"]["lang"]["anyOf"][-1] == NULL
+    answer = await tool.ainvoke(call(tool.name, {"question": "q", "lang": None}))
+    assert answer.status == "success", answer.content
+
+
+async def test_keywords_that_read_the_keys_together_keep_the_object_as_it_is(router: Router) -> None:
+    patterns = {"^l": {"minimum": 0}, "^i": {"minProperties": 2}}
+    matched = {**QUERY, "patternProperties": patterns, "properties": {**QUERY["properties"], "inner": QUERY}}
+    counted = {**QUERY, "minProperties": 2}
+    tools = echo_tools(router, matched=matched, counted=counted)
+    shown = shown_of(tools["matched"])
+    # A key a pattern reads may be left out; nothing inside its value changes.
+    assert shown["properties"]["inner"] == {"anyOf": [QUERY, NULL]}
+    assert refused(tools["matched"], {"q": "x", "inner": {"q": "y", "limit": None}})
+    assert await routed(tools["matched"], {"q": "x", "limit": None, "inner": None}) == {"q": "x"}
+    assert shown_of(tools["counted"])["properties"] == QUERY["properties"]
+
+
+Maybe = typing_extensions.TypeAliasType("Maybe", "Link | None")
+
+
+class Link(BaseModel):
+    v: str
+    next: Maybe = None
+
+
+async def test_a_cycle_cut_for_models_keeps_the_null_its_definition_takes(router: Router) -> None:
+    # Review defect 2: for_models shows Link.next (a $ref to the nullable Maybe, closing a cycle)
+    # as a plain object; the capability takes its null, which is a value.
+    got: list[Any] = []
+
+    def walk(head: Maybe, label: str) -> str:
+        """Walk a list."""
+        got.append(head)
+        return "ok"
+
+    router.register(FunctionAgent(walk, agent_id="t:walk:01"))
+    (tool,) = ReachToolkit(router, include_generic=False).get_tools()
+    assert shown_of(tool)["$defs"]["Link"]["properties"]["next"] == {"type": "object"}
+    answer = await tool.ainvoke(call(tool.name, {"head": {"v": "a", "next": None}, "label": "x"}))
+    assert answer.status == "success", answer.content
+    assert got == [{"v": "a", "next": None}]
+
+
+async def test_a_draft_07_reference_reads_no_sibling_type(router: Router) -> None:
+    # Review defect 3: draft-07 ignores a $ref's siblings, so both options take objects.
+    options = [{"type": "object", "properties": {"k": STRING}}, {"$ref": "#/definitions/B", "type": "string"}]
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"x": {"anyOf": options}},
+        "required": ["x"],
+        "definitions": {"B": {"type": "object", "properties": {"k": NULL}, "required": ["k"]}},
+    }
+    tool = echo_tools(router, seven=schema)["seven"]
+    assert shown_of(tool)["properties"]["x"] == {"anyOf": options}
+    answer = await tool.ainvoke(call(tool.name, {"x": {"k": None}}))
+    assert answer.status == "success", answer.content
+    assert answer.artifact.payload == {"x": {"k": None}}
+
+
+async def test_a_pointer_to_a_boolean_schema_still_resolves(router: Router) -> None:
+    # Review defect 4: the boolean schema pointed to is copied like any other.
+    inner = {
+        "type": "object",
+        "properties": {"b": {"type": "object", "properties": {"c": True}}, "x": STRING},
+    }
+    schema = {
+        "type": "object",
+        "properties": {"a": inner, "d": {"$ref": "#/properties/a/properties/b/properties/c"}},
+        "required": ["a"],
+    }
+    tool = echo_tools(router, pointing=schema)["pointing"]
+    convert_to_openai_tool(tool, strict=True)
+    assert shown_of(tool)["properties"]["a"]["properties"]["b"]["anyOf"][1] == NULL
+    assert await routed(tool, {"a": {"b": None, "x": None}, "d": None}) == {"a": {}, "d": None}
+
+
+class Item(BaseModel):
+    id: int
+    label: str | None = None
+
+
+class Order(BaseModel):
+    note: str = ""
+    first: Item = Item(id=0)
+
+
+async def test_data_keywords_are_never_read_as_schemas(router: Router) -> None:
+    # Review defect 5: `id` in a default is no base URI; a `$ref` in const data is no reference.
+    def place(orders: list[Order]) -> str:
+        """Place."""
+        return "ok"
+
+    router.register(FunctionAgent(place, agent_id="t:place:01"))
+    (tool,) = ReachToolkit(router, include_generic=False).get_tools()
+    assert shown_of(tool)["$defs"]["Order"]["properties"]["note"]["anyOf"][-1] == NULL
+    marker = {"const": {"$ref": "#/properties/a"}}
+    schema = {
+        "type": "object",
+        "properties": {"a": QUERY, "b": {"$ref": "#/properties/a"}, "marker": marker},
+        "required": ["b", "marker"],
+    }
+    consts = echo_tools(router, consts=schema)["consts"]
+    assert shown_of(consts)["properties"]["marker"] == marker
+    args = {"a": None, "b": {"q": "x", "limit": None}, "marker": {"$ref": "#/properties/a"}}
+    assert await routed(consts, args) == {"b": {"q": "x"}, "marker": {"$ref": "#/properties/a"}}
+
+
+def test_a_schema_is_worked_out_once_and_each_tool_gets_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Review defect 6: get_tools works each schema out once (replicas, every get_tools call).
+    calls: list[dict[str, Any]] = []
+    real = nested_nulls.nullable_optionals
+
+    def counted(schema: dict[str, Any], original: dict[str, Any] | None = None) -> Any:
+        calls.append(schema)
+        return real(schema, original)
+
+    monkeypatch.setattr(model_schemas, "nullable_optionals", counted)
+    schema = {**QUERY, "title": "worked out once"}
+    first, nulls = model_schemas.shown_to_models(schema)
+    second, again = model_schemas.shown_to_models(dict(schema))
+    assert len(calls) == 1
+    assert first == second
+    assert first is not second
+    assert nulls is again
+    assert first["properties"]["limit"] == NULLABLE_LIMIT
