@@ -6,29 +6,38 @@ would refuse them; the tool's arguments are still checked against the capability
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
-from urllib.parse import unquote
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
-from referencing import Registry
-from referencing.exceptions import Unresolvable
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
+from reach_adapters.langchain.nested_nulls import Nulls, nullable_optionals
+from reach_adapters.langchain.schema_keywords import DATA
+from reach_adapters.langchain.schema_refs import DEF_KEYS, NAMED, Path, pointer
 
-__all__ = ["for_models", "nullable_optionals", "without_nulls"]
+__all__ = ["for_models", "shown_to_models"]
 
-# Where definitions sit: draft 2020-12's "$defs", draft-07's "definitions" (zod-to-json-schema and
-# many MCP servers still emit those). A schema there counts only where a `$ref` points to it.
-_DEF_KEYS = frozenset({"$defs", "definitions"})
-# Keywords whose value maps names to schemas: a key there is a name (a property may be called
-# "definitions"), never a keyword.
-_NAMED = frozenset({"properties", "patternProperties", "dependentSchemas"}) | _DEF_KEYS
 
-# Where a value sits in a schema document: its keys and list indexes from the root.
-Path = tuple[str, ...]
+def shown_to_models(schema: dict[str, Any]) -> tuple[dict[str, Any], Nulls | None]:
+    """The arguments schema `schema` as models are shown it (`for_models`, its optionals nullable
+    where `nested_nulls` says), and where the nulls a model sends for those are dropped. Worked
+    out once for each schema (replicas and the toolkit's every `get_tools` share it); each caller
+    gets a copy of its own."""
+    try:
+        key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):  # not JSON: nothing to share it with
+        return nullable_optionals(for_models(schema), schema)
+    text, nulls = _shown(key)
+    shown: dict[str, Any] = json.loads(text)
+    return shown, nulls
+
+
+@lru_cache(maxsize=1024)
+def _shown(text: str) -> tuple[str, Nulls | None]:
+    schema = json.loads(text)
+    shown, nulls = nullable_optionals(for_models(schema), schema)
+    return json.dumps(shown, separators=(",", ":")), nulls
 
 
 def for_models(schema: dict[str, Any]) -> dict[str, Any]:
@@ -52,26 +61,18 @@ def _ref_sites(node: Any, path: Path, defs_at: int) -> Iterator[tuple[Path, Path
         return
     if not isinstance(node, dict):
         return
-    target = _pointer(node.get("$ref"))
+    target = pointer(node.get("$ref"))
     if target is not None:
         yield path, target, defs_at
     for key, value in node.items():
-        if key in _NAMED and isinstance(value, dict):
-            inner = len(path) if key in _DEF_KEYS else defs_at
+        if key in DATA:
+            continue
+        if key in NAMED and isinstance(value, dict):
+            inner = len(path) if key in DEF_KEYS else defs_at
             for name, body in value.items():
                 yield from _ref_sites(body, (*path, key, name), inner)
         else:
             yield from _ref_sites(value, (*path, key), defs_at)
-
-
-def _pointer(ref: Any) -> Path | None:
-    """Where a local JSON-pointer `$ref` (``#``, ``#/$defs/Node``, ``#/properties/tree``)
-    points; None for any other reference (another document, an anchor)."""
-    if ref == "#":
-        return ()
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        return None
-    return tuple(part.replace("~1", "/").replace("~0", "~") for part in unquote(ref[2:]).split("/"))
 
 
 def _cuts(sites: dict[Path, tuple[Path, int]]) -> set[Path]:
@@ -92,20 +93,25 @@ def _cuts(sites: dict[Path, tuple[Path, int]]) -> set[Path]:
     inside: set[Path] = set()
     done: set[Path] = set()
 
-    def visit(site: Path) -> None:
-        inside.add(site)
-        for reached in following[site]:
-            if reached in inside:
+    # Depth first with a stack of its own: a chain of references thousands long (one definition
+    # using the next) would pass Python's recursion limit and lose every tool.
+    for start in [*under(()), *sites]:
+        if start in done:
+            continue
+        inside.add(start)
+        stack = [(start, iter(following[start]))]
+        while stack:
+            site, pending = stack[-1]
+            reached = next((each for each in pending if each in inside or each not in done), None)
+            if reached is not None and reached not in inside:
+                inside.add(reached)
+                stack.append((reached, iter(following[reached])))
+                continue
+            if reached is not None:
                 cut.add(site)
-                break
-            if reached not in done:
-                visit(reached)
-        inside.discard(site)
-        done.add(site)
-
-    for site in [*under(()), *sites]:
-        if site not in done:
-            visit(site)
+            stack.pop()
+            inside.discard(site)
+            done.add(site)
     return cut
 
 
@@ -123,7 +129,9 @@ def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
     node = model_message_list(node) or node
     out = {
         key: {name: _fix(body, (*path, key, name), cut) for name, body in value.items()}
-        if key in _NAMED and isinstance(value, dict)
+        if key in NAMED and isinstance(value, dict)
+        else value
+        if key in DATA
         else _fix(value, (*path, key), cut)
         for key, value in node.items()
     }
@@ -132,54 +140,3 @@ def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
         members = out.get("prefixItems")
         out["items"] = {"anyOf": members} if isinstance(members, list) and members else {}
     return out
-
-
-def nullable_optionals(schema: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
-    """`schema`, the arguments object models are shown, with each optional argument that takes
-    no null made nullable, and the names of those arguments. Strict function calling makes a
-    model send every argument, so it could leave none out and would invent a value (which a
-    graph writes into its state); null stands for "not given" there, and the tool drops it
-    before it checks the arguments."""
-    properties = schema.get("properties")
-    if schema.get("type") != "object" or not isinstance(properties, dict):
-        return schema, frozenset()
-    required = set(schema.get("required", ()))
-    # The draft the schema names, as the router's check reads it; and an empty registry: no
-    # reference is fetched from the network to decide this.
-    # (`Any`: jsonschema's Validator protocol leaves out `descend`, which its validators all have.)
-    checker: Any = validator_for(schema, default=Draft202012Validator)(schema, registry=Registry())
-    made = frozenset(
-        name
-        for name, field in properties.items()
-        if name not in required and isinstance(field, dict) and not _takes_null(field, checker)
-    )
-    if not made:
-        return schema, made
-    shown = {name: _or_null(field) if name in made else field for name, field in properties.items()}
-    return {**schema, "properties": shown}, made
-
-
-def without_nulls(arguments: dict[str, Any], nullable: frozenset[str]) -> dict[str, Any]:
-    """A model's `arguments` without the nulls it sent for `nullable` ones (`nullable_optionals`):
-    a strict-mode model's way of not giving them."""
-    return {key: value for key, value in arguments.items() if value is not None or key not in nullable}
-
-
-def _takes_null(field: dict[str, Any], checker: Any) -> bool:
-    """Whether the argument schema `field` admits null, as the router's check will judge it (with
-    `checker`, of the arguments' schema): its `$ref`s followed, a schema of annotations only
-    (``Any``) admitting it. One that cannot be judged (a reference out of the document) counts as
-    admitting it: its nulls stay values."""
-    try:
-        return next(checker.descend(None, field), None) is None
-    except (Unresolvable, SchemaError):
-        return True
-
-
-def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` or null, its title and description kept where models read them."""
-    said: dict[str, Any] = {key: schema[key] for key in ("title", "description") if key in schema}
-    rest = {key: value for key, value in schema.items() if key not in said}
-    if rest.keys() == {"anyOf"}:
-        return {**said, "anyOf": [*rest["anyOf"], {"type": "null"}]}
-    return {**said, "anyOf": [rest, {"type": "null"}]}

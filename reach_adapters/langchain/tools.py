@@ -27,7 +27,8 @@ from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.artifacts import as_artifact
 from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
-from reach_adapters.langchain.model_schemas import for_models, nullable_optionals, without_nulls
+from reach_adapters.langchain.model_schemas import shown_to_models
+from reach_adapters.langchain.nested_nulls import Nulls, without_nulls
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
 __all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall", "called_thread"]
@@ -266,8 +267,8 @@ class CapabilityTool(ReachTool):
     capability: Capability = Field(exclude=True)
     wrapped: bool = False
 
-    # The optional arguments models are shown as nullable, whose null means "not given".
-    _nullable: frozenset[str] = PrivateAttr(frozenset())
+    # Where models are shown optional properties as nullable, whose null means "not given".
+    _nullable: Nulls | None = PrivateAttr(None)
 
     @classmethod
     def build(
@@ -285,7 +286,7 @@ class CapabilityTool(ReachTool):
         schema = capability.input_schema
         wrapped = schema.get("type") != "object"
         args_schema = wrap_field("input", schema) if wrapped else schema
-        shown, nullable = nullable_optionals(for_models(args_schema))
+        shown, nullable = shown_to_models(args_schema)
         tool = cls(
             router=router,
             capability=capability,
@@ -305,7 +306,7 @@ class CapabilityTool(ReachTool):
         return tool
 
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
-        if self._nullable:
+        if self._nullable is not None:
             arguments = without_nulls(arguments, self._nullable)
         self._check(arguments)
         payload: JsonValue = arguments.get("input") if self.wrapped else arguments

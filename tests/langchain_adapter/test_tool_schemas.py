@@ -37,6 +37,11 @@ NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # OpenAI's strict mode cannot describe (docs/langchain.md says so).
 TYPED = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"})
 ANY_JSON = frozenset({"reach_agent/properties/payload", "reach_agent/properties/resume"})
+# What a nested object schema holds where its optional properties are shown nullable (a strict
+# model sends every property of every object); a subset of nested_nulls' rule, kept apart so that
+# the check does not just repeat the code it checks.
+SAID = frozenset({"title", "description", "default", "examples"})
+PLAIN = SAID | {"type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems"}
 
 
 def strict_problems(tool: BaseTool, *, typed: bool = False) -> list[str]:
@@ -45,6 +50,7 @@ def strict_problems(tool: BaseTool, *, typed: bool = False) -> list[str]:
     mode refuses (a recursive model's cycle, broken into a plain object, is one)."""
     schema = tool.tool_call_schema if isinstance(tool.tool_call_schema, dict) else tool.get_input_jsonschema()
     problems: list[str] = []
+    checker = Draft202012Validator(schema)
 
     def resolve(ref: str) -> Any:
         """What a local `$ref` points to: the root (``#``), or a definition of either draft."""
@@ -52,6 +58,33 @@ def strict_problems(tool: BaseTool, *, typed: bool = False) -> list[str]:
         for part in ref.removeprefix("#").strip("/").split("/") if ref != "#" else []:
             node = node.get(part, {}) if isinstance(node, dict) else {}
         return node
+
+    def plain_parts(node: dict[str, Any]) -> list[tuple[str, Any]]:
+        """The schemas in a plain place of `node` that are plain places too: where nested optionals
+        must take null."""
+        if node.keys() <= SAID | {"$ref"} and str(node.get("$ref", "")).startswith(
+            ("#/$defs/", "#/definitions/")
+        ):
+            return [("$ref", resolve(node["$ref"]))]
+        for key in ("anyOf", "oneOf"):
+            options = [option for option in node.get(key, []) if option != {"type": "null"}]
+            if node.keys() <= SAID | {key} and len(options) == 1:
+                return [(key, options[0])]
+        if not node.keys() <= PLAIN:
+            return []
+        parts = [(f"properties/{name}", field) for name, field in node.get("properties", {}).items()]
+        return parts + [(key, node[key]) for key in ("items", "additionalProperties") if key in node]
+
+    def nested_optionals(node: Any, path: str, seen: tuple[str, ...]) -> None:
+        if not isinstance(node, dict) or len(seen) > 20:
+            return
+        if path != tool.name and node.keys() <= PLAIN:
+            for name, field in node.get("properties", {}).items():
+                takes_null = next(checker.descend(None, field), None) is None
+                if name not in node.get("required", []) and not takes_null:
+                    problems.append(f"{path}/properties/{name}: optional, yet strict models cannot send null")
+        for where, part in plain_parts(node):
+            nested_optionals(part, f"{path}/{where}", (*seen, where))
 
     def walk(node: Any, path: str, seen: tuple[str, ...]) -> None:
         if typed and isinstance(node, dict) and path not in ANY_JSON:
@@ -86,6 +119,7 @@ def strict_problems(tool: BaseTool, *, typed: bool = False) -> list[str]:
                 walk(item, f"{path}[{i}]", seen)
 
     walk(schema, tool.name, ("#",))
+    nested_optionals(schema, tool.name, ())
     # A strict-mode model sends every argument: an optional one must take null ("not given").
     required = set(schema.get("required", []))
     for name, field in schema.get("properties", {}).items():
@@ -357,7 +391,11 @@ def test_references_to_any_json_pointer_pass_the_strict_check_too(router: Router
     shown = tools["tree_inner"].tool_call_schema
     assert isinstance(shown, dict)
     assert shown["properties"]["part"] == {"anyOf": [{"$ref": "#/$defs/Part"}, {"type": "null"}]}
-    assert shown["$defs"]["Part"]["properties"]["child"]["properties"]["again"] == {"type": "object"}
+    # The cut reference is a plain object; `child` and `again`, optional, take null (a strict model
+    # sends them).
+    again = {"anyOf": [{"type": "object"}, {"type": "null"}]}
+    child_shown = {"type": "object", "properties": {"again": again}}
+    assert shown["$defs"]["Part"]["properties"]["child"] == {"anyOf": [child_shown, {"type": "null"}]}
 
 
 async def test_reach_agent_takes_nulls_for_what_it_does_not_need(router: Router) -> None:
