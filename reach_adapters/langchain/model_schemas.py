@@ -14,7 +14,7 @@ from typing import Any
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
 from reach_adapters.langchain.nested_nulls import Nulls, nullable_optionals
 from reach_adapters.langchain.schema_keywords import DATA
-from reach_adapters.langchain.schema_refs import DEF_KEYS, NAMED, Path, pointer
+from reach_adapters.langchain.schema_refs import CUT, DEF_KEYS, NAMED, Path, pointer
 
 __all__ = ["for_models", "shown_to_models"]
 
@@ -123,7 +123,7 @@ def _fix(node: Any, path: Path, cut: set[Path]) -> Any:
     if not isinstance(node, dict):
         return node
     if path in cut:
-        return {"type": "object"}
+        return dict(CUT)
     if node == MESSAGE_SCHEMA:
         return dict(MODEL_MESSAGE_SCHEMA)
     node = model_message_list(node) or node

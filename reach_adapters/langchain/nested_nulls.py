@@ -31,6 +31,7 @@ from reach_adapters.langchain.schema_keywords import (
     takes_null_surely,
 )
 from reach_adapters.langchain.schema_refs import (
+    CUT,
     DEF_KEYS,
     OWN_BASE,
     Path,
@@ -258,13 +259,15 @@ class _Walk:
         """The JSON types an option takes at most, as its ``type`` (or, with a `$ref`, its
         definition's: drafts before 2019-09 ignore a reference's siblings) says; None where it says
         none."""
-        if not isinstance(option, dict):
+        if not isinstance(option, dict) or option == CUT:
+            # What `for_models` leaves of a reference that closed a cycle stands for a definition
+            # that may take more than objects: the union is not told apart by type.
             return None
         kind = option.get("type")
         if "$ref" in option:
             target = pointer(option["$ref"])
             body = at(self.schema, target) if target is not None and is_definition(target) else None
-            kind = body.get("type") if isinstance(body, dict) and "$ref" not in body else None
+            kind = body.get("type") if isinstance(body, dict) and "$ref" not in body and body != CUT else None
         if isinstance(kind, str):
             return frozenset({kind})
         if isinstance(kind, list) and all(isinstance(each, str) for each in kind):

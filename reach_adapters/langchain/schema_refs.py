@@ -11,6 +11,7 @@ from urllib.parse import quote, unquote
 from reach_adapters.langchain.schema_keywords import DATA
 
 __all__ = [
+    "CUT",
     "DEF_KEYS",
     "NAMED",
     "OWN_BASE",
@@ -28,6 +29,8 @@ __all__ = [
 
 # Where definitions sit: draft 2020-12's "$defs", draft-07's "definitions" (zod-to-json-schema and
 # many MCP servers still emit those). A schema there counts only where a `$ref` points to it.
+# What `for_models` puts in place of a reference that would close a cycle.
+CUT: dict[str, Any] = {"type": "object"}
 DEF_KEYS = frozenset({"$defs", "definitions"})
 # Keywords whose value maps names to schemas: a key there is a name (a property may be called
 # "definitions"), never a keyword.

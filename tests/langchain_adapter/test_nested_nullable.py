@@ -535,3 +535,32 @@ def test_a_schema_is_worked_out_once_and_each_tool_gets_a_copy(monkeypatch: pyte
     assert first is not second
     assert nulls is again
     assert first["properties"]["limit"] == NULLABLE_LIMIT
+
+
+async def test_a_union_option_cut_for_models_is_not_typed_by_what_is_left_of_it(router: Router) -> None:
+    """`for_models` shows a reference that closes a cycle as a plain object; the definition it
+    stands for also takes arrays, so the union is not told apart by type, and the array option's
+    objects keep the nulls the capability's own schema takes."""
+    pair = {"type": "object", "properties": {"c": STRING, "a": {"type": "integer"}}, "required": ["c"]}
+    schema = {
+        "type": "object",
+        "properties": {"p": {"$ref": "#/$defs/B"}},
+        "required": ["p"],
+        "$defs": {
+            "B": {
+                "anyOf": [
+                    {"type": "array", "items": {}},
+                    {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}}},
+                ]
+            },
+            "A": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "array", "items": pair}]},
+        },
+    }
+    tool = echo_tools(router, cut=schema)["cut"]
+    # The pair's `a` is shown as the capability declares it; a null a model sends there anyway
+    # is the capability's own to take, as a value.
+    assert shown_of(tool)["$defs"]["A"]["anyOf"][1]["items"] == pair
+    args = {"p": {"x": [{"c": "z", "a": None}]}}
+    answer = await tool.ainvoke(call(tool.name, args))
+    assert isinstance(answer.artifact, ReachResult)
+    assert answer.artifact.payload == args
