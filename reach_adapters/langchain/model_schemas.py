@@ -14,7 +14,8 @@ from typing import Any
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
 from reach_adapters.langchain.nested_nulls import Nulls, nullable_optionals
 from reach_adapters.langchain.schema_keywords import DATA
-from reach_adapters.langchain.schema_refs import CUT, DEF_KEYS, NAMED, Path, pointer
+from reach_adapters.langchain.schema_refs import CUT, Path, pointer
+from reach_adapters.router import DEFINITIONS, NAMED
 
 __all__ = ["for_models", "shown_to_models"]
 
@@ -68,7 +69,7 @@ def _ref_sites(node: Any, path: Path, defs_at: int) -> Iterator[tuple[Path, Path
         if key in DATA:
             continue
         if key in NAMED and isinstance(value, dict):
-            inner = len(path) if key in DEF_KEYS else defs_at
+            inner = len(path) if key in DEFINITIONS else defs_at
             for name, body in value.items():
                 yield from _ref_sites(body, (*path, key, name), inner)
         else:

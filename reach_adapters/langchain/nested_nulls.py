@@ -32,7 +32,6 @@ from reach_adapters.langchain.schema_keywords import (
 )
 from reach_adapters.langchain.schema_refs import (
     CUT,
-    DEF_KEYS,
     OWN_BASE,
     Path,
     as_pointer,
@@ -45,6 +44,7 @@ from reach_adapters.langchain.schema_refs import (
     schemas,
     with_copied_targets,
 )
+from reach_adapters.router import DEFINITIONS
 
 __all__ = ["Nulls", "nullable_optionals", "without_nulls"]
 
@@ -128,7 +128,7 @@ class _Walk:
         self.checker = _checker(schema)
         self.made: dict[Path, _Made | None] = {}
         # The names in each definitions container, the copies' among them.
-        self.taken = {key: set(defs) for key in DEF_KEYS if isinstance(defs := schema.get(key), dict)}
+        self.taken = {key: set(defs) for key in DEFINITIONS if isinstance(defs := schema.get(key), dict)}
         self.open: set[Path] = set()
 
     def schema_at(self, node: Any, path: Path, depth: int) -> tuple[Any, Nulls | None]:
@@ -359,11 +359,11 @@ def _opaque(schema: dict[str, Any]) -> bool:
 def _reached(schema: dict[str, Any]) -> set[Path]:
     """The definitions the `$ref`s of `schema` reach from its root, through those they reach."""
     found: set[Path] = set()
-    pending: list[Any] = [{key: value for key, value in schema.items() if key not in DEF_KEYS}]
+    pending: list[Any] = [{key: value for key, value in schema.items() if key not in DEFINITIONS}]
     while pending:
         for node in schemas(pending.pop(), nested_bases=False):
             target = pointer(node.get("$ref"))
-            if target is None or len(target) < 2 or target[0] not in DEF_KEYS or target[:2] in found:
+            if target is None or len(target) < 2 or target[0] not in DEFINITIONS or target[:2] in found:
                 continue
             found.add(target[:2])
             pending.append(at(schema, target[:2]))

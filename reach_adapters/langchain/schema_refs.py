@@ -9,11 +9,10 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from reach_adapters.langchain.schema_keywords import DATA
+from reach_adapters.router import DEFINITIONS, NAMED
 
 __all__ = [
     "CUT",
-    "DEF_KEYS",
-    "NAMED",
     "OWN_BASE",
     "Path",
     "as_pointer",
@@ -27,14 +26,8 @@ __all__ = [
     "with_copied_targets",
 ]
 
-# Where definitions sit: draft 2020-12's "$defs", draft-07's "definitions" (zod-to-json-schema and
-# many MCP servers still emit those). A schema there counts only where a `$ref` points to it.
 # What `for_models` puts in place of a reference that would close a cycle.
 CUT: dict[str, Any] = {"type": "object"}
-DEF_KEYS = frozenset({"$defs", "definitions"})
-# Keywords whose value maps names to schemas: a key there is a name (a property may be called
-# "definitions"), never a keyword.
-NAMED = frozenset({"properties", "patternProperties", "dependentSchemas"}) | DEF_KEYS
 # What gives a subschema a base URI of its own ("id" in drafts 4 and earlier): its "#/..."
 # references point into it, not into the document.
 OWN_BASE = frozenset({"$id", "id"})
@@ -141,7 +134,7 @@ def with_copied_targets(schema: dict[str, Any]) -> tuple[dict[str, Any], frozens
 
 def is_definition(path: Path) -> bool:
     """Whether `path` is that of a definition of the document's root."""
-    return len(path) == 2 and path[0] in DEF_KEYS
+    return len(path) == 2 and path[0] in DEFINITIONS
 
 
 def fresh(name: str, taken: set[str]) -> str:

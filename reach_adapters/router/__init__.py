@@ -39,6 +39,8 @@ from reach_adapters.router.portal import Portal, on_loop, running_loop
 from reach_adapters.router.reconnect import ReconnectPolicy, reconnect_until
 from reach_adapters.router.router import Router
 from reach_adapters.router.schemas import (
+    DEFINITIONS,
+    NAMED,
     check_schema,
     compiled_validator,
     first_error,
@@ -56,8 +58,10 @@ __all__ = [
     "CONSENSUS_TOOL_NAME",
     "CONSENSUS_TOOL_SCHEMA",
     "CONSENSUS_TOOL_SCHEMA_KEY",
+    "DEFINITIONS",
     "FIX_OPTIONS",
     "META_PREFIX",
+    "NAMED",
     "UNKNOWN_OUTCOME",
     "UNUSABLE_STATES",
     "Agent",

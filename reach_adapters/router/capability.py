@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
-from reach_adapters.router.schemas import CompiledSchema, check_schema, compiled_validator, schema_key
+from reach_adapters.router.schemas import NAMED, CompiledSchema, check_schema, compiled_validator, schema_key
 
 __all__ = ["Capability", "Trigger", "cautious", "validate_capabilities"]
 
@@ -250,8 +250,6 @@ def _from_mapping(item: object) -> Capability:
 
 # Keywords that annotate a schema without changing what it accepts.
 _ANNOTATIONS = frozenset({"title", "description", "examples", "example", "$comment", "default", "deprecated"})
-# Keywords whose value maps names (of properties, definitions) to schemas: the names are kept.
-_NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 
 
 def _shape(schema: Any) -> Any:
@@ -264,7 +262,7 @@ def _shape(schema: Any) -> Any:
     for key, value in schema.items():
         if key in _ANNOTATIONS:
             continue
-        if key in _NAMED and isinstance(value, dict):
+        if key in NAMED and isinstance(value, dict):
             shaped[key] = {name: _shape(sub) for name, sub in value.items()}
         else:
             shaped[key] = _shape(value)

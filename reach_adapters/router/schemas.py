@@ -17,6 +17,8 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
 __all__ = [
+    "DEFINITIONS",
+    "NAMED",
     "CompiledSchema",
     "check_schema",
     "compiled_validator",
@@ -153,8 +155,12 @@ _KINDS: tuple[tuple[type, str], ...] = (
 
 
 # Where a schema keeps the subschemas its ``#/...`` references point to: 2020-12's ``$defs`` and
-# draft-07's ``definitions``, both at the root of the document.
+# draft-07's ``definitions`` (zod-to-json-schema and many MCP servers still emit those), both at
+# the root of the document.
 DEFINITIONS = ("$defs", "definitions")
+# Keywords whose value maps names (of properties, definitions) to schemas: a key there is a name
+# (a property may be called "definitions"), never a keyword.
+NAMED = frozenset({"properties", "patternProperties", "dependentSchemas", *DEFINITIONS})
 
 
 def json_kind(value: Any, preview: int = 40) -> str:
