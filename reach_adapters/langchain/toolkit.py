@@ -226,15 +226,11 @@ class ReachToolkit(BaseToolkit):
         # What the principal may not see is the router's to refuse, naming its rule: a call by its
         # name goes to the first namespace listed that declares it.
         homes.anywhere = dict(homes.spaces)
-        if self.principal is not None:
-            for info in self.router.catalog():
-                space = parse_agent_id(info.agent_id).namespace
-                for cap in info.capabilities if space in rank else ():
-                    if (
-                        rank[space] < rank[homes.anywhere.get(cap.name, space)]
-                        or cap.name not in homes.anywhere
-                    ):
-                        homes.anywhere[cap.name] = space
+        for info in self.router.catalog() if self.principal is not None else ():
+            space = parse_agent_id(info.agent_id).namespace
+            for cap in info.capabilities if space in rank else ():
+                first = homes.anywhere.setdefault(cap.name, space)
+                homes.anywhere[cap.name] = min(first, space, key=rank.__getitem__)
         return homes
 
     def _home(self, capability: str) -> str | None:
@@ -273,9 +269,9 @@ class ReachToolkit(BaseToolkit):
 
         A call by capability name goes to the toolkit's namespaces only (see `ReachAnyTool`).
         """
-        spaces = self._spaces
         if ":" not in target:
             return None if self._matches(target) else "it is not one of the capabilities this toolkit offers"
+        spaces = self._spaces
         if spaces is not None and parse_agent_id(target).namespace not in spaces:
             return f"only agents of {_named(spaces)} are offered"
         if self.capabilities is None:

@@ -87,9 +87,12 @@ def _evaluated(annotation: Any, scope: dict[str, Any], fn: Callable[..., Any]) -
 
 
 def _payload_parameter(fn: Callable[..., Any]) -> inspect.Parameter | None:
-    """The parameter a ``payload`` call passes the payload to: the first."""
+    """The parameter a ``payload`` call passes the payload to: the first, unless it gathers
+    several (``*args``, ``**kwargs``)."""
     params = _parameters(fn)
-    return params[0] if params and params[0].kind is not params[0].VAR_KEYWORD else None
+    if not params or params[0].kind in (params[0].VAR_POSITIONAL, params[0].VAR_KEYWORD):
+        return None
+    return params[0]
 
 
 def _described(annotation: Any) -> dict[str, Any] | None:
@@ -108,7 +111,7 @@ def _payload_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
     """The JSON Schema of a ``payload`` parameter's annotation, None when it takes anything. A
     recursive model's (a root ``$ref``) is its definition, so that it reads as the object it is."""
     param = _payload_parameter(fn)
-    if param is None or param.kind is param.VAR_POSITIONAL:
+    if param is None:
         return None
     schema = _described(param.annotation)
     if schema is None or set(schema) != {"$ref", "$defs"}:
@@ -163,7 +166,7 @@ def made_arguments(fn: Callable[..., Any]) -> dict[str, TypeAdapter[Any]]:
 def payload_type(fn: Callable[..., Any]) -> TypeAdapter[Any] | None:
     """A validator for a ``payload`` parameter annotated with a model or a dataclass, else None."""
     param = _payload_parameter(fn)
-    return made_arguments(fn).get(param.name) if param is not None else None
+    return TypeAdapter(param.annotation) if param is not None and _holds_model(param.annotation) else None
 
 
 def _holds_model(annotation: Any) -> bool:
