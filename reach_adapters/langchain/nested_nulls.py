@@ -36,7 +36,6 @@ from reach_adapters.langchain.schema_refs import (
     Path,
     as_pointer,
     at,
-    fresh,
     holds_resource,
     is_definition,
     pointer,
@@ -44,7 +43,7 @@ from reach_adapters.langchain.schema_refs import (
     schemas,
     with_copied_targets,
 )
-from reach_adapters.router import DEFINITIONS
+from reach_adapters.router import DEFINITIONS, numbered
 
 __all__ = ["Nulls", "nullable_optionals", "without_nulls"]
 
@@ -226,7 +225,7 @@ class _Walk:
         self.open.discard(target)
         self.made[target] = None
         if nulls is not None:
-            copy = (target[0], fresh(f"{target[1]}_nullable", self.taken[target[0]]))
+            copy = (target[0], numbered(f"{target[1]}_nullable", self.taken[target[0]]))
             self.taken[target[0]].add(copy[1])
             self.made[target] = _Made(shown, copy, nulls)
         return self.made[target]

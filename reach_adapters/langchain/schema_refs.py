@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from reach_adapters.langchain.schema_keywords import DATA
-from reach_adapters.router import DEFINITIONS, NAMED
+from reach_adapters.router import DEFINITIONS, NAMED, numbered
 
 __all__ = [
     "CUT",
@@ -17,7 +17,6 @@ __all__ = [
     "Path",
     "as_pointer",
     "at",
-    "fresh",
     "holds_resource",
     "is_definition",
     "pointer",
@@ -122,7 +121,7 @@ def with_copied_targets(schema: dict[str, Any]) -> tuple[dict[str, Any], frozens
     taken = set(defs)
     names: dict[Path, str] = {}
     for target in copyable:
-        names[target] = fresh(".".join(target), taken)
+        names[target] = numbered(".".join(target), taken)
         taken.add(names[target])
     moved = {target: as_pointer((key, name)) for target, name in names.items()}
     out = repointed(schema, moved, root=True)
@@ -135,16 +134,6 @@ def with_copied_targets(schema: dict[str, Any]) -> tuple[dict[str, Any], frozens
 def is_definition(path: Path) -> bool:
     """Whether `path` is that of a definition of the document's root."""
     return len(path) == 2 and path[0] in DEFINITIONS
-
-
-def fresh(name: str, taken: set[str]) -> str:
-    """`name`, or with the first number that makes it none of those `taken`."""
-    number = 2
-    found = name
-    while found in taken:
-        found = f"{name}_{number}"
-        number += 1
-    return found
 
 
 def _copyable(schema: dict[str, Any], target: Path) -> bool:

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_vali
 from reach_adapters.errors import InvalidDeclarationError, describe_validation_error
 from reach_adapters.langchain.consensus import CONSENSUS_TOOL_NAME, ReachConsensusTool
 from reach_adapters.langchain.tools import GENERIC_TOOL_NAME, CapabilityTool, ReachAnyTool
-from reach_adapters.router import UNUSABLE_STATES, Capability, Router, cautious, parse_agent_id
+from reach_adapters.router import UNUSABLE_STATES, Capability, Router, cautious, numbered, parse_agent_id
 
 __all__ = ["ReachToolkit"]
 
@@ -331,7 +331,7 @@ def _safe_names(capabilities: Collection[str], *, taken: set[str]) -> dict[str, 
     taken = taken | owned
     names = {name: name for name in owned}
     for capability in sorted(set(capabilities) - owned):
-        names[capability] = tool_name = _unique(_safe(capability), taken)
+        names[capability] = tool_name = numbered(_safe(capability), taken, limit=_MAX_NAME)
         taken.add(tool_name)
     return names
 
@@ -342,12 +342,3 @@ def _safe(capability: str) -> str:
     if not (name[0].isalpha() or name[0] == "_"):
         name = "_" + name
     return name[:_MAX_NAME]
-
-
-def _unique(base: str, taken: set[str]) -> str:
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        suffix = f"_{n}"
-        name = base[: _MAX_NAME - len(suffix)] + suffix
-    return name

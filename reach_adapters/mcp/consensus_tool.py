@@ -28,6 +28,7 @@ from reach_adapters.router import (
     consensus_tool_answer,
     consensus_tool_options,
     first_error,
+    numbered,
 )
 
 __all__ = ["CONSENSUS_TOOL", "call_consensus", "consensus_tool", "consensus_tool_name"]
@@ -37,11 +38,7 @@ CONSENSUS_TOOL = CONSENSUS_TOOL_NAME
 
 def consensus_tool_name(taken: Collection[str]) -> str:
     """``reach_consensus``, or the first numbered name no capability tool has."""
-    name, n = CONSENSUS_TOOL, 1
-    while name in taken:
-        n += 1
-        name = f"{CONSENSUS_TOOL}_{n}"
-    return name
+    return numbered(CONSENSUS_TOOL, taken)
 
 
 def consensus_tool(name: str) -> Tool:

@@ -26,6 +26,7 @@ from reach_adapters.router.hops import CallerWait
 from reach_adapters.router.identity import AgentId, agent_id_part, parse_agent_id
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward, time_left
+from reach_adapters.router.naming import numbered
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.outcomes import (
     FIX_OPTIONS,
@@ -100,6 +101,7 @@ __all__ = [
     "import_object",
     "input_required_result",
     "meta_from_request",
+    "numbered",
     "ok_result",
     "on_loop",
     "onward",
