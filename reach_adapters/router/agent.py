@@ -23,10 +23,12 @@ from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.signatures import (
     CallStyle,
     derive_capability,
+    input_schema,
     keywords,
     made_arguments,
     payload_type,
     positional_only,
+    read_parameters,
     style_of,
 )
 
@@ -104,6 +106,22 @@ def _answered(
     return build_trusted(ReachResult, values)
 
 
+def _typed(capabilities: tuple[Capability, ...], params: list[inspect.Parameter]) -> tuple[Capability, ...]:
+    """A ``payload`` function's declarations given without an input schema, with its annotation's:
+    ``Capability("shout")`` over ``shout(payload: str)`` takes a text, so a dict is the caller's
+    mistake, not a failure of the function (nor its quarantine). A keyword function's binding
+    already refuses what it cannot take (`_arguments`)."""
+    if all("input_schema" in cap.model_fields_set for cap in capabilities):
+        return capabilities
+    schema = input_schema("payload", params)
+    if schema is None:
+        return capabilities
+    return tuple(
+        cap if "input_schema" in cap.model_fields_set else cap.model_copy(update={"input_schema": schema})
+        for cap in capabilities
+    )
+
+
 class FunctionAgent:
     """Wraps a sync or async callable as an agent.
 
@@ -113,8 +131,9 @@ class FunctionAgent:
     become keyword arguments, and a field the function does not take, or a missing required
     one, is the caller's mistake (`InvalidMessageError`), never the agent's failure. Without
     capabilities, one is derived from the function's name, docstring and signature (for
-    ``payload``, its annotation). Arguments, or a payload, annotated with a pydantic model or a
-    dataclass are made one of their JSON.
+    ``payload``, its annotation, which a capability given without an input schema takes too).
+    Arguments, or a payload, annotated with a pydantic model or a dataclass are
+    made one of their JSON.
 
     Sync functions run in a thread pool of the agent's own, as large as its capabilities'
     `max_concurrency` together, so a hung function can starve no other agent. A call past its
@@ -149,11 +168,15 @@ class FunctionAgent:
         self._takes, self._requires = keywords(fn) if self._style == "kwargs" else (None, _NONE)
         # Parameters before a "/" are passed by position: their names and defaults, in order.
         self._positional = positional_only(fn) if self._style == "kwargs" else ()
-        self._made = made_arguments(fn) if self._style == "kwargs" else {}
-        self._payload_type = payload_type(fn) if self._style == "payload" else None
+        params = read_parameters(fn)
+        self._made = made_arguments(params) if self._style == "kwargs" else {}
+        self._payload_type = payload_type(params) if self._style == "payload" else None
         if capabilities is None:
-            capabilities = [derive_capability(fn, self._style)]
-        self._capabilities = validate_capabilities(agent_id, capabilities)
+            self._capabilities: tuple[Capability, ...] = (derive_capability(fn, self._style, params),)
+        else:
+            self._capabilities = validate_capabilities(agent_id, capabilities)
+            if self._style == "payload":
+                self._capabilities = _typed(self._capabilities, params)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 from collections.abc import Callable
 from dataclasses import is_dataclass
-from typing import Any, Literal, get_args
+from functools import partial
+from types import SimpleNamespace
+from typing import Any, Literal, get_args, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -17,10 +20,12 @@ from reach_adapters.router.capability import Capability
 __all__ = [
     "CallStyle",
     "derive_capability",
+    "input_schema",
     "keywords",
     "made_arguments",
     "payload_type",
     "positional_only",
+    "read_parameters",
     "style_of",
 ]
 
@@ -44,52 +49,74 @@ def style_of(fn: Callable[..., Any]) -> CallStyle:
     return "kwargs"
 
 
-def derive_capability(fn: Callable[..., Any], style: CallStyle) -> Capability:
+def derive_capability(
+    fn: Callable[..., Any], style: CallStyle, params: list[inspect.Parameter]
+) -> Capability:
+    """The capability of a function given none: its name, docstring and `input_schema`."""
     name = getattr(fn, "__name__", type(fn).__name__)
     description = inspect.getdoc(fn) or ""
-    if style == "message":
-        # A function of the whole message takes any payload: no schema of its own.
+    schema = input_schema(style, params)
+    if schema is None:
         return Capability(name=name, description=description)
+    return Capability(name=name, description=description, input_schema=schema)
+
+
+def input_schema(style: CallStyle, params: list[inspect.Parameter]) -> dict[str, Any] | None:
+    """What a function of `params` takes, as a JSON Schema; None when it takes anything.
+
+    A function of the whole message takes any payload. A ``payload`` function takes its
+    annotation (``payload: str``): declaring it lets the router refuse anything else as the
+    caller's mistake, and lets tools show it. Otherwise the keyword arguments are an object's.
+    """
+    if style == "message":
+        return None
     if style == "payload":
-        # The payload's annotation is what the function takes (``payload: str``): declaring it
-        # lets the router refuse anything else as the caller's mistake, and lets tools show it.
-        schema = _payload_schema(fn)
-        if schema is None:
-            return Capability(name=name, description=description)
-        return Capability(name=name, description=description, input_schema=schema)
-    return Capability(name=name, description=description, input_schema=_signature_schema(fn))
+        return _payload_schema(params)
+    return _signature_schema(params)
 
 
-def _parameters(fn: Callable[..., Any]) -> list[inspect.Parameter]:
-    """`fn`'s parameters, their annotations evaluated where they can be, one by one: one that
-    cannot be (a name imported for type checkers only, a text) stays as written and leaves the
-    others typed; none for a callable without a signature."""
+def read_parameters(fn: Callable[..., Any]) -> list[inspect.Parameter]:
+    """`fn`'s parameters, their annotations evaluated in `fn`'s module, one by one, nested
+    forward references (``list["Order"]``) included: one that cannot be evaluated (a name imported
+    for type checkers only) takes anything and leaves the others typed. None for a callable
+    without a signature. Read once per agent: evaluating an annotation runs its code."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return []
-    scope = getattr(inspect.unwrap(fn), "__globals__", None)
-    if scope is None:
-        return params
+    scope = _scope(fn)
     return [p.replace(annotation=_evaluated(p.annotation, scope, fn)) for p in params]
 
 
+def _scope(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The names `fn`'s annotations were written among: a function's module, or for a partial,
+    a callable object or a class, the module of what it wraps or of its class."""
+    target = inspect.unwrap(fn)
+    while isinstance(target, partial):
+        target = inspect.unwrap(target.func)
+    scope = getattr(target, "__globals__", None)
+    if isinstance(scope, dict):
+        return scope
+    module = sys.modules.get(getattr(target, "__module__", None) or type(target).__module__)
+    return vars(module) if module is not None else {}
+
+
 def _evaluated(annotation: Any, scope: dict[str, Any], fn: Callable[..., Any]) -> Any:
-    """A text annotation evaluated in the function's module, as ``inspect.signature(fn,
-    eval_str=True)`` would, for this annotation alone."""
-    if not isinstance(annotation, str):
+    """An annotation evaluated in the function's module, as ``typing.get_type_hints`` would (and
+    with it any text nested in it, which pydantic would otherwise look up in this module)."""
+    if annotation is inspect.Parameter.empty:
         return annotation
+    holder = SimpleNamespace(__annotations__={"annotation": annotation})
     try:
-        return eval(annotation, scope)  # noqa: S307 - what eval_str does: the module's own code
+        return get_type_hints(holder, globalns=scope, include_extras=True)["annotation"]
     except Exception as exc:  # noqa: BLE001 - evaluating an annotation runs any code it holds
-        logger.debug("an annotation of %r stays as written: %r", fn, exc)
-        return annotation
+        logger.debug("an annotation of %r takes anything, as it cannot be evaluated: %r", fn, exc)
+        return Any
 
 
-def _payload_parameter(fn: Callable[..., Any]) -> inspect.Parameter | None:
+def _payload_parameter(params: list[inspect.Parameter]) -> inspect.Parameter | None:
     """The parameter a ``payload`` call passes the payload to: the first, unless it gathers
     several (``*args``, ``**kwargs``)."""
-    params = _parameters(fn)
     if not params or params[0].kind in (params[0].VAR_POSITIONAL, params[0].VAR_KEYWORD):
         return None
     return params[0]
@@ -97,9 +124,8 @@ def _payload_parameter(fn: Callable[..., Any]) -> inspect.Parameter | None:
 
 def _described(annotation: Any) -> dict[str, Any] | None:
     """pydantic's JSON Schema of an annotation; None for one that takes anything: none, ``Any``,
-    ``object``, one pydantic cannot express, or one left as text (pydantic would look its names
-    up in this module, not the function's)."""
-    if annotation in (inspect.Parameter.empty, Any, object) or isinstance(annotation, str):
+    ``object``, or one pydantic cannot express."""
+    if annotation in (inspect.Parameter.empty, Any, object):
         return None
     try:
         return TypeAdapter(annotation).json_schema() or None
@@ -107,10 +133,10 @@ def _described(annotation: Any) -> dict[str, Any] | None:
         return None
 
 
-def _payload_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
+def _payload_schema(params: list[inspect.Parameter]) -> dict[str, Any] | None:
     """The JSON Schema of a ``payload`` parameter's annotation, None when it takes anything. A
     recursive model's (a root ``$ref``) is its definition, so that it reads as the object it is."""
-    param = _payload_parameter(fn)
+    param = _payload_parameter(params)
     if param is None:
         return None
     schema = _described(param.annotation)
@@ -123,12 +149,11 @@ def _payload_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
     return schema
 
 
-def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
+def _signature_schema(params: list[inspect.Parameter]) -> dict[str, Any]:
     """The JSON Schema of a function's keyword arguments, through pydantic."""
     properties: dict[str, Any] = {}
     required: list[str] = []
     defs: dict[str, Any] = {}
-    params = _parameters(fn)
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
@@ -153,19 +178,19 @@ def _signature_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     return schema
 
 
-def made_arguments(fn: Callable[..., Any]) -> dict[str, TypeAdapter[Any]]:
+def made_arguments(params: list[inspect.Parameter]) -> dict[str, TypeAdapter[Any]]:
     """A validator for each parameter whose annotation holds a pydantic model or a dataclass
     (``order: Order``, ``items: list[Item]``); other arguments pass as JSON gives them, untouched."""
     return {
         p.name: TypeAdapter(p.annotation)
-        for p in _parameters(fn)
+        for p in params
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and _holds_model(p.annotation)
     }
 
 
-def payload_type(fn: Callable[..., Any]) -> TypeAdapter[Any] | None:
+def payload_type(params: list[inspect.Parameter]) -> TypeAdapter[Any] | None:
     """A validator for a ``payload`` parameter annotated with a model or a dataclass, else None."""
-    param = _payload_parameter(fn)
+    param = _payload_parameter(params)
     return TypeAdapter(param.annotation) if param is not None and _holds_model(param.annotation) else None
 
 

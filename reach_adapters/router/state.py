@@ -219,6 +219,18 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+def _text_of_text_tasks(adapt: Callable[[str, Any], Any] | None) -> Callable[[str, Any], Any]:
+    """For a capability that takes a text: a text task's ``{"text": ...}`` (what an A2A message of
+    text parts or a chat client sends) is that text, then read as the agent reads payloads."""
+
+    def adapted(capability: str, payload: Any) -> Any:
+        if type(payload) is dict and len(payload) == 1 and type(payload.get("text")) is str:
+            payload = payload["text"]
+        return payload if adapt is None else adapt(capability, payload)
+
+    return adapted
+
+
 @dataclass(slots=True, eq=False)
 class Slot:
     """One capability of one agent: the unit that selection ranks and limits.
@@ -252,6 +264,8 @@ class Slot:
         self.checks_input = self.input_validator is not None or self.object_only
         adapt = getattr(self.runtime.agent, "adapt_payload", None)
         self.adapt = adapt if callable(adapt) else None
+        if cap.input_schema.get("type") == "string":
+            self.adapt = _text_of_text_tasks(self.adapt)
 
     @property
     def agent_id(self) -> str:

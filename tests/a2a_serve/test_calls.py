@@ -96,6 +96,28 @@ async def test_text_without_a_skill_is_matched_and_the_hop_metadata_continues(se
     assert meta["agent-reach/agent_id"] == "util:reverse:01"
 
 
+async def test_text_reaches_a_function_of_a_text_payload_named_or_matched(served: Serve) -> None:
+    def whisper(payload: str) -> str:
+        return payload.lower()
+
+    capability = Capability(name="whisper", description="lower-case a text", keywords=["whisper"])
+    server = await served()
+    server.gateway.router.register(
+        FunctionAgent(whisper, agent_id="util:whisper:01", capabilities=[capability])
+    )
+    async with server.client() as client:
+        named = await task_of(client, request(message("QUIET Please", skill="whisper")))
+        matched = await task_of(client, request(message("WHISPER this")))
+        data = await task_of(client, request(message({"text": 3}, skill="whisper")))
+    assert named.status.state == TaskState.TASK_STATE_COMPLETED, named.status
+    assert text_of(named) == "quiet please"
+    assert matched.status.state == TaskState.TASK_STATE_COMPLETED, matched.status
+    assert text_of(matched) == "whisper this"
+    # Only a text is unboxed: anything else is still the caller's mistake.
+    assert data.status.state == TaskState.TASK_STATE_REJECTED
+    assert (meta_of(data)["agent-reach/status"], meta_of(data)["agent-reach/fault"]) == ("invalid", "caller")
+
+
 async def test_the_packed_hop_metadata_continues_and_a_malformed_one_is_refused(served: Serve) -> None:
     server = await served()
     server.gateway.router.register(shout())

@@ -12,6 +12,7 @@ from middleware import Fault, ReachMessage, ResultStatus
 from reach_adapters import (
     AgentId,
     BreakerSettings,
+    BreakerState,
     Capability,
     FunctionAgent,
     InvalidDeclarationError,
@@ -21,6 +22,7 @@ from reach_adapters import (
     Trigger,
     parse_agent_id,
 )
+from tests.core.conftest import agent_info
 
 
 def test_agent_id_parts() -> None:
@@ -329,14 +331,63 @@ async def test_a_payload_function_declares_its_annotation_and_is_given_its_type(
         for agent in agents:
             router.register(agent)
         assert (await router.route("shout", "hi")).payload == "HI"
-        refused = await router.route("shout", {"text": "hi"})
+        refused = await router.route("shout", {"words": "hi"})
         assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        # A text task's object (an A2A message of text parts) is its text.
+        assert (await router.route("shout", {"text": "hi"})).payload == "HI"
         assert (await router.route("pack", {"weight_kg": 2})).payload == 2.0
         refused = await router.route("pack", {"weight_kg": "heavy"})
         assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
         # `object` (or no annotation, or Any) takes any payload, as before.
         for payload in ("hi", 3, [1], {"a": 1}):
             assert (await router.route("echo", payload)).payload == payload
+
+
+async def test_a_capability_given_no_input_schema_takes_the_payload_annotation() -> None:
+    """``Capability("shout")`` over ``shout(payload: str)``: a dict is refused as the caller's
+    mistake, never given to the function to fail on (and quarantine it); a schema given stands."""
+    given = {"type": "object", "properties": {"text": {"type": "string"}}}
+    agent = FunctionAgent(
+        shout,
+        agent_id="t:shout:01",
+        capabilities=[
+            Capability(name="shout"),
+            {"name": "yell"},
+            Capability(name="loud", input_schema=given),
+        ],
+    )
+    assert [cap.input_schema for cap in agent.capabilities] == [{"type": "string"}, {"type": "string"}, given]
+    async with Router() as router:
+        router.register(agent)
+        for _ in range(3):
+            refused = await router.route("shout", {"words": "hi"})
+            assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        info = agent_info(router, "t:shout:01")
+        assert (info.breaker, info.calls, info.failures) == (BreakerState.CLOSED, 0, 0)
+        assert (await router.route("yell", "hi")).payload == "HI"
+
+
+def test_a_nested_forward_reference_is_read_in_the_functions_module() -> None:
+    """``list["Capability"]`` written in a module of its own names that module's `Capability`,
+    not the library's namesake (pydantic alone would look the text up where it is called)."""
+    from tests.core import forward_refs
+
+    schema = FunctionAgent(forward_refs.sizes, agent_id="t:sizes:01").capabilities[0].input_schema
+    assert schema["items"] == {"$ref": "#/$defs/Capability"}
+    assert schema["$defs"]["Capability"]["properties"] == {"size": {"title": "Size", "type": "integer"}}
+    keyed = FunctionAgent(forward_refs.total, agent_id="t:total:01").capabilities[0].input_schema
+    assert keyed["$defs"]["Capability"]["properties"] == {"size": {"title": "Size", "type": "integer"}}
+
+
+def test_an_agents_annotations_are_evaluated_once() -> None:
+    """Evaluating an annotation runs its code: building the agent does it once, not once for the
+    schema and again for the payload's validator."""
+    from tests.core import forward_refs
+
+    evaluated = forward_refs.EVALUATED
+    evaluated.clear()
+    FunctionAgent(forward_refs.noted, agent_id="t:noted:01")
+    assert evaluated == [str]
 
 
 def worded(payload: "a list of words") -> str:  # type: ignore[valid-type]  # noqa: F722
