@@ -20,6 +20,13 @@ from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.outcomes import ErrorKind
+from reach_adapters.router.schemas import (
+    compiled_validator,
+    first_error,
+    schema_key,
+    takes_text,
+    text_of_task,
+)
 from reach_adapters.router.signatures import (
     CallStyle,
     derive_capability,
@@ -106,22 +113,6 @@ def _answered(
     return build_trusted(ReachResult, values)
 
 
-def _typed(capabilities: tuple[Capability, ...], params: list[inspect.Parameter]) -> tuple[Capability, ...]:
-    """A ``payload`` function's declarations given without an input schema, with its annotation's:
-    ``Capability("shout")`` over ``shout(payload: str)`` takes a text, so a dict is the caller's
-    mistake, not a failure of the function (nor its quarantine). A keyword function's binding
-    already refuses what it cannot take (`_arguments`)."""
-    if all("input_schema" in cap.model_fields_set for cap in capabilities):
-        return capabilities
-    schema = input_schema("payload", params)
-    if schema is None:
-        return capabilities
-    return tuple(
-        cap if "input_schema" in cap.model_fields_set else cap.model_copy(update={"input_schema": schema})
-        for cap in capabilities
-    )
-
-
 class FunctionAgent:
     """Wraps a sync or async callable as an agent.
 
@@ -131,7 +122,8 @@ class FunctionAgent:
     become keyword arguments, and a field the function does not take, or a missing required
     one, is the caller's mistake (`InvalidMessageError`), never the agent's failure. Without
     capabilities, one is derived from the function's name, docstring and signature (for
-    ``payload``, its annotation, which a capability given without an input schema takes too).
+    ``payload``, its annotation, which the function checks itself under a capability given
+    without an input schema; a text task's ``{"text": ...}`` is its text for ``payload: str``).
     Arguments, or a payload, annotated with a pydantic model or a dataclass are
     made one of their JSON.
 
@@ -172,16 +164,30 @@ class FunctionAgent:
         self._made = made_arguments(params) if self._style == "kwargs" else {}
         self._payload_type = payload_type(params) if self._style == "payload" else None
         if capabilities is None:
-            self._capabilities: tuple[Capability, ...] = (derive_capability(fn, self._style, params),)
-        else:
-            self._capabilities = validate_capabilities(agent_id, capabilities)
-            if self._style == "payload":
-                self._capabilities = _typed(self._capabilities, params)
+            capabilities = [derive_capability(fn, self._style, params)]
+        self._capabilities = validate_capabilities(agent_id, capabilities)
+        # A payload annotation pydantic does not build (``payload: str``), as a schema: checked
+        # for the capabilities declared without one of their own, and telling whether a text
+        # task's text is what the function takes.
+        unbuilt = self._style == "payload" and self._payload_type is None
+        annotated = input_schema("payload", params) if unbuilt else None
+        self._annotation = None if annotated is None else compiled_validator(schema_key(annotated))
+        self._unchecked = frozenset(
+            cap.name for cap in self._capabilities if "input_schema" not in cap.model_fields_set
+        )
+        self._takes_text = self._annotation is not None and takes_text(self._annotation)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property
     def agent_id(self) -> str:
         return self._agent_id
+
+    @property
+    def adapt_payload(self) -> Callable[[str, Any], Any] | None:
+        """The router's hook for payloads of another shape (see `Agent`): a text task's
+        ``{"text": ...}`` is its text for a function of a text payload; None for any other, so
+        the router has nothing to call."""
+        return _text_or_payload if self._takes_text else None
 
     @property
     def capabilities(self) -> Sequence[Capability]:
@@ -239,9 +245,15 @@ class FunctionAgent:
         if self._style == "message":
             return (message,), {}
         if self._style == "payload":
+            payload = message.raw_payload
             if self._payload_type is not None:
-                return (self._made_one("payload", self._payload_type, message.raw_payload),), {}
-            return (message.raw_payload,), {}
+                return (self._made_one("payload", self._payload_type, payload),), {}
+            if self._annotation is not None and message.meta_info.capability in self._unchecked:
+                problem = first_error(self._annotation, payload)
+                if problem is not None:
+                    msg = f"agent {self._agent_id}: the payload is not what the function takes: {problem}"
+                    raise InvalidMessageError(msg)
+            return (payload,), {}
         payload = message.raw_payload
         if payload is None:
             payload = {}
@@ -285,6 +297,11 @@ class FunctionAgent:
         except ValidationError as exc:
             msg = f"agent {self._agent_id}: {what}: {describe_validation_error(exc)}"
             raise InvalidMessageError(msg) from None
+
+
+def _text_or_payload(capability: str, payload: Any) -> Any:
+    text = text_of_task(payload)
+    return payload if text is None else text
 
 
 def _by_position(

@@ -89,12 +89,19 @@ def read_parameters(fn: Callable[..., Any]) -> list[inspect.Parameter]:
 
 
 def _scope(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The names `fn`'s annotations were written among: a function's module, or for a partial,
-    a callable object or a class, the module of what it wraps or of its class."""
+    """The names `fn`'s annotations were written among: the module of the function whose
+    signature it is (a partial's function, a callable object's ``__call__``, a class's
+    ``__init__``, inherited ones included), else of its class."""
     target = inspect.unwrap(fn)
     while isinstance(target, partial):
         target = inspect.unwrap(target.func)
-    scope = getattr(target, "__globals__", None)
+    written: Any = target
+    if isinstance(target, type):
+        init = getattr(target, "__init__", None)
+        written = init if init is not object.__init__ else target.__new__
+    elif not inspect.isroutine(target):
+        written = type(target).__call__
+    scope = getattr(inspect.unwrap(written), "__globals__", None)
     if isinstance(scope, dict):
         return scope
     module = sys.modules.get(getattr(target, "__module__", None) or type(target).__module__)
@@ -108,7 +115,9 @@ def _evaluated(annotation: Any, scope: dict[str, Any], fn: Callable[..., Any]) -
         return annotation
     holder = SimpleNamespace(__annotations__={"annotation": annotation})
     try:
-        return get_type_hints(holder, globalns=scope, include_extras=True)["annotation"]
+        # Locals of their own: `typing` caches some annotations (``Optional["Order"]``) across
+        # modules and, were they the globals, would keep the first module's answer for all.
+        return get_type_hints(holder, globalns=scope, localns={}, include_extras=True)["annotation"]
     except Exception as exc:  # noqa: BLE001 - evaluating an annotation runs any code it holds
         logger.debug("an annotation of %r takes anything, as it cannot be evaluated: %r", fn, exc)
         return Any

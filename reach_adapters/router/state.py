@@ -17,7 +17,7 @@ from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
 from reach_adapters.router.portal import running_loop
-from reach_adapters.router.schemas import CompiledSchema, first_error, json_kind
+from reach_adapters.router.schemas import CompiledSchema, first_error, json_kind, takes_text, text_of_task
 
 __all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist", "wake"]
 
@@ -219,14 +219,15 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def _text_of_text_tasks(adapt: Callable[[str, Any], Any] | None) -> Callable[[str, Any], Any]:
-    """For a capability that takes a text: a text task's ``{"text": ...}`` (what an A2A message of
-    text parts or a chat client sends) is that text, then read as the agent reads payloads."""
+def _then_text(adapt: Callable[[str, Any], Any] | None) -> Callable[[str, Any], Any]:
+    """For a capability that takes a text: the payload as its agent reads it, then a text task's
+    ``{"text": ...}`` (an A2A message of text parts) as its text."""
 
     def adapted(capability: str, payload: Any) -> Any:
-        if type(payload) is dict and len(payload) == 1 and type(payload.get("text")) is str:
-            payload = payload["text"]
-        return payload if adapt is None else adapt(capability, payload)
+        if adapt is not None:
+            payload = adapt(capability, payload)
+        text = text_of_task(payload)
+        return payload if text is None else text
 
     return adapted
 
@@ -264,8 +265,8 @@ class Slot:
         self.checks_input = self.input_validator is not None or self.object_only
         adapt = getattr(self.runtime.agent, "adapt_payload", None)
         self.adapt = adapt if callable(adapt) else None
-        if cap.input_schema.get("type") == "string":
-            self.adapt = _text_of_text_tasks(self.adapt)
+        if self.input_validator is not None and takes_text(self.input_validator):
+            self.adapt = _then_text(self.adapt)
 
     @property
     def agent_id(self) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 
 import pytest
 from pydantic import BaseModel
 
-from middleware import Fault, ReachMessage, ResultStatus
+from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters import (
     AgentId,
     BreakerSettings,
@@ -22,6 +23,7 @@ from reach_adapters import (
     Trigger,
     parse_agent_id,
 )
+from reach_adapters.router import ok_result
 from tests.core.conftest import agent_info
 
 
@@ -343,28 +345,43 @@ async def test_a_payload_function_declares_its_annotation_and_is_given_its_type(
             assert (await router.route("echo", payload)).payload == payload
 
 
-async def test_a_capability_given_no_input_schema_takes_the_payload_annotation() -> None:
-    """``Capability("shout")`` over ``shout(payload: str)``: a dict is refused as the caller's
-    mistake, never given to the function to fail on (and quarantine it); a schema given stands."""
-    given = {"type": "object", "properties": {"text": {"type": "string"}}}
+async def test_a_capability_given_no_input_schema_still_gets_the_payload_annotation() -> None:
+    """``Capability("shout")`` over ``shout(payload: str)``: the declaration stays as given (a
+    replica declaring the same stays one), but a dict is refused as the caller's mistake, never
+    given to the function to fail on (and quarantine it), and a text task's text reaches it."""
     agent = FunctionAgent(
-        shout,
-        agent_id="t:shout:01",
-        capabilities=[
-            Capability(name="shout"),
-            {"name": "yell"},
-            Capability(name="loud", input_schema=given),
-        ],
+        shout, agent_id="t:shout:01", capabilities=[Capability(name="shout"), {"name": "yell"}]
     )
-    assert [cap.input_schema for cap in agent.capabilities] == [{"type": "string"}, {"type": "string"}, given]
+    assert [cap.input_schema for cap in agent.capabilities] == [{"type": "object"}] * 2
     async with Router() as router:
         router.register(agent)
         for _ in range(3):
             refused = await router.route("shout", {"words": "hi"})
             assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+            assert "not what the function takes" in (refused.error or "")
         info = agent_info(router, "t:shout:01")
         assert (info.breaker, info.calls, info.failures) == (BreakerState.CLOSED, 0, 0)
         assert (await router.route("yell", "hi")).payload == "HI"
+        assert (await router.route("yell", {"text": "hi"})).payload == "HI"
+
+
+class Plain:
+    """An agent of a text capability whose own reading renders any object as its JSON text."""
+
+    agent_id = "t:plain:01"
+    capabilities = (Capability(name="plain", input_schema={"type": "string"}),)
+
+    def adapt_payload(self, capability: str, payload: object) -> object:
+        return payload if isinstance(payload, str) else json.dumps(payload)
+
+    async def invoke(self, message: ReachMessage) -> ReachResult:
+        return ok_result(message, self.agent_id, message.raw_payload)
+
+
+async def test_a_text_capability_reads_a_text_task_after_its_agent_reads_it() -> None:
+    async with Router() as router:
+        router.register(Plain())
+        assert (await router.route("plain", {"text": "hi"})).payload == '{"text": "hi"}'
 
 
 def test_a_nested_forward_reference_is_read_in_the_functions_module() -> None:
@@ -377,6 +394,26 @@ def test_a_nested_forward_reference_is_read_in_the_functions_module() -> None:
     assert schema["$defs"]["Capability"]["properties"] == {"size": {"title": "Size", "type": "integer"}}
     keyed = FunctionAgent(forward_refs.total, agent_id="t:total:01").capabilities[0].input_schema
     assert keyed["$defs"]["Capability"]["properties"] == {"size": {"title": "Size", "type": "integer"}}
+
+
+async def test_a_forward_reference_typing_shares_across_modules_is_read_in_each() -> None:
+    """``Optional["Order"]`` in two modules is one object to `typing`, and an inherited
+    ``__call__`` names its own module's classes: each agent gets its own module's `Order`."""
+    from tests.core import forward_refs, forward_refs_other
+
+    agents = [
+        FunctionAgent(forward_refs.ordered, agent_id="t:mine:01"),
+        FunctionAgent(forward_refs_other.ordered, agent_id="t:other:01"),
+        FunctionAgent(forward_refs_other.ShopHandler(), agent_id="t:handler:01"),
+    ]
+    async with Router() as router:
+        for agent in agents:
+            router.register(agent)
+        mine = await router.send("t:mine:01", {"qty": 1})
+        other = await router.send("t:other:01", {"sku": "A"})
+        handled = await router.send("t:handler:01", {"qty": 1})
+    assert mine.payload == handled.payload == "tests.core.forward_refs", (mine.error, handled.error)
+    assert other.payload == "tests.core.forward_refs_other", other.error
 
 
 def test_an_agents_annotations_are_evaluated_once() -> None:
