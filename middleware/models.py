@@ -104,6 +104,13 @@ class MetaInfo(_Model):
         None,
         description="For streamed calls: what to stream, e.g. LangGraph's 'messages', 'updates' or 'values'.",
     )
+    subgraphs: bool = Field(
+        False,
+        description=(
+            "For streamed calls to a LangGraph graph: its subgraphs' chunks too, each as [namespace, "
+            "chunk] (or [namespace, mode, chunk] for several modes), as LangGraph's subgraphs=True."
+        ),
+    )
 
     @model_serializer(mode="wrap")
     def _resume_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, JsonValue]:

@@ -185,12 +185,16 @@ class LangChainAgent:
         """The runnable's `astream` chunks as JSON (a runnable that cannot stream yields once).
 
         A graph streams in the call's ``stream_mode`` (LangGraph's ``messages``, ``updates``,
-        ``values``, ``custom``, or a list of them), when it gives one.
+        ``values``, ``custom``, or a list of them), when it gives one, and with ``subgraphs``
+        its subgraphs' chunks too, each after its namespace.
         """
         config = run_config(self._config, message, self._agent_id)
         native, runnable = await self._input(message, config)
-        mode = message.meta_info.stream_mode
+        meta = message.meta_info
+        mode = meta.stream_mode
         options: dict[str, Any] = {} if mode is None else {"stream_mode": mode}
+        if meta.subgraphs:
+            options["subgraphs"] = True
         chunks = self._chunks
         stream = aiter(runnable.astream(native, config, **options))
         while True:
@@ -203,7 +207,7 @@ class LangChainAgent:
                 except Exception as exc:
                     self._refuse_bad_resume(exc, message)
                     raise
-            if mode is None and interrupts(chunk) is not None:
+            if mode is None and interrupts(chunk[-1] if meta.subgraphs else chunk) is not None:
                 # LangGraph's own marker: the stream's end below says what the graph asks.
                 continue
             if chunks is not None:
@@ -237,6 +241,9 @@ class LangChainAgent:
         meta = message.meta_info
         if meta.stream_mode is not None:
             self._check_stream_mode(meta.stream_mode)
+        if meta.subgraphs and self._graph is None:
+            msg = f"subgraphs is for LangGraph graphs; agent {self._agent_id} is not one"
+            raise InvalidMessageError(msg)
         if self._thread_required and not thread_of(config):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "

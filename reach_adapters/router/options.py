@@ -53,6 +53,8 @@ class CallOptions(TypedDict, total=False):
     """The answer to an agent that stopped for input (status ``input_required``)."""
     stream_mode: str | list[str] | None
     """For `Router.stream`: what to stream, e.g. LangGraph's ``"messages"``."""
+    subgraphs: bool
+    """For `Router.stream` of a LangGraph graph: its subgraphs' chunks too, each with its namespace."""
     fallback: list[str]
     """Agent ids to try when no candidate can serve."""
     strategy: str | None

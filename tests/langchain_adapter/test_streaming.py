@@ -10,12 +10,14 @@ from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
-from middleware import ReachMessage
-from reach_adapters import AgentCallError, Router
+from middleware import Fault, ReachMessage, ResultStatus
+from reach_adapters import AgentCallError, InputRequiredError, InvalidMessageError, Router
 from reach_adapters.langchain import LangChainAgent
 from tests.langchain_adapter.conftest import RunRecorder
 
@@ -138,3 +140,77 @@ async def test_a_streamed_run_is_named_and_tagged_like_an_invoked_one() -> None:
     run = recorder.named("track@shop:track:01")
     assert run.metadata["reach_task_id"] == message.meta_info.task_id
     assert "reach:agent:shop:track:01" in run.tags
+
+
+def nested_steps(*, ask: bool = False) -> Any:
+    """A graph whose step ``child`` is a graph of its own (adding one, or first asking whether to);
+    the outer graph then doubles."""
+
+    def inc(state: Steps) -> dict[str, int]:
+        if ask:
+            interrupt("add one?")
+        return {"n": state["n"] + 1}
+
+    inner = StateGraph(Steps)
+    inner.add_node("inc", inc)
+    inner.add_edge(START, "inc")
+    inner.add_edge("inc", END)
+    outer = StateGraph(Steps)
+    outer.add_node("child", inner.compile())
+    outer.add_node("double", lambda s: {"n": s["n"] * 2})
+    outer.add_edge(START, "child")
+    outer.add_edge("child", "double")
+    outer.add_edge("double", END)
+    return outer.compile(name="steps", checkpointer=InMemorySaver() if ask else None)
+
+
+async def test_subgraphs_streams_the_nested_graphs_chunks_after_their_namespace(router: Router) -> None:
+    router.register(LangChainAgent(nested_steps(), agent_id="math:steps:01"))
+
+    outer_only = await collect(router.stream("steps", {"n": 1}))
+    chunks = await collect(router.stream("steps", {"n": 1}, subgraphs=True))
+    moded = await collect(router.stream("steps", {"n": 1}, subgraphs=True, stream_mode=["updates"]))
+
+    assert outer_only == [{"child": {"n": 2}}, {"double": {"n": 4}}]
+    [(inner, update), *rest] = chunks
+    assert inner[0].startswith("child:")
+    assert update == {"inc": {"n": 2}}
+    assert rest == [[[], {"child": {"n": 2}}], [[], {"double": {"n": 4}}]]
+    assert [chunk[1:] for chunk in moded] == [
+        ["updates", {"inc": {"n": 2}}],
+        *(["updates", c] for c in outer_only),
+    ]
+    # A unary call answers as without it.
+    assert (await router.route("steps", {"n": 1}, subgraphs=True)).payload == {"n": 4}
+
+
+async def test_a_nested_graphs_question_ends_a_subgraphs_stream_once(router: Router) -> None:
+    router.register(LangChainAgent(nested_steps(ask=True), agent_id="math:steps:01"))
+    thread = {"thread_id": "t-sub"}
+
+    chunks: list[Any] = []
+
+    async def drain() -> None:
+        async for chunk in router.stream("steps", {"n": 1}, subgraphs=True, configurable=thread):
+            chunks.append(chunk)
+
+    with pytest.raises(InputRequiredError) as asked:
+        await drain()
+
+    # Said once, as the stream's end, not also as LangGraph's own chunk after its namespace.
+    assert not any("__interrupt__" in chunk[-1] for chunk in chunks), chunks
+    assert asked.value.result is not None
+    assert asked.value.result.payload == "add one?"
+    done = await router.route("steps", None, configurable=thread, resume="yes")
+    assert (done.status, done.payload) == (ResultStatus.OK, {"n": 4})
+
+
+async def test_subgraphs_for_a_runnable_that_is_no_graph_is_the_callers_mistake(router: Router) -> None:
+    router.register(LangChainAgent(RunnableLambda(lambda text: text, name="same"), agent_id="util:same:01"))
+
+    refused = await router.route("same", "hi", subgraphs=True)
+    with pytest.raises(InvalidMessageError, match="subgraphs is for LangGraph graphs"):
+        _ = [chunk async for chunk in router.stream("same", "hi", subgraphs=True)]
+
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert router.catalog()[0].failures == 0
