@@ -7,8 +7,9 @@ would refuse them; the tool's arguments are still checked against the capability
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, MODEL_MESSAGE_SCHEMA, model_message_list
@@ -29,16 +30,56 @@ def shown_to_models(schema: dict[str, Any]) -> tuple[dict[str, Any], Nulls | Non
         key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):  # not JSON: nothing to share it with
         return nullable_optionals(for_models(schema), schema)
-    text, nulls = _shown(key)
+    text, nulls = _worked_out.get(key)
     shown: dict[str, Any] = json.loads(text)
     return shown, nulls
 
 
-@lru_cache(maxsize=1024)
-def _shown(text: str) -> tuple[str, Nulls | None]:
+def _work_out(text: str) -> tuple[str, Nulls | None]:
     schema = json.loads(text)
     shown, nulls = nullable_optionals(for_models(schema), schema)
     return json.dumps(shown, separators=(",", ":")), nulls
+
+
+class _WorkedOut:
+    """Schemas worked out, by their text, the least recently used dropped first once the texts
+    kept pass `budget` characters: bounded by size, not count, so a few large schemas (21 KiB
+    each is common for a graph's state) cannot hold hundreds of MiB, and many small ones all stay.
+    Tool lists change (an MCP server's), so this serves a long-running gateway too."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.size = 0
+        self._entries: OrderedDict[str, tuple[str, Nulls | None]] = OrderedDict()
+        # get_tools may run in several threads (a sync agent's, say).
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> tuple[str, Nulls | None]:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                return found
+        found = _work_out(key)
+        size = len(key) + len(found[0])
+        if size > self.budget:
+            return found
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = found
+                self.size += size
+                while self.size > self.budget:
+                    dropped, (text, _) = self._entries.popitem(last=False)
+                    self.size -= len(dropped) + len(text)
+        return found
+
+
+# 16 Mi characters of schema text, the schemas and their shown forms together: about 8,000
+# schemas of 1 KiB, or 380 of 21 KiB.
+_worked_out = _WorkedOut(16 * 1024 * 1024)
 
 
 def for_models(schema: dict[str, Any]) -> dict[str, Any]:

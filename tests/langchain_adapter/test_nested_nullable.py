@@ -537,6 +537,37 @@ def test_a_schema_is_worked_out_once_and_each_tool_gets_a_copy(monkeypatch: pyte
     assert first["properties"]["limit"] == NULLABLE_LIMIT
 
 
+def test_the_schemas_worked_out_are_bounded_by_their_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The least recently used go first once the texts kept pass the budget; one larger than the
+    whole budget is worked out and not kept."""
+    calls: list[str] = []
+    real = nested_nulls.nullable_optionals
+
+    def counted(schema: dict[str, Any], original: dict[str, Any] | None = None) -> Any:
+        calls.append(str(schema.get("title")))
+        return real(schema, original)
+
+    monkeypatch.setattr(model_schemas, "nullable_optionals", counted)
+    sized = model_schemas._WorkedOut(budget=2_000)
+    monkeypatch.setattr(model_schemas, "_worked_out", sized)
+    schemas = [{**QUERY, "title": f"schema {n}"} for n in range(8)]
+    for schema in schemas:
+        model_schemas.shown_to_models(schema)
+        assert sized.size <= sized.budget
+    kept = len(sized)
+    assert 1 < kept < len(schemas)
+    calls.clear()
+    model_schemas.shown_to_models(schemas[-1])
+    assert calls == []
+    model_schemas.shown_to_models(schemas[0])
+    assert calls == ["schema 0"]
+    huge = {**QUERY, "title": "x" * 3_000}
+    shown, _ = model_schemas.shown_to_models(huge)
+    assert shown["properties"]["limit"] == NULLABLE_LIMIT
+    assert len(sized) <= kept
+    assert sized.size <= sized.budget
+
+
 async def test_a_union_option_cut_for_models_is_not_typed_by_what_is_left_of_it(router: Router) -> None:
     """`for_models` shows a reference that closes a cycle as a plain object; the definition it
     stands for also takes arrays, so the union is not told apart by type, and the array option's
