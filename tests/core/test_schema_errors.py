@@ -32,7 +32,7 @@ def chat(router: Router) -> Router:
     return router
 
 
-@pytest.mark.parametrize("payload", [{"text": "hi"}, 42, None])
+@pytest.mark.parametrize("payload", [{"words": "hi"}, {"text": 3}, 42, None])
 async def test_a_payload_of_no_kind_a_union_takes_is_told_the_kinds_it_takes(
     chat: Router, payload: Any
 ) -> None:
@@ -41,6 +41,11 @@ async def test_a_payload_of_no_kind_a_union_takes_is_told_the_kinds_it_takes(
     assert result.status is ResultStatus.INVALID
     assert "field '(payload)'" in (result.error or "")
     assert "expected a string or an array" in (result.error or "")
+
+
+async def test_a_text_tasks_object_is_its_text_for_a_schema_that_takes_text(chat: Router) -> None:
+    # What an A2A message of text parts becomes.
+    assert (await chat.route("chat", {"text": "hi"})).payload == "hi"
 
 
 async def test_a_payload_of_the_kind_one_option_takes_is_told_what_is_wrong_inside(chat: Router) -> None:
