@@ -113,12 +113,16 @@ class MetaInfo(_Model):
     )
 
     @model_serializer(mode="wrap")
-    def _resume_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, JsonValue]:
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, JsonValue]:
         # `resume` set, even to null, means "the answer to a question the agent asked": written
         # while unset, a message read back (a task kept in Redis) would answer nothing.
         data: dict[str, JsonValue] = handler(self)
         if "resume" not in self.__pydantic_fields_set__:
             data.pop("resume", None)
+        # Written only when asked for: a node of an earlier version, which forbids fields it does
+        # not know, still reads every other message.
+        if not self.subgraphs:
+            data.pop("subgraphs", None)
         return data
 
 

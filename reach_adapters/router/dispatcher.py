@@ -28,7 +28,7 @@ from reach_adapters.router.hops import (
     set_current_guard,
     set_current_reach,
 )
-from reach_adapters.router.idempotency import IdempotencyStore, fingerprint
+from reach_adapters.router.idempotency import IdempotencyStore, fingerprint, stream_shape
 from reach_adapters.router.matching import LexicalMatcher, Matcher
 from reach_adapters.router.observe import ReachObserver
 from reach_adapters.router.outcomes import ErrorKind, error_result
@@ -196,7 +196,7 @@ class Dispatcher:
         stream = run.stream
         if stream is not None:
             # A repeated stream is answered with chunks, a repeated call with a payload.
-            request = request._replace(mode="stream")
+            request = request._replace(mode="stream", shape=stream_shape(message.meta_info))
         wait_s = partial(repeat_wait_s, self.registry, message, stream is not None)
         claimed = await claim(self.dedupe, message, request, wait_s)
         if isinstance(claimed, Repeated):

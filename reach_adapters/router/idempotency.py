@@ -22,10 +22,10 @@ from typing import NamedTuple
 
 import orjson
 
-from middleware import ReachMessage, ReachResult
+from middleware import MetaInfo, ReachMessage, ReachResult
 from reach_adapters.errors import IdempotencyConflictError
 
-__all__ = ["Fingerprint", "IdempotencyStore", "fingerprint", "payload_size", "result_size"]
+__all__ = ["Fingerprint", "IdempotencyStore", "fingerprint", "payload_size", "result_size", "stream_shape"]
 
 
 # Canonical JSON: key order must not make two requests differ (a retry from a Go client need not
@@ -47,6 +47,9 @@ class Fingerprint(NamedTuple):
     payload: bytes
     # Another principal's task id is never the same request: it may not read that result.
     principal: str | None = None
+    # A stream's chunks as the call asks them (`stream_mode`, `subgraphs`): a repeat asking
+    # another shape would be answered with chunks it cannot read.
+    shape: tuple[object, bool] | None = None
 
     def request(self) -> str:
         if self.mode == "directed":
@@ -73,6 +76,10 @@ class Fingerprint(NamedTuple):
             names = ("version", "namespace", decided, "attributes")
             changed = [n for n, a, b in zip(names, self.options, first.options, strict=True) if a != b]
             out.append(f"the routing options differ ({', '.join(changed)})")
+        if self.shape != first.shape and self.shape is not None and first.shape is not None:
+            shaped = ("stream_mode", "subgraphs")
+            differ = [n for n, a, b in zip(shaped, self.shape, first.shape, strict=True) if a != b]
+            out.append(f"the stream's chunks differ ({', '.join(differ)})")
         return out
 
 
@@ -96,6 +103,12 @@ def fingerprint(message: ReachMessage, capability: str | None = None) -> Fingerp
         # A task matched from its text is defined by that text.
         payload = [meta.text, payload]
     return Fingerprint(hint.mode, capability, hint.target, options, _digest(payload), meta.principal)
+
+
+def stream_shape(meta: MetaInfo) -> tuple[object, bool]:
+    """How a stream's chunks look (`Fingerprint.shape`): its ``stream_mode`` and ``subgraphs``."""
+    mode = meta.stream_mode
+    return (tuple(mode) if isinstance(mode, list) else mode, meta.subgraphs)
 
 
 def _digest(value: object) -> bytes:

@@ -61,6 +61,16 @@ def test_message_round_trips_through_json() -> None:
     assert again == message
 
 
+def test_options_a_call_did_not_ask_for_are_not_written() -> None:
+    """A node of an earlier version forbids fields it does not know: `subgraphs` is written only
+    when asked for (and `resume` only when set), so it reads every other message."""
+    written = MetaInfo(capability="c").model_dump(mode="json")
+    assert "subgraphs" not in written
+    assert "resume" not in written
+    asked = MetaInfo(capability="c", subgraphs=True)
+    assert MetaInfo.model_validate_json(asked.model_dump_json()).subgraphs is True
+
+
 def test_message_rejects_non_json_payload() -> None:
     with pytest.raises(ValidationError):
         ReachMessage(raw_payload={"when": object()})

@@ -127,6 +127,19 @@ async def test_a_task_id_streamed_first_is_refused_for_a_call_and_the_other_way_
         await collect(router, task_id="t-2")
 
 
+async def test_a_repeat_asking_chunks_of_another_shape_is_refused() -> None:
+    """Chunks kept in one ``stream_mode`` (or without ``subgraphs``) cannot answer a repeat that
+    would read them in another; the same shape, a list of modes given again, is a repeat."""
+    router = Router(FAST)
+    router.register(Streamer("chat:talk:01"))
+    first = await collect(router, task_id="t-1", stream_mode=["values"])
+    assert await collect(router, task_id="t-1", stream_mode=["values"]) == first
+    with pytest.raises(IdempotencyConflictError, match=r"the stream's chunks differ \(subgraphs\)"):
+        await collect(router, task_id="t-1", stream_mode=["values"], subgraphs=True)
+    with pytest.raises(IdempotencyConflictError, match=r"the stream's chunks differ \(stream_mode\)"):
+        await collect(router, task_id="t-1")
+
+
 async def test_streams_are_not_deduplicated_without_a_window() -> None:
     router = Router(FAST.model_copy(update={"dedupe_window_s": 0}))
     agent = Streamer("chat:talk:01")
