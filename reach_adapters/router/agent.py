@@ -21,10 +21,10 @@ from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.schemas import (
+    CompiledSchema,
     compiled_validator,
     first_error,
     schema_key,
-    takes_text,
     text_of_task,
 )
 from reach_adapters.router.signatures import (
@@ -123,7 +123,8 @@ class FunctionAgent:
     one, is the caller's mistake (`InvalidMessageError`), never the agent's failure. Without
     capabilities, one is derived from the function's name, docstring and signature (for
     ``payload``, its annotation, which the function checks itself under a capability given
-    without an input schema; a text task's ``{"text": ...}`` is its text for ``payload: str``).
+    without an input schema, reading a text task's ``{"text": ...}`` as its text for
+    ``payload: str``).
     Arguments, or a payload, annotated with a pydantic model or a dataclass are
     made one of their JSON.
 
@@ -166,28 +167,20 @@ class FunctionAgent:
         if capabilities is None:
             capabilities = [derive_capability(fn, self._style, params)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
-        # A payload annotation pydantic does not build (``payload: str``), as a schema: checked
-        # for the capabilities declared without one of their own, and telling whether a text
-        # task's text is what the function takes.
+        # A payload annotation pydantic does not build (``payload: str``), as a schema: the
+        # function checks it itself unless the call names a capability whose schema the router
+        # checked (one declared without a schema, or another's name: a fallback, a lower match).
         unbuilt = self._style == "payload" and self._payload_type is None
         annotated = input_schema("payload", params) if unbuilt else None
         self._annotation = None if annotated is None else compiled_validator(schema_key(annotated))
-        self._unchecked = frozenset(
-            cap.name for cap in self._capabilities if "input_schema" not in cap.model_fields_set
+        self._checked = frozenset(
+            cap.name for cap in self._capabilities if "input_schema" in cap.model_fields_set
         )
-        self._takes_text = self._annotation is not None and takes_text(self._annotation)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property
     def agent_id(self) -> str:
         return self._agent_id
-
-    @property
-    def adapt_payload(self) -> Callable[[str, Any], Any] | None:
-        """The router's hook for payloads of another shape (see `Agent`): a text task's
-        ``{"text": ...}`` is its text for a function of a text payload; None for any other, so
-        the router has nothing to call."""
-        return _text_or_payload if self._takes_text else None
 
     @property
     def capabilities(self) -> Sequence[Capability]:
@@ -248,11 +241,13 @@ class FunctionAgent:
             payload = message.raw_payload
             if self._payload_type is not None:
                 return (self._made_one("payload", self._payload_type, payload),), {}
-            if self._annotation is not None and message.meta_info.capability in self._unchecked:
-                problem = first_error(self._annotation, payload)
-                if problem is not None:
-                    msg = f"agent {self._agent_id}: the payload is not what the function takes: {problem}"
-                    raise InvalidMessageError(msg)
+            annotation = self._annotation
+            if (
+                annotation is not None
+                and message.meta_info.capability not in self._checked
+                and not annotation.is_valid(payload)
+            ):
+                payload = self._annotated(annotation, payload)
             return (payload,), {}
         payload = message.raw_payload
         if payload is None:
@@ -291,17 +286,25 @@ class FunctionAgent:
                 made[name] = self._made_one(f"argument {name!r}", adapter, made[name])
         return made
 
+    def _annotated(self, annotation: CompiledSchema, payload: Any) -> Any:
+        """A payload its annotation refused, as the function takes it: a text task's
+        ``{"text": ...}`` as its text, the router's ``{}`` for no payload as None, when the
+        annotation takes those; else the caller's mistake."""
+        text = text_of_task(payload)
+        if text is not None and annotation.is_valid(text):
+            return text
+        if payload == {} and annotation.is_valid(None):
+            return None
+        problem = first_error(annotation, payload)
+        msg = f"agent {self._agent_id}: the payload is not what the function takes: {problem}"
+        raise InvalidMessageError(msg)
+
     def _made_one(self, what: str, adapter: TypeAdapter[Any], value: Any) -> Any:
         try:
             return adapter.validate_python(value, strict=False)
         except ValidationError as exc:
             msg = f"agent {self._agent_id}: {what}: {describe_validation_error(exc)}"
             raise InvalidMessageError(msg) from None
-
-
-def _text_or_payload(capability: str, payload: Any) -> Any:
-    text = text_of_task(payload)
-    return payload if text is None else text
 
 
 def _by_position(

@@ -282,7 +282,7 @@ def _another_fit(plan: Plan, tried: set[int], message: ReachMessage, policy: Rou
     for slot in plan.slots:
         if id(slot) in tried:
             continue
-        if slot.input_problem(slot.adapted(payload)):
+        if slot.refuses(slot.adapted(payload)):
             continue
         if exclusion(slot, message.meta_info, policy, now, breaker=not plan.forced) is None:
             return slot

@@ -85,7 +85,10 @@ def admit(
     # Most capabilities take any payload and most calls carry one: skip the check call then.
     if (slot.checks_input or (message.raw_payload is None and slot.object_input)) and not resumes(message):
         problem = _input_problem(slot, message)
-        if problem is not None:
+        text = None if problem is None else slot.text_read(message.raw_payload)
+        if text is not None:
+            message = message.model_copy(update={"raw_payload": text})
+        elif problem is not None:
             return error_result(
                 message,
                 ResultStatus.INVALID,

@@ -145,7 +145,7 @@ class Planner:
         else:
             slots = self.registry.candidates(meta.capability, meta.version, meta.namespace)
         payload = message.raw_payload
-        problems = [slot.input_problem(slot.adapted(payload)) for slot in slots]
+        problems = [slot.refuses(slot.adapted(payload)) for slot in slots]
         if not problems or None in problems:
             return None
         return problems[0]

@@ -25,7 +25,6 @@ __all__ = [
     "first_error",
     "json_kind",
     "schema_key",
-    "takes_text",
     "text_of_task",
     "unwrap_field",
     "wrap_field",
@@ -57,12 +56,6 @@ def check_schema(schema: dict[str, Any]) -> str | None:
 @lru_cache(maxsize=4096)
 def compiled_validator(key: str) -> CompiledSchema:
     return jsonschema_rs.validator_for(json.loads(key))
-
-
-def takes_text(validator: CompiledSchema) -> bool:
-    """Whether a schema takes a text and not a text task's object (``payload: str``,
-    ``Optional[str]``): such a capability is given a text task's text (`text_of_task`)."""
-    return bool(validator.is_valid("text") and not validator.is_valid({"text": "text"}))
 
 
 def text_of_task(payload: Any) -> str | None:

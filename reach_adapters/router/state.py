@@ -17,7 +17,7 @@ from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
 from reach_adapters.router.portal import running_loop
-from reach_adapters.router.schemas import CompiledSchema, first_error, json_kind, takes_text, text_of_task
+from reach_adapters.router.schemas import CompiledSchema, first_error, json_kind, text_of_task
 
 __all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist", "wake"]
 
@@ -219,19 +219,6 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def _then_text(adapt: Callable[[str, Any], Any] | None) -> Callable[[str, Any], Any]:
-    """For a capability that takes a text: the payload as its agent reads it, then a text task's
-    ``{"text": ...}`` (an A2A message of text parts) as its text."""
-
-    def adapted(capability: str, payload: Any) -> Any:
-        if adapt is not None:
-            payload = adapt(capability, payload)
-        text = text_of_task(payload)
-        return payload if text is None else text
-
-    return adapted
-
-
 @dataclass(slots=True, eq=False)
 class Slot:
     """One capability of one agent: the unit that selection ranks and limits.
@@ -265,8 +252,6 @@ class Slot:
         self.checks_input = self.input_validator is not None or self.object_only
         adapt = getattr(self.runtime.agent, "adapt_payload", None)
         self.adapt = adapt if callable(adapt) else None
-        if self.input_validator is not None and takes_text(self.input_validator):
-            self.adapt = _then_text(self.adapt)
 
     @property
     def agent_id(self) -> str:
@@ -298,6 +283,24 @@ class Slot:
             problem = first_error(validator, payload)
         name = self.capability.name
         return f"payload does not match the input schema of {name!r} at {self.agent_id}: {problem}"
+
+    def text_read(self, payload: object) -> str | None:
+        """The text of a text task's ``{"text": ...}`` (an A2A message of text parts) when the
+        input schema takes that text: asked only of a payload the schema refused, so an object
+        the schema takes as it is stays one."""
+        text = text_of_task(payload)
+        validator = self.input_validator
+        if text is None or validator is None or self.object_only or not validator.is_valid(text):
+            return None
+        return text
+
+    def refuses(self, payload: object) -> str | None:
+        """What is wrong with `payload` for this slot (`input_problem`), None when it fits as it
+        is or as a text task's text (`text_read`)."""
+        problem = self.input_problem(payload)
+        if problem is not None and self.text_read(payload) is not None:
+            return None
+        return problem
 
     def saturation(self) -> str | None:
         """Why the slot takes no more calls now (it is at max_concurrency), or None."""

@@ -7,7 +7,7 @@ import json
 import types
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters import (
@@ -363,6 +363,47 @@ async def test_a_capability_given_no_input_schema_still_gets_the_payload_annotat
         assert (info.breaker, info.calls, info.failures) == (BreakerState.CLOSED, 0, 0)
         assert (await router.route("yell", "hi")).payload == "HI"
         assert (await router.route("yell", {"text": "hi"})).payload == "HI"
+
+
+async def greet(payload: str | None = None) -> str:
+    return f"hello {payload or 'world'}"
+
+
+async def test_a_payload_function_checks_its_annotation_whatever_name_reaches_it() -> None:
+    """A fallback to it carries the caller's capability name, not one of its own: the function
+    still refuses what its annotation does not take, and no payload under a capability declared
+    without a schema (the router's ``{}``) is None for ``payload: str | None = None``."""
+    async with Router() as router:
+        router.register(FunctionAgent(shout, agent_id="t:shout:01", capabilities=[Capability(name="shout")]))
+        router.register(FunctionAgent(greet, agent_id="t:greet:01", capabilities=[Capability(name="greet")]))
+        for _ in range(3):
+            refused = await router.route("translate", {"words": "hi"}, fallback=["t:shout:01"])
+            assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        assert (await router.route("translate", {"text": "hi"}, fallback=["t:shout:01"])).payload == "HI"
+        assert (await router.send("t:greet:01")).payload == "hello world"
+        assert agent_info(router, "t:shout:01").failures == 0
+
+
+class Note(BaseModel):
+    text: str = Field(min_length=5)
+
+
+async def note_kind(payload: str | Note) -> str:
+    return type(payload).__name__
+
+
+async def test_a_text_task_is_read_as_its_text_only_when_the_schema_refuses_it_as_it_is() -> None:
+    """Decided per payload: a constrained text schema takes a long enough text task's text, and
+    a schema that takes an object as well keeps a valid one as the object."""
+    long_text = Capability(name="long", input_schema={"type": "string", "minLength": 5})
+    async with Router() as router:
+        router.register(FunctionAgent(echo, agent_id="t:long:01", capabilities=[long_text]))
+        router.register(FunctionAgent(note_kind, agent_id="t:note:01"))
+        assert (await router.route("long", {"text": "hello world"})).payload == "hello world"
+        short = await router.route("long", {"text": "hi"})
+        assert (short.status, short.fault) == (ResultStatus.INVALID, Fault.CALLER), short.error
+        assert (await router.route("note_kind", {"text": "hello world"})).payload == "Note"
+        assert (await router.route("note_kind", "hello world")).payload == "str"
 
 
 class Plain:
