@@ -16,6 +16,7 @@ from google.protobuf import json_format, struct_pb2
 from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router import text_of_task
 
 __all__ = [
     "JSON_MEDIA_TYPE",
@@ -46,11 +47,10 @@ def fill_part(part: Part, payload: JsonValue) -> None:
     if isinstance(payload, str):
         part.text = payload
         return
-    if isinstance(payload, dict) and len(payload) == 1:
-        text = payload.get("text")
-        if isinstance(text, str):
-            part.text = text
-            return
+    text = text_of_task(payload)
+    if text is not None:
+        part.text = text
+        return
     part.media_type = JSON_MEDIA_TYPE
     _fill_value(part.data, payload)
 

@@ -46,6 +46,7 @@ from reach_adapters.router.schemas import (
     compiled_validator,
     first_error,
     schema_key,
+    text_of_task,
     unwrap_field,
     wrap_field,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "required_parameters",
     "running_loop",
     "schema_key",
+    "text_of_task",
     "time_left",
     "unwrap_field",
     "validate_capabilities",

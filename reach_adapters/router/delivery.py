@@ -85,18 +85,18 @@ def admit(
     # Most capabilities take any payload and most calls carry one: skip the check call then.
     if (slot.checks_input or (message.raw_payload is None and slot.object_input)) and not resumes(message):
         problem = _input_problem(slot, message)
-        text = None if problem is None else slot.text_read(message.raw_payload)
-        if text is not None:
+        if problem is not None:
+            text = slot.text_read(message.raw_payload)
+            if text is None:
+                return error_result(
+                    message,
+                    ResultStatus.INVALID,
+                    ErrorKind.PAYLOAD_VALIDATION,
+                    problem,
+                    fault=Fault.CALLER,
+                    agent_id=runtime.agent_id,
+                )
             message = message.model_copy(update={"raw_payload": text})
-        elif problem is not None:
-            return error_result(
-                message,
-                ResultStatus.INVALID,
-                ErrorKind.PAYLOAD_VALIDATION,
-                problem,
-                fault=Fault.CALLER,
-                agent_id=runtime.agent_id,
-            )
     return message
 
 

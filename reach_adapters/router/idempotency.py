@@ -74,13 +74,16 @@ class Fingerprint(NamedTuple):
         if self.options != first.options:
             decided = "consensus" if self.mode == "consensus" else "merge"
             names = ("version", "namespace", decided, "attributes")
-            changed = [n for n, a, b in zip(names, self.options, first.options, strict=True) if a != b]
-            out.append(f"the routing options differ ({', '.join(changed)})")
+            out.append(f"the routing options differ ({_changed(names, self.options, first.options)})")
         if self.shape != first.shape and self.shape is not None and first.shape is not None:
             shaped = ("stream_mode", "subgraphs")
-            differ = [n for n, a, b in zip(shaped, self.shape, first.shape, strict=True) if a != b]
-            out.append(f"the stream's chunks differ ({', '.join(differ)})")
+            out.append(f"the stream's chunks differ ({_changed(shaped, self.shape, first.shape)})")
         return out
+
+
+def _changed(names: tuple[str, ...], ours: tuple[object, ...], theirs: tuple[object, ...]) -> str:
+    """The names of the values that differ, in order."""
+    return ", ".join(name for name, a, b in zip(names, ours, theirs, strict=True) if a != b)
 
 
 def fingerprint(message: ReachMessage, capability: str | None = None) -> Fingerprint:

@@ -61,9 +61,9 @@ def compiled_validator(key: str) -> CompiledSchema:
 def text_of_task(payload: Any) -> str | None:
     """The text of a text task's object, ``{"text": "..."}`` (what an A2A message of text parts
     becomes), else None."""
-    if type(payload) is dict and len(payload) == 1:
+    if isinstance(payload, dict) and len(payload) == 1:
         text = payload.get("text")
-        if type(text) is str:
+        if isinstance(text, str):
             return text
     return None
 
