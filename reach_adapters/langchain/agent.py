@@ -38,7 +38,13 @@ from reach_adapters.langchain.graphs import (
     resume_command,
 )
 from reach_adapters.langchain.review import check_answers
-from reach_adapters.router import Capability, StreamEnded, parse_agent_id, validate_capabilities
+from reach_adapters.router import (
+    Capability,
+    StreamEnded,
+    parse_agent_id,
+    text_of_task,
+    validate_capabilities,
+)
 
 __all__ = ["LangChainAgent"]
 
@@ -122,11 +128,17 @@ class LangChainAgent:
         if capabilities is None:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
-        self._from_text = {
-            cap.name: shape
-            for cap in self._capabilities
-            if (shape := text_to_chat(_input_of(cap, native_input)))
-        }
+        self._from_text: dict[str, Callable[[str], JsonValue]] = {}
+        # Where a text task (`{"text": ...}`, what A2A text parts become) is text too: a messages
+        # state is an open object, so it would take the task as a state without messages. A
+        # state that declares `text` itself takes it as it is.
+        self._task_text: set[str] = set()
+        for cap in self._capabilities:
+            schema = _input_of(cap, native_input)
+            if shape := text_to_chat(schema):
+                self._from_text[cap.name] = shape
+                if "text" not in schema.get("properties", {}):
+                    self._task_text.add(cap.name)
 
     @property
     def agent_id(self) -> str:
@@ -155,10 +167,13 @@ class LangChainAgent:
         return self._adapt if self._from_text else None
 
     def _adapt(self, capability: str, payload: JsonValue) -> JsonValue:
+        shape = self._from_text.get(capability)
+        if shape is None:
+            return payload
         if type(payload) is str:
-            shape = self._from_text.get(capability)
-            if shape is not None:
-                return shape(payload)
+            return shape(payload)
+        if capability in self._task_text and (text := text_of_task(payload)) is not None:
+            return shape(text)
         return payload
 
     async def invoke(self, message: ReachMessage) -> ReachResult:

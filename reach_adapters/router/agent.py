@@ -239,14 +239,11 @@ class FunctionAgent:
             return (message,), {}
         if self._style == "payload":
             payload = message.raw_payload
+            unchecked = message.meta_info.capability not in self._checked
             if self._payload_type is not None:
-                return (self._made_one("payload", self._payload_type, payload),), {}
+                return (self._made_payload(self._payload_type, payload, unchecked),), {}
             annotation = self._annotation
-            if (
-                annotation is not None
-                and message.meta_info.capability not in self._checked
-                and not annotation.is_valid(payload)
-            ):
+            if annotation is not None and unchecked and not annotation.is_valid(payload):
                 payload = self._annotated(annotation, payload)
             return (payload,), {}
         payload = message.raw_payload
@@ -287,17 +284,29 @@ class FunctionAgent:
         return made
 
     def _annotated(self, annotation: CompiledSchema, payload: Any) -> Any:
-        """A payload its annotation refused, as the function takes it: a text task's
-        ``{"text": ...}`` as its text, the router's ``{}`` for no payload as None, when the
-        annotation takes those; else the caller's mistake."""
-        text = text_of_task(payload)
-        if text is not None and annotation.is_valid(text):
-            return text
-        if payload == {} and annotation.is_valid(None):
-            return None
+        """A payload its annotation refused, as the function takes it (`_readings`) when the
+        annotation takes that; else the caller's mistake."""
+        for reading in _readings(payload):
+            if annotation.is_valid(reading):
+                return reading
         problem = first_error(annotation, payload)
         msg = f"agent {self._agent_id}: the payload is not what the function takes: {problem}"
         raise InvalidMessageError(msg)
+
+    def _made_payload(self, adapter: TypeAdapter[Any], payload: Any, unchecked: bool) -> Any:
+        """The payload made its annotation's type; one it refuses is read as `_annotated` reads
+        it when the router checked no schema of the capability."""
+        try:
+            return adapter.validate_python(payload, strict=False)
+        except ValidationError as exc:
+            refusal = exc
+        for reading in _readings(payload) if unchecked else ():
+            try:
+                return adapter.validate_python(reading, strict=False)
+            except ValidationError:
+                continue
+        msg = f"agent {self._agent_id}: payload: {describe_validation_error(refusal)}"
+        raise InvalidMessageError(msg) from None
 
     def _made_one(self, what: str, adapter: TypeAdapter[Any], value: Any) -> Any:
         try:
@@ -305,6 +314,15 @@ class FunctionAgent:
         except ValidationError as exc:
             msg = f"agent {self._agent_id}: {what}: {describe_validation_error(exc)}"
             raise InvalidMessageError(msg) from None
+
+
+def _readings(payload: Any) -> tuple[Any, ...]:
+    """What else a payload the function's annotation refused may mean: a text task's
+    ``{"text": ...}`` its text, and the router's ``{}`` for no payload None."""
+    text = text_of_task(payload)
+    if text is not None:
+        return (text,)
+    return (None,) if payload == {} else ()
 
 
 def _by_position(

@@ -166,6 +166,10 @@ async def in_turn(
     while True:
         tried.add(id(slot))
         run.targets.add(slot.runtime.agent_id)
+        if slot.capability.name != meta.capability:
+            # A matched task served under another of its top matches: its agent reads the
+            # payload as that one, which is what it was checked against.
+            amend(meta, {"capability": slot.capability.name})
         ends = deadline
         if (
             len(tried) < len(plan.slots)
@@ -203,9 +207,6 @@ async def in_turn(
             began = time.time()
             continue
         if result.status in ANSWERED:
-            if slot.capability.name != meta.capability:
-                # A matched task served under another of its top matches.
-                amend(meta, {"capability": slot.capability.name})
             return result, slot
         if not result.retryable or result.fault not in RETRIED:
             return result, slot

@@ -6,7 +6,6 @@ import asyncio
 import time
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
-from middleware.fast import amend
 from reach_adapters.router.compensation import compensate_later
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import (
@@ -44,16 +43,6 @@ def resumes(message: ReachMessage) -> bool:
     return "resume" in message.meta_info.__pydantic_fields_set__
 
 
-def _input_problem(slot: Slot, message: ReachMessage) -> str | None:
-    """What is wrong with the payload for this slot's input schema, or None.
-
-    No payload means no arguments for a capability that takes an object, so it becomes ``{}``.
-    """
-    if message.raw_payload is None and slot.object_input:
-        amend(message, {"raw_payload": {}})
-    return slot.input_problem(message.raw_payload)
-
-
 def admit(
     slot: Slot, message: ReachMessage, budget_s: float, recheck: bool = False
 ) -> ReachMessage | ReachResult:
@@ -84,7 +73,10 @@ def admit(
         message = _adapted(slot, message)
     # Most capabilities take any payload and most calls carry one: skip the check call then.
     if (slot.checks_input or (message.raw_payload is None and slot.object_input)) and not resumes(message):
-        problem = _input_problem(slot, message)
+        if message.raw_payload is None and slot.object_input:
+            # No payload means no arguments, for this delivery: a fallback may take none.
+            message = message.model_copy(update={"raw_payload": {}})
+        problem = slot.input_problem(message.raw_payload)
         if problem is not None:
             text = slot.text_read(message.raw_payload)
             if text is None:

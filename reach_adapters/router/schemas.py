@@ -95,6 +95,14 @@ def first_error(validator: CompiledSchema, instance: Any, root: str = "(payload)
     return None
 
 
+def refused_whole(validator: CompiledSchema, instance: Any) -> bool:
+    """Whether the schema refuses `instance` as a whole (its type, say), not something in it."""
+    for found in validator.iter_errors(instance):
+        err = _in_union(found)
+        return not err.instance_path and isinstance(err.kind, _WHOLE)
+    return False
+
+
 def _in_union(err: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
     """For a value no option of an anyOf/oneOf takes: when one option took the value's type and
     failed inside it, while every other refused the type, that option's own first error (it says

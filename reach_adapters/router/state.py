@@ -17,7 +17,13 @@ from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability
 from reach_adapters.router.identity import AgentId
 from reach_adapters.router.portal import running_loop
-from reach_adapters.router.schemas import CompiledSchema, first_error, json_kind, text_of_task
+from reach_adapters.router.schemas import (
+    CompiledSchema,
+    first_error,
+    json_kind,
+    refused_whole,
+    text_of_task,
+)
 
 __all__ = ["UNUSABLE_STATES", "AgentRuntime", "AgentState", "Slot", "StateSource", "Waitlist", "wake"]
 
@@ -281,6 +287,10 @@ class Slot:
             return None
         else:
             problem = first_error(validator, payload)
+            text = text_of_task(payload)
+            if text is not None and refused_whole(validator, payload):
+                # A text task (A2A text) for a schema that takes no such object: why not its text.
+                problem = first_error(validator, text) or problem
         name = self.capability.name
         return f"payload does not match the input schema of {name!r} at {self.agent_id}: {problem}"
 

@@ -76,6 +76,19 @@ class Held:
         return ok_result(message, self.agent_id, {"released": True})
 
 
+def echo_graph() -> Any:
+    """Answers with the text of the last message."""
+
+    def echo(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"echo: {state['messages'][-1].content}")]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("echo", echo)
+    builder.add_edge(START, "echo")
+    builder.add_edge("echo", END)
+    return builder.compile()
+
+
 def approval_graph() -> Any:
     """Stops at an interrupt asking for approval; resumed, answers with the decision."""
 

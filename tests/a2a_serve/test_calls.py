@@ -17,7 +17,7 @@ from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.a2a import A2AAgent, A2ACardError
 from reach_adapters.a2a.hop import unpack
 from reach_adapters.langchain import LangChainAgent
-from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, shout
+from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, echo_graph, shout
 from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of, text_of
 
 pytestmark = pytest.mark.timeout(60)
@@ -251,6 +251,15 @@ async def test_a_stream_sends_each_chunk_as_it_comes(served: Serve) -> None:
         stored = await client.get_task(GetTaskRequest(id=last.status_update.task_id))
     assert [part.text for part in stored.artifacts[0].parts] == ["one", "two", "three"]
     assert meta_of(stored)["agent-reach/agent_id"] == "util:words:01"
+
+
+async def test_text_reaches_a_messages_graph_as_a_user_message(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(LangChainAgent(echo_graph(), agent_id="chat:echo:01"))
+    async with server.client() as client:
+        echoed = await task_of(client, request(message("hello there", skill="echo")))
+    assert echoed.status.state == TaskState.TASK_STATE_COMPLETED, echoed.status
+    assert text_of(echoed) == "echo: hello there"
 
 
 async def test_a_retried_stream_is_answered_from_its_first_delivery(served: Serve) -> None:

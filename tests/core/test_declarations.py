@@ -384,6 +384,42 @@ async def test_a_payload_function_checks_its_annotation_whatever_name_reaches_it
         assert agent_info(router, "t:shout:01").failures == 0
 
 
+async def test_a_lower_match_reaches_the_function_under_its_own_capability() -> None:
+    """The top match declares a schema that refuses the payload; the next one, declared without
+    a schema, serves it. The function is told that capability, not the top match's, so it checks
+    its annotation itself instead of trusting a check the router never made."""
+    counted = Capability(
+        name="count_parcels", keywords=["parcel", "late", "lost"], input_schema={"type": "integer"}
+    )
+    spoken = Capability(name="say_parcel", keywords=["parcel"])
+    policy = RoutingPolicy(match_direct=0.9, match_confirm=0.7)
+    async with Router(policy) as router:
+        router.register(FunctionAgent(shout, agent_id="t:shout:01", capabilities=[counted, spoken]))
+        for _ in range(3):
+            refused = await router.route(None, {"parcel": 1}, text="my parcel is late")
+            assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        info = agent_info(router, "t:shout:01")
+        assert (info.breaker, info.failures) == (BreakerState.CLOSED, 0)
+        said = await router.route(None, "my parcel is late")
+        assert (said.capability, said.payload) == ("say_parcel", "MY PARCEL IS LATE"), said.error
+
+
+async def test_no_payload_made_an_object_is_the_slots_own_reading() -> None:
+    """No payload is ``{}`` for a capability that takes an object, for that delivery only: the
+    fallback, whose schema takes text or null, still gets none."""
+
+    async def down(payload: object) -> object:
+        msg = "down"
+        raise ConnectionError(msg)
+
+    maybe_text = Capability(name="hello", input_schema={"anyOf": [{"type": "string"}, {"type": "null"}]})
+    async with Router(RoutingPolicy(max_retries=0)) as router:
+        router.register(FunctionAgent(down, agent_id="t:down:01", capabilities=[Capability(name="greet")]))
+        router.register(FunctionAgent(greet, agent_id="t:greet:01", capabilities=[maybe_text]))
+        answered = await router.route("greet", None, fallback=["t:greet:01"])
+    assert (answered.agent_id, answered.payload) == ("t:greet:01", "hello world"), answered.error
+
+
 class Note(BaseModel):
     text: str = Field(min_length=5)
 
@@ -402,8 +438,32 @@ async def test_a_text_task_is_read_as_its_text_only_when_the_schema_refuses_it_a
         assert (await router.route("long", {"text": "hello world"})).payload == "hello world"
         short = await router.route("long", {"text": "hi"})
         assert (short.status, short.fault) == (ResultStatus.INVALID, Fault.CALLER), short.error
+        # The text is refused too: the error says why the text is, not that an object is no text.
+        assert "shorter than 5" in (short.error or ""), short.error
         assert (await router.route("note_kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("note_kind", "hello world")).payload == "str"
+
+
+async def maybe_note(payload: Note | None = None) -> str:
+    return type(payload).__name__
+
+
+async def test_a_payload_model_reads_text_and_no_payload_under_a_capability_without_schema() -> None:
+    """The readings a function of ``payload: str`` gets, for annotations pydantic builds: a text
+    task refused as the model is its text, and the router's ``{}`` for no payload is None."""
+    async with Router() as router:
+        router.register(
+            FunctionAgent(note_kind, agent_id="t:note:01", capabilities=[Capability(name="kind")])
+        )
+        router.register(
+            FunctionAgent(maybe_note, agent_id="t:maybe:01", capabilities=[Capability(name="maybe")])
+        )
+        assert (await router.route("kind", {"text": "hi"})).payload == "str"
+        assert (await router.route("kind", {"text": "hello world"})).payload == "Note"
+        assert (await router.route("maybe")).payload == "NoneType"
+        assert (await router.route("maybe", {"text": "hello world"})).payload == "Note"
+        refused = await router.route("maybe", {"text": 3})
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
 
 
 class Plain:

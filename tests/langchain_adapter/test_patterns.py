@@ -382,6 +382,35 @@ async def test_text_tasks_reach_chat_agents(router: Router) -> None:
     assert (matched.capability, matched.payload) == ("echo", "echo: please echo this")
 
 
+class TextState(MessagesState):
+    text: str
+
+
+async def test_a2a_text_tasks_reach_chat_graphs_as_a_user_message(router: Router) -> None:
+    # An A2A message of text parts arrives as {"text": ...}; a messages graph's state schema
+    # is open, so it would take that object and run with no messages at all.
+    def echo(s: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"echo: {s['messages'][-1].content}")]}
+
+    router.register(LangChainAgent(chain_graph(MessagesState, echo).compile(), agent_id="chat:echo:01"))
+    agent = create_agent(scripted(AIMessage("done")), tools=[], system_prompt="You answer.")
+    router.register(answering := LangChainAgent(agent, agent_id="chat:answer:01"))
+    echoed = await router.route("echo", {"text": "hello there"})
+    assert (echoed.ok, echoed.payload) == (True, "echo: hello there"), echoed.error
+    answered = await router.route(answering.capabilities[0].name, {"text": "hello there"})
+    assert (answered.ok, answered.payload) == (True, "done"), answered.error
+
+    # A state that declares a text key of its own takes the object as its state.
+    def said(s: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"text={s['text']} messages={len(s['messages'])}")]}
+
+    router.register(LangChainAgent(chain_graph(TextState, said).compile(), agent_id="chat:said:01"))
+    kept = await router.route("said", {"text": "hi", "messages": USER})
+    assert kept.payload == "text=hi messages=1", kept.error
+    alone = await router.route("said", {"text": "hi"})
+    assert alone.payload == "text=hi messages=0", alone.error
+
+
 # -- 9. descriptions ---------------------------------------------------------------------------
 
 

@@ -155,6 +155,19 @@ def test_every_derived_tool_passes_a_strict_function_calling_check(router: Route
     assert problems == {tool.name: [] for tool in tools}
 
 
+def test_an_object_of_any_shape_is_shown_with_its_properties(router: Router) -> None:
+    """LangChain reads a tool's arguments from ``properties`` (`BaseTool.args`), which a schema
+    of an object of any shape, the default for a capability declared without one, leaves out."""
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    router.register(FunctionAgent(len, agent_id="t:ping:01", capabilities=[Capability(name="ping")]))
+    count = Capability(name="count", input_schema=counts)
+    router.register(FunctionAgent(len, agent_id="t:count:01", capabilities=[count]))
+    tools = {tool.name: tool for tool in ReachToolkit(router, include_generic=False).get_tools()}
+    assert (tools["ping"].args, tools["count"].args) == ({}, {})
+    assert tools["count"].args_schema == {**counts, "properties": {}}
+    assert [strict_problems(tool) for tool in tools.values()] == [[], []]
+
+
 def test_models_are_shown_a_graphs_messages_as_a_plain_message_list(router: Router) -> None:
     router.register(LangChainAgent(create_agent(scripted(AIMessage("x")), tools=[]), agent_id="a:assist:01"))
     (tool,) = ReachToolkit(router, include_generic=False).get_tools()
