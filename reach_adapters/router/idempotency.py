@@ -109,9 +109,10 @@ def fingerprint(message: ReachMessage, capability: str | None = None) -> Fingerp
 
 
 def stream_shape(meta: MetaInfo) -> tuple[object, bool]:
-    """How a stream's chunks look (`Fingerprint.shape`): its ``stream_mode`` and ``subgraphs``."""
+    """How a stream's chunks look (`Fingerprint.shape`): its ``stream_mode`` and ``subgraphs``.
+    A list of modes is a set to LangGraph, so neither their order nor a repeated one changes it."""
     mode = meta.stream_mode
-    return (tuple(mode) if isinstance(mode, list) else mode, meta.subgraphs)
+    return (tuple(sorted(set(mode))) if isinstance(mode, list) else mode, meta.subgraphs)
 
 
 def _digest(value: object) -> bytes:

@@ -129,7 +129,8 @@ async def test_a_task_id_streamed_first_is_refused_for_a_call_and_the_other_way_
 
 async def test_a_repeat_asking_chunks_of_another_shape_is_refused() -> None:
     """Chunks kept in one ``stream_mode`` (or without ``subgraphs``) cannot answer a repeat that
-    would read them in another; the same shape, a list of modes given again, is a repeat."""
+    would read them in another; the same shape, a list of modes given again (in any order), is a
+    repeat."""
     router = Router(FAST)
     router.register(Streamer("chat:talk:01"))
     first = await collect(router, task_id="t-1", stream_mode=["values"])
@@ -138,6 +139,9 @@ async def test_a_repeat_asking_chunks_of_another_shape_is_refused() -> None:
         await collect(router, task_id="t-1", stream_mode=["values"], subgraphs=True)
     with pytest.raises(IdempotencyConflictError, match=r"the stream's chunks differ \(stream_mode\)"):
         await collect(router, task_id="t-1")
+    # The same modes in another order are the same chunks (LangGraph reads a set of them).
+    both = await collect(router, task_id="t-2", stream_mode=["values", "updates"])
+    assert await collect(router, task_id="t-2", stream_mode=["updates", "values", "updates"]) == both
 
 
 async def test_streams_are_not_deduplicated_without_a_window() -> None:
