@@ -302,7 +302,8 @@ class FunctionAgent:
             refusal = exc
         for reading in _readings(payload) if unchecked else ():
             try:
-                return adapter.validate_python(reading, strict=False)
+                # Strictly: a text read is text, never the number or yes/no it spells.
+                return adapter.validate_python(reading, strict=True)
             except ValidationError:
                 continue
         msg = f"agent {self._agent_id}: payload: {describe_validation_error(refusal)}"

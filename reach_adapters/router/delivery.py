@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import amended
 from reach_adapters.router.compensation import compensate_later
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import (
@@ -75,16 +76,15 @@ def admit(
     if (slot.checks_input or (message.raw_payload is None and slot.object_input)) and not resumes(message):
         if message.raw_payload is None and slot.object_input:
             # No payload means no arguments, for this delivery: a fallback may take none.
-            message = message.model_copy(update={"raw_payload": {}})
-        problem = slot.input_problem(message.raw_payload)
-        if problem is not None:
+            message = amended(message, {"raw_payload": {}})
+        if not slot.fits(message.raw_payload):
             text = slot.text_read(message.raw_payload)
             if text is None:
                 return error_result(
                     message,
                     ResultStatus.INVALID,
                     ErrorKind.PAYLOAD_VALIDATION,
-                    problem,
+                    slot.input_problem(message.raw_payload) or "",
                     fault=Fault.CALLER,
                     agent_id=runtime.agent_id,
                 )

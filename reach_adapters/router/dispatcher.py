@@ -12,6 +12,7 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
+from middleware.fast import amend
 from reach_adapters.router.attempts import Opener, Run, fall_back, given_up, in_turn, loop_refused
 from reach_adapters.router.broadcast import fan_out
 from reach_adapters.router.consensus.mode import decide, hint_of, missing_judge, pick_voters
@@ -291,6 +292,7 @@ class Dispatcher:
             if hint.mode == "consensus":
                 return await self._consensus(message, record, plan, deadline, start, run)
             routed = time.perf_counter()
+            asked = meta.capability
             result, last = await in_turn(
                 message, record, plan, deadline, tracer, run, self.policy, self.budget, self.errors
             )
@@ -299,6 +301,9 @@ class Dispatcher:
             if result.status in ANSWERED or result.fault is Fault.TASK:
                 # Answered; or the agent did the task and answered no, which another would too.
                 return self._finish(run, message, record, result, start, "candidate", plan.queued_ms, routed)
+            if meta.capability != asked:
+                # A lower match failed: the fallback chain and the answer name what was asked.
+                amend(meta, {"capability": asked})
             if result.fault is Fault.CALLER:
                 unavailable = self.planner.unavailable_fit(message, result)
                 if unavailable is None:

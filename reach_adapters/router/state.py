@@ -270,26 +270,31 @@ class Slot:
             return payload
         return self.adapt(self.own_name or self.capability.name, payload)
 
-    def input_problem(self, payload: object) -> str | None:
-        """What is wrong with `payload` for this slot's input schema, or None when it fits.
-
-        No payload means no arguments for a capability that takes an object.
-        """
-        validator = self.input_validator
+    def fits(self, payload: object) -> bool:
+        """Whether `payload` fits this slot's input schema as it is. No payload means no
+        arguments for a capability that takes an object."""
         if payload is None and self.object_input:
             payload = {}
-        problem: str | None
         if self.object_only:
-            if isinstance(payload, dict):
-                return None
-            problem = f"it takes a JSON object, got {json_kind(payload)}"
-        elif validator is None or validator.is_valid(payload):
+            return isinstance(payload, dict)
+        validator = self.input_validator
+        return validator is None or validator.is_valid(payload)
+
+    def input_problem(self, payload: object) -> str | None:
+        """What is wrong with `payload` for this slot's input schema, or None when it fits."""
+        if self.fits(payload):
             return None
+        if payload is None and self.object_input:
+            payload = {}
+        validator = self.input_validator
+        problem: str | None
+        if self.object_only or validator is None:
+            problem = f"it takes a JSON object, got {json_kind(payload)}"
         else:
             problem = first_error(validator, payload)
             text = text_of_task(payload)
-            if text is not None and refused_whole(validator, payload):
-                # A text task (A2A text) for a schema that takes no such object: why not its text.
+            if text is not None and refused_whole(validator, payload) and not refused_whole(validator, text):
+                # A text task (A2A text) for a text schema that refuses its text: why it does.
                 problem = first_error(validator, text) or problem
         name = self.capability.name
         return f"payload does not match the input schema of {name!r} at {self.agent_id}: {problem}"
@@ -307,10 +312,9 @@ class Slot:
     def refuses(self, payload: object) -> str | None:
         """What is wrong with `payload` for this slot (`input_problem`), None when it fits as it
         is or as a text task's text (`text_read`)."""
-        problem = self.input_problem(payload)
-        if problem is not None and self.text_read(payload) is not None:
+        if self.fits(payload) or self.text_read(payload) is not None:
             return None
-        return problem
+        return self.input_problem(payload)
 
     def saturation(self) -> str | None:
         """Why the slot takes no more calls now (it is at max_concurrency), or None."""

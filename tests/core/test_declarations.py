@@ -404,6 +404,30 @@ async def test_a_lower_match_reaches_the_function_under_its_own_capability() -> 
         assert (said.capability, said.payload) == ("say_parcel", "MY PARCEL IS LATE"), said.error
 
 
+async def test_a_failed_lower_match_leaves_the_fallback_the_capability_asked_for() -> None:
+    async def down(message: ReachMessage) -> None:
+        msg = "down"
+        raise ConnectionError(msg)
+
+    async def where(message: ReachMessage) -> str | None:
+        return message.meta_info.capability
+
+    counted = Capability(name="count_parcels", keywords=["parcel", "late", "lost"])
+    spoken = Capability(name="say_parcel", keywords=["parcel"])
+    policy = RoutingPolicy(
+        match_direct=0.9, match_confirm=0.7, default_agent="t:where:01", backoff_ms=0.0, max_retries=1
+    )
+    async with Router(policy) as router:
+        router.register(FunctionAgent(down, agent_id="t:count:01", capabilities=[counted]))
+        router.register(FunctionAgent(down, agent_id="t:say:01", capabilities=[spoken]))
+        router.register(FunctionAgent(where, agent_id="t:where:01", capabilities=[Capability(name="where")]))
+        result = await router.route(None, text="my parcel is late")
+        record = router.explain(result.task_id)
+    assert [attempt.agent_id for attempt in record.attempts] == ["t:count:01", "t:say:01", "t:where:01"]
+    assert (result.served_by, result.payload) == ("default", "count_parcels"), result.error
+    assert result.capability == record.capability == "count_parcels"
+
+
 async def test_no_payload_made_an_object_is_the_slots_own_reading() -> None:
     """No payload is ``{}`` for a capability that takes an object, for that delivery only: the
     fallback, whose schema takes text or null, still gets none."""
@@ -440,11 +464,20 @@ async def test_a_text_task_is_read_as_its_text_only_when_the_schema_refuses_it_a
         assert (short.status, short.fault) == (ResultStatus.INVALID, Fault.CALLER), short.error
         # The text is refused too: the error says why the text is, not that an object is no text.
         assert "shorter than 5" in (short.error or ""), short.error
+        # ... only where the schema takes text at all: a number's refuses the object as sent.
+        integer = Capability(name="count", input_schema={"type": "integer"})
+        router.register(FunctionAgent(echo, agent_id="t:count:01", capabilities=[integer]))
+        counted = await router.route("count", {"text": "hi"})
+        assert '{"text":"hi"} is not of type "integer"' in (counted.error or ""), counted.error
         assert (await router.route("note_kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("note_kind", "hello world")).payload == "str"
 
 
 async def maybe_note(payload: Note | None = None) -> str:
+    return type(payload).__name__
+
+
+async def number_kind(payload: int | Note) -> str:
     return type(payload).__name__
 
 
@@ -458,12 +491,20 @@ async def test_a_payload_model_reads_text_and_no_payload_under_a_capability_with
         router.register(
             FunctionAgent(maybe_note, agent_id="t:maybe:01", capabilities=[Capability(name="maybe")])
         )
+        number = Capability(name="number")
+        router.register(FunctionAgent(number_kind, agent_id="t:number:01", capabilities=[number]))
         assert (await router.route("kind", {"text": "hi"})).payload == "str"
         assert (await router.route("kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("maybe")).payload == "NoneType"
         assert (await router.route("maybe", {"text": "hello world"})).payload == "Note"
         refused = await router.route("maybe", {"text": 3})
         assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        # A text is read as text, strictly: never as the number it spells.
+        for refused in (
+            await router.route("maybe", {"text": 3}),
+            await router.route("number", {"text": "5"}),
+        ):
+            assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
 
 
 class Plain:
