@@ -15,7 +15,8 @@ from reach_adapters.errors import InvalidMessageError, describe_validation_error
 __all__ = ["META_PREFIX", "meta_from_request", "request_meta"]
 
 # Metadata keys carrying the task across hops (MCP reserves prefixes like this one), and the
-# call options a client may set there: `configurable` (a thread id) and `resume`.
+# call options a client may set there: `configurable` (a thread id), `resume`, and how a stream's
+# chunks look (`stream_mode`, `subgraphs`).
 META_PREFIX = "agent-reach/"
 _CARRIED = (
     "task_id",
@@ -27,13 +28,19 @@ _CARRIED = (
     "configurable",
     "resume",
     "caller_token",
+    "stream_mode",
+    "subgraphs",
 )
 
 
 def request_meta(meta: MetaInfo) -> dict[str, Any]:
     """The task's ids, deadline, lineage and call options as metadata of an outgoing request."""
     values = {key: getattr(meta, key) for key in _CARRIED}
-    carried = {META_PREFIX + key: value for key, value in values.items() if value not in (None, [])}
+    carried = {
+        META_PREFIX + key: value
+        for key, value in values.items()
+        if value is not None and value != [] and value is not False
+    }
     if "resume" in meta.__pydantic_fields_set__:
         # Any answer resumes, null and [] included.
         carried[META_PREFIX + "resume"] = meta.resume

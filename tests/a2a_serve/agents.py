@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -87,6 +87,21 @@ def echo_graph() -> Any:
     builder.add_edge(START, "echo")
     builder.add_edge("echo", END)
     return builder.compile()
+
+
+class Count(TypedDict):
+    n: int
+
+
+def steps_graph() -> Any:
+    """Adds one, then doubles: two steps, each an update of its own."""
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Count)
+    builder.add_node("add", lambda state: {"n": state["n"] + 1})
+    builder.add_node("double", lambda state: {"n": state["n"] * 2})
+    builder.add_edge(START, "add")
+    builder.add_edge("add", "double")
+    builder.add_edge("double", END)
+    return builder.compile(name="steps")
 
 
 def approval_graph() -> Any:

@@ -17,7 +17,7 @@ from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.a2a import A2AAgent, A2ACardError
 from reach_adapters.a2a.hop import unpack
 from reach_adapters.langchain import LangChainAgent
-from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, echo_graph, shout
+from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, echo_graph, shout, steps_graph
 from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of, text_of
 
 pytestmark = pytest.mark.timeout(60)
@@ -159,6 +159,24 @@ async def test_a_reach_client_continues_its_task_on_a_reach_server(served: Serve
     assert (meta.task_id, meta.trace_id, meta.depth) == ("t-over-a2a", "trace-over-a2a", 1)
     assert meta.lineage == [agent.agent_id]
     assert meta.deadline is not None
+
+
+async def test_a_reach_client_streams_a_graph_on_a_reach_server_in_the_modes_it_asks(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(LangChainAgent(steps_graph(), agent_id="calc:steps:01"))
+    async with Router() as near, asyncio.timeout(30):
+        near.register(await A2AAgent.connect(server.url))
+        here = [c async for c in server.gateway.router.stream("steps", {"n": 1}, stream_mode="values")]
+        over = [c async for c in near.stream("steps", {"n": 1}, stream_mode="values")]
+        modes = ["updates", "values"]
+        both = [c async for c in near.stream("steps", {"n": 1}, stream_mode=modes)]
+        both_here = [c async for c in server.gateway.router.stream("steps", {"n": 1}, stream_mode=modes)]
+        nested = [c async for c in near.stream("steps", {"n": 1}, stream_mode="values", subgraphs=True)]
+    assert here == [{"n": 1}, {"n": 2}, {"n": 4}]
+    assert over == here
+    assert both == both_here
+    assert ["updates", {"double": {"n": 4}}] in both
+    assert nested == [[[], chunk] for chunk in here]
 
 
 async def test_a_reach_client_reads_a_secured_servers_skills_from_its_extended_card(
