@@ -110,9 +110,10 @@ async def run(calls: int) -> dict[str, tuple[float, float]]:
     # The config a routed run of the chain gets (its ids in metadata and tags), given directly:
     # what LangChain's own handling of it costs, apart from the router's work.
     summary_message = ReachMessage(raw_payload=payload, meta_info=MetaInfo(capability="summary"))
+    routed_config = run_config(RunnableConfig(), summary_message, "shop:summary:01")
 
     def configured() -> Awaitable[Any]:
-        return chain.ainvoke(payload, run_config(RunnableConfig(), summary_message, "shop:summary:01"))
+        return chain.ainvoke(payload, routed_config)
 
     pairs: dict[str, tuple[Callable[[], Awaitable[Any]], Callable[[], Awaitable[Any]]]] = {
         "chain": (lambda: chain.ainvoke(payload), lambda: router.route("summary", payload)),

@@ -205,7 +205,7 @@ class A2AAgent:
         where = f"A2A agent at {self._link.shown}: artifact update"
         streamed = False
         async with self._threads.first_turns_in_order(message.meta_info):
-            exchange = self._exchange(message)
+            exchange = self._exchange(message, stream=True)
             try:
                 async for parts in exchange.events():
                     streamed = True
@@ -279,7 +279,7 @@ class A2AAgent:
             message, status, kind, str(exc), fault=fault, agent_id=self._agent_id, delivered=delivered
         )
 
-    def _exchange(self, message: ReachMessage) -> Exchange:
+    def _exchange(self, message: ReachMessage, *, stream: bool = False) -> Exchange:
         if self._offline is not None:
             msg = f"A2A agent {self._agent_id} is offline ({self._offline}); its card is being fetched again"
             raise A2AOfflineError(msg)
@@ -291,7 +291,9 @@ class A2AAgent:
             msg = f"agent {self._agent_id} has no skill for capability {skill!r}; it has {skills}"
             raise InvalidMessageError(msg)
         options = self._link.options
-        carried = request_meta(onward(meta, self._agent_id, skill if options.hop_tokens else None))
+        carried = request_meta(
+            onward(meta, self._agent_id, skill if options.hop_tokens else None), stream=stream
+        )
         turn = self._threads.turn(meta)
         request = request_for(message, skill, carried, turn, options.return_immediately)
         # The skill's own timeout (its override's, if any), as the router bounds the call by it.

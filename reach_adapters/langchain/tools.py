@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -304,13 +304,6 @@ class CapabilityTool(ReachTool):
             tool._schema_key = schema_key(args_schema)
         tool._nullable = nullable
         return tool
-
-    @property
-    def args(self) -> dict[str, Any]:
-        # `BaseTool.args` reads `properties`, which an object of any shape (a capability declared
-        # without a schema) leaves out; adding an empty one to the schema would make Gemini
-        # refuse the tool.
-        return dict(cast(dict[str, Any], self.args_schema).get("properties", {}))
 
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         if self._nullable is not None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
@@ -302,8 +303,9 @@ class FunctionAgent:
             refusal = exc
         for reading in _readings(payload) if unchecked else ():
             try:
-                # Strictly: a text read is text, never the number or yes/no it spells.
-                return adapter.validate_python(reading, strict=True)
+                # As JSON, strictly: a text read is text (an enum's value, a date), never the
+                # number or yes/no it spells.
+                return adapter.validate_json(orjson.dumps(reading), strict=True)
             except ValidationError:
                 continue
         msg = f"agent {self._agent_id}: payload: {describe_validation_error(refusal)}"

@@ -15,10 +15,9 @@ from reach_adapters.errors import InvalidMessageError, describe_validation_error
 __all__ = ["META_PREFIX", "meta_from_request", "request_meta"]
 
 # Metadata keys carrying the task across hops (MCP reserves prefixes like this one), and the
-# call options a client may set there: `configurable` (a thread id), `resume`, and how a stream's
-# chunks look (`stream_mode`, `subgraphs`).
+# call options a client may set there: `configurable` (a thread id) and `resume`.
 META_PREFIX = "agent-reach/"
-_CARRIED = (
+_SENT = (
     "task_id",
     "trace_id",
     "source",
@@ -28,22 +27,26 @@ _CARRIED = (
     "configurable",
     "resume",
     "caller_token",
-    "stream_mode",
-    "subgraphs",
 )
+# How a stream's chunks look: sent with streamed calls only, as they shape a unary call's answer
+# on the far side (a graph's chunks in those modes) where the near one ignores them.
+_STREAM_SHAPE = ("stream_mode", "subgraphs")
+_CARRIED = _SENT + _STREAM_SHAPE
 
 
-def request_meta(meta: MetaInfo) -> dict[str, Any]:
-    """The task's ids, deadline, lineage and call options as metadata of an outgoing request."""
-    values = {key: getattr(meta, key) for key in _CARRIED}
-    carried = {
-        META_PREFIX + key: value
-        for key, value in values.items()
-        if value is not None and value != [] and value is not False
-    }
+def request_meta(meta: MetaInfo, *, stream: bool = False) -> dict[str, Any]:
+    """The task's ids, deadline, lineage and call options as metadata of an outgoing request;
+    with `stream`, also how its chunks look (`stream_mode`, `subgraphs` when true)."""
+    values = {key: getattr(meta, key) for key in _SENT}
+    carried = {META_PREFIX + key: value for key, value in values.items() if value not in (None, [])}
     if "resume" in meta.__pydantic_fields_set__:
         # Any answer resumes, null and [] included.
         carried[META_PREFIX + "resume"] = meta.resume
+    if stream:
+        if meta.stream_mode is not None:
+            carried[META_PREFIX + "stream_mode"] = meta.stream_mode
+        if meta.subgraphs:
+            carried[META_PREFIX + "subgraphs"] = True
     return carried
 
 

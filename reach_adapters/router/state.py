@@ -21,7 +21,7 @@ from reach_adapters.router.schemas import (
     CompiledSchema,
     first_error,
     json_kind,
-    refused_whole,
+    refused_type,
     text_of_task,
 )
 
@@ -293,7 +293,7 @@ class Slot:
         else:
             problem = first_error(validator, payload)
             text = text_of_task(payload)
-            if text is not None and refused_whole(validator, payload) and not refused_whole(validator, text):
+            if text is not None and refused_type(validator, payload) and not refused_type(validator, text):
                 # A text task (A2A text) for a text schema that refuses its text: why it does.
                 problem = first_error(validator, text) or problem
         name = self.capability.name

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from middleware import MetaInfo
 from reach_adapters import InvalidMessageError
-from reach_adapters.router import meta_from_request
+from reach_adapters.router import meta_from_request, request_meta
 
 
 @pytest.mark.parametrize(
@@ -28,3 +29,18 @@ def test_keys_far_from_any_are_left_alone() -> None:
     carried = {"agent-reach/task_id": "t-1", "agent-reach/agent_id": "a:b:01", "agent-reach/status": "ok"}
     meta = meta_from_request({**carried, "other": 1}, "echo")
     assert meta.task_id == "t-1"
+
+
+def test_how_a_streams_chunks_look_is_sent_with_streamed_calls_only() -> None:
+    """A unary call answers as it would without them; the far side would shape its answer."""
+    meta = MetaInfo(task_id="t-1", stream_mode=["updates", "values"], subgraphs=True)
+    assert "agent-reach/stream_mode" not in request_meta(meta)
+    assert "agent-reach/subgraphs" not in request_meta(meta)
+    streamed = request_meta(meta, stream=True)
+    assert (streamed["agent-reach/stream_mode"], streamed["agent-reach/subgraphs"]) == (
+        ["updates", "values"],
+        True,
+    )
+    assert "agent-reach/subgraphs" not in request_meta(MetaInfo(stream_mode="values"), stream=True)
+    read = meta_from_request(streamed, "steps")
+    assert (read.stream_mode, read.subgraphs) == (["updates", "values"], True)

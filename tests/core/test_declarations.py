@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import types
 
@@ -469,6 +470,10 @@ async def test_a_text_task_is_read_as_its_text_only_when_the_schema_refuses_it_a
         router.register(FunctionAgent(echo, agent_id="t:count:01", capabilities=[integer]))
         counted = await router.route("count", {"text": "hi"})
         assert '{"text":"hi"} is not of type "integer"' in (counted.error or ""), counted.error
+        answer = Capability(name="answer", input_schema={"type": "string", "enum": ["yes", "no"]})
+        router.register(FunctionAgent(echo, agent_id="t:answer:01", capabilities=[answer]))
+        maybe = await router.route("answer", {"text": "maybe"})
+        assert '"maybe" is not one of "yes" or "no"' in (maybe.error or ""), maybe.error
         assert (await router.route("note_kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("note_kind", "hello world")).payload == "str"
 
@@ -478,6 +483,14 @@ async def maybe_note(payload: Note | None = None) -> str:
 
 
 async def number_kind(payload: int | Note) -> str:
+    return type(payload).__name__
+
+
+class Colour(enum.StrEnum):
+    RED = "red"
+
+
+async def colour_kind(payload: Note | Colour) -> str:
     return type(payload).__name__
 
 
@@ -493,6 +506,10 @@ async def test_a_payload_model_reads_text_and_no_payload_under_a_capability_with
         )
         number = Capability(name="number")
         router.register(FunctionAgent(number_kind, agent_id="t:number:01", capabilities=[number]))
+        colour = Capability(name="colour")
+        router.register(FunctionAgent(colour_kind, agent_id="t:colour:01", capabilities=[colour]))
+        # ... as JSON text: an enum's value, a date, a UUID read as they would from JSON.
+        assert (await router.route("colour", {"text": "red"})).payload == "Colour"
         assert (await router.route("kind", {"text": "hi"})).payload == "str"
         assert (await router.route("kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("maybe")).payload == "NoneType"

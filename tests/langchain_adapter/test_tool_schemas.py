@@ -164,8 +164,13 @@ def test_an_object_of_any_shape_is_shown_with_its_properties(router: Router) -> 
     router.register(FunctionAgent(len, agent_id="t:count:01", capabilities=[count]))
     tools = {tool.name: tool for tool in ReachToolkit(router, include_generic=False).get_tools()}
     assert (tools["ping"].args, tools["count"].args) == ({}, {})
-    # Shown as declared: Gemini refuses an object with an empty `properties`.
-    assert (tools["ping"].args_schema, tools["count"].args_schema) == ({"type": "object"}, counts)
+    # As LangChain shows a tool of no arguments (`@tool def f()`): OpenAI refuses an object
+    # schema without `properties`.
+    assert tools["count"].args_schema == {**counts, "properties": {}}
+    assert convert_to_openai_tool(tools["ping"])["function"]["parameters"] == {
+        "type": "object",
+        "properties": {},
+    }
     assert [strict_problems(tool) for tool in tools.values()] == [[], []]
 
 
