@@ -24,6 +24,7 @@ from reach_adapters.a2a.errors import (
     A2AProtocolError,
     A2ATimeoutError,
 )
+from reach_adapters.a2a.hop import UNARY
 from reach_adapters.a2a.options import A2AOptions
 from reach_adapters.a2a.states import checked_payload, message_result, task_result
 from reach_adapters.a2a.threads import Threads
@@ -294,6 +295,8 @@ class A2AAgent:
         carried = request_meta(
             onward(meta, self._agent_id, skill if options.hop_tokens else None), stream=stream
         )
+        if not stream and self._link.streaming:
+            carried[UNARY] = True
         turn = self._threads.turn(meta)
         request = request_for(message, skill, carried, turn, options.return_immediately)
         # The skill's own timeout (its override's, if any), as the router bounds the call by it.

@@ -31,7 +31,7 @@ from google.protobuf import struct_pb2
 from pydantic import JsonValue, ValidationError
 
 from middleware import MetaInfo, RoutingHint
-from reach_adapters.a2a.hop import unpack
+from reach_adapters.a2a.hop import UNARY, unpack
 from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
 from reach_adapters.a2a.router_card import MATCH_SKILL
 from reach_adapters.a2a.states import TERMINAL
@@ -124,13 +124,19 @@ class RouterExecutor(AgentExecutor):
         try:
             if message is not None:
                 metadata = self._metadata(context, message)
+            unary = metadata.pop(UNARY, None) is True
             reach = self._reach(context, message, metadata)
         except InvalidMessageError as exc:
             await self._finish(updater, _refused(exc, metadata))
             return
         await updater.start_work()
         method = context.call_context.state.get("method")
-        if method in _STREAMING_METHODS and reach.meta_info.capability is not None and not _resumes(reach):
+        if (
+            method in _STREAMING_METHODS
+            and not unary
+            and reach.meta_info.capability is not None
+            and not _resumes(reach)
+        ):
             await self._stream(updater, reach)
             return
         await self._finish(updater, await self.router.dispatch(reach), reach)

@@ -179,6 +179,20 @@ async def test_a_reach_client_streams_a_graph_on_a_reach_server_in_the_modes_it_
     assert nested == [[[], chunk] for chunk in here]
 
 
+async def test_a_reach_clients_call_of_a_streaming_agent_answers_as_in_process(served: Serve) -> None:
+    """The router's A2A client streams every call to a card that offers streaming; a call it
+    wants one answer of is routed as a call over there: the graph's output, not its chunks."""
+    server = await served()
+    server.gateway.router.register(LangChainAgent(steps_graph(), agent_id="calc:steps:01"))
+    async with Router() as near, asyncio.timeout(30):
+        near.register(await A2AAgent.connect(server.url))
+        here = await server.gateway.router.route("steps", {"n": 1})
+        over = await near.route("steps", {"n": 1})
+        chunks = [c async for c in near.stream("steps", {"n": 1})]
+    assert (here.payload, over.payload) == ({"n": 4}, {"n": 4}), over.error
+    assert chunks == [{"add": {"n": 2}}, {"double": {"n": 4}}]
+
+
 async def test_a_reach_client_reads_a_secured_servers_skills_from_its_extended_card(
     served: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
