@@ -76,17 +76,25 @@ class Held:
         return ok_result(message, self.agent_id, {"released": True})
 
 
+def _in_turn(state: type, *steps: tuple[str, Any], **compiled: Any) -> Any:
+    """A graph over `state` running `steps` (name, node) one after another."""
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(state)
+    previous = START
+    for name, node in steps:
+        builder.add_node(name, node)
+        builder.add_edge(previous, name)
+        previous = name
+    builder.add_edge(previous, END)
+    return builder.compile(**compiled)
+
+
 def echo_graph() -> Any:
     """Answers with the text of the last message."""
 
     def echo(state: MessagesState) -> dict[str, Any]:
         return {"messages": [AIMessage(f"echo: {state['messages'][-1].content}")]}
 
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
-    builder.add_node("echo", echo)
-    builder.add_edge(START, "echo")
-    builder.add_edge("echo", END)
-    return builder.compile()
+    return _in_turn(MessagesState, ("echo", echo))
 
 
 class Count(TypedDict):
@@ -95,13 +103,9 @@ class Count(TypedDict):
 
 def steps_graph() -> Any:
     """Adds one, then doubles: two steps, each an update of its own."""
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Count)
-    builder.add_node("add", lambda state: {"n": state["n"] + 1})
-    builder.add_node("double", lambda state: {"n": state["n"] * 2})
-    builder.add_edge(START, "add")
-    builder.add_edge("add", "double")
-    builder.add_edge("double", END)
-    return builder.compile(name="steps")
+    add = ("add", lambda state: {"n": state["n"] + 1})
+    double = ("double", lambda state: {"n": state["n"] * 2})
+    return _in_turn(Count, add, double, name="steps")
 
 
 def approval_graph() -> Any:
@@ -111,8 +115,4 @@ def approval_graph() -> Any:
         decision = interrupt({"question": "approve the refund of order 42?"})
         return {"messages": [AIMessage(f"refund {decision}")]}
 
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
-    builder.add_node("review", review)
-    builder.add_edge(START, "review")
-    builder.add_edge("review", END)
-    return builder.compile(checkpointer=InMemorySaver())
+    return _in_turn(MessagesState, ("review", review), checkpointer=InMemorySaver())
