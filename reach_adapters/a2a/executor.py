@@ -100,6 +100,15 @@ def result_metadata(result: ReachResult) -> dict[str, Any]:
     return carried
 
 
+def _unary(metadata: dict[str, Any]) -> bool:
+    """Whether a reach client wants one answer of a call it streams (`UNARY`), taken out."""
+    unary = metadata.pop(UNARY, False)
+    if not isinstance(unary, bool):
+        msg = f"metadata {UNARY!r} must be true or false, got {unary!r}"
+        raise InvalidMessageError(msg)
+    return unary
+
+
 class RouterExecutor(AgentExecutor):
     """Runs each A2A message as a reach on `router`, as the principal `principal_of` names."""
 
@@ -124,7 +133,7 @@ class RouterExecutor(AgentExecutor):
         try:
             if message is not None:
                 metadata = self._metadata(context, message)
-            unary = metadata.pop(UNARY, None) is True
+            unary = _unary(metadata)
             reach = self._reach(context, message, metadata)
         except InvalidMessageError as exc:
             await self._finish(updater, _refused(exc, metadata))

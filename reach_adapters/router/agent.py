@@ -303,9 +303,7 @@ class FunctionAgent:
             refusal = exc
         for reading in _readings(payload) if unchecked else ():
             try:
-                # As JSON, strictly: a text read is text (an enum's value, a date), never the
-                # number or yes/no it spells.
-                return adapter.validate_json(orjson.dumps(reading), strict=True)
+                return _read_strictly(adapter, reading)
             except ValidationError:
                 continue
         msg = f"agent {self._agent_id}: payload: {describe_validation_error(refusal)}"
@@ -317,6 +315,16 @@ class FunctionAgent:
         except ValidationError as exc:
             msg = f"agent {self._agent_id}: {what}: {describe_validation_error(exc)}"
             raise InvalidMessageError(msg) from None
+
+
+def _read_strictly(adapter: TypeAdapter[Any], reading: Any) -> Any:
+    """`reading` as JSON, strictly: a text is text (an enum's value, a date), never the number
+    or yes/no it spells. A text JSON cannot encode (a lone surrogate) is read as it is."""
+    try:
+        text = orjson.dumps(reading)
+    except orjson.JSONEncodeError:
+        return adapter.validate_python(reading, strict=True)
+    return adapter.validate_json(text, strict=True)
 
 
 def _readings(payload: Any) -> tuple[Any, ...]:

@@ -32,6 +32,8 @@ _SENT = (
 # on the far side (a graph's chunks in those modes) where the near one ignores them.
 _STREAM_SHAPE = ("stream_mode", "subgraphs")
 _CARRIED = _SENT + _STREAM_SHAPE
+# Every key of ours a server reads: A2A's `unary` too (see a2a/hop.py), taken out before this.
+_KNOWN = (*_CARRIED, "unary")
 
 
 def request_meta(meta: MetaInfo, *, stream: bool = False) -> dict[str, Any]:
@@ -75,10 +77,10 @@ def _refuse_misspelt(meta: Mapping[str, Any]) -> None:
     from any are left alone, as another version or protocol may carry them."""
     for key in meta:
         name = key[len(META_PREFIX) :] if key.startswith(META_PREFIX) else None
-        if name is None or name in _CARRIED:
+        if name is None or name in _KNOWN:
             continue
         # Case and separators aside (taskId, Task-ID): the spellings a client most often tries.
-        close = get_close_matches(name.lower().replace("-", "_"), _CARRIED, n=1, cutoff=0.8)
+        close = get_close_matches(name.lower().replace("-", "_"), _KNOWN, n=1, cutoff=0.8)
         if close:
             msg = (
                 f"the request's metadata has {key!r}, which is not read: did you mean "

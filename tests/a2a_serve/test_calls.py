@@ -137,6 +137,20 @@ async def test_the_packed_hop_metadata_continues_and_a_malformed_one_is_refused(
     assert "'agent-reach' must be a JSON object" in broken.status.message.parts[0].text
 
 
+async def test_a_unary_mark_that_is_no_boolean_or_misspelt_is_refused(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shout())
+    said = {"agent-reach": json.dumps({"unary": "true"})}
+    misspelt = {"agent-reach/unray": True}
+    async with server.client() as client:
+        string = await task_of(client, request(message("hi", skill="shout", metadata=said)))
+        typo = await task_of(client, request(message("hi", skill="shout", metadata=misspelt)))
+    assert string.status.state == TaskState.TASK_STATE_REJECTED
+    assert "'agent-reach/unary' must be true or false" in string.status.message.parts[0].text
+    assert typo.status.state == TaskState.TASK_STATE_REJECTED
+    assert "did you mean 'agent-reach/unary'" in typo.status.message.parts[0].text
+
+
 async def test_a_reach_client_continues_its_task_on_a_reach_server(served: Serve) -> None:
     """The router's own A2A client packs the whole hop into one metadata value; the served
     router reads it back: the same task and trace, one level deeper, the hop in the lineage."""

@@ -510,6 +510,8 @@ async def test_a_payload_model_reads_text_and_no_payload_under_a_capability_with
         router.register(FunctionAgent(colour_kind, agent_id="t:colour:01", capabilities=[colour]))
         # ... as JSON text: an enum's value, a date, a UUID read as they would from JSON.
         assert (await router.route("colour", {"text": "red"})).payload == "Colour"
+        # A text JSON cannot encode (a lone surrogate) is read as it is.
+        assert (await router.route("kind", {"text": "ab\ud800"})).payload == "str"
         assert (await router.route("kind", {"text": "hi"})).payload == "str"
         assert (await router.route("kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("maybe")).payload == "NoneType"
