@@ -87,9 +87,9 @@ def for_models(schema: dict[str, Any]) -> dict[str, Any]:
     declares its items (a tuple's as any of its members), a `$ref` that would close a cycle (to
     a definition of either draft, the root ``#``, or any JSON pointer into the schema such as
     zod-to-json-schema's ``#/properties/tree``) is a plain object instead, and a chat message
-    takes the role/content form only (a graph's messages a list of them). The arguments object
-    lists its properties, if none. The arguments are still checked against the capability's
-    own schema."""
+    takes the role/content form only (a graph's messages a list of them), and an arguments
+    object of any shape says it has no named properties. The arguments are still checked
+    against the capability's own schema."""
     sites = {site: (target, defs_at) for site, target, defs_at in _ref_sites(schema, (), -1)}
     out: dict[str, Any] = _fix(schema, (), _cuts(sites))
     if out.get("type") == "object" and "properties" not in out:
