@@ -95,6 +95,15 @@ def first_error(validator: CompiledSchema, instance: Any, root: str = "(payload)
     return None
 
 
+def refused_whole(validator: CompiledSchema, instance: Any) -> bool:
+    """Whether the schema refuses `instance` as a whole (its type, or as none of the values it
+    lists), not something in it."""
+    for found in validator.iter_errors(instance):
+        err = _in_union(found)
+        return not err.instance_path and isinstance(err.kind, _WHOLE)
+    return False
+
+
 def refused_type(validator: CompiledSchema, instance: Any) -> bool:
     """Whether the schema refuses `instance` for its type alone: it takes no value of that type
     (an object for a text schema, a text for a number's), whatever is in it."""

@@ -22,6 +22,7 @@ from reach_adapters.router.schemas import (
     first_error,
     json_kind,
     refused_type,
+    refused_whole,
     text_of_task,
 )
 
@@ -293,8 +294,8 @@ class Slot:
         else:
             problem = first_error(validator, payload)
             text = text_of_task(payload)
-            if text is not None and refused_type(validator, payload) and not refused_type(validator, text):
-                # A text task (A2A text) for a text schema that refuses its text: why it does.
+            if text is not None and refused_whole(validator, payload) and not refused_type(validator, text):
+                # A text task (A2A text) for a schema of text that refuses its text: why it does.
                 problem = first_error(validator, text) or problem
         name = self.capability.name
         return f"payload does not match the input schema of {name!r} at {self.agent_id}: {problem}"

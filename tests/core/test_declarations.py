@@ -474,6 +474,11 @@ async def test_a_text_task_is_read_as_its_text_only_when_the_schema_refuses_it_a
         router.register(FunctionAgent(echo, agent_id="t:answer:01", capabilities=[answer]))
         maybe = await router.route("answer", {"text": "maybe"})
         assert '"maybe" is not one of "yes" or "no"' in (maybe.error or ""), maybe.error
+        # A schema of values with no type: the text is what they were sent as.
+        colours = Capability(name="colours", input_schema={"anyOf": [{"const": "red"}, {"const": "blue"}]})
+        router.register(FunctionAgent(echo, agent_id="t:colours:01", capabilities=[colours]))
+        green = await router.route("colours", {"text": "green"})
+        assert '"green" is not valid under any' in (green.error or ""), green.error
         assert (await router.route("note_kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("note_kind", "hello world")).payload == "str"
 
