@@ -280,8 +280,12 @@ class Exchange:
         elif kind == "message":
             self.reply = event.message
         elif kind == "status_update":
-            status = event.status_update
-            self._task(status.task_id, status.context_id).status.CopyFrom(status.status)
+            stated = event.status_update
+            known = self._task(stated.task_id, stated.context_id)
+            known.status.CopyFrom(stated.status)
+            if stated.HasField("metadata"):
+                # A reach server's own word on its result (status, fault, error type) comes here.
+                known.metadata.MergeFrom(stated.metadata)
             self._stated = True
         elif kind == "artifact_update":
             update = event.artifact_update

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from middleware import Fault, MetaInfo, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.router.capability import Capability
-from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.decisions import Attempt, DecisionRecord
 from reach_adapters.router.delivery import resumes
 from reach_adapters.router.guard import Guard
 from reach_adapters.router.matching import Matcher, task_text
@@ -113,14 +113,22 @@ class Planner:
             return None
         return runtime.slots[0].capability.name
 
-    def unavailable_fit(self, message: ReachMessage, refused: ReachResult) -> ReachResult | None:
+    def unavailable_fit(
+        self, message: ReachMessage, refused: ReachResult, record: DecisionRecord
+    ) -> ReachResult | None:
         """When the candidates refused the payload (`refused`, their best one's complaint) but a
         declaration whose agent cannot serve now takes it: the router's failure to serve it, not
         the caller's mistake (so fallback applies). Else None."""
         if refused.error_type != ErrorKind.PAYLOAD_VALIDATION or refused.delivered:
             return None
-        if self.invalid_payload(message) is not None:
-            return None
+        slots = self._declared(message)
+        if slots:
+            # An agent that refused the payload by its own word (another router, across an A2A
+            # hop whose declaration shows no schema) has no declaration that takes it.
+            spoke = {attempt.agent_id for attempt in record.attempts if _refused_payload(attempt)}
+            payload = message.raw_payload
+            if all(slot.agent_id in spoke or slot.refuses(slot.adapted(payload)) for slot in slots):
+                return None
         error = (
             "the payload fits a declaration of the capability whose agent cannot take it now (see "
             f"explain(task_id).exclusions), not one of those that could: {refused.error}"
@@ -135,20 +143,26 @@ class Planner:
         For tasks no candidate took: a payload the capability would refuse is the caller's
         mistake, which no fallback agent may hide.
         """
+        slots = self._declared(message)
+        if not slots:
+            return None
+        payload = message.raw_payload
+        problems = [slot.refuses(slot.adapted(payload)) for slot in slots]
+        if None in problems:
+            return None
+        return problems[0]
+
+    def _declared(self, message: ReachMessage) -> tuple[Slot, ...]:
+        """The declarations of the capability the message asks for, where its payload is the
+        task's input (not a resume's answer)."""
         meta = message.meta_info
         if meta.capability is None or resumes(message):
-            return None
+            return ()
         if message.routing_hint.mode == "directed":
             runtime = self.registry.get(message.routing_hint.target or "")
             found = slot_for(runtime.slots, meta.capability) if runtime is not None else None
-            slots: tuple[Slot, ...] = () if found is None else (found,)
-        else:
-            slots = self.registry.candidates(meta.capability, meta.version, meta.namespace)
-        payload = message.raw_payload
-        problems = [slot.refuses(slot.adapted(payload)) for slot in slots]
-        if not problems or None in problems:
-            return None
-        return problems[0]
+            return () if found is None else (found,)
+        return self.registry.candidates(meta.capability, meta.version, meta.namespace)
 
     async def _match(self, message: ReachMessage, record: DecisionRecord) -> tuple[list[str], Problem | None]:
         """Capabilities for a task that names none: the sure match, or the top few, or none."""
@@ -309,3 +323,9 @@ def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
         if capability in (slot.capability.name, slot.own_name):
             return slot
     return None
+
+
+def _refused_payload(attempt: Attempt) -> bool:
+    """Whether the attempt ended with its payload refused before any work began."""
+    kind = ErrorKind.PAYLOAD_VALIDATION
+    return attempt.status is ResultStatus.INVALID and attempt.error_type == kind and not attempt.delivered

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse, TaskState
 
-from middleware import MetaInfo, ReachMessage
-from reach_adapters import Capability, FunctionAgent, Router
+from middleware import Fault, MetaInfo, ReachMessage, ResultStatus
+from reach_adapters import Capability, FunctionAgent, ReachError, Router
 from reach_adapters.a2a import A2AAgent, A2ACardError
 from reach_adapters.a2a.hop import unpack
 from reach_adapters.langchain import LangChainAgent
@@ -205,6 +205,28 @@ async def test_a_reach_clients_call_of_a_streaming_agent_answers_as_in_process(s
         chunks = [c async for c in near.stream("steps", {"n": 1})]
     assert (here.payload, over.payload) == ({"n": 4}, {"n": 4}), over.error
     assert chunks == [{"add": {"n": 2}}, {"double": {"n": 4}}]
+
+
+async def test_a_reach_servers_word_on_a_refused_payload_survives_the_hop(served: Serve) -> None:
+    """Over there the payload broke the skill's schema, which the card does not carry: the
+    caller's mistake, said in the stream's final status; not the A2A agent's rejection, nor a
+    refusal of this router's that another declaration (or a fallback) would get past."""
+    server = await served()
+    server.gateway.router.register(adder())
+    async with Router() as near, asyncio.timeout(30):
+        agent = await A2AAgent.connect(server.url)
+        near.register(agent)
+        sent = await near.send(agent.agent_id, {"a": "x", "b": 2}, capability="add")
+        routed = await near.route("add", {"a": "x", "b": 2})
+        with pytest.raises(ReachError) as streamed:
+            _ = [c async for c in near.stream("add", {"a": "x", "b": 2})]
+        [info] = near.catalog()
+    for result in (sent, routed, streamed.value.result):
+        assert result is not None
+        assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER), result.error
+        assert result.error_type == "PayloadValidationError"
+        assert "is not of type" in (result.error or "")
+    assert info.failures == 0
 
 
 async def test_a_reach_client_reads_a_secured_servers_skills_from_its_extended_card(
