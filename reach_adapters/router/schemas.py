@@ -91,6 +91,9 @@ def first_error(validator: CompiledSchema, instance: Any, root: str = "(payload)
             # Name the missing field itself, not the object that lacks it.
             path.append(str(err.kind.property).strip('"'))
         where = ".".join(path) or root
+        if isinstance(err.kind, jsonschema_rs.ValidationErrorKind.Constant):
+            # '"red" was expected' alone does not say what was sent instead.
+            return f"field '{where}': {err.message}, got {json_kind(err.instance)}"
         return f"field '{where}': {err.message}{_expected(err)}"
     return None
 

@@ -479,6 +479,11 @@ async def test_a_text_task_is_read_as_its_text_only_when_the_schema_refuses_it_a
         router.register(FunctionAgent(echo, agent_id="t:colours:01", capabilities=[colours]))
         green = await router.route("colours", {"text": "green"})
         assert '"green" is not valid under any' in (green.error or ""), green.error
+        # One value: what was sent instead is said too.
+        red = Capability(name="red", input_schema={"const": "red"})
+        router.register(FunctionAgent(echo, agent_id="t:red:01", capabilities=[red]))
+        blue = await router.route("red", {"text": "blue"})
+        assert '"red" was expected, got a string "blue"' in (blue.error or ""), blue.error
         assert (await router.route("note_kind", {"text": "hello world"})).payload == "Note"
         assert (await router.route("note_kind", "hello world")).payload == "str"
 
