@@ -200,6 +200,9 @@ async def in_turn(
             # Only this candidate's declaration refused the payload (another version, say): one
             # of another may take it; the best one's complaint stands when none does.
             refused = refused or result
+            if plan.takes(slot, message.raw_payload):
+                # Not this router's refusal but the agent's own word, its declaration took it.
+                plan.refusers = (*plan.refusers, slot)
             following = _another_fit(plan, tried, message, policy)
             if following is None:
                 return refused, slot
@@ -283,7 +286,7 @@ def _another_fit(plan: Plan, tried: set[int], message: ReachMessage, policy: Rou
     for slot in plan.slots:
         if id(slot) in tried:
             continue
-        if slot.refuses(slot.adapted(payload)):
+        if not plan.takes(slot, payload):
             continue
         if exclusion(slot, message.meta_info, policy, now, breaker=not plan.forced) is None:
             return slot

@@ -305,7 +305,7 @@ class Dispatcher:
                 # A lower match failed: the fallback chain and the answer name what was asked.
                 amend(meta, {"capability": asked})
             if result.fault is Fault.CALLER:
-                unavailable = self.planner.unavailable_fit(message, result, record)
+                unavailable = self.planner.unavailable_fit(message, result, plan)
                 if unavailable is None:
                     return self._finish(run, message, record, result, start, "none", plan.queued_ms)
                 result = unavailable

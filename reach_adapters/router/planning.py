@@ -9,7 +9,7 @@ from collections.abc import Callable
 from middleware import Fault, MetaInfo, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.router.capability import Capability
-from reach_adapters.router.decisions import Attempt, DecisionRecord
+from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.delivery import resumes
 from reach_adapters.router.guard import Guard
 from reach_adapters.router.matching import Matcher, task_text
@@ -40,9 +40,11 @@ class Plan:
     """The outcome of selection: ranked slots to try, or the problem that left none.
 
     `forced` marks slots admitted past open breakers because they are the last candidates.
+    `refusers`: slots whose agents refused the payload by their own word (another router's,
+    across a hop) although their declarations took it, as the delivery finds them.
     """
 
-    __slots__ = ("forced", "problem", "queued_ms", "slots")
+    __slots__ = ("forced", "problem", "queued_ms", "refusers", "slots")
 
     def __init__(
         self, slots: list[Slot], problem: Problem | None, queued_ms: float, forced: bool = False
@@ -51,6 +53,16 @@ class Plan:
         self.problem = problem
         self.queued_ms = queued_ms
         self.forced = forced
+        self.refusers: tuple[Slot, ...] = ()
+
+    def takes(self, slot: Slot, payload: object) -> bool:
+        """Whether the slot's declaration takes `payload`. Once an agent refused it by its own
+        word, only a declaration with a schema of its own is taken at its word: one that takes
+        any payload, or any object, says nothing of this one (a replica of the agent that
+        refused, say)."""
+        if self.refusers and (slot in self.refusers or slot.input_validator is None):
+            return False
+        return slot.refuses(slot.adapted(payload)) is None
 
 
 class Planner:
@@ -113,22 +125,15 @@ class Planner:
             return None
         return runtime.slots[0].capability.name
 
-    def unavailable_fit(
-        self, message: ReachMessage, refused: ReachResult, record: DecisionRecord
-    ) -> ReachResult | None:
+    def unavailable_fit(self, message: ReachMessage, refused: ReachResult, plan: Plan) -> ReachResult | None:
         """When the candidates refused the payload (`refused`, their best one's complaint) but a
-        declaration whose agent cannot serve now takes it: the router's failure to serve it, not
-        the caller's mistake (so fallback applies). Else None."""
+        declaration whose agent cannot serve now takes it (`Plan.takes`): the router's failure to
+        serve it, not the caller's mistake (so fallback applies). Else None."""
         if refused.error_type != ErrorKind.PAYLOAD_VALIDATION or refused.delivered:
             return None
         slots = self._declared(message)
-        if slots:
-            # An agent that refused the payload by its own word (another router, across an A2A
-            # hop whose declaration shows no schema) has no declaration that takes it.
-            spoke = {attempt.agent_id for attempt in record.attempts if _refused_payload(attempt)}
-            payload = message.raw_payload
-            if all(slot.agent_id in spoke or slot.refuses(slot.adapted(payload)) for slot in slots):
-                return None
+        if slots and not any(plan.takes(slot, message.raw_payload) for slot in slots):
+            return None
         error = (
             "the payload fits a declaration of the capability whose agent cannot take it now (see "
             f"explain(task_id).exclusions), not one of those that could: {refused.error}"
@@ -323,9 +328,3 @@ def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
         if capability in (slot.capability.name, slot.own_name):
             return slot
     return None
-
-
-def _refused_payload(attempt: Attempt) -> bool:
-    """Whether the attempt ended with its payload refused before any work began."""
-    kind = ErrorKind.PAYLOAD_VALIDATION
-    return attempt.status is ResultStatus.INVALID and attempt.error_type == kind and not attempt.delivered

@@ -213,20 +213,41 @@ async def test_a_reach_servers_word_on_a_refused_payload_survives_the_hop(served
     refusal of this router's that another declaration (or a fallback) would get past."""
     server = await served()
     server.gateway.router.register(adder())
+    bad = {"a": "x", "b": 2}
     async with Router() as near, asyncio.timeout(30):
         agent = await A2AAgent.connect(server.url)
         near.register(agent)
-        sent = await near.send(agent.agent_id, {"a": "x", "b": 2}, capability="add")
-        routed = await near.route("add", {"a": "x", "b": 2})
+        near.register(reverser())
+        sent = await near.send(agent.agent_id, bad, capability="add")
+        routed = await near.route("add", bad, fallback=["util:reverse:01"])
         with pytest.raises(ReachError) as streamed:
-            _ = [c async for c in near.stream("add", {"a": "x", "b": 2})]
-        [info] = near.catalog()
-    for result in (sent, routed, streamed.value.result):
+            _ = [c async for c in near.stream("add", bad)]
+        [info] = [each for each in near.catalog() if each.agent_id == agent.agent_id]
+        # A replica of the agent that refused would refuse too: one round trip, not one each.
+        near.register(await A2AAgent.connect(server.url, options={"instance": "2"}))
+        replicated = await near.route("add", bad)
+        attempts = near.explain(replicated.task_id).attempts
+    for result in (sent, routed, streamed.value.result, replicated):
         assert result is not None
         assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER), result.error
         assert result.error_type == "PayloadValidationError"
         assert "is not of type" in (result.error or "")
     assert info.failures == 0
+    assert len(attempts) == 1
+
+
+async def test_a_payload_a_reach_server_refused_goes_to_a_declaration_that_takes_it(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(adder())
+    loose = {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"]}
+    here = Capability(name="add", input_schema=loose, weight=1)
+    async with Router() as near, asyncio.timeout(30):
+        near.register(await A2AAgent.connect(server.url, options={"weight": 100}))
+        near.register(FunctionAgent(lambda a, b: f"{a}{b}", agent_id="loc:add:01", capabilities=[here]))
+        result = await near.route("add", {"a": "x", "b": 2})
+        attempts = [attempt.agent_id for attempt in near.explain(result.task_id).attempts]
+    assert (result.status, result.payload, result.agent_id) == (ResultStatus.OK, "x2", "loc:add:01")
+    assert len(attempts) == 2
 
 
 async def test_a_reach_client_reads_a_secured_servers_skills_from_its_extended_card(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
@@ -419,6 +419,35 @@ async def test_a_payload_one_candidate_refuses_goes_to_another_whose_declaration
     assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER)
     assert "t:v2:01" in (refused.error or "")
     untouched(router, "t:v2:01")
+
+
+class _AddThenSum:
+    async def match(self, text: str, capabilities: Mapping[str, Capability]) -> list[tuple[str, float]]:
+        return [("add", 0.8), ("sum", 0.75)]
+
+
+async def test_a_refusal_under_one_capability_leaves_the_agents_other_declaration_that_takes_it() -> None:
+    """A task matched from its text: its top match takes the payload but is busy, the agent's
+    other match refuses it. The payload fits a declaration that cannot serve now: the router's
+    failure, which the fallback then serves, not the caller's mistake."""
+    router = Router(FAST, matcher=_AddThenSum())
+    ints = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    release = asyncio.Event()
+
+    async def work(a: Any) -> Any:
+        await release.wait()
+        return a
+
+    busy = Capability(name="add", input_schema={"type": "object"}, max_concurrency=1)
+    sums = Capability(name="sum", input_schema=ints)
+    router.register(FunctionAgent(work, agent_id="calc:multi:01", capabilities=[busy, sums]))
+    router.register(echo_agent("fb:any:01", "other"))
+    holding = asyncio.create_task(router.send("calc:multi:01", {"a": 1}, capability="add"))
+    await asyncio.sleep(0.05)
+    result = await router.route(None, {"a": "x"}, text="add these", fallback=["fb:any:01"], timeout_ms=500)
+    release.set()
+    await holding
+    assert (result.status, result.agent_id) == (ResultStatus.OK, "fb:any:01"), result.error
 
 
 async def test_a_payload_only_a_busy_declaration_takes_is_the_routers_to_serve_not_invalid() -> None:
