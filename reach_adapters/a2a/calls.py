@@ -304,8 +304,10 @@ class Exchange:
         if self.task is None or not task.artifacts:
             self.task = task
             return
-        # A snapshot after streamed chunks: its status is newer, and its artifacts at least as whole.
+        # A snapshot after streamed chunks: its status is newer, and its artifacts at least as whole;
+        # its metadata holds a reach server's word on that status.
         self.task.status.CopyFrom(task.status)
+        self.task.metadata.CopyFrom(task.metadata)
         del self.task.artifacts[:]
         self.task.artifacts.extend(task.artifacts)
 

@@ -60,7 +60,16 @@ SKILLS = [
                input_modes=TEXT),
     AgentSkill(id="meta", tags=["meta"], name="Meta", description="Answer the message's metadata.",
                input_modes=TEXT, output_modes=JSON),
+    AgentSkill(id="partial", tags=["partial"], name="Partial",
+               description="Answer a chunk, then fail as a reach server whose agent timed out.",
+               input_modes=TEXT),
 ]  # fmt: skip
+# What a reach server says of a task whose agent timed out, beside the state `failed`.
+TIMED_OUT = {
+    "agent-reach/status": "timeout",
+    "agent-reach/fault": "agent",
+    "agent-reach/error_type": "TimeoutError",
+}
 
 
 @dataclass
@@ -139,6 +148,12 @@ class SkillsExecutor(AgentExecutor):
         elif skill == "meta":
             await updater.add_artifact([new_data_part(metadata)])
             await updater.complete()
+        elif skill == "partial":
+            await updater.start_work()
+            await asyncio.sleep(0.2)
+            await updater.add_artifact([new_text_part("half")])
+            said = updater.new_agent_message([new_text_part("timed out")])
+            await updater.update_status(TaskState.TASK_STATE_FAILED, said, metadata=TIMED_OUT)
         else:
             await updater.reject(updater.new_agent_message([new_text_part(f"no skill {skill}")]))
 

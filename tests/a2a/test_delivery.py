@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import pytest
@@ -91,9 +91,7 @@ class _CutStreams(DefaultRequestHandler):
         return await super().on_get_task(params, context)
 
 
-async def test_a_task_whose_stream_was_cut_is_polled_not_hammered(router: Router) -> None:
-    calls: Counter[str] = Counter()
-
+def _cutting(calls: Counter[str]) -> Callable[[str], Starlette]:
     def app(url: str) -> Starlette:
         card = agent_card(f"{url}/a2a")
         handler = _CutStreams(
@@ -104,13 +102,31 @@ async def test_a_task_whose_stream_was_cut_is_polled_not_hammered(router: Router
             routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/a2a")]
         )
 
-    async with serve_app(app) as (url, _):
+    return app
+
+
+async def test_a_task_whose_stream_was_cut_is_polled_not_hammered(router: Router) -> None:
+    calls: Counter[str] = Counter()
+    async with serve_app(_cutting(calls)) as (url, _):
         router.register(await A2AAgent.connect(url, options={"poll_interval_s": 0.2}))
         result = await router.route("slow", {"seconds": 1.0})
         assert result.payload == "slept 1.0", result.error
         # Subscribing is given up once refused; GetTask comes every poll_interval_s, not in a loop.
         assert calls["subscribe"] == 1
         assert calls["get"] <= 8
+
+
+async def test_a_reach_servers_word_survives_a_polled_task_that_answered_part(router: Router) -> None:
+    """The task, polled after its stream was cut, has an artifact already: the snapshot's status
+    and the server's word on it (in its metadata) are taken together."""
+    async with serve_app(_cutting(Counter())) as (url, _):
+        router.register(await A2AAgent.connect(url, options={"poll_interval_s": 0.1}))
+        result = await router.route("partial", "go")
+    assert (result.status, result.fault, result.error_type) == (
+        ResultStatus.TIMEOUT,
+        Fault.AGENT,
+        "TimeoutError",
+    ), result.error
 
 
 async def test_concurrent_first_turns_of_a_thread_share_its_context(routed: Router) -> None:
