@@ -108,9 +108,13 @@ def _merge(
     else:
         failures = "; ".join(f"{r.agent_id}: {r.status} {r.error_type}: {r.error}" for r in results)
         faults = [r.fault for r in results if r.fault is not None]
+        # Every target failing alike (all refused the payload, all timed out) says so, as one
+        # target would; failures of several kinds are an error of the broadcast's own.
+        alike = {(r.status, r.error_type) for r in results}
+        status, kind = alike.pop() if len(alike) == 1 else (ResultStatus.ERROR, ErrorKind.AGENT_CALL)
         values = {
-            "status": ResultStatus.ERROR,
-            "error_type": ErrorKind.AGENT_CALL,
+            "status": status,
+            "error_type": kind,
             "error": f"no target of the broadcast succeeded ({failures})",
             # The agents' own failures first: they are what an operator has to look at.
             "fault": Fault.AGENT if Fault.AGENT in faults else (faults[0] if faults else None),

@@ -222,12 +222,13 @@ async def test_a_reach_servers_word_on_a_refused_payload_survives_the_hop(served
         routed = await near.route("add", bad, fallback=["util:reverse:01"])
         with pytest.raises(ReachError) as streamed:
             _ = [c async for c in near.stream("add", bad)]
+        broadcast = await near.broadcast("add", bad)
         [info] = [each for each in near.catalog() if each.agent_id == agent.agent_id]
         # A replica of the agent that refused would refuse too: one round trip, not one each.
         near.register(await A2AAgent.connect(server.url, options={"instance": "2"}))
         replicated = await near.route("add", bad)
         attempts = near.explain(replicated.task_id).attempts
-    for result in (sent, routed, streamed.value.result, replicated):
+    for result in (sent, routed, streamed.value.result, broadcast, replicated):
         assert result is not None
         assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER), result.error
         assert result.error_type == "PayloadValidationError"

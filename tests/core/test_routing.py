@@ -254,6 +254,19 @@ async def test_broadcast_all_failing_is_an_error_not_silence() -> None:
     assert [r.error for r in result.results or []] == ["down", "down"]
 
 
+async def test_broadcast_whose_targets_all_fail_alike_says_how() -> None:
+    async def hang(payload: Any) -> Any:
+        await asyncio.sleep(5)
+
+    router = Router()
+    for i in range(2):
+        router.register(FunctionAgent(hang, agent_id=f"x:h:{i}", capabilities=[Capability(name="c")]))
+    result = await router.broadcast("c", {}, timeout_ms=100)
+    await router.aclose()
+    assert (result.status, result.error_type) == (ResultStatus.TIMEOUT, "ReachTimeoutError"), result.error
+    assert "no target of the broadcast succeeded" in (result.error or "")
+
+
 async def test_fallback_then_default_agent() -> None:
     async def fail(payload: Any) -> Any:
         raise RuntimeError("primary down")
