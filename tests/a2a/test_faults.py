@@ -139,7 +139,15 @@ async def test_an_endpoint_that_never_connects_is_offline_and_the_call_goes_else
         bad = await A2AAgent.connect(
             url,
             "t",
-            options={"instance": "bad", "weight": 1000, "timeout_ms": 1000, "reprobe": {"enabled": False}},
+            # Its connect gives up after 0.5 s, which leaves the good replica seconds to answer
+            # on a loaded machine.
+            options={
+                "instance": "bad",
+                "weight": 1000,
+                "timeout_ms": 5000,
+                "connect_timeout_s": 0.5,
+                "reprobe": {"enabled": False},
+            },
         )
         router.register(bad)
         router.register(await A2AAgent.connect(good.url, "t", options={"instance": "good", "weight": 1}))
