@@ -228,7 +228,7 @@ async def in_turn(
             return result, slot
         retries += 1
         await asyncio.sleep(delay)
-        following = _next_slot(plan, tried, message, policy)
+        following = _next_slot(plan, tried, message, policy, fitting=refused is not None)
         if following is None:
             return result, slot
         slot = following
@@ -265,13 +265,18 @@ def _cut_short(
     record.add_attempt(agent_id, cut, (time.time() - began) * 1000.0, path)
 
 
-def _next_slot(plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy) -> Slot | None:
-    """The best slot not tried yet that may still serve, else the best one that may."""
+def _next_slot(
+    plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy, *, fitting: bool = False
+) -> Slot | None:
+    """The best slot not tried yet that may still serve, else the best one that may; `fitting`
+    (a candidate refused the payload already): only one whose declaration takes it."""
     now = time.monotonic()
     check_breaker = not plan.forced
     again: Slot | None = None
     for slot in plan.slots:
         if exclusion(slot, message.meta_info, policy, now, breaker=check_breaker) is not None:
+            continue
+        if fitting and not plan.takes(slot, message.raw_payload):
             continue
         if id(slot) not in tried:
             return slot

@@ -108,10 +108,7 @@ def _merge(
     else:
         failures = "; ".join(f"{r.agent_id}: {r.status} {r.error_type}: {r.error}" for r in results)
         faults = [r.fault for r in results if r.fault is not None]
-        # Every target failing alike (all refused the payload, all timed out) says so, as one
-        # target would; failures of several kinds are an error of the broadcast's own.
-        alike = {(r.status, r.error_type) for r in results}
-        status, kind = alike.pop() if len(alike) == 1 else (ResultStatus.ERROR, ErrorKind.AGENT_CALL)
+        status, kind = _alike(results)
         values = {
             "status": status,
             "error_type": kind,
@@ -120,3 +117,22 @@ def _merge(
             "fault": Fault.AGENT if Fault.AGENT in faults else (faults[0] if faults else None),
         }
     return build_trusted(ReachResult, {**values, "task_id": task_id, "results": results})
+
+
+# Failures every target may share and the broadcast then says as one target would, with the
+# error type told when the targets' differ. Others (a quota's, a vote's) promise details in
+# `extra` that only each target's own result has.
+_SHARED = {ResultStatus.TIMEOUT: ErrorKind.TIMEOUT, ResultStatus.INVALID: ErrorKind.INVALID_MESSAGE}
+
+
+def _alike(results: list[ReachResult]) -> tuple[ResultStatus, str]:
+    """The status and error type of a broadcast no target answered: those all targets failed
+    with (all refused the payload, all timed out), else an error of the broadcast's own."""
+    statuses = {r.status for r in results}
+    status = statuses.pop() if len(statuses) == 1 else ResultStatus.ERROR
+    fallback = _SHARED.get(status)
+    if fallback is None:
+        return ResultStatus.ERROR, ErrorKind.AGENT_CALL
+    kinds = {r.error_type for r in results}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return status, kind or fallback

@@ -110,11 +110,14 @@ async def deliver(
     breaker are checked again, in the same step that takes the slot.
     """
     budget = min(slot.capability.timeout_ms / 1000.0, deadline - time.time())
-    admitted = admit(slot, message, budget, recheck)
+    agent_id = slot.runtime.agent_id
+    try:
+        admitted = admit(slot, message, budget, recheck)
+    except Exception as exc:  # noqa: BLE001 - the agent's `adapt_payload` failed, before it had the task
+        return amended(from_exception(message, agent_id, exc, errors), {"delivered": False}), 0.0
     if isinstance(admitted, ReachResult):
         return admitted, 0.0
     message = admitted
-    agent_id = slot.runtime.agent_id
     flight = InFlight(slot, message.meta_info)
     try:
         flight.enter(budget)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from middleware import Fault, MetaInfo, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
@@ -57,12 +58,13 @@ class Plan:
 
     def takes(self, slot: Slot, payload: object) -> bool:
         """Whether the slot's declaration takes `payload`. Once an agent refused it by its own
-        word, only a declaration with a schema of its own is taken at its word: one that takes
-        any payload, or any object, says nothing of this one (a replica of the agent that
-        refused, say)."""
-        if self.refusers and (slot in self.refusers or slot.input_validator is None):
+        word, the refuser's replicas (same namespace and type) are taken at their word only
+        with a schema of their own: one that takes any payload, or any object, says nothing."""
+        refusers = self.refusers
+        if refusers and (slot in refusers or (slot.input_validator is None and _kin(slot, refusers))):
             return False
-        return slot.refuses(slot.adapted(payload)) is None
+        read = adapted_safely(slot, payload)
+        return slot.fits(read) or slot.text_read(read) is not None
 
 
 class Planner:
@@ -132,7 +134,7 @@ class Planner:
         if refused.error_type != ErrorKind.PAYLOAD_VALIDATION or refused.delivered:
             return None
         slots = self._declared(message)
-        if slots and not any(plan.takes(slot, message.raw_payload) for slot in slots):
+        if not any(plan.takes(slot, message.raw_payload) for slot in slots):
             return None
         error = (
             "the payload fits a declaration of the capability whose agent cannot take it now (see "
@@ -152,7 +154,7 @@ class Planner:
         if not slots:
             return None
         payload = message.raw_payload
-        problems = [slot.refuses(slot.adapted(payload)) for slot in slots]
+        problems = [slot.refuses(adapted_safely(slot, payload)) for slot in slots]
         if None in problems:
             return None
         return problems[0]
@@ -328,3 +330,18 @@ def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
         if capability in (slot.capability.name, slot.own_name):
             return slot
     return None
+
+
+def adapted_safely(slot: Slot, payload: Any) -> Any:
+    """`payload` as the slot's agent reads it, for a check; as it is when the agent's
+    `adapt_payload` fails, which its delivery reports as the agent's failure."""
+    try:
+        return slot.adapted(payload)
+    except Exception:  # noqa: BLE001 - the agent's bug, told at delivery
+        return payload
+
+
+def _kin(slot: Slot, others: tuple[Slot, ...]) -> bool:
+    """Whether `slot`'s agent is a replica of one of `others`' (the same namespace and type)."""
+    ident = slot.runtime.ident
+    return any(other.runtime.ident[:2] == ident[:2] for other in others)

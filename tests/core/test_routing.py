@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from middleware import MetaInfo, ReachMessage, ResultStatus, RoutingHint
+from middleware import Fault, MetaInfo, ReachMessage, ReachResult, ResultStatus, RoutingHint
 from reach_adapters import (
     AgentState,
     Capability,
@@ -28,6 +28,7 @@ from reach_adapters import (
     UnknownTaskError,
     raise_for_status,
 )
+from reach_adapters.router import error_result
 from tests.core.conftest import FAST, Gate, echo_agent
 
 pytestmark = pytest.mark.timeout(20)
@@ -265,6 +266,27 @@ async def test_broadcast_whose_targets_all_fail_alike_says_how() -> None:
     await router.aclose()
     assert (result.status, result.error_type) == (ResultStatus.TIMEOUT, "ReachTimeoutError"), result.error
     assert "no target of the broadcast succeeded" in (result.error or "")
+
+
+async def test_broadcast_whose_targets_all_answered_part_is_an_error_of_its_own() -> None:
+    """`partial` (some targets answered) or a refusal whose details only each target's result
+    holds (a quota's retry time) would say what is not so of the broadcast as a whole."""
+
+    class Part:
+        capabilities = (Capability(name="c"),)
+
+        def __init__(self, agent_id: str) -> None:
+            self.agent_id = agent_id
+
+        async def invoke(self, message: ReachMessage) -> ReachResult:
+            return error_result(message, ResultStatus.PARTIAL, "Partial", "half", fault=Fault.TASK)
+
+    router = Router()
+    for i in range(2):
+        router.register(Part(f"x:p:{i}"))
+    result = await router.broadcast("c", {})
+    await router.aclose()
+    assert (result.status, result.error_type) == (ResultStatus.ERROR, "AgentCallError"), result.error
 
 
 async def test_fallback_then_default_agent() -> None:
