@@ -158,6 +158,7 @@ async def in_turn(
     tried: set[int] = set()
     retries = 0
     refused: ReachResult | None = None
+    failed: tuple[ReachResult, Slot] | None = None
     # The first candidate was screened just now, with no await since: no need to check it again.
     slot = plan.slots[0]
     # When the attempt began, should a cancellation cut it short: the first, with the dispatch
@@ -205,7 +206,9 @@ async def in_turn(
                 plan.refusers = (*plan.refusers, slot)
             following = _another_fit(plan, tried, message, policy)
             if following is None:
-                return refused, slot
+                # A declaration that took the payload failed before: its failure is the answer,
+                # not the refusal that followed it.
+                return failed or (refused, slot)
             slot = following
             began = time.time()
             continue
@@ -217,6 +220,7 @@ async def in_turn(
         if not may_resend(result, cap.safe_to_repeat):
             record.note = f"not re-sent: {cap.name!r} is not idempotent and the work may have started"
             return result, slot
+        failed = (result, slot)
         if retries >= policy.max_retries:
             return result, slot
         if not budget.spend():

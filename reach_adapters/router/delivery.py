@@ -21,7 +21,7 @@ from reach_adapters.router.outcomes import (
 from reach_adapters.router.policy import AGENT_ERRORS, AgentErrors
 from reach_adapters.router.state import Slot
 
-__all__ = ["admit", "deliver", "resumes"]
+__all__ = ["admit", "admit_safely", "deliver", "resumes"]
 
 
 def _adapted(slot: Slot, message: ReachMessage) -> ReachMessage:
@@ -92,6 +92,19 @@ def admit(
     return message
 
 
+def admit_safely(
+    slot: Slot, message: ReachMessage, budget_s: float, errors: AgentErrors, recheck: bool = False
+) -> ReachMessage | ReachResult:
+    """`admit`, where an `adapt_payload` that raises is its agent's failure, told and counted as
+    if `invoke` had raised it, the agent never having had the task."""
+    try:
+        return admit(slot, message, budget_s, recheck)
+    except Exception as exc:  # noqa: BLE001 - any agent failure becomes a result
+        failed = amended(from_exception(message, slot.runtime.agent_id, exc, errors), {"delivered": False})
+        account(message, slot, failed, 0.0)
+        return failed
+
+
 async def deliver(
     slot: Slot,
     message: ReachMessage,
@@ -110,14 +123,11 @@ async def deliver(
     breaker are checked again, in the same step that takes the slot.
     """
     budget = min(slot.capability.timeout_ms / 1000.0, deadline - time.time())
-    agent_id = slot.runtime.agent_id
-    try:
-        admitted = admit(slot, message, budget, recheck)
-    except Exception as exc:  # noqa: BLE001 - the agent's `adapt_payload` failed, before it had the task
-        return amended(from_exception(message, agent_id, exc, errors), {"delivered": False}), 0.0
+    admitted = admit_safely(slot, message, budget, errors, recheck)
     if isinstance(admitted, ReachResult):
         return admitted, 0.0
     message = admitted
+    agent_id = slot.runtime.agent_id
     flight = InFlight(slot, message.meta_info)
     try:
         flight.enter(budget)

@@ -58,12 +58,14 @@ class Plan:
 
     def takes(self, slot: Slot, payload: object) -> bool:
         """Whether the slot's declaration takes `payload`. Once an agent refused it by its own
-        word, the refuser's replicas (same namespace and type) are taken at their word only
-        with a schema of their own: one that takes any payload, or any object, says nothing."""
+        word, so do its replicas' declarations of that capability, the same as its own."""
         refusers = self.refusers
-        if refusers and (slot in refusers or (slot.input_validator is None and _kin(slot, refusers))):
+        if refusers and (slot in refusers or _kin(slot, refusers)):
             return False
-        read = adapted_safely(slot, payload)
+        try:
+            read = slot.adapted(payload)
+        except Exception:  # noqa: BLE001 - the agent's failure, told when it is delivered to
+            return True
         return slot.fits(read) or slot.text_read(read) is not None
 
 
@@ -154,7 +156,7 @@ class Planner:
         if not slots:
             return None
         payload = message.raw_payload
-        problems = [slot.refuses(adapted_safely(slot, payload)) for slot in slots]
+        problems = [_refusal(slot, payload) for slot in slots]
         if None in problems:
             return None
         return problems[0]
@@ -332,16 +334,23 @@ def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
     return None
 
 
-def adapted_safely(slot: Slot, payload: Any) -> Any:
-    """`payload` as the slot's agent reads it, for a check; as it is when the agent's
-    `adapt_payload` fails, which its delivery reports as the agent's failure."""
+def _refusal(slot: Slot, payload: Any) -> str | None:
+    """What is wrong with `payload` for the slot's declaration, as its agent reads it; None when
+    it takes it, or when the agent's `adapt_payload` fails (its failure, told at delivery)."""
     try:
-        return slot.adapted(payload)
-    except Exception:  # noqa: BLE001 - the agent's bug, told at delivery
-        return payload
+        read = slot.adapted(payload)
+    except Exception:  # noqa: BLE001 - the agent's failure, not the payload's
+        return None
+    return slot.refuses(read)
 
 
 def _kin(slot: Slot, others: tuple[Slot, ...]) -> bool:
-    """Whether `slot`'s agent is a replica of one of `others`' (the same namespace and type)."""
-    ident = slot.runtime.ident
-    return any(other.runtime.ident[:2] == ident[:2] for other in others)
+    """Whether `slot` is a replica's declaration of the capability one of `others` declares: the
+    same namespace, type, capability and version, which replicas declare alike."""
+    ident, cap = slot.runtime.ident, slot.capability
+    return any(
+        other.runtime.ident[:2] == ident[:2]
+        and other.capability.name == cap.name
+        and other.capability.version == cap.version
+        for other in others
+    )

@@ -18,7 +18,7 @@ from middleware.fast import amend, build_trusted
 from reach_adapters.errors import raise_for_status
 from reach_adapters.router.agent import ok_result
 from reach_adapters.router.decisions import DecisionRecord
-from reach_adapters.router.delivery import admit, deliver
+from reach_adapters.router.delivery import admit_safely, deliver
 from reach_adapters.router.dispatcher import Dispatcher
 from reach_adapters.router.inflight import InFlight
 from reach_adapters.router.outcomes import (
@@ -97,7 +97,7 @@ class _Opener:
         # The whole stream is bounded like a call; its first chunk by this attempt's share too.
         ends = min(now + slot.capability.timeout_ms / 1000.0, message.meta_info.deadline or deadline)
         budget = min(ends, deadline) - now
-        admitted = admit(slot, message, budget)
+        admitted = admit_safely(slot, message, budget, errors)
         if isinstance(admitted, ReachResult):
             return admitted, 0.0
         stream = _Stream(slot, admitted, astream, ends, errors)

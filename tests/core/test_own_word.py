@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
-from reach_adapters import Capability, FunctionAgent, Router
+from reach_adapters import Capability, FunctionAgent, ReachError, Router
 from reach_adapters.router import error_result, ok_result
 from tests.core.conftest import FAST
 
@@ -105,13 +105,50 @@ async def test_an_adapt_payload_that_raises_is_its_agents_failure() -> None:
     router.register(Unadaptable())
     strict = Capability(name="work", input_schema={"type": "integer"}, weight=1)
     router.register(FunctionAgent(lambda payload: payload, agent_id="fn:int:01", capabilities=[strict]))
+    with pytest.raises(ReachError) as streamed:
+        _ = [chunk async for chunk in router.stream("work", 3)]
     refused = await router.route("work", "x")
-    failed = await router.route("work", 3)
+    [odd] = [info for info in router.catalog() if info.agent_id == "odd:adapt:01"]
+    # Counted against it, as a failure of `invoke` would be: quarantined, the next call goes on.
+    after = await router.route("work", 3)
     await router.aclose()
-    for result in (refused, failed):
-        assert (result.status, result.fault, result.agent_id) == (
-            ResultStatus.ERROR,
-            Fault.AGENT,
-            "odd:adapt:01",
-        )
+    for result in (streamed.value.result, refused):
+        assert result is not None
+        assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.AGENT), result.error
+        assert result.agent_id == "odd:adapt:01"
         assert not result.delivered
+    assert odd.failures == 2
+    assert (after.status, after.agent_id) == (ResultStatus.OK, "fn:int:01"), after.error
+
+
+async def test_a_transient_failure_then_a_refusal_answers_with_the_failure() -> None:
+    asked: list[str] = []
+    router = Router(FAST)
+
+    async def flaky(payload: Any) -> Any:
+        asked.append("near:b:01")
+        raise ConnectionError("reset")
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    capability = Capability(name="work", input_schema=schema, idempotent=True, weight=100)
+    router.register(FunctionAgent(flaky, agent_id="near:b:01", capabilities=[capability]))
+    router.register(OwnWord("far:a:01", asked, weight=1))
+    result = await router.route("work", {"n": 1})
+    await router.aclose()
+    assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.AGENT), result.error
+    assert (result.agent_id, result.error_type) == ("near:b:01", "ConnectionError")
+
+
+async def test_replicas_declaring_the_refusers_schema_are_not_asked_again() -> None:
+    asked: list[str] = []
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    router = Router(FAST)
+    for index, weight in enumerate((100, 50)):
+        replica = OwnWord(f"far:a:0{index}", asked, weight=weight)
+        replica.capabilities = (Capability(name="work", input_schema=schema, weight=weight),)
+        router.register(replica)
+    router.register(answering("near:b:01", asked, weight=1, input_schema=schema))
+    result = await router.route("work", {"n": 1})
+    await router.aclose()
+    assert (result.status, result.agent_id) == (ResultStatus.OK, "near:b:01"), result.error
+    assert asked == ["far:a:00", "near:b:01"]
