@@ -62,11 +62,8 @@ class Plan:
         refusers = self.refusers
         if refusers and (slot in refusers or _kin(slot, refusers)):
             return False
-        try:
-            read = slot.adapted(payload)
-        except Exception:  # noqa: BLE001 - the agent's failure, told when it is delivered to
-            return True
-        return slot.fits(read) or slot.text_read(read) is not None
+        read = _read(slot, payload)
+        return read is _UNREAD or slot.fits(read) or slot.text_read(read) is not None
 
 
 class Planner:
@@ -334,14 +331,23 @@ def slot_for(slots: list[Slot], capability: str | None) -> Slot | None:
     return None
 
 
-def _refusal(slot: Slot, payload: Any) -> str | None:
-    """What is wrong with `payload` for the slot's declaration, as its agent reads it; None when
-    it takes it, or when the agent's `adapt_payload` fails (its failure, told at delivery)."""
+# A payload the slot's agent could not read (its `adapt_payload` raised): its failure, told when
+# it is delivered to, never the caller's mistake.
+_UNREAD = object()
+
+
+def _read(slot: Slot, payload: Any) -> Any:
+    """`payload` as the slot's agent reads it, or `_UNREAD`."""
     try:
-        read = slot.adapted(payload)
+        return slot.adapted(payload)
     except Exception:  # noqa: BLE001 - the agent's failure, not the payload's
-        return None
-    return slot.refuses(read)
+        return _UNREAD
+
+
+def _refusal(slot: Slot, payload: Any) -> str | None:
+    """What is wrong with `payload` for the slot's declaration, as its agent reads it, or None."""
+    read = _read(slot, payload)
+    return None if read is _UNREAD else slot.refuses(read)
 
 
 def _kin(slot: Slot, others: tuple[Slot, ...]) -> bool:

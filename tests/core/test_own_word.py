@@ -15,6 +15,8 @@ from tests.core.conftest import FAST
 
 pytestmark = pytest.mark.timeout(30)
 
+INT_N = {"type": "object", "properties": {"n": {"type": "integer"}}}
+
 
 class OwnWord:
     """Takes any payload by its declaration; refuses every one, never having run anything."""
@@ -45,6 +47,17 @@ def answering(agent_id: str, asked: list[str], weight: float, **cap: Any) -> Fun
     return FunctionAgent(answer, agent_id=agent_id, capabilities=[capability], call_style="payload")
 
 
+def flaky(agent_id: str, asked: list[str], weight: float) -> FunctionAgent:
+    """An agent whose schema takes `{"n": int}` and whose every call fails on the way."""
+
+    async def reset(payload: Any) -> Any:
+        asked.append(agent_id)
+        raise ConnectionError("reset")
+
+    capability = Capability(name="work", input_schema=INT_N, idempotent=True, weight=weight)
+    return FunctionAgent(reset, agent_id=agent_id, capabilities=[capability])
+
+
 async def test_a_refusers_replica_is_not_asked_but_another_agent_is() -> None:
     asked: list[str] = []
     router = Router(FAST)
@@ -62,14 +75,7 @@ async def test_a_retry_after_a_refusal_goes_to_a_declaration_that_takes_the_payl
     router = Router(FAST)
     router.register(OwnWord("far:a:01", asked, weight=100))
     router.register(OwnWord("far:a:02", asked, weight=1))
-
-    async def flaky(payload: Any) -> Any:
-        asked.append("near:b:01")
-        raise ConnectionError("reset")
-
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-    capability = Capability(name="work", input_schema=schema, idempotent=True, weight=50)
-    router.register(FunctionAgent(flaky, agent_id="near:b:01", capabilities=[capability]))
+    router.register(flaky("near:b:01", asked, weight=50))
     result = await router.route("work", {"n": 1})
     await router.aclose()
     # Its failure is what the caller hears, not a refusal that another agent's failure turned
@@ -124,14 +130,7 @@ async def test_an_adapt_payload_that_raises_is_its_agents_failure() -> None:
 async def test_a_transient_failure_then_a_refusal_answers_with_the_failure() -> None:
     asked: list[str] = []
     router = Router(FAST)
-
-    async def flaky(payload: Any) -> Any:
-        asked.append("near:b:01")
-        raise ConnectionError("reset")
-
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-    capability = Capability(name="work", input_schema=schema, idempotent=True, weight=100)
-    router.register(FunctionAgent(flaky, agent_id="near:b:01", capabilities=[capability]))
+    router.register(flaky("near:b:01", asked, weight=100))
     router.register(OwnWord("far:a:01", asked, weight=1))
     result = await router.route("work", {"n": 1})
     await router.aclose()
@@ -141,7 +140,7 @@ async def test_a_transient_failure_then_a_refusal_answers_with_the_failure() -> 
 
 async def test_replicas_declaring_the_refusers_schema_are_not_asked_again() -> None:
     asked: list[str] = []
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    schema = INT_N
     router = Router(FAST)
     for index, weight in enumerate((100, 50)):
         replica = OwnWord(f"far:a:0{index}", asked, weight=weight)
