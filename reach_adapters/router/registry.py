@@ -54,7 +54,11 @@ class Registry:
             raise InvalidDeclarationError(msg)
         ident = parse_agent_id(agent_id)
         if agent_id in self._agents:
-            msg = f"agent {agent_id} is already registered; deregister it first or pick another instance id"
+            msg = (
+                f"agent {agent_id} is already registered; deregister it first, pick another instance "
+                "id for a replica of it, or another type for a different agent (replicas share "
+                "namespace and type, and the router takes them to declare alike)"
+            )
             raise DuplicateAgentError(msg)
         # An agent that can declare capabilities later (through its handle: an MCP server with no
         # tools yet) may start with none; any other would never serve.

@@ -178,8 +178,9 @@ async def test_bad_call_arguments_raise_invalid_message() -> None:
 async def test_registration_errors() -> None:
     router = Router()
     router.register(echo_agent("util:echo:01"))
-    with pytest.raises(DuplicateAgentError, match="already registered"):
+    with pytest.raises(DuplicateAgentError, match="already registered") as duplicate:
         router.register(echo_agent("util:echo:01"))
+    assert "another type for a different agent" in str(duplicate.value)
     with pytest.raises(InvalidDeclarationError, match="is not an agent"):
         router.register(object())  # type: ignore[arg-type]
     with pytest.raises(UnknownAgentError):
