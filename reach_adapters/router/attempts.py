@@ -204,7 +204,7 @@ async def in_turn(
             if plan.takes(slot, message.raw_payload):
                 # Not this router's refusal but the agent's own word, its declaration took it.
                 plan.refusers = (*plan.refusers, slot)
-            following = _another_fit(plan, tried, message, policy)
+            following = _next_slot(plan, tried, message, policy, fitting=True, again=False)
             if following is None:
                 # A declaration that took the payload failed before: its failure is the answer,
                 # not the refusal that followed it.
@@ -270,36 +270,31 @@ def _cut_short(
 
 
 def _next_slot(
-    plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy, *, fitting: bool = False
+    plan: Plan,
+    tried: set[int],
+    message: ReachMessage,
+    policy: RoutingPolicy,
+    *,
+    fitting: bool = False,
+    again: bool = True,
 ) -> Slot | None:
-    """The best slot not tried yet that may still serve, else the best one that may; `fitting`
-    (a candidate refused the payload already): only one whose declaration takes it."""
+    """The best slot not tried yet that may still serve, else (`again`) the best tried one that
+    may; `fitting` (a candidate refused the payload already): only one whose declaration takes it."""
     now = time.monotonic()
     check_breaker = not plan.forced
-    again: Slot | None = None
+    payload = message.raw_payload
+    best_tried: Slot | None = None
     for slot in plan.slots:
-        if exclusion(slot, message.meta_info, policy, now, breaker=check_breaker) is not None:
+        if not again and id(slot) in tried:
             continue
-        if fitting and not plan.takes(slot, message.raw_payload):
+        if fitting and not plan.takes(slot, payload):
+            continue
+        if exclusion(slot, message.meta_info, policy, now, breaker=check_breaker) is not None:
             continue
         if id(slot) not in tried:
             return slot
-        again = again or slot
-    return again
-
-
-def _another_fit(plan: Plan, tried: set[int], message: ReachMessage, policy: RoutingPolicy) -> Slot | None:
-    """The best slot not tried yet whose declaration takes the payload, and that may serve."""
-    now = time.monotonic()
-    payload = message.raw_payload
-    for slot in plan.slots:
-        if id(slot) in tried:
-            continue
-        if not plan.takes(slot, payload):
-            continue
-        if exclusion(slot, message.meta_info, policy, now, breaker=not plan.forced) is None:
-            return slot
-    return None
+        best_tried = best_tried or slot
+    return best_tried
 
 
 async def fall_back(
