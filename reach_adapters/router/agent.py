@@ -298,16 +298,14 @@ class FunctionAgent:
         """The payload made its annotation's type; one it refuses is read as `_annotated` reads
         it when the router checked no schema of the capability."""
         try:
-            return adapter.validate_python(payload, strict=False)
-        except ValidationError as exc:
-            refusal = exc
-        for reading in _readings(payload) if unchecked else ():
-            try:
-                return _read_strictly(adapter, reading)
-            except ValidationError:
-                continue
-        msg = f"agent {self._agent_id}: payload: {describe_validation_error(refusal)}"
-        raise InvalidMessageError(msg) from None
+            return self._made_one("payload", adapter, payload)
+        except InvalidMessageError:
+            for reading in _readings(payload) if unchecked else ():
+                try:
+                    return _read_strictly(adapter, reading)
+                except ValidationError:
+                    continue
+            raise
 
     def _made_one(self, what: str, adapter: TypeAdapter[Any], value: Any) -> Any:
         try:
