@@ -21,10 +21,10 @@ INT_N = {"type": "object", "properties": {"n": {"type": "integer"}}}
 class OwnWord:
     """Takes any payload by its declaration; refuses every one, never having run anything."""
 
-    def __init__(self, agent_id: str, asked: list[str], weight: float = 50.0) -> None:
+    def __init__(self, agent_id: str, asked: list[str], weight: float = 50.0, **cap: Any) -> None:
         self.agent_id = agent_id
         self.asked = asked
-        self.capabilities = (Capability(name="work", idempotent=True, weight=weight),)
+        self.capabilities = (Capability(name="work", idempotent=True, weight=weight, **cap),)
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
         self.asked.append(self.agent_id)
@@ -58,26 +58,34 @@ def flaky(agent_id: str, asked: list[str], weight: float) -> FunctionAgent:
     return FunctionAgent(reset, agent_id=agent_id, capabilities=[capability])
 
 
-async def test_a_refusers_replica_is_not_asked_but_another_agent_is() -> None:
-    asked: list[str] = []
+async def routed(*agents: Any) -> ReachResult:
+    """`{"n": 1}` routed to `work` by a router of `agents` alone."""
     router = Router(FAST)
-    router.register(OwnWord("far:a:01", asked, weight=100))
-    router.register(OwnWord("far:a:02", asked, weight=50))
-    router.register(answering("near:b:01", asked, weight=1))
+    for agent in agents:
+        router.register(agent)
     result = await router.route("work", {"n": 1})
     await router.aclose()
+    return result
+
+
+async def test_a_refusers_replica_is_not_asked_but_another_agent_is() -> None:
+    asked: list[str] = []
+    result = await routed(
+        OwnWord("far:a:01", asked, weight=100),
+        OwnWord("far:a:02", asked, weight=50),
+        answering("near:b:01", asked, weight=1),
+    )
     assert (result.status, result.agent_id) == (ResultStatus.OK, "near:b:01"), result.error
     assert asked == ["far:a:01", "near:b:01"]
 
 
 async def test_a_retry_after_a_refusal_goes_to_a_declaration_that_takes_the_payload() -> None:
     asked: list[str] = []
-    router = Router(FAST)
-    router.register(OwnWord("far:a:01", asked, weight=100))
-    router.register(OwnWord("far:a:02", asked, weight=1))
-    router.register(flaky("near:b:01", asked, weight=50))
-    result = await router.route("work", {"n": 1})
-    await router.aclose()
+    result = await routed(
+        OwnWord("far:a:01", asked, weight=100),
+        OwnWord("far:a:02", asked, weight=1),
+        flaky("near:b:01", asked, weight=50),
+    )
     # Its failure is what the caller hears, not a refusal that another agent's failure turned
     # into "a declaration that cannot serve now takes it".
     assert (result.status, result.fault, result.agent_id) == (ResultStatus.ERROR, Fault.AGENT, "near:b:01")
@@ -129,25 +137,17 @@ async def test_an_adapt_payload_that_raises_is_its_agents_failure() -> None:
 
 async def test_a_transient_failure_then_a_refusal_answers_with_the_failure() -> None:
     asked: list[str] = []
-    router = Router(FAST)
-    router.register(flaky("near:b:01", asked, weight=100))
-    router.register(OwnWord("far:a:01", asked, weight=1))
-    result = await router.route("work", {"n": 1})
-    await router.aclose()
+    result = await routed(flaky("near:b:01", asked, weight=100), OwnWord("far:a:01", asked, weight=1))
     assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.AGENT), result.error
     assert (result.agent_id, result.error_type) == ("near:b:01", "ConnectionError")
 
 
 async def test_replicas_declaring_the_refusers_schema_are_not_asked_again() -> None:
     asked: list[str] = []
-    schema = INT_N
-    router = Router(FAST)
-    for index, weight in enumerate((100, 50)):
-        replica = OwnWord(f"far:a:0{index}", asked, weight=weight)
-        replica.capabilities = (Capability(name="work", input_schema=schema, weight=weight),)
-        router.register(replica)
-    router.register(answering("near:b:01", asked, weight=1, input_schema=schema))
-    result = await router.route("work", {"n": 1})
-    await router.aclose()
+    result = await routed(
+        OwnWord("far:a:00", asked, weight=100, input_schema=INT_N),
+        OwnWord("far:a:01", asked, weight=50, input_schema=INT_N),
+        answering("near:b:01", asked, weight=1, input_schema=INT_N),
+    )
     assert (result.status, result.agent_id) == (ResultStatus.OK, "near:b:01"), result.error
     assert asked == ["far:a:00", "near:b:01"]
