@@ -93,6 +93,13 @@ class MetaInfo(_Model):
             "kept per thread; LangChain agents get them in RunnableConfig['configurable']."
         ),
     )
+    context: dict[str, JsonValue] | None = Field(
+        None,
+        description=(
+            "The run's context for a LangGraph graph or create_agent agent (what its nodes, tools "
+            "and middleware read as runtime.context), e.g. {'user_id': 'u-1'}."
+        ),
+    )
     resume: JsonValue = Field(
         None,
         description=(
@@ -123,6 +130,8 @@ class MetaInfo(_Model):
         # not know, still reads every other message.
         if not self.subgraphs:
             data.pop("subgraphs", None)
+        if self.context is None:
+            data.pop("context", None)
         return data
 
 

@@ -38,6 +38,7 @@ from reach_adapters.langchain.graphs import (
     resume_command,
 )
 from reach_adapters.langchain.review import check_answers
+from reach_adapters.langchain.run_context import RunContext, refuse_context
 from reach_adapters.router import (
     Capability,
     StreamEnded,
@@ -49,6 +50,8 @@ from reach_adapters.router import (
 __all__ = ["LangChainAgent"]
 
 logger = logging.getLogger(__name__)
+
+_NO_CONTEXT: Mapping[str, Any] = {}
 
 
 class LangChainAgent:
@@ -125,6 +128,7 @@ class LangChainAgent:
                 agent_id,
             )
         self._configurables = Configurables.of(runnable, self._config, agent_id)
+        self._run_context = RunContext.of(runnable, agent_id)
         if capabilities is None:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
         self._capabilities = validate_capabilities(agent_id, capabilities)
@@ -178,10 +182,11 @@ class LangChainAgent:
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
         config = run_config(self._config, message, self._agent_id)
+        context = self._context(message)
         native, runnable = await self._input(message, config)
         with detached():
             try:
-                output = await runnable.ainvoke(native, config)
+                output = await runnable.ainvoke(native, config, **context)
             except Exception as exc:
                 self._refuse_bad_resume(exc, message)
                 raise
@@ -204,10 +209,12 @@ class LangChainAgent:
         its subgraphs' chunks too, each after its namespace.
         """
         config = run_config(self._config, message, self._agent_id)
+        options = {**self._context(message)}
         native, runnable = await self._input(message, config)
         meta = message.meta_info
         mode = meta.stream_mode
-        options: dict[str, Any] = {} if mode is None else {"stream_mode": mode}
+        if mode is not None:
+            options["stream_mode"] = mode
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
@@ -235,6 +242,15 @@ class LangChainAgent:
                 pending, _ = await self._waiting(config)
             if pending:
                 raise StreamEnded(interrupted_result(pending, message))
+
+    def _context(self, message: ReachMessage) -> Mapping[str, Any]:
+        """The keyword arguments giving the run its context (LangGraph's ``context=``), checked."""
+        asked = message.meta_info.context
+        if self._run_context is not None:
+            return self._run_context.kwargs(asked, self._agent_id)
+        if asked is not None:
+            raise refuse_context(self._agent_id)
+        return _NO_CONTEXT
 
     def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
         """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value

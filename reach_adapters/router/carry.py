@@ -15,7 +15,7 @@ from reach_adapters.errors import InvalidMessageError, describe_validation_error
 __all__ = ["META_PREFIX", "meta_from_request", "request_meta"]
 
 # Metadata keys carrying the task across hops (MCP reserves prefixes like this one), and the
-# call options a client may set there: `configurable` (a thread id) and `resume`.
+# call options a client may set there: `configurable` (a thread id), `context` and `resume`.
 META_PREFIX = "agent-reach/"
 _SENT = (
     "task_id",
@@ -25,6 +25,7 @@ _SENT = (
     "depth",
     "lineage",
     "configurable",
+    "context",
     "resume",
     "caller_token",
 )

@@ -49,6 +49,9 @@ class CallOptions(TypedDict, total=False):
     """Agent ids of the enclosing routed calls, outermost first, for a task passed on."""
     configurable: Mapping[str, JsonValue] | None
     """Settings of the agent's run, e.g. ``{"thread_id": "alice"}``."""
+    context: Mapping[str, JsonValue] | None
+    """The run's context of a LangGraph graph or ``create_agent`` agent (its ``runtime.context``),
+    e.g. ``{"user_id": "u-1"}``."""
     resume: JsonValue
     """The answer to an agent that stopped for input (status ``input_required``)."""
     stream_mode: str | list[str] | None

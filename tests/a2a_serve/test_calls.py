@@ -19,6 +19,7 @@ from reach_adapters.a2a.hop import unpack
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import TEXT_IN, Words, approval_graph, echo_graph, shout, steps_graph
 from tests.a2a_serve.conftest import Serve, message, meta_of, request, task_of, text_of
+from tests.gateway.agents import localised_graph
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -191,6 +192,22 @@ async def test_a_reach_client_streams_a_graph_on_a_reach_server_in_the_modes_it_
     assert both == both_here
     assert ["updates", {"double": {"n": 4}}] in both
     assert nested == [[[], chunk] for chunk in here]
+
+
+async def test_a_reach_client_gives_a_graph_on_a_reach_server_its_runs_context(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(LangChainAgent(localised_graph(), agent_id="chat:say:01"))
+    said = {"messages": [{"role": "user", "content": "hi"}]}
+    async with Router() as near, asyncio.timeout(30):
+        near.register(await A2AAgent.connect(server.url))
+        over = await near.route("say", said, context={"lang": "fr"})
+        german = {"lang": "de"}
+        chunks = near.stream("say", said, context=german, stream_mode="values")
+        streamed: list[Any] = [c async for c in chunks]
+        missing = await near.route("say", said)
+    assert over.payload == "fr: hi", over.error
+    assert streamed[-1]["messages"][-1]["content"] == "de: hi"
+    assert (missing.status, missing.fault) == (ResultStatus.INVALID, Fault.CALLER), missing.error
 
 
 async def test_a_reach_clients_call_of_a_streaming_agent_answers_as_in_process(served: Serve) -> None:

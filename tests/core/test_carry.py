@@ -44,3 +44,15 @@ def test_how_a_streams_chunks_look_is_sent_with_streamed_calls_only() -> None:
     assert "agent-reach/subgraphs" not in request_meta(MetaInfo(stream_mode="values"), stream=True)
     read = meta_from_request(streamed, "steps")
     assert (read.stream_mode, read.subgraphs) == (["updates", "values"], True)
+
+
+def test_the_runs_context_travels_and_is_read_back() -> None:
+    carried = request_meta(MetaInfo(task_id="t-1", context={"user_id": "alice"}))
+    assert carried["agent-reach/context"] == {"user_id": "alice"}
+    assert meta_from_request(carried, "echo").context == {"user_id": "alice"}
+
+
+def test_a_message_without_a_context_is_written_without_the_field() -> None:
+    """A node of an earlier version forbids fields it does not know: it still reads the message."""
+    assert "context" not in MetaInfo(task_id="t-1").model_dump()
+    assert MetaInfo(task_id="t-1", context={"a": 1}).model_dump()["context"] == {"a": 1}

@@ -10,7 +10,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
+from typing_extensions import TypedDict
 
 from middleware import ReachMessage
 
@@ -90,3 +92,20 @@ def approval_graph() -> Runnable[Any, Any]:
     builder.add_edge(START, "ask")
     builder.add_edge("ask", END)
     return builder.compile(checkpointer=InMemorySaver())
+
+
+class Locale(TypedDict):
+    lang: str
+
+
+def localised_graph() -> Runnable[Any, Any]:
+    """A graph that answers in the language its run's context names."""
+
+    def say(state: MessagesState, runtime: Runtime[Locale]) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"{runtime.context['lang']}: {state['messages'][-1].content}")]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState, context_schema=Locale)
+    builder.add_node("say", say)
+    builder.add_edge(START, "say")
+    builder.add_edge("say", END)
+    return builder.compile()

@@ -1,4 +1,5 @@
-"""Per-call `configurable` through `reach serve`: the HTTP API, the CLI and MCP (issue 11, item 5)."""
+"""Per-call `configurable` and `context` through `reach serve`: the HTTP API, the CLI and MCP
+(issue 11, item 5)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.timeout(120)
 
 MEMO = "kind: langchain\nagent_id: chat:memo:01\nrunnable: tests.gateway.agents:memo_graph\n"
 APPROVAL = "kind: langchain\nagent_id: chat:approval:01\nrunnable: tests.gateway.agents:approval_graph\n"
+LOCALISED = "kind: langchain\nagent_id: chat:say:01\nrunnable: tests.gateway.agents:localised_graph\n"
 THREAD = ("--option", 'configurable={"thread_id": "t-1"}')
 
 
@@ -54,6 +56,26 @@ async def test_each_thread_keeps_its_conversation_over_api_cli_and_mcp(
     assert text == "b1 / b2"
     missing = server.api("POST", "/route", json={"capability": "memo", "payload": said("x")}).json()
     assert (missing["status"], missing["fault"]) == ("invalid", "caller")
+
+
+async def test_the_runs_context_reaches_the_graph_over_api_cli_and_mcp(
+    serve: Callable[..., ReachServer], config_dir: Path
+) -> None:
+    write(config_dir, "chat:say:01.yaml", LOCALISED)
+    server = serve(config_dir)
+    body = {"capability": "say", "payload": said("hi"), "options": {"context": {"lang": "fr"}}}
+    assert server.api("POST", "/route", json=body).json()["payload"] == "fr: hi"
+    german = ("--option", 'context={"lang": "de"}')
+    cli = run_reach("call", "say", json.dumps(said("hi")), "--url", server.url, "--json", *german)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["payload"] == "de: hi"
+    async with Client(server.mcp_url) as client:
+        meta = cast(RequestParamsMeta, {META_PREFIX + "context": {"lang": "it"}})
+        answer = await client.call_tool("say", said("hi"), meta=meta)
+    assert "".join(block.text for block in answer.content if isinstance(block, TextContent)) == "it: hi"
+    missing = server.api("POST", "/route", json={"capability": "say", "payload": said("hi")}).json()
+    assert (missing["status"], missing["fault"]) == ("invalid", "caller")
+    assert missing["extra"]["fix_options"] == {"context": {"lang": "<lang>"}}
 
 
 def test_the_resume_hint_says_where_an_answer_can_reach_the_thread(
