@@ -130,14 +130,15 @@ class Registry:
 
     def _fits(self, name: str, cap: Capability, namespace: str, *, renamed: bool = False) -> bool:
         """Whether `cap` can serve under `name`: no agent of its namespace declares it in that
-        version, or those who do take and give the same shapes (and, for a generated name, were
-        renamed to it from the same name)."""
+        version, or those who do take and give the same shapes and came by the name alike: for a
+        generated name, renamed to it from the same name; for a declared one, declaring it too.
+        A made-up ``search_code`` is never another server's own ``search_code``."""
         for slot in self._slots.get(name, ()):
             if slot.capability.version == cap.version and slot.runtime.ident.namespace == namespace:
                 # Agents serving one name, version and namespace all take the same shapes (a
                 # newcomer that does not is renamed), so the first stands for every replica:
                 # registering the thousandth replica compares once, not a thousand times.
-                return slot.capability.same_schemas(cap) and (not renamed or slot.own_name == cap.name)
+                return slot.capability.same_schemas(cap) and slot.own_name == (cap.name if renamed else None)
         return True
 
     def _add(self, slot: Slot) -> None:

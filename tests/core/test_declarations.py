@@ -215,6 +215,29 @@ def _named(name: str, field: str, kind: str) -> Capability:
     return Capability(name=name, input_schema=schema)
 
 
+async def test_a_made_up_name_never_merges_with_another_agents_own_tool_of_that_name() -> None:
+    """`search` renamed `search_code` (its agent's type) is not the `search_code` another agent
+    declares itself, however alike their schemas: that one is renamed in turn, as the made-up
+    name came first."""
+    router = Router()
+    for agent_id, name, field in (
+        ("dev:docs:0", "search", "query"),
+        ("dev:code:0", "search", "limit"),
+        ("dev:github:0", "search_code", "limit"),
+    ):
+        tool = _named(name, field, "string")
+        router.register(FunctionAgent(lambda **_: None, agent_id=agent_id, capabilities=[tool]))
+    served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
+    assert served == {
+        "dev:docs:0": ["search"],
+        "dev:code:0": ["search_code"],
+        "dev:github:0": ["search_code_github"],
+    }
+    assert (await router.route("search_code_github", {"limit": "1"})).agent_id == "dev:github:0"
+    assert (await router.route("search_code", {"limit": "1"})).agent_id == "dev:code:0"
+    await router.aclose()
+
+
 async def test_namesakes_in_other_namespaces_keep_their_names() -> None:
     router = Router()
     router.register(
