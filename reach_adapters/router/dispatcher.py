@@ -411,6 +411,8 @@ class Dispatcher:
         keep: bool = True,
     ) -> ReachResult:
         settle(message, record, result, start, path, queued_ms, routed)
+        if message.meta_info.configurable is not None:
+            self.planner.threads.remember(message.meta_info, result)
         if run.deferral is not None:
             record.deferred_ms = run.deferral.waited_ms
         if self.policy.record_payloads:

@@ -27,6 +27,7 @@ from reach_adapters.router.selection import (
 )
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy
+from reach_adapters.router.threads import ThreadAffinity
 
 __all__ = ["NAME_ONE", "Plan", "Planner", "slot_for"]
 
@@ -74,6 +75,7 @@ class Planner:
         self.policy = policy
         self.matcher = matcher
         self.guard: Guard | None = None
+        self.threads = ThreadAffinity()
 
     async def plan(self, message: ReachMessage, record: DecisionRecord, strategy: Strategy) -> Plan:
         """Find the slots that may serve, waiting while every candidate is saturated or reconnecting."""
@@ -114,7 +116,10 @@ class Planner:
             fit = dict(record.matches)
             ranked.sort(key=lambda pair: -fit.get(pair[0].capability.name, 0.0))
         record.candidates = [scored for _, scored in ranked]
-        return Plan([slot for slot, _ in ranked], None, waited, forced)
+        ordered = [slot for slot, _ in ranked]
+        if meta.configurable is not None:
+            ordered = self.threads.first(ordered, meta)
+        return Plan(ordered, None, waited, forced)
 
     def directed_capability(self, message: ReachMessage) -> str | None:
         """The capability a directed call reaches: the one it names, else its agent's only one."""

@@ -1,0 +1,63 @@
+"""A conversation stays with the agent that served it.
+
+A thread's state lives with the replica that served it: a LangGraph graph's checkpointer (each
+replica built from one factory has its own), an A2A agent's context. Spread over replicas, a
+thread's second turn would start without its first, and an answer to a question would reach a
+replica that never asked it. So a call naming a thread (``configurable={"thread_id": ...}``) goes
+first to the agent that answered that thread's last call, when it can serve; others only when it
+cannot, as for any call.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from middleware import MetaInfo, ReachResult
+from reach_adapters.router.faults import ANSWERED
+from reach_adapters.router.state import Slot
+
+__all__ = ["ThreadAffinity"]
+
+# Threads remembered at most, the least recently served forgotten first: a bound on memory, far
+# above the conversations one router holds open at once.
+_MAX_THREADS = 100_000
+
+
+def _thread(meta: MetaInfo) -> str | None:
+    configurable = meta.configurable
+    thread = configurable.get("thread_id") if configurable else None
+    return None if thread is None or isinstance(thread, dict | list) else str(thread)
+
+
+class ThreadAffinity:
+    """The agent that last answered each thread of each capability."""
+
+    def __init__(self, size: int = _MAX_THREADS) -> None:
+        self._size = size
+        self._served: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._served)
+
+    def first(self, slots: list[Slot], meta: MetaInfo) -> list[Slot]:
+        """`slots` with the agent that served the message's thread first, when it is among them."""
+        thread = _thread(meta)
+        if thread is None or len(slots) < 2 or not self._served:
+            return slots
+        served = self._served
+        for index, slot in enumerate(slots):
+            if served.get((slot.capability.name, thread)) == slot.runtime.agent_id:
+                return slots if index == 0 else [slot, *slots[:index], *slots[index + 1 :]]
+        return slots
+
+    def remember(self, meta: MetaInfo, result: ReachResult) -> None:
+        """Keep the agent that answered the call's thread (an answer or a question)."""
+        thread = _thread(meta)
+        capability = result.capability or meta.capability
+        if thread is None or result.agent_id is None or capability is None or result.status not in ANSWERED:
+            return
+        key = (capability, thread)
+        self._served[key] = result.agent_id
+        self._served.move_to_end(key)
+        if len(self._served) > self._size:
+            self._served.popitem(last=False)
