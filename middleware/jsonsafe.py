@@ -1,13 +1,19 @@
-"""Turn agent outputs into JSON-safe values, or say exactly what could not be turned."""
+"""Turn agent outputs into JSON-safe values, or say exactly what could not be turned.
+
+Values JSON has no type for but pydantic serialises (datetime, UUID, Decimal, Enum members,
+bytes, Path...) get pydantic's JSON form: the form `model_dump(mode="json")` gives them inside a
+model, and the one the schemas pydantic derives describe (``format: date-time``, ``uuid``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
 
 from pydantic import BaseModel, JsonValue
+from pydantic_core import to_jsonable_python
 
 __all__ = ["NotJsonSafeError", "ensure_json", "is_json"]
 
@@ -44,8 +50,9 @@ def ensure_json(value: Any, *, where: str = "payload") -> JsonValue:
 
     Values that are JSON data already come back as they are (not copied): the common case is
     checked without building anything. Pydantic models and dataclasses are dumped, tuples and sets
-    become lists, subclasses of builtins become the builtins; anything else that JSON cannot carry
-    raises `NotJsonSafeError` naming the type and its path.
+    become lists, subclasses of builtins become the builtins, and other values take pydantic's
+    JSON form (a datetime its ISO text); a value with none (an arbitrary object, a generator, a
+    NaN) raises `NotJsonSafeError` naming the type and its path.
     """
     if is_json(value):
         return value
@@ -79,14 +86,58 @@ def _convert(value: Any, where: str) -> JsonValue:
     if isinstance(value, list | tuple | set | frozenset):
         return [_convert(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, BaseModel):
-        dumped: JsonValue = value.model_dump(mode="json")
-        return dumped
+        return _pydantic_form(value, where)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _convert(dataclasses.asdict(value), where)
+        return _dataclass_form(value, where)
     if isinstance(value, Mapping):
         return _convert(dict(value), where)
-    msg = (
-        f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which has no JSON form; "
-        "return str, int, float, bool, None, lists, dicts, a pydantic model or a dataclass"
+    return _pydantic_form(value, where)
+
+
+def _dataclass_form(value: Any, where: str) -> JsonValue:
+    """Its fields by name, each converted here, so that a value with no JSON form is named by
+    its field (`output.quote.handle`). That is pydantic's form of a plain dataclass too, and
+    unlike `dataclasses.asdict` copies nothing (a lock in a field cannot be copied). A pydantic
+    dataclass may serialise its fields its own way (`field_serializer`): its serializer decides."""
+    if hasattr(type(value), "__pydantic_serializer__"):
+        return _pydantic_form(value, where)
+    return {
+        field.name: _convert(getattr(value, field.name), f"{where}.{field.name}")
+        for field in dataclasses.fields(value)
+    }
+
+
+def _pydantic_form(value: Any, where: str) -> JsonValue:
+    """`value` as pydantic serialises it to JSON; only reached for values that are no JSON data,
+    so the common output never pays for it."""
+    if isinstance(value, Iterator):
+        # pydantic would drain it into a list: an output is a value, and a generator returned
+        # by mistake (or one that never ends) should be said, not consumed.
+        msg = f"{where} is {_type_name(value)}, an iterator, which has no JSON form; return a list"
+        raise NotJsonSafeError(msg)
+    try:
+        dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else to_jsonable_python(value)
+    except ValueError as exc:
+        # PydanticSerializationError (a type pydantic does not know, here or inside a model) and
+        # UnicodeDecodeError (bytes that are not UTF-8 text) both are.
+        raise NotJsonSafeError(_no_form(value, where, exc)) from None
+    # Builtins only now, but a NaN may be among them (a model's float field): refused as above.
+    return dumped if is_json(dumped) else _convert(dumped, where)
+
+
+def _no_form(value: Any, where: str, exc: ValueError) -> str:
+    if isinstance(value, bytes | bytearray):
+        kind = _type_name(value)
+        return f"{where} is {kind} that is not UTF-8 text, which has no JSON form; send text or base64"
+    if isinstance(value, BaseModel) or dataclasses.is_dataclass(value):
+        return f"{where} is {_type_name(value)} holding a value with no JSON form: {exc}"
+    return (
+        f"{where} is {_type_name(value)}, which has no JSON form; return str, int, float, bool, None, "
+        "lists, dicts, a pydantic model, a dataclass or a value pydantic serialises (datetime, UUID, "
+        "Decimal, Enum...)"
     )
-    raise NotJsonSafeError(msg)
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return f"a {kind.__module__}.{kind.__qualname__}"

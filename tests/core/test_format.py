@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import json
-from enum import IntEnum
+import pathlib
+import threading
+import uuid
+from enum import Enum, IntEnum
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -92,6 +98,53 @@ class Model(BaseModel):
     points: list[int]
 
 
+@dataclasses.dataclass
+class Box:
+    item: object
+
+
+class Reading(BaseModel):
+    value: float
+
+
+class Opaque:
+    pass
+
+
+class Wrapped(BaseModel, arbitrary_types_allowed=True):
+    item: Opaque
+
+
+class Colour(Enum):
+    RED = "red"
+
+
+@dataclasses.dataclass
+class Quote:
+    price: decimal.Decimal
+    valid_until: datetime.date
+    lock: Any = dataclasses.field(default_factory=threading.Lock)
+
+
+class QuoteModel(BaseModel):
+    price: decimal.Decimal
+    valid_until: datetime.date
+
+
+WHEN = datetime.datetime(2024, 5, 1, 9, 30, tzinfo=datetime.UTC)
+# Values JSON has no type for, but pydantic serialises, with that JSON form.
+PYDANTIC_FORMS = {
+    "at": (WHEN, "2024-05-01T09:30:00Z"),
+    "day": (WHEN.date(), "2024-05-01"),
+    "id": (uuid.UUID(int=7), "00000000-0000-0000-0000-000000000007"),
+    "price": (decimal.Decimal("9.90"), "9.90"),
+    "colour": (Colour.RED, "red"),
+    "raw": (b"abc", "abc"),
+    "path": (pathlib.Path("/tmp/x"), "/tmp/x"),
+    "took": (datetime.timedelta(hours=1), "PT1H"),
+}
+
+
 def test_ensure_json_converts_known_types() -> None:
     value = {"p": Point(1, 2), "m": Model(name="a", points=[1]), "t": (1, 2), "f": 1.5}
     assert ensure_json(value) == {
@@ -108,12 +161,38 @@ def test_ensure_json_converts_known_types() -> None:
         ({"a": {1: "x"}}, "payload.a has a key of type int"),
         ({"a": [object()]}, "payload.a[0] is a builtins.object"),
         (float("nan"), "NaN"),
-        ({"s": {1, 2}, "b": b"x"}, "payload.b is a builtins.bytes"),
+        ({"s": {1, 2}, "b": b"\xff"}, "payload.b is a builtins.bytes that is not UTF-8 text"),
+        ({"p": Box(object())}, "payload.p.item is a builtins.object, which has no JSON form"),
+        ({"g": (n for n in range(3))}, "payload.g is a builtins.generator, an iterator"),
+        ({"m": Reading(value=float("nan"))}, "payload.m.value is nan; JSON has no NaN"),
+        ({"w": Wrapped(item=Opaque())}, "payload.w is a tests.core.test_format.Wrapped holding a value"),
     ],
 )
 def test_ensure_json_names_the_offending_place(value: object, fragment: str) -> None:
     with pytest.raises(NotJsonSafeError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
         ensure_json(value)
+
+
+def test_ensure_json_gives_values_pydantic_serialises_their_json_form() -> None:
+    """A datetime, UUID, Decimal... in a dict or a dataclass takes the form it has in a pydantic
+    model's JSON dump, which the schemas pydantic derives describe (``format: date-time``)."""
+    values = {key: value for key, (value, _) in PYDANTIC_FORMS.items()}
+    forms = {key: form for key, (_, form) in PYDANTIC_FORMS.items()}
+
+    assert ensure_json(values) == forms
+    assert ensure_json([values["at"], (values["id"],)]) == [forms["at"], [forms["id"]]]
+    assert ensure_json(QuoteModel(price=decimal.Decimal("9.90"), valid_until=WHEN.date())) == {
+        "price": "9.90",
+        "valid_until": "2024-05-01",
+    }
+    # asdict() would have copied the lock, and failed.
+    assert ensure_json(Quote(decimal.Decimal("9.90"), WHEN.date(), lock="ok")) == {
+        "price": "9.90",
+        "valid_until": "2024-05-01",
+        "lock": "ok",
+    }
+    with pytest.raises(NotJsonSafeError, match=r"payload\.lock is a _thread\.lock, which has no JSON form"):
+        ensure_json(Quote(decimal.Decimal("9.90"), WHEN.date()))
 
 
 def test_checked_in_schema_matches_models() -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
+import uuid
 from typing import Any
 
 import pytest
@@ -12,6 +16,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
@@ -158,6 +163,73 @@ async def test_output_without_json_form_is_an_error_naming_the_type(router: Rout
     assert result.status is ResultStatus.ERROR
     assert result.error_type == "NotJsonSafeError"
     assert "output.handle is a builtins.object" in (result.error or "")
+
+
+class Ticket(TypedDict):
+    text: str
+    id: uuid.UUID
+    opened_at: datetime.datetime
+
+
+@dataclasses.dataclass
+class QuoteRecord:
+    price: decimal.Decimal
+    valid_until: datetime.date
+
+
+class QuoteModel(BaseModel):
+    price: decimal.Decimal
+    valid_until: datetime.date
+
+
+def open_ticket(state: Ticket) -> dict[str, Any]:
+    opened = datetime.datetime(2024, 5, 1, 9, 30, tzinfo=datetime.UTC)
+    return {"id": uuid.UUID(int=7), "opened_at": opened}
+
+
+def quote_record(item: str) -> QuoteRecord:
+    return QuoteRecord(decimal.Decimal("9.90"), datetime.date(2024, 6, 1))
+
+
+def quote_model(item: str) -> QuoteModel:
+    return QuoteModel(price=decimal.Decimal("9.90"), valid_until=datetime.date(2024, 6, 1))
+
+
+async def test_values_pydantic_serialises_come_out_of_states_and_dataclasses_as_from_models(
+    router: Router,
+) -> None:
+    """A UUID or datetime in a graph's TypedDict state, a Decimal or date in a dataclass: the
+    derived output schema describes them as pydantic does (``format: date``), and they come out
+    in that form, as they do from a pydantic model, not as the agent's failure."""
+    graph = StateGraph(Ticket)
+    graph.add_node("open", open_ticket)
+    graph.add_edge(START, "open")
+    graph.add_edge("open", END)
+    router.register(LangChainAgent(graph.compile(), agent_id="desk:ticket:01"))
+    router.register(LangChainAgent(RunnableLambda(quote_record), agent_id="shop:quote_record:01"))
+    router.register(LangChainAgent(RunnableLambda(quote_model), agent_id="shop:quote_model:01"))
+
+    ticket = await router.route("ticket", {"text": "printer on fire"})
+    record = await router.route("quote_record", "kettle")
+    model = await router.route("quote_model", "kettle")
+
+    assert (ticket.status, ticket.payload) == (
+        ResultStatus.OK,
+        {
+            "text": "printer on fire",
+            "id": "00000000-0000-0000-0000-000000000007",
+            "opened_at": "2024-05-01T09:30:00Z",
+        },
+    ), ticket.error
+    assert (record.status, record.payload) == (ResultStatus.OK, model.payload), record.error
+    assert model.payload == {"price": "9.90", "valid_until": "2024-06-01"}
+    # Each output was checked against the derived schema, which describes these forms.
+    schemas = {
+        agent_id: info(router, agent_id).capabilities[0].output_schema
+        for agent_id in ("desk:ticket:01", "shop:quote_record:01")
+    }
+    assert schemas["desk:ticket:01"]["properties"]["id"]["format"] == "uuid"
+    assert schemas["shop:quote_record:01"]["properties"]["valid_until"]["format"] == "date"
 
 
 async def test_the_run_config_carries_the_base_config_and_the_task(router: Router) -> None:
