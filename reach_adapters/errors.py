@@ -6,7 +6,10 @@ Those a failed result stands for are defined with the format (`middleware.errors
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from middleware import ReachResult
 from middleware.errors import (
@@ -50,6 +53,7 @@ __all__ = [
     "TaskStoreUnavailableError",
     "UnknownAgentError",
     "UnknownTaskError",
+    "describe_errors",
     "describe_validation_error",
     "raise_for_status",
 ]
@@ -116,8 +120,13 @@ raise_for_status = ReachResult.raise_for_status
 def describe_validation_error(exc: ValidationError, *, limit: int | None = None) -> str:
     """One line per problem, each naming the field, e.g. ``field 'timeout_ms': ...``; the first
     `limit` problems only, when given (a union's refusal lists one per member)."""
+    return describe_errors(exc.errors(include_url=False)[:limit])
+
+
+def describe_errors(errors: Sequence[ErrorDetails]) -> str:
+    """`describe_validation_error` for the problems of one that a check counts (not all may)."""
     parts = []
-    for err in exc.errors(include_url=False)[:limit]:
+    for err in errors:
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         parts.append(f"field '{loc}': {err['msg']}")
     return "; ".join(parts)

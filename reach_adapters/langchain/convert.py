@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from middleware import MetaInfo, NotJsonSafeError, ReachMessage, ReachResult, ensure_json, is_json
 from reach_adapters.errors import InvalidMessageError, describe_validation_error
+from reach_adapters.langchain.graph_input import GraphInput
 from reach_adapters.langchain.graphs import INTERRUPT_KEY, interrupts
 from reach_adapters.langchain.messages import (
     final_text,
@@ -191,8 +192,9 @@ class LangChainConverter:
     LangGraph's ``add_messages`` reduces: all it reads there (one message dict too, and pairs)
     becomes messages, and what LangChain cannot read is an `InvalidMessageError` naming the
     field. `one_message` says that the input is one chat message (a runnable typed
-    ``f(m: HumanMessage)``): a message dict becomes that message. `LangChainAgent` sets all three
-    from the runnable's input schema.
+    ``f(m: HumanMessage)``): a message dict becomes that message. `input_type` is the model the
+    runnable is typed to take, made of the payload, or a graph's `GraphInput`, which only checks
+    it. `LangChainAgent` sets them all from the runnable (see `derive.input_type`).
     """
 
     def __init__(
@@ -201,7 +203,7 @@ class LangChainConverter:
         plain_fields: frozenset[str] = frozenset(),
         message_fields: frozenset[str] = frozenset(),
         one_message: bool = False,
-        input_type: TypeAdapter[Any] | None = None,
+        input_type: TypeAdapter[Any] | GraphInput | None = None,
         message_keys: frozenset[str] = frozenset(),
     ) -> None:
         self.plain_fields = plain_fields
@@ -221,7 +223,8 @@ class LangChainConverter:
 
     def from_middleware(self, message: ReachMessage) -> Any:
         """The runnable's input: the payload, with role/content message lists as `BaseMessage`,
-        made the runnable's input model when it is typed to take one."""
+        made the runnable's input model when it is typed to take one (checked against a graph's,
+        which the graph makes itself)."""
         native = self._from_payload(message)
         made = self.input_type
         if made is None:
@@ -236,6 +239,11 @@ class LangChainConverter:
                 else item
                 for key, item in native.items()
             }
+        if isinstance(made, GraphInput):
+            # A graph builds its state itself, from the dict; only what its model refuses is
+            # refused here, before the run, as the caller's.
+            made.check(native)
+            return native
         try:
             # Not strict: JSON carries a datetime or an enum member as text.
             return made.validate_python(native, strict=False)

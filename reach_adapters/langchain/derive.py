@@ -28,6 +28,7 @@ from typing_extensions import is_typeddict
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.chat_schemas import DEFS, with_message_schema, without_prompt_values
 from reach_adapters.langchain.describe import description
+from reach_adapters.langchain.graph_input import GraphInput, graph_input
 from reach_adapters.langchain.graphs import (
     find_graph,
     graph_schemas,
@@ -114,14 +115,21 @@ def native_schemas(
     return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
 
 
-def input_type(runnable: Runnable[Any, Any]) -> TypeAdapter[Any] | None:
+def input_type(runnable: Runnable[Any, Any]) -> TypeAdapter[Any] | GraphInput | None:
     """The pydantic model or dataclass the functions that first take the input are typed to take
     (a `RunnableLambda` over ``f(patch: Patch)``, a ``@chain``, a generator), through bindings,
     the first step of a chain, a `.with_fallbacks()`'s primary and the branches of a parallel
     step that agree: LangChain hands them the input as given, and JSON is no model, so the
     converter makes one of the payload. A declared ``.with_types(input_type=...)`` is trusted
-    as it is (LangServe's way to describe a runnable that takes dicts); a graph makes its own
-    state, and a message is made by the converter too (`one_message`)."""
+    as it is (LangServe's way to describe a runnable that takes dicts), and a message is made by
+    the converter too (`one_message`).
+
+    A graph that gets the input as it is (`leading_graph`) makes its own state, but from a
+    pydantic model or dataclass it builds inside the run: its `GraphInput` checks the payload
+    first, so that what the model refuses is the caller's mistake, not the agent's failure."""
+    graph = leading_graph(runnable)
+    if graph is not None:
+        return graph_input(graph)
     kind = _first_input_type(runnable)
     return TypeAdapter(kind) if _model_type(kind) else None
 

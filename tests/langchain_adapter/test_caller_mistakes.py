@@ -1,26 +1,30 @@
 """A caller's mistakes with LangChain agents are `invalid`, the caller's fault, and never count
 against a healthy agent: payloads a chat model cannot take, a resume its interrupt refuses, a
-stream mode LangGraph does not have."""
+stream mode LangGraph does not have, a payload a graph's pydantic or dataclass state refuses."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models import FakeListChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from pydantic import BaseModel, field_validator
 
 from examples.langchain_demo.agents import scripted
-from middleware import Fault, ResultStatus
+from middleware import Fault, ReachMessage, ResultStatus
 from reach_adapters import InvalidMessageError, Router
 from reach_adapters.langchain import LangChainAgent
 
@@ -134,3 +138,104 @@ async def test_a_stream_mode_that_cannot_apply_is_refused_for_unary_and_streamed
     # A mode the graph has shapes only streamed chunks: a unary call answers as without it.
     answered = await router.route("assist", payload, stream_mode="messages")
     assert answered.payload == "your parcel is in Leeds"
+
+
+class Signup(BaseModel):
+    """A pydantic state whose validator refuses some payloads (LangGraph's docs: pydantic states
+    for run-time validation); `messages` is reduced, so a string there is an update, not a list."""
+
+    email: str
+    welcome: str = ""
+    since: datetime.date | None = None
+    messages: Annotated[list[AnyMessage], add_messages] = []
+
+    @field_validator("email")
+    @classmethod
+    def must_have_at(cls, value: str) -> str:
+        if "@" not in value:
+            msg = "not an email address"
+            raise ValueError(msg)
+        return value
+
+
+@dataclasses.dataclass
+class Order:
+    quantity: int
+
+    def __post_init__(self) -> None:
+        if self.quantity > 10:
+            msg = "at most 10 per order"
+            raise ValueError(msg)
+
+
+def state_graph(state: type[Any], node: Any) -> Any:
+    graph = StateGraph(state)
+    graph.add_node("step", node)
+    graph.add_edge(START, "step")
+    graph.add_edge("step", END)
+    return graph.compile()
+
+
+def welcome(state: Signup) -> dict[str, Any]:
+    return {"welcome": f"hello {state.email}", "messages": [AIMessage(f"{len(state.messages)} said")]}
+
+
+@pytest.mark.parametrize(
+    ("payload", "named"),
+    [
+        ({"email": "not-an-email"}, "field 'email': Value error, not an email address"),
+        ({"email": "a@b.c", "since": "last week"}, "field 'since': Input should be a valid date"),
+    ],
+)
+async def test_a_payload_a_graphs_pydantic_state_refuses_is_the_callers_mistake(
+    router: Router, payload: dict[str, Any], named: str
+) -> None:
+    """LangGraph builds a pydantic state inside the run, where its refusal would count against
+    the agent and quarantine it; the same payload to a function typed on the model is `invalid`."""
+    router.register(LangChainAgent(state_graph(Signup, welcome), agent_id="crm:signup:01"))
+    chain = state_graph(Signup, welcome) | RunnableLambda(lambda state: state["welcome"])
+    router.register(LangChainAgent(chain.with_retry(), agent_id="crm:greet:01"))
+
+    for capability in ("signup", "greet"):
+        for _ in range(3):  # enough failures in a row to quarantine the agent, were they counted
+            refused = await router.route(capability, payload)
+            assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+            assert f"payload does not make the Signup the graph takes: {named}" in (refused.error or "")
+    with pytest.raises(InvalidMessageError, match="not make the Signup"):
+        _ = [chunk async for chunk in router.stream("signup", payload)]
+    assert failures(router, "crm:signup:01") == failures(router, "crm:greet:01") == 0
+    done = await router.route("signup", {"email": "a@b.c", "since": "2024-05-01"})
+    output = done.extra["output"]
+    assert isinstance(output, dict)
+    assert (done.status, output["welcome"]) == (ResultStatus.OK, "hello a@b.c"), done.error
+    assert (await router.route("greet", {"email": "a@b.c"})).payload == "hello a@b.c"
+
+
+async def test_a_graph_state_is_checked_but_the_graph_is_given_the_payload_and_its_updates(
+    router: Router,
+) -> None:
+    """The graph makes its state from the dict; a reduced key takes an update (a string is one
+    user message to `add_messages`), which the model's own type for it would refuse."""
+    agent = LangChainAgent(state_graph(Signup, welcome), agent_id="crm:signup:01")
+    router.register(agent)
+    payload = {"email": "a@b.c", "messages": "hi"}
+
+    native = agent.converter.from_middleware(ReachMessage(raw_payload=payload))
+
+    assert native == payload
+    assert type(native) is dict
+    done = await router.route("signup", payload)
+    assert (done.status, done.payload) == (ResultStatus.OK, "1 said"), done.error
+
+
+async def test_a_payload_a_graphs_dataclass_state_refuses_is_the_callers_mistake(router: Router) -> None:
+    router.register(
+        LangChainAgent(state_graph(Order, lambda o: {"quantity": o.quantity}), agent_id="shop:order:01")
+    )
+
+    for _ in range(3):  # enough failures in a row to quarantine the agent, were they counted
+        refused = await router.route("order", {"quantity": 11})
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+        assert "at most 10 per order" in (refused.error or "")
+    assert failures(router, "shop:order:01") == 0
+    assert (await router.route("order", {"quantity": 2})).payload == {"quantity": 2}
