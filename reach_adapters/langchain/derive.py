@@ -36,6 +36,7 @@ from reach_adapters.langchain.graphs import (
     unwrap,
 )
 from reach_adapters.langchain.payload_schemas import payload_schema
+from reach_adapters.langchain.prompt_schemas import mustache_input
 from reach_adapters.langchain.typed_dicts import typed_dict_schema
 from reach_adapters.router import Capability, parse_agent_id
 
@@ -103,7 +104,8 @@ def native_schemas(
         inputs = (
             graph_schemas(first)[0]
             if first is not None
-            else _schema(runnable.get_input_jsonschema, agent_id, "input", runnable.InputType)
+            else mustache_input(runnable)
+            or _schema(runnable.get_input_jsonschema, agent_id, "input", runnable.InputType)
         )
         outputs = (
             None

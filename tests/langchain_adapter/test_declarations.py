@@ -13,6 +13,7 @@ from langchain.agents import create_agent
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.messages import SystemMessage
 from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableWithMessageHistory
 from langgraph.graph import END, START, StateGraph
@@ -20,7 +21,7 @@ from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
 from middleware import MetaInfo, ReachMessage, ReachResult
-from reach_adapters import Capability, InvalidDeclarationError
+from reach_adapters import Capability, InvalidDeclarationError, Router
 from reach_adapters.langchain import LangChainAgent, LangChainConverter
 
 
@@ -82,6 +83,40 @@ def test_an_lcel_chain_is_named_after_the_agent_type_and_takes_the_prompt_variab
     assert cap.name == "answer"  # "RunnableSequence" would merge every chain into one capability
     assert cap.input_schema["required"] == ["question"]
     assert cap.output_schema == {"type": "string"}
+
+
+def said(value: PromptValue) -> str:
+    return " / ".join(str(message.content) for message in value.to_messages())
+
+
+async def test_a_mustache_chat_prompt_takes_the_objects_its_templates_read(router: Router) -> None:
+    """``{{user.name}}`` reads an object, as LangChain's own mustache `PromptTemplate` describes
+    it; a section (``{{#items}}``) may iterate a list, and a placeholder still takes messages."""
+    prompt = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Greet {{user.name}} from {{user.city}}"),
+            MessagesPlaceholder("history", optional=True),
+            ("human", "{{question}} {{#items}}[{{.}}]{{/items}}"),
+        ],
+        template_format="mustache",
+    )
+    chain = prompt | RunnableLambda(said)
+    agent = LangChainAgent(chain.with_retry(), agent_id="chat:greet:01")
+    router.register(agent)
+    (cap,) = agent.capabilities
+    payload = {"user": {"name": "Ann", "city": "Oslo"}, "question": "hi", "items": ["a", "b"]}
+
+    properties = cap.input_schema["properties"]
+    assert cap.input_schema["$defs"]["user"]["properties"].keys() == {"name", "city"}
+    assert properties["user"] == {"$ref": "#/$defs/user"}
+    assert "type" not in properties["items"]
+    assert properties["history"]["type"] == "array"
+    assert cap.input_schema["required"] == ["items", "question", "user"]
+    answered = await router.route("greet", {**payload, "history": [{"role": "user", "content": "before"}]})
+    assert answered.payload == await chain.ainvoke({**payload, "history": [("user", "before")]})
+    assert answered.payload == "Greet Ann from Oslo / before / hi [a][b]"
+    refused = await router.route("greet", {**payload, "user": "Ann"})
+    assert "field 'user'" in (refused.error or "")
 
 
 def test_a_chat_model_chain_pays_out_text() -> None:
