@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from reach_adapters.errors import InvalidMessageError, describe_errors
-from reach_adapters.langchain.graphs import checkpointed
 
 __all__ = ["GraphInput", "graph_input"]
 
@@ -23,7 +22,6 @@ logger = logging.getLogger(__name__)
 
 # What LangGraph never sees: its input writer keeps only the input schema's keys.
 _DROPPED = "extra_forbidden"
-_MISSING = "missing"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -38,9 +36,6 @@ class GraphInput:
     adapter: TypeAdapter[Any]
     name: str
     reduced: frozenset[str]
-    # A checkpointed graph's thread holds the state of earlier turns: a key the payload leaves out
-    # may be there already, as LangGraph builds the state from the checkpoint and the update.
-    partial: bool = False
 
     def check(self, payload: Any) -> None:
         """Raises `InvalidMessageError` when the model refuses `payload`. Not a dict (None goes
@@ -58,9 +53,7 @@ class GraphInput:
                 raise InvalidMessageError(msg) from None
 
     def _counts(self, loc: tuple[int | str, ...], kind: str) -> bool:
-        if kind == _DROPPED or (self.partial and kind == _MISSING and len(loc) == 1):
-            return False
-        return not (loc and loc[0] in self.reduced)
+        return kind != _DROPPED and not (loc and loc[0] in self.reduced)
 
 
 def graph_input(graph: Any) -> GraphInput | None:
@@ -75,7 +68,7 @@ def graph_input(graph: Any) -> GraphInput | None:
     except Exception as exc:  # noqa: BLE001 - a dataclass of types pydantic does not know: unchecked
         logger.debug("the input %s of a graph is not checked before its runs: %s", kind.__qualname__, exc)
         return None
-    return GraphInput(adapter, kind.__qualname__, _reduced(builder), checkpointed(graph))
+    return GraphInput(adapter, kind.__qualname__, _reduced(builder))
 
 
 def _reduced(builder: Any) -> frozenset[str]:

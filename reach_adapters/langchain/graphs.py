@@ -214,10 +214,8 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     inputs = _schema(graph.get_input_jsonschema, builder.input_schema, required=declared_input)
     outputs = _schema(graph.get_output_jsonschema, builder.output_schema, required=False)
     # Only a TypedDict state takes partial input and gives partial output: a pydantic model or a
-    # dataclass state refuses a missing key as LangGraph builds it, unless the graph's thread
-    # holds the state of earlier turns (a checkpointer), where the key may be already.
-    partial = _is_typed_dict(builder.input_schema) or checkpointed(graph)
-    if inputs is not None and not declared_input and partial:
+    # dataclass state refuses a missing key as LangGraph builds it.
+    if inputs is not None and not declared_input and _is_typed_dict(builder.input_schema):
         inputs.pop("required", None)
     if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)

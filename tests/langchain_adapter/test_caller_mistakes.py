@@ -168,12 +168,12 @@ class Order:
             raise ValueError(msg)
 
 
-def state_graph(state: type[Any], node: Any, checkpointer: InMemorySaver | None = None) -> Any:
+def state_graph(state: type[Any], node: Any) -> Any:
     graph = StateGraph(state)
     graph.add_node("step", node)
     graph.add_edge(START, "step")
     graph.add_edge("step", END)
-    return graph.compile(checkpointer=checkpointer)
+    return graph.compile()
 
 
 def welcome(state: Signup) -> dict[str, Any]:
@@ -226,21 +226,6 @@ async def test_a_graph_state_is_checked_but_the_graph_is_given_the_payload_and_i
     assert type(native) is dict
     done = await router.route("signup", payload)
     assert (done.status, done.payload) == (ResultStatus.OK, "1 said"), done.error
-
-
-async def test_a_checkpointed_graphs_later_turns_may_leave_out_what_its_thread_holds(router: Router) -> None:
-    """LangGraph builds the state from the thread's checkpoint and the turn's update: a required
-    key given in an earlier turn need not come again, and a value given is still checked."""
-    graph = state_graph(Signup, welcome, InMemorySaver())
-    router.register(LangChainAgent(graph, agent_id="crm:signup:01"))
-    thread = {"thread_id": "ann"}
-    assert (await router.route("signup", {"email": "a@b.c"}, configurable=thread)).ok
-    later = await router.route("signup", {"messages": "hi"}, configurable=thread)
-    assert (later.status, later.payload) == (ResultStatus.OK, "2 said"), later.error
-    refused = await router.route("signup", {"email": "nope"}, configurable=thread)
-    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
-    schema = next(entry.capabilities[0] for entry in router.catalog()).input_schema
-    assert "required" not in schema
 
 
 async def test_a_payload_a_graphs_dataclass_state_refuses_is_the_callers_mistake(router: Router) -> None:
