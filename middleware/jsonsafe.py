@@ -116,12 +116,16 @@ def _pydantic_form(value: Any, where: str) -> JsonValue:
         msg = f"{where} is {_type_name(value)}, an iterator, which has no JSON form; return a list"
         raise NotJsonSafeError(msg)
     try:
-        dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else to_jsonable_python(value)
+        if isinstance(value, BaseModel):
+            # Builtins only: returned unwalked, as a model's output may be large.
+            model: JsonValue = value.model_dump(mode="json")
+            return model
+        dumped = to_jsonable_python(value)
     except ValueError as exc:
         # PydanticSerializationError (a type pydantic does not know, here or inside a model) and
         # UnicodeDecodeError (bytes that are not UTF-8 text) both are.
         raise NotJsonSafeError(_no_form(value, where, exc)) from None
-    # Builtins only now, but a NaN may be among them (a model's float field): refused as above.
+    # Builtins only now, but a NaN may be among them: refused as above.
     return dumped if is_json(dumped) else _convert(dumped, where)
 
 
