@@ -251,7 +251,12 @@ class Planner:
                 False,
             )
         usable = None
-        if len(slots) > self.policy.sample_above and message.routing_hint.mode == "unicast":
+        if (
+            len(slots) > self.policy.sample_above
+            and message.routing_hint.mode == "unicast"
+            # A thread's agent may not be drawn: all are screened, so it can serve again.
+            and (meta.configurable is None or not self.threads.holds(meta))
+        ):
             usable = self._sample(slots, meta, record)
         if usable is not None:
             problem, forced = None, False

@@ -22,6 +22,10 @@ __all__ = ["ThreadAffinity"]
 # above the conversations one router holds open at once.
 _MAX_THREADS = 100_000
 
+# A thread of a capability as a caller names it: tenants (namespaces) and versions may reuse
+# thread ids ("1", "default") without taking each other's agents.
+_Key = tuple[str, str | None, str | None, str]
+
 
 def _thread(meta: MetaInfo) -> str | None:
     configurable = meta.configurable
@@ -34,10 +38,17 @@ class ThreadAffinity:
 
     def __init__(self, size: int = _MAX_THREADS) -> None:
         self._size = size
-        self._served: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._served: OrderedDict[_Key, str] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._served)
+
+    def holds(self, meta: MetaInfo) -> bool:
+        """Whether an agent answered the message's thread of its capability before."""
+        thread = _thread(meta)
+        if thread is None:
+            return False
+        return (meta.capability or "", meta.namespace, meta.version, thread) in self._served
 
     def first(self, slots: list[Slot], meta: MetaInfo) -> list[Slot]:
         """`slots` with the agent that served the message's thread first, when it is among them."""
@@ -46,7 +57,8 @@ class ThreadAffinity:
             return slots
         served = self._served
         for index, slot in enumerate(slots):
-            if served.get((slot.capability.name, thread)) == slot.runtime.agent_id:
+            key = (slot.capability.name, meta.namespace, meta.version, thread)
+            if served.get(key) == slot.runtime.agent_id:
                 return slots if index == 0 else [slot, *slots[:index], *slots[index + 1 :]]
         return slots
 
@@ -56,7 +68,7 @@ class ThreadAffinity:
         capability = result.capability or meta.capability
         if thread is None or result.agent_id is None or capability is None or result.status not in ANSWERED:
             return
-        key = (capability, thread)
+        key = (capability, meta.namespace, meta.version, thread)
         self._served[key] = result.agent_id
         self._served.move_to_end(key)
         if len(self._served) > self._size:

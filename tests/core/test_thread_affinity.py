@@ -51,6 +51,35 @@ async def test_each_threads_turns_go_to_the_replica_that_served_it(router: Route
     )
 
 
+async def test_tenants_reusing_a_thread_id_keep_their_own_agents(router: Router) -> None:
+    for namespace in ("acme", "globex"):
+        for instance in ("01", "02"):
+            router.register(memo(f"{namespace}:memo:{instance}"))
+    served: dict[str, set[str | None]] = {"acme": set(), "globex": set()}
+    for turn in range(4):
+        for namespace in served:
+            thread = {"thread_id": "1"}
+            result = await router.route(
+                "memo", str(turn), namespace=namespace, configurable=thread, strategy="rating"
+            )
+            assert result.payload == " / ".join(map(str, range(turn + 1)))
+            served[namespace].add(result.agent_id)
+    assert [len(agents) for agents in served.values()] == [1, 1]
+
+
+async def test_a_threads_agent_serves_it_among_more_replicas_than_are_sampled(router: Router) -> None:
+    """Above `sample_above` candidates a call screens a random few: a thread's own agent is
+    screened whether drawn or not."""
+    for instance in range(40):
+        router.register(memo(f"chat:memo:{instance:02d}"))
+    served = set()
+    for turn in range(5):
+        result = await router.route("memo", str(turn), configurable={"thread_id": "alice"})
+        assert result.payload == " / ".join(map(str, range(turn + 1)))
+        served.add(result.agent_id)
+    assert len(served) == 1
+
+
 async def test_a_thread_whose_agent_is_gone_goes_on_elsewhere(router: Router) -> None:
     router.register(memo("chat:memo:01"))
     router.register(memo("chat:memo:02"))
