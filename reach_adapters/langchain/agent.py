@@ -38,7 +38,7 @@ from reach_adapters.langchain.graphs import (
     resume_command,
 )
 from reach_adapters.langchain.review import check_answers
-from reach_adapters.langchain.run_context import RunContext, refuse_context
+from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.router import (
     Capability,
     StreamEnded,
@@ -50,8 +50,6 @@ from reach_adapters.router import (
 __all__ = ["LangChainAgent"]
 
 logger = logging.getLogger(__name__)
-
-_NO_CONTEXT: Mapping[str, Any] = {}
 
 
 class LangChainAgent:
@@ -250,7 +248,7 @@ class LangChainAgent:
             return self._run_context.kwargs(asked, self._agent_id)
         if asked is not None:
             raise refuse_context(self._agent_id)
-        return _NO_CONTEXT
+        return NO_CONTEXT
 
     def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
         """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value

@@ -120,4 +120,44 @@ async def test_a_context_for_an_agent_that_takes_none_is_refused(router: Router)
     router.register(LangChainAgent(RunnableLambda(lambda x: x), agent_id="util:echo:01"))
     result = await router.route("echo", {"a": 1}, context={"user_id": "alice"})
     assert (result.status, result.fault) == (ResultStatus.INVALID, Fault.CALLER)
-    assert "context is for LangGraph graphs" in (result.error or "")
+    assert "takes no context" in (result.error or "")
+    # Fallbacks are given the run's keyword arguments too: one that is no graph would fail on it.
+    fallbacks = localised().with_fallbacks([RunnableLambda(lambda x: x)])
+    router.register(LangChainAgent(fallbacks, agent_id="util:say:01"))
+    refused = await router.route("say", {"text": "hi"}, context={"lang": "fr"})
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER), refused.error
+
+
+@dataclass
+class Settings:
+    lang: str = "en"
+    formal: bool = False
+
+
+def configured() -> Runnable[Any, Any]:
+    def say(state: Text, runtime: Runtime[Settings]) -> dict[str, Any]:
+        settings = runtime.context
+        return {"text": f"{settings.lang}{'!' if settings.formal else ''}: {state.get('text')}"}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Text, context_schema=Settings)
+    builder.add_node("say", say)
+    builder.add_edge(START, "say")
+    builder.add_edge("say", END)
+    return builder.compile()
+
+
+async def test_a_call_without_a_context_gets_the_schemas_defaults_and_a_misspelt_field_is_said(
+    router: Router,
+) -> None:
+    """LangGraph would give the graph None, which its nodes cannot read; and a field the schema
+    does not have would be dropped (a dataclass: fail the run), the default used unsaid."""
+    router.register(LangChainAgent(configured(), agent_id="util:say:01"))
+    for _ in range(3):  # enough failures in a row to quarantine the agent, were they counted
+        assert (await router.route("say", {"text": "hi"})).payload == {"text": "en: hi"}
+        misspelt = await router.route("say", {"text": "hi"}, context={"formel": True})
+        assert (misspelt.status, misspelt.fault) == (ResultStatus.INVALID, Fault.CALLER), misspelt.error
+        assert "did you mean 'formal'?" in (misspelt.error or "")
+    assert failures(router, "util:say:01") == 0
+    assert (await router.route("say", {"text": "hi"}, context={"formal": True})).payload == {
+        "text": "en!: hi"
+    }
