@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -39,6 +39,7 @@ from reach_adapters.langchain.graphs import (
 )
 from reach_adapters.langchain.review import check_answers
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
+from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.router import (
     Capability,
     StreamEnded,
@@ -119,6 +120,8 @@ class LangChainAgent:
         graphs = list(checkpointed_graphs(runnable))
         self._graph_unreachable = bool(graphs) and not self._resumable
         self._thread_required = not all(bound for _, bound in graphs)
+        # One call at a time on each of their threads (see `turns`).
+        self._turns = ThreadTurns.of([graph for graph, _ in graphs], thread_of(self._config), agent_id)
         if self._thread_required and not thread_of(self._config):
             logger.warning(
                 "agent %s is a LangGraph graph with a checkpointer: each call must name its "
@@ -178,7 +181,15 @@ class LangChainAgent:
             return shape(text)
         return payload
 
-    async def invoke(self, message: ReachMessage) -> ReachResult:
+    def invoke(self, message: ReachMessage) -> Coroutine[Any, Any, ReachResult]:
+        """The runnable's run for `message` (`_invoke`), its thread held meanwhile."""
+        return self._invoke(message) if self._turns is None else self._turns.call(message, self._invoke)
+
+    def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
+        """The runnable's `astream` chunks as JSON (`_astream`), its thread held meanwhile."""
+        return self._astream(message) if self._turns is None else self._turns.stream(message, self._astream)
+
+    async def _invoke(self, message: ReachMessage) -> ReachResult:
         config = run_config(self._config, message, self._agent_id)
         context = self._context(message)
         native, runnable = await self._input(message, config)
@@ -199,7 +210,7 @@ class LangChainAgent:
         amend(result, {"agent_id": self._agent_id})
         return result
 
-    async def astream(self, message: ReachMessage) -> AsyncIterator[JsonValue]:
+    async def _astream(self, message: ReachMessage) -> AsyncGenerator[JsonValue, None]:
         """The runnable's `astream` chunks as JSON (a runnable that cannot stream yields once).
 
         A graph streams in the call's ``stream_mode`` (LangGraph's ``messages``, ``updates``,

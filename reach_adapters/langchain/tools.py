@@ -82,7 +82,9 @@ def called_thread(caller_thread: str, capability: str) -> str:
     Not the caller's own thread: a sub-agent sharing the caller's checkpointer would run on the
     caller's checkpoint, as LangGraph gives a subgraph a namespace of its own only when it runs
     inside the calling graph, which a routed agent does not. Stable across the caller's turns, so
-    a resume through ``reach_agent`` finds the thread its question was asked on.
+    a resume through ``reach_agent`` finds the thread its question was asked on. Parallel calls
+    of one turn share it too, and a checkpointed agent refuses all but the first while it runs
+    (`reach_adapters.langchain.turns`), rather than give one a thread a resume would not find.
     """
     return f"{caller_thread}/{capability}"
 

@@ -1,0 +1,104 @@
+"""One call at a time on a checkpointed LangGraph thread.
+
+Two runs at once on one thread both start from its last checkpoint and both save their own: the
+later save wins, so one run's turn is lost, with the question an ``interrupt()`` asked in it, and
+an answer sent to the thread meets whichever question was saved last. Parallel tool calls make
+this common: a supervisor's model calling the ``approval`` tool twice in one turn sends both
+calls to the thread ``alice/approval`` (the reach tools' derived thread); so do two answers to
+one question sent at once (a double click, a client's retry).
+
+So the second call is refused while the first runs, as LangGraph's own server refuses a run on
+a busy thread by default (``multitask_strategy="reject"``): an `InvalidMessageError`, the
+caller's to fix by calling again once the first call has its answer, never held against the
+agent. Queueing it instead would not help: the first call may stop to ask, and the queued
+call's input would then come where its answer belongs.
+
+A thread is held per checkpointer, not per agent: replicas sharing one (a graph registered
+twice, an app-wide saver) share its threads. Held in this process only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import aclosing, contextmanager
+from typing import Any, TypeVar
+
+from pydantic import JsonValue
+
+from middleware import ReachMessage
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.langchain.config import thread_of
+
+__all__ = ["ThreadTurns"]
+
+T = TypeVar("T")
+
+# (id of a checkpointer, thread id) of every call running now. Ids, not the savers: an entry
+# lives only while its call runs, and its agent holds the saver meanwhile.
+_RUNNING: set[tuple[int, str]] = set()
+# Calls on one thread may come from several event loops (the sync bridge's threads, routers of
+# their own): the check and the claim are one step.
+_LOCK = threading.Lock()
+
+
+class ThreadTurns:
+    """Holds a call's thread in each of an agent's checkpointers while the call runs."""
+
+    __slots__ = ("_agent_id", "_base_thread", "_savers")
+
+    def __init__(self, savers: Iterable[Any], base_thread: str | None, agent_id: str) -> None:
+        self._savers = tuple(dict.fromkeys(id(saver) for saver in savers))
+        # The thread the agent's own config names, for calls that name none.
+        self._base_thread = base_thread
+        self._agent_id = agent_id
+
+    @classmethod
+    def of(cls, graphs: Iterable[Any], base_thread: str | None, agent_id: str) -> ThreadTurns | None:
+        """The turns of `graphs` (an agent's checkpointed graphs), None when it has none: an
+        agent that keeps no thread takes calls at once, with nothing to check."""
+        savers = [graph.checkpointer for graph in graphs]
+        return cls(savers, base_thread, agent_id) if savers else None
+
+    @contextmanager
+    def held(self, message: ReachMessage) -> Iterator[None]:
+        """The call's thread, held until the call ends; `InvalidMessageError` when another call
+        holds it. A call naming no thread holds nothing (the agent refuses it if it needs one)."""
+        thread = thread_of({"configurable": message.meta_info.configurable}) or self._base_thread
+        if thread is None:
+            yield
+            return
+        keys = [(saver, thread) for saver in self._savers]
+        with _LOCK:
+            if not _RUNNING.isdisjoint(keys):
+                raise self._busy(thread)
+            _RUNNING.update(keys)
+        try:
+            yield
+        finally:
+            with _LOCK:
+                _RUNNING.difference_update(keys)
+
+    async def call(self, message: ReachMessage, run: Callable[[ReachMessage], Awaitable[T]]) -> T:
+        """What `run` answers `message`, the thread held while it runs."""
+        with self.held(message):
+            return await run(message)
+
+    async def stream(
+        self, message: ReachMessage, chunks: Callable[[ReachMessage], AsyncGenerator[JsonValue, None]]
+    ) -> AsyncIterator[JsonValue]:
+        """The stream `chunks` gives for `message`, the thread held from its first chunk asked
+        to its end or until its reader closes it."""
+        with self.held(message):
+            async with aclosing(chunks(message)) as stream:
+                async for chunk in stream:
+                    yield chunk
+
+    def _busy(self, thread: str) -> InvalidMessageError:
+        msg = (
+            f"thread {thread!r} of agent {self._agent_id} is running another call: a checkpointed "
+            "thread takes one call at a time, or the two would save over each other's turn and an "
+            "answer could meet the other call's question. Wait for that call's answer (if it asks "
+            "for input, answer it first with resume on this thread), then send this call again"
+        )
+        return InvalidMessageError(msg)
