@@ -42,6 +42,8 @@ class ExclusionKind(StrEnum):
     DEADLINE = "deadline"
     # The caller's principal may not reach this agent (security.yaml).
     FORBIDDEN = "forbidden"
+    # The call asks for chunks in a `stream_mode` (or `subgraphs`), and the agent does not stream.
+    UNSTREAMED = "unstreamed"
 
 
 @dataclass(slots=True)

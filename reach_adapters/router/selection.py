@@ -23,9 +23,14 @@ __all__ = [
     "permitted",
     "sample",
     "screen",
+    "stream_shape",
     "visible_to",
     "why_no_candidate",
 ]
+
+
+# Exclusions that are the caller's doing: a loop, chunks asked of agents that do not stream.
+_CALLERS = frozenset({ExclusionKind.LOOP, ExclusionKind.UNSTREAMED})
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,6 +66,10 @@ def exclusion(
     ``breaker=False`` skips the circuit check, for candidates admitted by the last-candidate rule.
     """
     runtime = slot.runtime
+    if not runtime.streams and (meta.stream_mode is not None or meta.subgraphs):
+        # First, as it holds whatever the agent's state: given the call, the agent would answer
+        # once, its stream_mode and subgraphs (a misspelt mode too) dropped silently.
+        return Exclusion(runtime.agent_id, "does not stream: it answers once", ExclusionKind.UNSTREAMED)
     state = runtime.state
     # Another node's agent whose lease is lapsing may be gone already: skipped, not tried.
     if state in UNUSABLE_STATES or (state is AgentState.SUSPICIOUS and runtime.remote):
@@ -81,6 +90,15 @@ def exclusion(
             return Exclusion(runtime.agent_id, blocked, ExclusionKind.CIRCUIT)
     busy = slot.saturation()
     return None if busy is None else Exclusion(runtime.agent_id, busy, ExclusionKind.SATURATED)
+
+
+def stream_shape(meta: MetaInfo) -> str:
+    """The chunks' shape the call asks for, in words: its `stream_mode`, `subgraphs`, or both."""
+    mode = meta.stream_mode
+    asked = [] if mode is None else [f"stream_mode {mode!r}"]
+    if meta.subgraphs:
+        asked.append("subgraphs")
+    return " and ".join(asked)
 
 
 def forbidden(guard: Guard, principal: str, slot: Slot) -> Exclusion | None:
@@ -162,9 +180,17 @@ def screen(
             )
         return quarantined, None, True
     reasons = "; ".join(f"{e.agent_id}: {e.reason}" for e in exclusions)
-    if exclusions and all(e.kind is ExclusionKind.LOOP for e in exclusions):
-        error = f"recursive reach refused: {reasons}"
-        return [], Problem(ResultStatus.REJECTED, ErrorKind.LOOP_DETECTED, error, Fault.CALLER), False
+    kinds = {e.kind for e in exclusions}
+    if kinds and kinds <= _CALLERS:
+        # Nothing but the caller's request stands in the way: no wait, no fallback mends it.
+        if ExclusionKind.LOOP in kinds:
+            error = f"recursive reach refused: {reasons}"
+            return [], Problem(ResultStatus.REJECTED, ErrorKind.LOOP_DETECTED, error, Fault.CALLER), False
+        error = (
+            f"{stream_shape(meta)} shapes the chunks of an agent that streams, and no agent the call "
+            f"may go to for {meta.capability!r} does ({reasons}); call it without stream_mode and subgraphs"
+        )
+        return [], Problem(ResultStatus.INVALID, ErrorKind.INVALID_MESSAGE, error, Fault.CALLER), False
     error = f"every agent declaring {meta.capability!r} is excluded ({reasons})"
     wait_for = "capacity" if saturated else "a reconnecting agent" if reconnecting else None
     problem = Problem(ResultStatus.NO_CANDIDATE, ErrorKind.NO_CANDIDATE, error, Fault.ROUTER, wait_for)

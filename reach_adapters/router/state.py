@@ -93,9 +93,13 @@ class AgentRuntime:
     idle: Waitlist | None = None
     # Hosted by another node of a cluster (an agent with a ``hosted_on`` node): a call costs a hop.
     remote: bool = field(init=False, default=False)
+    # It streams (``astream``): only then can a call's `stream_mode` or `subgraphs` shape its
+    # chunks; an agent that does not answers once (see `selection.exclusion`).
+    streams: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.remote = getattr(self.agent, "hosted_on", None) is not None
+        self.streams = getattr(self.agent, "astream", None) is not None
 
     @property
     def health(self) -> float:

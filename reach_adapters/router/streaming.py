@@ -52,9 +52,11 @@ async def stream_message(dispatcher: Dispatcher, message: ReachMessage) -> Async
     """Dispatch like `route`, then yield the chosen agent's chunks.
 
     An agent streams when it has ``astream(message)``, an async iterator of JSON-safe chunks; one
-    that does not is invoked, and its payload is the one chunk. Until the first chunk arrives a
-    failing candidate is replaced by the next as in `route` (a transient failure, work safe to
-    repeat); after it, a failure raises, since the caller already holds part of the answer.
+    that does not is invoked, and its payload is the one chunk (a call asking its chunks in a
+    ``stream_mode``, or with ``subgraphs``, never goes to it: `selection.exclusion`). Until the
+    first chunk arrives a failing candidate is replaced by the next as in `route` (a transient
+    failure, work safe to repeat); after it, a failure raises, since the caller already holds part
+    of the answer.
     """
     opener = _Opener(dispatcher)
     result = await dispatcher.dispatch(message, opener)
