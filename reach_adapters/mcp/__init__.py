@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         MCPConnectionError,
         MCPOfflineError,
         MCPProtocolError,
+        MCPSessionExpiredError,
         MCPTimeoutError,
     )
     from reach_adapters.mcp.legacy import HttpTarget, InProcessTarget, MCPServerConfig, StdioTarget
@@ -38,6 +39,7 @@ __all__ = [
     "MCPProtocolError",
     "MCPServerAgent",
     "MCPServerConfig",
+    "MCPSessionExpiredError",
     "MCPTimeoutError",
     "ReconnectPolicy",
     "RouterMCPServer",
@@ -59,6 +61,7 @@ _MODULES = {
     "MCPConnectionError": "errors",
     "MCPOfflineError": "errors",
     "MCPProtocolError": "errors",
+    "MCPSessionExpiredError": "errors",
     "MCPTimeoutError": "errors",
     "HttpTarget": "legacy",
     "InProcessTarget": "legacy",

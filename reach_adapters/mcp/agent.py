@@ -12,22 +12,18 @@ from dataclasses import dataclass
 from typing import Any, Never, TypeVar
 
 import httpx2
-from mcp import Client
-from mcp.shared.exceptions import MCPError
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
 from reach_adapters.mcp.calls import ToolRoute, call_tool, reads_task
-from reach_adapters.mcp.connection import Connection
+from reach_adapters.mcp.connection import FORGOTTEN, Connection
 from reach_adapters.mcp.converter import MCPConverter
-from reach_adapters.mcp.errors import MCPOfflineError
+from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError
 from reach_adapters.mcp.legacy import MCPServerConfig
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.spec import ServerParameters, ServerSpec, moved_keywords, server_spec
-from reach_adapters.mcp.tools import Declared, checked_by_router
+from reach_adapters.mcp.tools import Declared
 from reach_adapters.router import (
     AgentHandle,
     AgentState,
@@ -245,7 +241,7 @@ class MCPServerAgent:
     async def probe(self) -> bool:
         """The router's health probe: one tools/list round trip, so a dead HTTP server is
         noticed even when no calls are made."""
-        return await self._on_session_loop(self._probe())
+        return await self._on_session_loop(self._connection.probe())
 
     async def aclose(self) -> None:
         """Close the session; a stdio server's process is stopped. Safe to call twice."""
@@ -283,21 +279,6 @@ class MCPServerAgent:
         await self._connection.close()
         self._set_state(AgentState.OFFLINE, "closed")
 
-    async def _probe(self) -> bool:
-        client = self._connection.client
-        if client is None:
-            return False
-        try:
-            if client.server_capabilities.tools is None:
-                # No tools to list ("method not found"): a round trip it does answer instead.
-                await _round_trip(client)
-                return True
-            listed = await client.list_tools()
-        except (MCPError, ValidationError):
-            return False
-        checked_by_router(client, listed.tools)
-        return True
-
     async def _call(self, message: ReachMessage) -> ReachResult:
         client = self._connection.client
         if client is None:
@@ -311,17 +292,22 @@ class MCPServerAgent:
             raise InvalidMessageError(msg)
         options = self._spec.options
         timeout_s = options.timeout_ms / 1000.0
-        return await call_tool(
-            client,
-            route,
-            message,
-            self._converter,
-            timeout_s,
-            self._relays,
-            carry_task=options.task_meta == "always" or options.hop_tokens or reads_task(client),
-            signed=options.hop_tokens,
-            relaying=options.relay_requests,
-        )
+        try:
+            return await call_tool(
+                client,
+                route,
+                message,
+                self._converter,
+                timeout_s,
+                self._relays,
+                carry_task=options.task_meta == "always" or options.hop_tokens or reads_task(client),
+                signed=options.hop_tokens,
+                relaying=options.relay_requests,
+            )
+        except MCPSessionExpiredError:
+            # No stream of the session ended to say so: the call's answer is the only word.
+            self._connection.drop(client, FORGOTTEN)
+            raise
 
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------
 
@@ -370,14 +356,6 @@ class MCPServerAgent:
         logger.info("MCP server %s reconnected", self._agent_id)
         self.tools_listed(declared)
         return True
-
-
-async def _round_trip(client: Client) -> None:
-    """The cheapest request every server answers: 2026-07-28 removed ping for server/discover."""
-    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        await client.session.send_discover(client.protocol_version)
-    else:
-        await client.session.send_ping()
 
 
 def _legacy_spec(config: MCPServerConfig) -> ServerSpec:

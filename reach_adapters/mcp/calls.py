@@ -16,23 +16,30 @@ from mcp.types import (
     REQUEST_TIMEOUT,
     RequestParamsMeta,
 )
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, INPUT, RESULT, marked
 from reach_adapters.mcp.converter import READS_TASK, MCPConverter, request_meta
-from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError
+from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPSessionExpiredError
 from reach_adapters.mcp.relay import Relays
 from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
-__all__ = ["ToolRoute", "call_tool", "reads_task"]
+__all__ = ["ToolRoute", "call_tool", "reads_task", "session_gone"]
 
 # The SDK server's words (`NoBackChannelError`) for a request a session cannot carry; the client
 # side sees only the JSON-RPC error.
 _NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 # The SDK client's answers to such requests when it has no callback for them (relay_requests off).
 _NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported"})
+# What a streamable HTTP server answers (404) a request on a session it does not know: the MCP SDK
+# servers' words (the TypeScript SDK's with its code -32001), and the Python SDK client's own when
+# the 404 has no JSON-RPC body. Exact, so that a tool's own error that merely mentions a session
+# is not taken for it.
+_SESSION_GONE = frozenset({"session not found", "session terminated"})
+_SESSION_GONE_CODES = frozenset({INVALID_REQUEST, -32001})
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +85,8 @@ async def call_tool(
 
     A tool error is an error result nobody should retry; a server that misbehaves gives a
     retryable one; a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
-    the router's delivery classes as transient.
+    the router's delivery classes as transient; a session the server forgot raises
+    `MCPSessionExpiredError` (never delivered), for the agent to open a new one.
     """
     agent_id = converter.agent_id
     # The router checked the bare input against the capability's schema, the box's value.
@@ -160,6 +168,14 @@ async def call_tool(
                 fault=Fault.CALLER,
                 agent_id=agent_id,
             )
+        if session_gone(client, exc):
+            # Refused before anything ran: the server restarted and forgot the session, which only
+            # a new initialize replaces (the agent opens one); a replica may take the call now.
+            msg = (
+                f"MCP server {agent_id} no longer knows this session ({exc.message}: did it restart?) "
+                f"and did not run {route.tool!r}; a new session is being opened"
+            )
+            raise MCPSessionExpiredError(msg) from None
         if exc.code != CONNECTION_CLOSED:
             error = (
                 f"MCP server {agent_id} rejected the call to {route.tool!r}: error {exc.code}: {exc.message}"
@@ -193,6 +209,16 @@ async def call_tool(
             # The same payload a local function returning the bare value gives.
             amend(result, {"payload": payload[RESULT]})
     return result
+
+
+def session_gone(client: Client, exc: MCPError) -> bool:
+    """Whether the server refused a request because it does not know the session it came on:
+    only handshake-era sessions are kept by the server (2026-07-28 has none)."""
+    return (
+        exc.code in _SESSION_GONE_CODES
+        and exc.message.lower() in _SESSION_GONE
+        and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+    )
 
 
 def _not_carried_here(exc: MCPError) -> bool:

@@ -24,18 +24,19 @@ from pydantic import ValidationError
 from reach_adapters.errors import ReachError
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
 from reach_adapters.mcp.relay import Relays
-from reach_adapters.mcp.spec import ServerSpec
-from reach_adapters.mcp.tools import Declared, declare, list_all_tools
+from reach_adapters.mcp.spec import HttpServer, ServerSpec
+from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
 from reach_adapters.security import redact_text
 
-__all__ = ["Connection", "ConnectionEvents"]
+__all__ = ["FORGOTTEN", "Connection", "ConnectionEvents"]
 
 logger = logging.getLogger(__name__)
 
 # A change stream that drops is re-opened after this pause, so a flapping one cannot spin.
 _RELISTEN_DELAY_S = 0.1
 _EOF = "the server closed the connection (did its process exit? see its stderr)"
+FORGOTTEN = "the server no longer knows its session (did it restart?); opening a new one"
 
 
 class ConnectionEvents(Protocol):
@@ -108,6 +109,44 @@ class Connection:
         link, task = self._current
         await asyncio.wait({task})
         self._lose(link, _ended(task))
+
+    async def probe(self) -> bool:
+        """One round trip on the session: `tools/list`, so a dead HTTP server is noticed even when
+        no calls are made (for a server without the tools capability, the cheapest request it
+        answers). A handshake-era HTTP session that fails it is ended, to be opened again: the
+        server keeps such sessions and forgets them when it restarts, and no stream ends to say so
+        (2026-07-28 sessions and stdio have a stream that does)."""
+        client = self.client
+        if client is None:
+            return False
+        try:
+            if client.server_capabilities.tools is None:
+                # No tools to list ("method not found"): a round trip it does answer instead.
+                await _round_trip(client)
+                return True
+            listed = await client.list_tools()
+        except MCPError as exc:
+            if self._kept_by_server(client):
+                self.drop(client, f"the health probe failed ({_cause(exc)}); opening a new session")
+            return False
+        except ValidationError:
+            return False
+        checked_by_router(client, listed.tools)
+        return True
+
+    def _kept_by_server(self, client: Client) -> bool:
+        """Whether the server holds `client`'s session for it: HTTP on a handshake-era version."""
+        return (
+            isinstance(self.spec.target, HttpServer)
+            and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        )
+
+    def drop(self, client: Client, reason: str) -> None:
+        """End `client`'s session as lost, if it is still the current one, for the owner to open
+        another: the server no longer serves it (an HTTP server that restarted forgets its
+        sessions), though no stream of it ended to say so."""
+        if self._current is not None and self.client is client:
+            self._lose(self._current[0], reason)
 
     async def close(self) -> None:
         self.closing = True
@@ -205,6 +244,14 @@ class Connection:
         cause = "the attempt was cancelled" if exc is None else _cause(exc)
         msg = f"MCP server {self.spec.name!r} ({self.spec.describe()}): cannot connect: {cause}"
         return MCPConnectionError(msg)
+
+
+async def _round_trip(client: Client) -> None:
+    """The cheapest request every server answers: 2026-07-28 removed ping for server/discover."""
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await client.session.send_discover(client.protocol_version)
+    else:
+        await client.session.send_ping()
 
 
 def _announces_changes(client: Client) -> bool:

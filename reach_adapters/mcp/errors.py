@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from reach_adapters.errors import AgentCallError, ReachError, ReachTimeoutError
 
-__all__ = ["MCPConnectionError", "MCPOfflineError", "MCPProtocolError", "MCPTimeoutError"]
+__all__ = [
+    "MCPConnectionError",
+    "MCPOfflineError",
+    "MCPProtocolError",
+    "MCPSessionExpiredError",
+    "MCPTimeoutError",
+]
 
 
 class MCPConnectionError(ReachError, ConnectionError):
@@ -20,6 +26,12 @@ class MCPOfflineError(MCPConnectionError):
     it, even work that is not safe to repeat."""
 
     delivered = False
+
+
+class MCPSessionExpiredError(MCPOfflineError):
+    """The server no longer knows the session a call was sent on (HTTP 404 "Session not found":
+    it restarted, or ended the session): it refused the call before running it, so another
+    replica may take it, and the agent opens a new session, as the MCP spec asks of a client."""
 
 
 class MCPTimeoutError(ReachTimeoutError):

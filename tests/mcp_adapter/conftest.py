@@ -25,17 +25,18 @@ def state_of(router: Router, agent_id: str) -> AgentState:
 
 
 class HttpCalc:
-    """The calc server in a subprocess, served over streamable HTTP on a port the OS picked."""
+    """The calc server in a subprocess, served over streamable HTTP on a port the OS picked;
+    `handshake_only`: speaking the 2025 protocol versions only, as MCP SDK 1.x servers do."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, handshake_only: bool = False) -> None:
         self.port = 0
+        self._flags = ["--handshake-only"] if handshake_only else []
         self.process = self._spawn()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def _spawn(self) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            [PYTHON, CALC, "--http", "--port", str(self.port)], stdout=subprocess.PIPE, text=True
-        )
+        command = [PYTHON, CALC, "--http", "--port", str(self.port), *self._flags]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], 15.0)
         if not ready:

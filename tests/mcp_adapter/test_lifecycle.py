@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 from mcp import StdioServerParameters
@@ -129,6 +130,50 @@ async def test_health_probe_does_a_round_trip(http_calc: HttpCalc) -> None:
         assert await agent.probe() is True
         http_calc.kill()
         assert await agent.probe() is False
+
+
+@pytest.fixture
+def handshake_calc() -> Iterator[HttpCalc]:
+    """The calc server over HTTP speaking only the 2025 protocol versions, as MCP SDK 1.x servers
+    do: a client in "auto" mode falls back to initialize, and to a session the server keeps."""
+    server = HttpCalc(handshake_only=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_session_a_restarted_http_server_forgot_is_opened_again_and_the_call_goes_elsewhere(
+    handshake_calc: HttpCalc, router: Router
+) -> None:
+    preferred = QUICK.model_copy(update={"instance": "a", "weight": 100.0})
+    router.register(await MCPServerAgent.connect("calc", handshake_calc.url, options=preferred))
+    spare = QUICK.model_copy(update={"instance": "b", "weight": 1.0})
+    router.register(await MCPServerAgent.connect("calc", command=PYTHON, args=[CALC], options=spare))
+    assert (await router.route("add", {"a": 1, "b": 1})).agent_id == "mcp:calc:a"
+    handshake_calc.kill()
+    handshake_calc.restart()
+    # Not safe to repeat, yet refused before it ran ("Session not found"): the replica takes it.
+    moved = await router.route("append_note", {"text": "hello"})
+    assert (moved.ok, moved.agent_id, moved.attempts) == (True, "mcp:calc:b", 2)
+    refused = router.explain(moved.task_id or "").attempts[0]
+    assert (refused.agent_id, refused.delivered) == ("mcp:calc:a", False)
+    assert refused.error_type == "MCPSessionExpiredError"
+    # The agent opened a new session, and the restarted server ran nothing of the refused call.
+    await eventually(lambda: state_of(router, "mcp:calc:a") is AgentState.ONLINE, what="a new session")
+    served = await router.send("mcp:calc:a", {}, capability="calls")
+    assert served.payload == 0
+
+
+async def test_a_health_probe_opens_a_new_session_when_a_restarted_http_server_forgot_it(
+    handshake_calc: HttpCalc,
+) -> None:
+    async with await MCPServerAgent.connect("calc", handshake_calc.url, options=QUICK) as agent:
+        handshake_calc.kill()
+        handshake_calc.restart()
+        assert await agent.probe() is False
+        await eventually(lambda: agent.connected, what="a new session")
+        assert await agent.probe() is True
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http", "in-process"])

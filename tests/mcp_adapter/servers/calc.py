@@ -11,11 +11,15 @@ import asyncio
 import base64
 import os
 import socket
+from typing import Any
 
 import uvicorn
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    METHOD_NOT_FOUND,
     ContentBlock,
     EmbeddedResource,
     ImageContent,
@@ -104,11 +108,23 @@ async def slow(seconds: float) -> str:
 add_grow_tool(server)
 
 
+async def _handshake_only(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+    """Answer ``server/discover`` as a server of the 2025 protocol versions only does (every MCP
+    SDK 1.x server): a client in "auto" mode then falls back to the initialize handshake, and
+    over HTTP to a session the server keeps, and forgets when it restarts."""
+    if ctx.method == "server/discover":
+        raise MCPError(METHOD_NOT_FOUND, "Method not found")
+    return await call_next(ctx)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--handshake-only", action="store_true")
     options = parser.parse_args()
+    if options.handshake_only:
+        server.middleware.append(_handshake_only)
     if not options.http:
         server.run()
         return
