@@ -23,7 +23,12 @@ from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, INPUT, RESULT, marked
 from reach_adapters.mcp.converter import READS_TASK, MCPConverter, request_meta
-from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPSessionExpiredError
+from reach_adapters.mcp.errors import (
+    MCPConnectionError,
+    MCPOfflineError,
+    MCPProtocolError,
+    MCPSessionExpiredError,
+)
 from reach_adapters.mcp.relay import Relays
 from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
@@ -85,8 +90,9 @@ async def call_tool(
 
     A tool error is an error result nobody should retry; a server that misbehaves gives a
     retryable one; a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
-    the router's delivery classes as transient; a session the server forgot raises
-    `MCPSessionExpiredError` (never delivered), for the agent to open a new one.
+    the router's delivery classes as transient; an HTTP connection that could not be opened raises
+    `MCPOfflineError`, and a session the server forgot `MCPSessionExpiredError` (for the agent to
+    open a new one): neither call was delivered, so a replica may take it.
     """
     agent_id = converter.agent_id
     # The router checked the bare input against the capability's schema, the box's value.
@@ -181,6 +187,10 @@ async def call_tool(
                 f"MCP server {agent_id} rejected the call to {route.tool!r}: error {exc.code}: {exc.message}"
             )
             return _failed(message, agent_id, MCPProtocolError.__name__, error, retryable=True)
+        if getattr(call, "unsent", False):
+            # The connection for it could not be opened: nothing ran, and a replica may take it.
+            msg = f"MCP server {agent_id} could not be reached: {route.tool!r} was never sent"
+            raise MCPOfflineError(msg) from None
         error = (
             f"MCP server {agent_id} lost the connection during a call to {route.tool!r}; {UNKNOWN_OUTCOME}"
         )

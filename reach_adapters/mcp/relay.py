@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -261,10 +262,13 @@ class Call:
     Its own context manager (`Relays.calling`): one object a call, where a generator-based one
     would add a generator and a wrapper to every call on the session."""
 
-    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed", "waiting")
+    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed", "unsent", "waiting")
 
     # Set (by `call_tool`, in the delivery's task) only on a call with a relay: others pay nothing.
     waiting: CallerWait
+    # Set (True, by `Relays.unsent`) only when the connection for its request could not be opened,
+    # so it never reached the server: others pay nothing, and it is read with getattr.
+    unsent: bool
 
     def __init__(self, owner: Relays, relay: Relay | None) -> None:
         self.owner = owner
@@ -310,6 +314,21 @@ class Relays:
         flight: every call is counted, relayed or not, so a request read off the stream is never
         guessed onto a caller."""
         return Call(self, _current.get())
+
+    def unsent(self, body: bytes) -> None:
+        """An HTTP request of this session could not even connect: when it was the tool call of
+        the call being made in this context (the SDK sends each request in its sender's
+        context), that call never reached the server. Any other (an answer to the server, sent
+        after the call was) says nothing of the call."""
+        call = _call.get()
+        if call is None or call.owner is not self:
+            return
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return
+        if isinstance(request, dict) and request.get("method") == "tools/call":
+            call.unsent = True
 
     def _find(self) -> Call | None:
         call = _call.get()

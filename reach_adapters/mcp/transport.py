@@ -52,19 +52,37 @@ def open_client(
         params = target.model_copy(update={"command": resolve_command(target.command)})
         return Client(_Watched(stdio_client(params), on_eof), **handlers)
     if isinstance(target, HttpServer):
-        return Client(_Watched(_http(target, options), on_eof), **handlers)
+        return Client(_Watched(_http(target, options, relays), on_eof), **handlers)
     # In process there is no stream that could end: the server lives as long as this process.
     return Client(target, **handlers)
 
 
 @asynccontextmanager
-async def _http(target: HttpServer, options: MCPOptions) -> AsyncIterator[TransportStreams]:
+async def _http(target: HttpServer, options: MCPOptions, relays: Relays) -> AsyncIterator[TransportStreams]:
     timeout = httpx2.Timeout(options.http_timeout_s, read=options.sse_read_timeout_s)
     async with (
-        httpx2.AsyncClient(headers=dict(target.headers), timeout=timeout, auth=target.auth) as http,
+        _HttpClient(relays, headers=dict(target.headers), timeout=timeout, auth=target.auth) as http,
         streamable_http_client(target.url, http_client=http) as streams,
     ):
         yield streams
+
+
+class _HttpClient(httpx2.AsyncClient):
+    """Tells `relays` of a request that could not connect: the SDK reports it, as any transport
+    failure, as a connection lost during the call, whose outcome is unknown; but this one's
+    request never left, and a replica may take it even when it is not safe to repeat."""
+
+    def __init__(self, relays: Relays, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._relays = relays
+
+    async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        try:
+            return await super().send(request, **kwargs)
+        except (httpx2.ConnectError, httpx2.ConnectTimeout):
+            # Refused, unreachable, or no TLS handshake: not one byte of the request was sent.
+            self._relays.unsent(request.content)
+            raise
 
 
 class _Watched(AbstractAsyncContextManager[TransportStreams]):

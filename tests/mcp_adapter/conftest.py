@@ -16,6 +16,7 @@ from reach_adapters.mcp import MCPServerAgent
 
 SERVERS = Path(__file__).parent / "servers"
 CALC = str(SERVERS / "calc.py")
+NOTES = str(SERVERS / "notes.py")
 MUTE = str(SERVERS / "mute.py")
 PYTHON = sys.executable
 
@@ -25,17 +26,19 @@ def state_of(router: Router, agent_id: str) -> AgentState:
 
 
 class HttpCalc:
-    """The calc server in a subprocess, served over streamable HTTP on a port the OS picked;
-    `handshake_only`: speaking the 2025 protocol versions only, as MCP SDK 1.x servers do."""
+    """The calc server (or `script`, another of `servers`) in a subprocess, served over
+    streamable HTTP on a port the OS picked; `handshake_only`: speaking the 2025 protocol
+    versions only, as MCP SDK 1.x servers do."""
 
-    def __init__(self, *, handshake_only: bool = False) -> None:
+    def __init__(self, script: str = CALC, *, handshake_only: bool = False) -> None:
         self.port = 0
+        self._script = script
         self._flags = ["--handshake-only"] if handshake_only else []
         self.process = self._spawn()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def _spawn(self) -> subprocess.Popen[str]:
-        command = [PYTHON, CALC, "--http", "--port", str(self.port), *self._flags]
+        command = [PYTHON, self._script, "--http", "--port", str(self.port), *self._flags]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], 15.0)
