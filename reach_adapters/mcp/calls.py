@@ -14,6 +14,7 @@ from mcp.types import (
     LOG_LEVEL_META_KEY,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     REQUEST_TIMEOUT,
+    URL_ELICITATION_REQUIRED,
     RequestParamsMeta,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
@@ -30,6 +31,7 @@ from reach_adapters.mcp.errors import (
     MCPSessionExpiredError,
 )
 from reach_adapters.mcp.relay import Relays
+from reach_adapters.mcp.url_elicitation import elicitation_ids, url_required
 from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
 __all__ = ["ToolRoute", "call_tool", "reads_task", "session_gone"]
@@ -160,6 +162,10 @@ async def call_tool(
                 agent_id=agent_id,
                 delivered=True,
             )
+        if exc.code == URL_ELICITATION_REQUIRED:
+            # The caller's user must open a URL before the server runs it (`url_required`).
+            relays.completions.expect(elicitation_ids(exc.error.data), call)
+            return url_required(message, agent_id, route.tool, exc)
         if exc.code == REQUEST_TIMEOUT:
             msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"
             raise TimeoutError(msg) from None

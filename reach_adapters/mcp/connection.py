@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
+from mcp.types import CONNECTION_CLOSED, ElicitCompleteNotification, ToolListChangedNotification
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -196,6 +196,8 @@ class Connection:
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification):
             self._rescan.set()
+        elif isinstance(message, ElicitCompleteNotification):
+            await self.relays.completions.complete(message.params)
         elif isinstance(message, Exception):
             logger.warning("MCP server %s: transport error: %r", self.spec.agent_id, message)
 

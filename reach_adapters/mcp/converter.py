@@ -22,6 +22,7 @@ from middleware import (
 from middleware.fast import amend, build_trusted
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.mcp.boxes import BOXED, RESULT
+from reach_adapters.mcp.url_elicitation import url_error
 from reach_adapters.router import (
     FIX_OPTIONS,
     META_PREFIX,
@@ -157,6 +158,8 @@ class MCPConverter:
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
 
     def result_from_middleware(self, result: ReachResult) -> CallToolResult:
+        """`result` as an MCP tool result; one whose server needs its caller to open a URL first
+        raises that server's `MCPError` (-32042, `url_elicitation`) instead."""
         # The ids let an MCP client ask the gateway why the call went where it went.
         ids: dict[str, Any] = {
             META_PREFIX + "task_id": result.task_id,
@@ -179,6 +182,10 @@ class MCPConverter:
             ids = {**kept, **ids}
         content = result.extra.get("content")
         if not result.ok:
+            needs_url = url_error(result)
+            if needs_url is not None:
+                # Said only as a JSON-RPC error, which MCP clients know to act on (open the URL).
+                raise needs_url
             # Whose fault and how it ended, for a reach router on the calling side (`_routed_outcome`).
             ids.update(_outcome_meta({key: getattr(result, key) for key in _OUTCOME}))
             details = result.extra.get(_ERROR_STRUCTURED)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ from mcp.types import (
     ElicitationCapability,
     ElicitRequest,
     ElicitRequestParams,
+    ElicitRequestURLParams,
     ElicitResult,
     ErrorData,
     InputRequest,
@@ -46,10 +46,12 @@ from mcp.types import (
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     SamplingCapability,
+    ServerNotification,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters.mcp.converter import HOP_META
+from reach_adapters.mcp.url_elicitation import Completions
 from reach_adapters.router import CallerWait
 
 __all__ = ["Call", "Relay", "Relays", "relaying", "serving"]
@@ -149,8 +151,13 @@ class Relay:
         # A 2025 upstream sends whatever it likes: only what the caller opted in to goes on.
         if wanted is None or _LEVELS.index(params.level) < _LEVELS.index(wanted):
             return
-        notice = LoggingMessageNotification(params=params)
-        await self._ctx.session.send_notification(notice, related_request_id=self._ctx.request_id)
+        await self.notify(LoggingMessageNotification(params=params))
+
+    async def notify(self, notice: ServerNotification, *, related: bool = True) -> None:
+        """Send the caller `notice`: on its request's stream while `related` (its call runs), else
+        on its session's own (a request that has ended has no stream left)."""
+        related_id = self._ctx.request_id if related else None
+        await self._ctx.session.send_notification(notice, related_request_id=related_id)
 
     async def sample(self, call: Call, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
         refused = self._refusal(call, "sampling", ClientCapabilities(sampling=SamplingCapability()))
@@ -165,6 +172,9 @@ class Relay:
         refused = self._refusal(call, "elicitation", ClientCapabilities(elicitation=ElicitationCapability()))
         if refused is not None:
             return refused
+        if isinstance(params, ElicitRequestURLParams):
+            # The server's word that the user is done comes later, naming the elicitation.
+            call.owner.completions.expect([params.elicitation_id], call)
         return await self._ask(call, ElicitRequest(params=params), ElicitResult)
 
     def _refusal(self, call: Call, feature: str, needed: ClientCapabilities) -> ErrorData | None:
@@ -266,7 +276,7 @@ class Call:
 
     # Set (by `call_tool`, in the delivery's task) only on a call with a relay: others pay nothing.
     waiting: CallerWait
-    # Set (True, by `Relays.unsent`) only when the connection for its request could not be opened,
+    # Set (True, by the HTTP transport) only when the connection for its request could not be opened,
     # so it never reached the server: others pay nothing, and it is read with getattr.
     unsent: bool
 
@@ -306,6 +316,7 @@ class Relays:
     def __init__(self, agent_id: str) -> None:
         self._agent_id = agent_id
         self._in_flight: set[Call] = set()
+        self.completions = Completions(agent_id, self._in_flight)
         # Whether the operator was told that log messages are dropped for want of a caller.
         self._warned = False
 
@@ -315,24 +326,15 @@ class Relays:
         guessed onto a caller."""
         return Call(self, _current.get())
 
-    def unsent(self, body: bytes) -> None:
-        """An HTTP request of this session could not even connect: when it was the tool call of
-        the call being made in this context (the SDK sends each request in its sender's
-        context), that call never reached the server. Any other (an answer to the server, sent
-        after the call was) says nothing of the call."""
+    def current(self) -> Call | None:
+        """The call on this session being made in this context: its own task's, or that of a
+        request the SDK handles in its sender's context (over HTTP, each request's own POST)."""
         call = _call.get()
-        if call is None or call.owner is not self:
-            return
-        try:
-            request = json.loads(body)
-        except ValueError:
-            return
-        if isinstance(request, dict) and request.get("method") == "tools/call":
-            call.unsent = True
+        return call if call is not None and call.owner is self else None
 
     def _find(self) -> Call | None:
-        call = _call.get()
-        if call is not None and call.owner is self:
+        call = self.current()
+        if call is not None:
             # Handled in the calling task itself: in process, or an input-required round.
             return call
         if len(self._in_flight) == 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -17,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from reach_adapters.mcp.options import MCPOptions, resolve_command
-from reach_adapters.mcp.relay import Relays
+from reach_adapters.mcp.relay import Call, Relays
 from reach_adapters.mcp.spec import HttpServer, Target
 
 __all__ = ["open_client"]
@@ -81,8 +82,22 @@ class _HttpClient(httpx2.AsyncClient):
             return await super().send(request, **kwargs)
         except (httpx2.ConnectError, httpx2.ConnectTimeout):
             # Refused, unreachable, or no TLS handshake: not one byte of the request was sent.
-            self._relays.unsent(request.content)
+            _unsent(self._relays.current(), request.content)
             raise
+
+
+def _unsent(call: Call | None, body: bytes) -> None:
+    """Mark `call` never sent when `body`, a request that could not connect, was its tool call; any
+    other request of its context (an answer to the server, sent after the call was) says nothing
+    of the call."""
+    if call is None:
+        return
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return
+    if isinstance(request, dict) and request.get("method") == "tools/call":
+        call.unsent = True
 
 
 class _Watched(AbstractAsyncContextManager[TransportStreams]):
