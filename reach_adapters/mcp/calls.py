@@ -30,7 +30,7 @@ from reach_adapters.mcp.errors import (
     MCPProtocolError,
     MCPSessionExpiredError,
 )
-from reach_adapters.mcp.relay import Relays
+from reach_adapters.mcp.relay import Call, Relays
 from reach_adapters.mcp.url_elicitation import elicitation_ids, url_required
 from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
@@ -128,27 +128,9 @@ async def call_tool(
                 meta=cast(RequestParamsMeta, meta) if meta else None,
             )
     except MCPError as exc:
-        if call.refusal is not None and exc.message == call.refusal:
-            # The server asked the caller for something the caller cannot give: the caller's
-            # to change, and any replica would ask the same.
-            error = f"MCP server {agent_id} needs {route.tool!r}'s caller to answer: {call.refusal}"
-            return error_result(
-                message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
-            )
-        if call.unguessed is not None and exc.message == call.unguessed:
-            # The router would not guess whose call the server's request was: its own limit, so
-            # the server is not to blame, and a replica with that call alone could serve it.
-            error = f"MCP server {agent_id} asked the caller of {route.tool!r} for input: {call.unguessed}"
-            return error_result(
-                message,
-                ResultStatus.ERROR,
-                "MCPRelayError",
-                error,
-                fault=Fault.ROUTER,
-                agent_id=agent_id,
-                retryable=True,
-                delivered=True,
-            )
+        relayed = _relay_failure(message, agent_id, route.tool, call, exc.message)
+        if relayed is not None:
+            return relayed
         if _not_carried_here(exc):
             # The tool asked its client something this session or agent cannot pass on: any
             # replica would ask the same, and the server is not failing.
@@ -219,12 +201,46 @@ async def call_tool(
         )
         return _failed(message, agent_id, ErrorKind.OUTPUT_VALIDATION, error, retryable=True)
     result = converter.result_to_middleware(native, message)
-    if result.ok and (route.unwrap or marked(native.meta, BOXED)):
-        payload = result.payload
-        if isinstance(payload, dict) and RESULT in payload:
-            # The same payload a local function returning the bare value gives.
-            amend(result, {"payload": payload[RESULT]})
+    if result.ok:
+        if route.unwrap or marked(native.meta, BOXED):
+            payload = result.payload
+            if isinstance(payload, dict) and RESULT in payload:
+                # The same payload a local function returning the bare value gives.
+                amend(result, {"payload": payload[RESULT]})
+    elif call.refusal is not None or call.unguessed is not None:
+        # A server that turns a failed request into a tool error (MCP SDK 1.x tools do) still
+        # failed on the router's refusal: judged as that refusal, not as the task's failure.
+        return _relay_failure(message, agent_id, route.tool, call, result.error or "") or result
     return result
+
+
+def _relay_failure(
+    message: ReachMessage, agent_id: str, tool: str, call: Call, said: str
+) -> ReachResult | None:
+    """The outcome of a call that failed on a request of the server's the router refused, when
+    what the server `said` carries that refusal: None when it was something else."""
+    if call.refusal is not None and call.refusal in said:
+        # The server asked the caller for something the caller cannot give: the caller's to
+        # change, and any replica would ask the same.
+        error = f"MCP server {agent_id} needs {tool!r}'s caller to answer: {call.refusal}"
+        return error_result(
+            message, ResultStatus.REJECTED, "MCPRelayError", error, fault=Fault.CALLER, agent_id=agent_id
+        )
+    if call.unguessed is not None and call.unguessed in said:
+        # The router would not guess whose call the server's request was: its own limit, so the
+        # server is not to blame, and a replica with that call alone could serve it.
+        error = f"MCP server {agent_id} asked the caller of {tool!r} for input: {call.unguessed}"
+        return error_result(
+            message,
+            ResultStatus.ERROR,
+            "MCPRelayError",
+            error,
+            fault=Fault.ROUTER,
+            agent_id=agent_id,
+            retryable=True,
+            delivered=True,
+        )
+    return None
 
 
 def session_gone(client: Client, exc: MCPError) -> bool:

@@ -356,8 +356,10 @@ class Relays:
             return ErrorData(code=INVALID_REQUEST, message=msg)
         msg = (
             f"agent-reach cannot forward {feature} from {self._agent_id}: {len(self._in_flight)} calls "
-            "are in flight on this session and the request names none (over streamable HTTP each "
-            "request names its call; over stdio, max_concurrency 1 leaves no doubt)"
+            "are in flight on this session and the request names none (a request on the server's "
+            "own stream, over stdio or its HTTP GET stream, as an MCP SDK 1.x tool's "
+            "ctx.session.create_message without related_request_id; max_concurrency 1 for this "
+            "server leaves no doubt)"
         )
         # Whichever call it was fails on the router's refusal to guess, not on the server.
         for each in self._in_flight:

@@ -340,6 +340,22 @@ async def test_a_request_the_router_cannot_attribute_is_not_held_against_the_ser
         assert all(info.breaker == "closed" and info.failures == 0 for info in router.catalog())
 
 
+async def test_a_tool_error_carrying_the_routers_refusal_is_judged_as_that_refusal() -> None:
+    # An MCP SDK 1.x tool asks on its session's own stream and makes the router's refusal to
+    # guess a tool error of its own: still the router's limit, and the error says what avoids it.
+    args = ["-m", "tests.mcp_adapter.servers.chatty"]
+    options = MCPOptions(protocol="2025-11-25")
+    agent = await MCPServerAgent.connect("chatty", command=sys.executable, args=args, options=options)
+    async with Router() as router:
+        router.register(agent)
+        waiting = asyncio.create_task(router.route("wait", {"tag": "beside"}))
+        await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
+        result = await router.route("sample_unnamed", {})
+        waiting.cancel()
+    assert (result.status, result.fault, result.error_type) == ("error", "router", "MCPRelayError")
+    assert "related_request_id" in (result.error or "")
+
+
 async def test_a_question_asked_outside_any_call_is_refused_as_such() -> None:
     params = StdioServerParameters(command=sys.executable, args=[str(SERVERS / "early.py")])
     agent = await MCPServerAgent.connect("early", params, options=MCPOptions(protocol="2025-11-25"))

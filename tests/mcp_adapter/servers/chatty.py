@@ -8,7 +8,9 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
+from mcp.shared.exceptions import MCPError
 from mcp.types import CreateMessageResult, SamplingMessage, TextContent
 from pydantic import BaseModel
 
@@ -79,6 +81,19 @@ async def request_meta(ctx: Context) -> dict[str, Any]:
     """The request's `_meta`, without the protocol's own keys."""
     meta = ctx.request_context.meta or {}
     return {key: value for key, value in meta.items() if not key.startswith("io.modelcontextprotocol/")}
+
+
+@server.tool()
+async def sample_unnamed(ctx: Context) -> str:
+    """Ask the client's model as MCP SDK 1.x tools do, naming no call (`ctx.session.create_message`
+    without `related_request_id`), and turn a refusal into a tool error of its own, as they do."""
+    message = SamplingMessage(role="user", content=TextContent(type="text", text="Summarize"))
+    try:
+        answer = await ctx.session.create_message([message], max_tokens=20)
+    except MCPError as exc:
+        raise ToolError(str(exc)) from exc
+    content = answer.content
+    return content.text if isinstance(content, TextContent) else "?"
 
 
 @server.tool()
