@@ -108,9 +108,10 @@ def _system_text(prompt: ChatPromptTemplate) -> str | None:
 
 
 def _graph_description(graph: Any) -> str:
-    """What a graph does, from what it shows: its agent's system prompt, else the tools its agent
-    uses (an agent whose prompt is made per call shows none), else its steps."""
-    prompt = _system_prompt(graph)
+    """What a graph does, from what it shows: an ``@entrypoint`` workflow's docstring, its agent's
+    system prompt, else the tools its agent uses (an agent whose prompt is made per call shows
+    none), else its steps."""
+    prompt = _workflow_doc(graph) or _system_prompt(graph)
     if prompt:
         return prompt
     tools = _tools(graph)
@@ -124,6 +125,17 @@ def _graph_description(graph: Any) -> str:
 
 
 _MOST_TOOLS = 8
+
+
+def _workflow_doc(graph: Any) -> str | None:
+    """The docstring of the function an ``@entrypoint`` workflow runs: such a graph has no
+    builder and one node, that function, which says best what the workflow does."""
+    nodes = list(getattr(graph, "nodes", {}).values())
+    if hasattr(graph, "builder") or len(nodes) != 1:
+        return None
+    bound = getattr(nodes[0], "bound", None)
+    func = getattr(bound, "func", None) or getattr(bound, "afunc", None)
+    return inspect.getdoc(func) if callable(func) else None
 
 
 def _system_prompt(graph: Any) -> str | None:

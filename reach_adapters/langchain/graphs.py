@@ -1,9 +1,12 @@
 """What LangGraph graphs need beyond any runnable: optional state keys, threads, interrupts, nodes.
 
-LangGraph is not a dependency of the adapter: a graph is recognised by what it carries (a
-``builder`` with a ``state_schema``, as compiled `StateGraph`s and `create_agent` agents have),
-wherever it sits in the runnable: under bindings (`.with_config()`, `.with_retry()`), as the
-primary or a fallback of `.with_fallbacks()`, or as a step of a chain.
+LangGraph is not a dependency of the adapter: a graph is recognised by what it carries, the
+methods and settings of LangGraph's `Pregel` (``aget_state``, ``checkpointer``, ``stream_mode``).
+Compiled `StateGraph`s and `create_agent` agents are such graphs, and so are the workflows of
+LangGraph's Functional API (``@entrypoint``), which have threads, interrupts and stream modes
+alike but no ``builder`` (no state schema: their input is the function's first parameter). A
+graph is found wherever it sits in the runnable: under bindings (`.with_config()`,
+`.with_retry()`), as the primary or a fallback of `.with_fallbacks()`, or as a step of a chain.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ INTERRUPT_KEY = "__interrupt__"
 STREAM_MODES = frozenset({"values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"})
 
 logger = logging.getLogger(__name__)
+
+# What every LangGraph `Pregel` has (a StateGraph's or an @entrypoint's): its thread's state, its
+# checkpointer (None when it keeps none) and its default stream mode.
+_PREGEL = ("aget_state", "checkpointer", "stream_mode")
 
 # Input schemas LangChain generates for the state of its own agents: not the author's declaration.
 _GENERATED = "langchain.agents"
@@ -93,9 +100,9 @@ def _graph_in(layers: list[Runnable[Any, Any]]) -> Any | None:
 
 
 def _is_graph(runnable: Runnable[Any, Any]) -> bool:
-    # A `.with_fallbacks()` hands unknown attributes on to its primary: it has a "builder" too.
-    return not isinstance(runnable, RunnableWithFallbacks) and hasattr(
-        getattr(runnable, "builder", None), "state_schema"
+    # A `.with_fallbacks()` hands unknown attributes on to its primary: it has them too.
+    return not isinstance(runnable, RunnableWithFallbacks) and all(
+        hasattr(runnable, name) for name in _PREGEL
     )
 
 
@@ -207,8 +214,13 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     as declared. A key that LangGraph's ``add_messages`` reduces holds chat messages, however
     loosely its items are typed (the quickstart's ``Annotated[list, add_messages]``), and takes
     as input whatever ``add_messages`` reads: a list, one message, or a string.
+
+    A graph without a state schema (an ``@entrypoint`` workflow) takes and gives what its
+    function does, as any runnable (`_function_schemas`).
     """
-    builder = graph.builder
+    builder: Any = getattr(graph, "builder", None)
+    if not hasattr(builder, "state_schema"):
+        return _function_schemas(graph)
     state = builder.state_schema
     declared_input = builder.input_schema is not state and not _generated(builder.input_schema)
     inputs = _schema(graph.get_input_jsonschema, builder.input_schema, required=declared_input)
@@ -222,6 +234,16 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     outputs = _with_required(outputs, _always_given(builder))
     chat = _message_keys(builder)
     return _with_messages(inputs, chat, chat_input), _with_messages(outputs, chat, _message_list)
+
+
+def _function_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The input and output JSON Schemas of a graph with no state: LangGraph hands an
+    ``@entrypoint`` function the input as given (its first parameter) and returns what it returns,
+    so both are as the function is typed, its TypedDicts' keys required as they say."""
+    return (
+        _schema(graph.get_input_jsonschema, graph.InputType, required=True),
+        _schema(graph.get_output_jsonschema, graph.OutputType, required=True),
+    )
 
 
 def _always_given(builder: Any) -> frozenset[str]:
