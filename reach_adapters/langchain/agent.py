@@ -22,7 +22,7 @@ from reach_adapters.langchain.chat_schemas import (
 )
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
 from reach_adapters.langchain.configurable import Configurables
-from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter, interrupted_result
+from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
 from reach_adapters.langchain.derive import derive_capability, input_type, native_schemas
 from reach_adapters.langchain.describe import tool_names
 from reach_adapters.langchain.graphs import (
@@ -33,12 +33,13 @@ from reach_adapters.langchain.graphs import (
     invalid_resume,
     last_moved_by,
     leading,
-    pending_interrupts,
     resumable_graphs,
     resume_command,
+    stop_marker,
 )
 from reach_adapters.langchain.review import check_answers
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
+from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result, thread_stop
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.router import (
     Capability,
@@ -112,9 +113,6 @@ class LangChainAgent:
         # resume, each with the runnable that takes its answer (see `resumable_graphs`).
         self._graph = find_graph(runnable)
         self._resumable = resumable_graphs(runnable)
-        # Graphs whose output is not the agent's (`graph | step`, `prep | graph | post`): only
-        # their threads say whether the run stopped to ask.
-        self._ask_threads = [graph for graph, _ in self._resumable if graph is not self._graph]
         # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
         # a binding around each graph (`.with_config(configurable=...)`) does.
         graphs = list(checkpointed_graphs(runnable))
@@ -199,12 +197,12 @@ class LangChainAgent:
             except Exception as exc:
                 self._refuse_bad_resume(exc, message)
                 raise
-            asked = (await self._waiting(config, self._ask_threads))[0] if self._ask_threads else None
+            stop = await self._stopped(output, config)
         # The first graph of the chain that stopped asks: a resume answers it (`_answer`), even
         # when a later graph, handed its interrupted state, stopped too. Only when it is the graph
         # whose output this is does the output say more (its state so far).
-        if asked and not _same_interrupts(interrupts(output), asked):
-            result = interrupted_result(asked, message)
+        if stop and not _same_interrupts(interrupts(output), stop.interrupts):
+            result = stop_result(stop, message, output if self._graph is not None else None)
         else:
             result = self._converter.result_to_middleware(output, message)
         amend(result, {"agent_id": self._agent_id})
@@ -238,7 +236,7 @@ class LangChainAgent:
                 except Exception as exc:
                     self._refuse_bad_resume(exc, message)
                     raise
-            if mode is None and interrupts(chunk[-1] if meta.subgraphs else chunk) is not None:
+            if mode is None and stop_marker(chunk[-1] if meta.subgraphs else chunk):
                 # LangGraph's own marker: the stream's end below says what the graph asks.
                 continue
             if chunks is not None:
@@ -248,9 +246,9 @@ class LangChainAgent:
         if self._resumable:
             # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
             with detached():
-                pending, _ = await self._waiting(config)
-            if pending:
-                raise StreamEnded(interrupted_result(pending, message))
+                stop, _ = await self._waiting(config)
+            if stop:
+                raise StreamEnded(stop_result(stop, message))
 
     def _context(self, message: ReachMessage) -> Mapping[str, Any]:
         """The keyword arguments giving the run its context (LangGraph's ``context=``), checked."""
@@ -334,20 +332,27 @@ class LangChainAgent:
                 return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
         return config
 
+    async def _stopped(self, output: Any, config: RunnableConfig) -> Stop:
+        """Where the run's graphs stopped short of their end (`_waiting`). The graph whose output
+        this is says its interrupts there; only its thread says it paused at a breakpoint, and
+        only theirs what the graphs of a chain (`prep | graph | post`) did."""
+        if not self._resumable or (self._graph is not None and interrupts(output) is not None):
+            return NO_STOP
+        return (await self._waiting(config))[0]
+
     async def _waiting(
-        self, config: RunnableConfig, only: list[Any] | None = None
-    ) -> tuple[list[Any], Runnable[Any, Any]]:
-        """The interrupts the first resumable graph (of `only`, when given) waits on, in chain
-        order, and the runnable that resumes it: no interrupts and the last runnable asked when
-        none waits."""
-        pending: list[Any] = []
+        self, config: RunnableConfig, *, resuming: bool = False
+    ) -> tuple[Stop, Runnable[Any, Any]]:
+        """Where the first resumable graph that stopped (at interrupts or a static breakpoint)
+        stopped, in chain order, and the runnable that resumes it: no stop and the last runnable
+        asked when none did. `resuming`: see `thread_stop`."""
+        stop = NO_STOP
         runnable = self._runnable
         for graph, runnable in self._resumable:
-            if only is None or graph in only:
-                pending = await pending_interrupts(graph, self._state_config(config, runnable))
-                if pending:
-                    break
-        return pending, runnable
+            stop = await thread_stop(graph, self._state_config(config, runnable), resuming=resuming)
+            if stop:
+                break
+        return stop, runnable
 
     async def _moved_on(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
         """The runnable that resumes the graph an earlier run of this task moved last, if any."""
@@ -359,8 +364,12 @@ class LangChainAgent:
 
     async def _answer(self, resume: Any, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
-        them, and the runnable that resumes that graph."""
-        pending, runnable = await self._waiting(config)
+        them, and the runnable that resumes that graph; None for a graph paused at a breakpoint,
+        which asks nothing and goes on from its thread's checkpoint, whatever `resume` is."""
+        stop, runnable = await self._waiting(config, resuming=True)
+        if stop.paused_before:
+            return None, runnable
+        pending = stop.interrupts
         thread = thread_of(self._state_config(config, runnable))
         if not pending:
             rerun = await self._moved_on(config)

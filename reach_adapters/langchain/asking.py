@@ -1,5 +1,6 @@
 """What a reach tool tells the model: an answer as text, and for an agent that stopped to ask for
-input, what it asks, the shape its answer must take, and which tool (if any) can answer it."""
+input, what it asks, the shape its answer must take, and which tool (if any) can answer it; for
+one paused at a static breakpoint, that it waits on a go-ahead."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from pydantic import JsonValue
 
 from middleware import ReachResult
+from reach_adapters.langchain.stops import PAUSED_KEY
 
 __all__ = ["asking_text", "tool_text"]
 
@@ -25,6 +27,9 @@ def asking_text(result: ReachResult, resume_with: str | None) -> str:
     model has none, so it is told to pass the question on to whoever runs it.
     """
     agent = result.agent_id
+    paused = result.extra.get(PAUSED_KEY)
+    if isinstance(paused, list):
+        return _go_ahead_text(result, paused, resume_with)
     asked = result.extra.get("interrupts")
     pending = [item for item in asked if isinstance(item, dict)] if isinstance(asked, list) else []
     if len(pending) > 1:
@@ -46,6 +51,26 @@ def asking_text(result: ReachResult, resume_with: str | None) -> str:
         )
     called = f", capability {result.capability!r}" if result.capability else ""
     return f"{what} Get the answer, then send {answer} (with {resume_with}: target {agent!r}{called})."
+
+
+def _go_ahead_text(result: ReachResult, steps: list[JsonValue], resume_with: str | None) -> str:
+    """What to tell the model of an agent paused at a static breakpoint: it waits on a go-ahead
+    before those steps (a tool call, say), which whoever may give it gives with any resume."""
+    agent = result.agent_id
+    what = (
+        f"{agent} needs input before it can go on: it paused before its steps "
+        f"{', '.join(tool_text(step) for step in steps)}, for a go-ahead."
+    )
+    if resume_with is None:
+        return (
+            f"{what} None of your tools can give it: say in your reply that {agent} waits on a "
+            "go-ahead; whoever runs you gives it."
+        )
+    called = f", capability {result.capability!r}" if result.capability else ""
+    return (
+        f"{what} Get the go-ahead, then send resume true (with {resume_with}: target {agent!r}"
+        f"{called}); the pause asks nothing else, so its value is not used."
+    )
 
 
 def _shape(interrupt: dict[str, JsonValue]) -> str:

@@ -36,9 +36,9 @@ __all__ = [
     "last_moved_by",
     "leading",
     "leading_graph",
-    "pending_interrupts",
     "resumable_graphs",
     "resume_command",
+    "stop_marker",
     "unwrap",
 ]
 
@@ -190,10 +190,10 @@ def interrupts(output: Any) -> list[Any] | None:
     return None
 
 
-async def pending_interrupts(graph: Any, config: Any) -> list[Any]:
-    """The interrupts the graph's thread (in `config`) waits on an answer for."""
-    snapshot = await graph.aget_state(config)
-    return list(getattr(snapshot, "interrupts", ()) or ())
+def stop_marker(chunk: Any) -> bool:
+    """Whether a streamed chunk is LangGraph's own mark of a stop, ``{"__interrupt__": ...}``:
+    the interrupts, or nothing at a static breakpoint. The stream's end says it instead."""
+    return isinstance(chunk, dict) and INTERRUPT_KEY in chunk
 
 
 async def last_moved_by(graph: Any, config: Any, task_id: str) -> bool:
