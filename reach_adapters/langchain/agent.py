@@ -39,7 +39,7 @@ from reach_adapters.langchain.graphs import (
 )
 from reach_adapters.langchain.review import check_answers
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
-from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result, thread_stop
+from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, stop_result, thread_stop
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.router import (
     Capability,
@@ -113,6 +113,10 @@ class LangChainAgent:
         # resume, each with the runnable that takes its answer (see `resumable_graphs`).
         self._graph = find_graph(runnable)
         self._resumable = resumable_graphs(runnable)
+        # Whether a run that ended with no interrupt in its output may still have stopped: at a
+        # breakpoint, or in a graph whose output is not the agent's (`prep | graph | post`).
+        resumable = [graph for graph, _ in self._resumable]
+        self._may_stop = bool(resumable) and (self._graph is None or may_pause(runnable, resumable))
         # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
         # a binding around each graph (`.with_config(configurable=...)`) does.
         graphs = list(checkpointed_graphs(runnable))
@@ -336,7 +340,7 @@ class LangChainAgent:
         """Where the run's graphs stopped short of their end (`_waiting`). The graph whose output
         this is says its interrupts there; only its thread says it paused at a breakpoint, and
         only theirs what the graphs of a chain (`prep | graph | post`) did."""
-        if not self._resumable or (self._graph is not None and interrupts(output) is not None):
+        if not self._may_stop or (self._graph is not None and interrupts(output) is not None):
             return NO_STOP
         return (await self._waiting(config))[0]
 

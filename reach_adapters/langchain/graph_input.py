@@ -58,8 +58,9 @@ class GraphInput:
 
 def graph_input(graph: Any) -> GraphInput | None:
     """The check for `graph`'s input when it is a pydantic model or a dataclass; None for a
-    TypedDict state (LangGraph checks nothing) or a model pydantic cannot validate."""
-    builder = graph.builder
+    TypedDict state (LangGraph checks nothing), a graph with no state (an ``@entrypoint``, whose
+    function's own input is checked as any function's) or a model pydantic cannot validate."""
+    builder = getattr(graph, "builder", None)
     kind = getattr(builder, "input_schema", None)
     if not isinstance(kind, type) or not (issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind)):
         return None

@@ -17,9 +17,10 @@ from pydantic import JsonValue
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.langchain.convert import interrupted_result, to_json
+from reach_adapters.langchain.graphs import leading
 from reach_adapters.router import input_required_result
 
-__all__ = ["NO_STOP", "PAUSED_KEY", "Stop", "stop_result", "thread_stop"]
+__all__ = ["NO_STOP", "PAUSED_KEY", "Stop", "has_breakpoints", "may_pause", "stop_result", "thread_stop"]
 
 # The key of a breakpoint's input_required payload (and of its result's `extra`): the steps the
 # graph paused before, as LangGraph's state snapshot names them in ``next``.
@@ -56,7 +57,7 @@ async def thread_stop(graph: Any, config: Any, *, resuming: bool = False) -> Sto
     if pending:
         return Stop(interrupts=pending)
     steps = [str(step) for step in getattr(snapshot, "next", ()) or ()]
-    if steps and (not _failed(snapshot) or (resuming and _has_breakpoints(graph))):
+    if steps and (not _failed(snapshot) or (resuming and has_breakpoints(graph))):
         return Stop(paused_before=steps)
     return NO_STOP
 
@@ -66,7 +67,19 @@ def _failed(snapshot: Any) -> bool:
     return any(getattr(task, "error", None) is not None for task in getattr(snapshot, "tasks", ()))
 
 
-def _has_breakpoints(graph: Any) -> bool:
+def may_pause(runnable: Any, graphs: list[Any]) -> bool:
+    """Whether a run of `runnable` may pause at a static breakpoint: one of its checkpointed
+    `graphs` (or a subgraph it runs as a node) was compiled with breakpoints, or a binding on
+    the way gives them (``.bind(interrupt_before=[...])``). Only such runs need their thread read
+    after they end, which costs a checkpoint read a call."""
+    for layer in leading(runnable):
+        kwargs = getattr(layer, "kwargs", None)
+        if isinstance(kwargs, dict) and (kwargs.get("interrupt_before") or kwargs.get("interrupt_after")):
+            return True
+    return any(has_breakpoints(graph) for graph in graphs)
+
+
+def has_breakpoints(graph: Any) -> bool:
     """Whether the graph, or a subgraph it runs as a node, was compiled with static breakpoints."""
     subgraphs = getattr(graph, "get_subgraphs", None)
     graphs = [graph, *(inner for _, inner in subgraphs(recurse=True))] if callable(subgraphs) else [graph]
