@@ -9,9 +9,9 @@ The result becomes the task's end state as the wire contract of docs/a2a-serve.m
 result that asks for input leaves the task ``input-required``, and the next message on the same
 task resumes the same agent on the same thread. Only that: a message for a task in any other state
 is refused, and ``agent-reach/resume`` in a message's metadata is ignored (resuming another's
-interrupt must not be a metadata key away). Threads are the caller's: with a principal, every
-thread id is prefixed with it, so one principal cannot enter another's conversation by naming its
-contextId.
+interrupt must not be a metadata key away). Threads are the caller's: the router scopes every
+thread id to the call's principal, so one principal cannot enter another's conversation by naming
+its contextId; the task's metadata keeps the thread as the caller named it.
 """
 
 from __future__ import annotations
@@ -320,14 +320,11 @@ def _resumes(reach: ReachMessage) -> bool:
 def _thread(meta: MetaInfo, context_id: str) -> None:
     """One A2A context is one conversation: the agent's thread, unless the caller named one.
 
-    With a principal, the thread is prefixed with it: the contextId (or thread id) is the
-    caller's choice, and must not let it into another principal's thread.
+    The contextId (or thread id) is the caller's choice: the router makes it the principal's own
+    thread (`reach_adapters.router.thread_scope`), as for every surface, so it is left as named here.
     """
     configurable = dict(meta.configurable or {})
-    thread = configurable.get("thread_id", context_id)
-    if meta.principal is not None:
-        thread = f"{meta.principal}/{thread}"
-    meta.configurable = {**configurable, "thread_id": thread}
+    meta.configurable = {**configurable, "thread_id": configurable.get("thread_id", context_id)}
 
 
 def _struct(struct: struct_pb2.Struct) -> dict[str, JsonValue]:

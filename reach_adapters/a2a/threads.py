@@ -16,6 +16,7 @@ from middleware import MetaInfo, ReachResult, ResultStatus
 from reach_adapters.a2a.calls import Turn
 from reach_adapters.a2a.errors import A2ANotHereError
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.router import own_thread
 
 __all__ = ["Threads", "thread_of"]
 
@@ -77,8 +78,9 @@ class Threads:
         if held is None or not held.task_id:
             # Another replica may have asked (each keeps its own threads), or the thread fell
             # out of the `size` kept: the router tries the next replica, which may hold it.
+            shown = own_thread(thread, meta.principal)
             msg = (
-                f"thread {thread!r} waits on no question of A2A agent {self._agent_id}: resume on "
+                f"thread {shown!r} waits on no question of A2A agent {self._agent_id}: resume on "
                 "the agent that asked (the input_required result's agent_id)"
             )
             raise A2ANotHereError(msg)

@@ -44,6 +44,7 @@ from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.router import (
     Capability,
     StreamEnded,
+    own_thread,
     parse_agent_id,
     text_of_task,
     validate_capabilities,
@@ -309,7 +310,7 @@ class LangChainAgent:
                 f"{self._agent_id} is not a graph with a checkpointer, so there is nothing to resume"
             )
             raise InvalidMessageError(msg)
-        return await self._answer(meta.resume, config)
+        return await self._answer(meta.resume, config, meta.principal)
 
     def _check_stream_mode(self, mode: str | list[str]) -> None:
         """Refuses a stream mode LangGraph does not have, or one given to a runnable that is no
@@ -366,15 +367,18 @@ class LangChainAgent:
                 return runnable
         return None
 
-    async def _answer(self, resume: Any, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
+    async def _answer(
+        self, resume: Any, config: RunnableConfig, principal: str | None
+    ) -> tuple[Any, Runnable[Any, Any]]:
         """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
         them, and the runnable that resumes that graph; None for a graph paused at a breakpoint,
-        which asks nothing and goes on from its thread's checkpoint, whatever `resume` is."""
+        which asks nothing and goes on from its thread's checkpoint, whatever `resume` is. Errors
+        name the thread as `principal` named it, not as the router scoped it."""
         stop, runnable = await self._waiting(config, resuming=True)
         if stop.paused_before:
             return None, runnable
         pending = stop.interrupts
-        thread = thread_of(self._state_config(config, runnable))
+        thread = own_thread(thread_of(self._state_config(config, runnable)), principal)
         if not pending:
             rerun = await self._moved_on(config)
             if rerun is not None:

@@ -51,6 +51,7 @@ from reach_adapters.router.schemas import (
     wrap_field,
 )
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState
+from reach_adapters.router.thread_scope import own_thread
 
 __all__ = [
     "ABANDONED",
@@ -106,6 +107,7 @@ __all__ = [
     "ok_result",
     "on_loop",
     "onward",
+    "own_thread",
     "parse_agent_id",
     "reconnect_until",
     "request_meta",

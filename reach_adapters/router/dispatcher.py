@@ -43,6 +43,7 @@ from reach_adapters.router.retry import RetryBudget, may_resend
 from reach_adapters.router.selection import Problem
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy, make_strategies
+from reach_adapters.router.thread_scope import scope_thread
 from reach_adapters.router.tracing import DISPATCH, SELECT, active_tracer, spanned
 
 __all__ = ["Dispatcher", "Plan"]
@@ -135,6 +136,9 @@ class Dispatcher:
                 refusal = await guard.admit(message, None if hop is None else hop.agent_id)
                 if refusal is not None:
                     return self._refuse(message, run, refusal)
+                if meta.configurable:
+                    # The caller is settled: its thread becomes its own before anything reads it.
+                    scope_thread(meta)
             # Loops next: a task that came back must be refused, not wait on its own first run.
             came_back = runs is not None and any(other.sent_back(meta.lineage) for other in runs[:-1])
             if came_back or meta.depth > self.policy.max_depth:

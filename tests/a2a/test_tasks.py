@@ -10,6 +10,8 @@ import pytest
 from reach_adapters import Router, TaskStatus
 from reach_adapters.a2a import A2AAgent
 from reach_adapters.errors import ReachError
+from reach_adapters.security.guard import SecurityGuard
+from reach_adapters.security.spec import SecuritySpec
 from tests.a2a.agents import Served, serve_agent
 from tests.waiting import eventually
 
@@ -117,6 +119,22 @@ async def test_input_required_then_resume_on_the_same_thread(routed: Router) -> 
     # Another replica might hold the question: the call is not sent, and not the caller's fault.
     assert (again.status.value, again.fault, again.delivered) == ("error", "router", False)
     assert "waits on no question" in (again.error or "")
+
+
+async def test_a_principal_cannot_answer_the_question_another_was_asked(agent: A2AAgent) -> None:
+    """The agent keeps threads as the router scoped them: bob naming alice's thread finds no
+    question (and is shown the thread he named); alice's answer still reaches hers."""
+    spec = SecuritySpec.model_validate({"principals": {"alice": {"allow": ["*"]}, "bob": {"allow": ["*"]}}})
+    async with Router(guard=SecurityGuard(spec)) as router:
+        router.register(agent)
+        thread = {"thread_id": "t"}
+        asked = await router.route("ask", "hi", configurable=thread, principal="alice")
+        assert asked.status.value == "input_required"
+        bobs = await router.route("ask", None, configurable=thread, resume="by bob", principal="bob")
+        assert (bobs.status.value, bobs.delivered) == ("error", False)
+        assert "thread 't' waits on no question" in (bobs.error or "")
+        answered = await router.route("ask", None, configurable=thread, resume="Ann", principal="alice")
+        assert answered.payload == f"hello Ann (context {_context(asked)})"
 
 
 async def test_resume_needs_a_thread(routed: Router) -> None:

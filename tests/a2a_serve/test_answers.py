@@ -221,3 +221,26 @@ async def test_an_answer_resumes_the_thread_the_first_message_named(served: Serv
     assert texts(answered) == ["refund yes"]
     after = await router.route("refund", None, configurable={"thread_id": "alice-1"}, resume="again")
     assert "waits on no interrupt" in (after.error or "")
+
+
+async def test_a_principals_thread_is_scoped_once_and_shown_as_named(
+    served: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The router scopes the thread (`alice/alice-1`); the task's metadata, which the caller reads,
+    keeps the thread as the caller named it, and the answer is not scoped a second time."""
+    for name, token in TOKENS.items():
+        monkeypatch.setenv(f"REACH_TEST_{name.upper()}", token)
+    server = await served(SECURITY)
+    router = server.gateway.router
+    router.register(LangChainAgent(approval_graph(), agent_id="support:refund:01"))
+    named = {"agent-reach/configurable": {"thread_id": "alice-1"}}
+    ask = msg(data=ASK, skill="refund", metadata=named)
+    asked = task(await call(server.url, "SendMessage", {"message": ask}, "alice"))
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
+    assert asked["metadata"]["agent-reach/configurable"] == {"thread_id": "alice-1"}
+    answer = msg("yes", task_id=asked["id"], context_id=asked["contextId"])
+    answered = task(await call(server.url, "SendMessage", {"message": answer}, "alice"))
+    assert texts(answered) == ["refund yes"], answered
+    # The owner of the router reaches the thread by its one scoped name: it waits no more.
+    after = await router.route("refund", None, configurable={"thread_id": "alice/alice-1"}, resume="again")
+    assert "thread 'alice/alice-1' of agent support:refund:01 waits on no interrupt" in (after.error or "")

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import RequestParamsMeta, TextContent
 
 from reach_adapters.mcp import META_PREFIX
@@ -97,3 +99,59 @@ def test_the_resume_hint_says_where_an_answer_can_reach_the_thread(
     done = run_reach("call", "approval", *THREAD, "--option", "resume=yes", "--url", server.url, "--json")
     assert done.returncode == 0, done.stdout
     assert json.loads(done.stdout)["payload"] == "approved: yes"
+
+
+TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
+SECURITY = """\
+principals:
+  alice: {token_env: REACH_TEST_ALICE, allow: ["*"]}
+  bob: {token_env: REACH_TEST_BOB, allow: ["*"]}
+"""
+
+
+async def test_a_principal_naming_anothers_thread_gets_a_conversation_of_its_own(
+    serve: Callable[..., ReachServer], config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thread ids are the caller's choice: over every surface, bob naming alice's thread neither
+    reads her conversation nor answers her pending interrupt, and is shown his own thread id."""
+    for name, token in TOKENS.items():
+        monkeypatch.setenv(f"REACH_TEST_{name.upper()}", token)
+    write(config_dir, "chat:memo:01.yaml", MEMO)
+    write(config_dir, "chat:approval:01.yaml", APPROVAL)
+    write(config_dir, "security.yaml", SECURITY)
+    server = serve(config_dir)
+
+    def api(who: str, capability: str, payload: Any, **options: Any) -> Any:
+        body = {"capability": capability, "payload": payload, "options": options}
+        headers = {"Authorization": f"Bearer {TOKENS[who]}"}
+        return server.api("POST", "/route", json=body, headers=headers).json()
+
+    private = {"thread_id": "alice-private"}
+    assert api("alice", "memo", said("my card is 4111"), configurable=private)["payload"] == "my card is 4111"
+    assert (
+        api("bob", "memo", said("what did she say?"), configurable=private)["payload"] == "what did she say?"
+    )
+    cli = run_reach(
+        "call", "memo", json.dumps(said("bob again")), "--url", server.url, "--json",
+        "--token", TOKENS["bob"], "--option", 'configurable={"thread_id": "alice-private"}',
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["payload"] == "what did she say? / bob again"
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS['bob']}"}, timeout=30) as http,
+        Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+    ):
+        meta = cast(RequestParamsMeta, {META_PREFIX + "configurable": private})
+        answer = await client.call_tool("memo", said("bob over mcp"), meta=meta)
+    text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
+    assert text == "what did she say? / bob again / bob over mcp"
+    assert api("alice", "memo", said("and?"), configurable=private)["payload"] == "my card is 4111 / and?"
+
+    refund = {"thread_id": "alice-refund"}
+    assert api("alice", "approval", said("refund 900"), configurable=refund)["status"] == "input_required"
+    intruded = api("bob", "approval", None, configurable=refund, resume="approved by bob")
+    assert (intruded["status"], intruded["fault"]) == ("invalid", "caller")
+    # Bob is told of the thread he named, never of the router's name for it.
+    assert "thread 'alice-refund' of agent chat:approval:01 waits on no interrupt" in intruded["error"]
+    done = api("alice", "approval", None, configurable=refund, resume="yes")
+    assert (done["status"], done["payload"]) == ("ok", "approved: yes")

@@ -1,0 +1,58 @@
+"""Threads belong to their principal, as task ids do.
+
+A call's ``configurable["thread_id"]`` names a conversation an agent keeps across calls (a
+LangGraph thread, an A2A context, a checkpointed history). The id is the caller's choice: left as
+it is, a principal naming another's thread would read its history and could answer its pending
+interrupt. So once the guard has settled who calls, the router gives every call made for a
+principal the thread ``<principal>/<thread id>`` (`scope_thread`), before the idempotency check,
+any agent or any hop onward sees it: the one place every surface passes (HTTP API, MCP, A2A,
+async tasks, Python callers naming ``principal=``).
+
+What is shown to a caller (an error naming the thread) names the caller's own id (`own_thread`).
+"""
+
+from __future__ import annotations
+
+from middleware import MetaInfo
+from middleware.fast import amend
+
+__all__ = ["THREAD_KEY", "own_thread", "scope_thread", "thread_prefix"]
+
+THREAD_KEY = "thread_id"
+
+
+def thread_prefix(principal: str) -> str:
+    """How `principal`'s threads start. A ``/`` or ``%`` in its name is written ``%2F`` or
+    ``%25``, so the first ``/`` of a scoped thread ends the principal and no two principals'
+    threads meet (``a`` naming ``b/c``, ``a/b`` naming ``c``)."""
+    if "/" in principal or "%" in principal:
+        principal = principal.replace("%", "%25").replace("/", "%2F")
+    return principal + "/"
+
+
+def scope_thread(meta: MetaInfo) -> None:
+    """Make the thread `meta` names its principal's; nothing without a principal or a thread.
+
+    A thread already scoped for this principal stays as it is, so a message dispatched again (an
+    async task's retry, a task handed to another node) is not scoped twice; only the principal's
+    own ids can start with its prefix, so this lets no one into another principal's thread.
+    """
+    configurable = meta.configurable
+    principal = meta.principal
+    if not configurable or principal is None:
+        return
+    thread = configurable.get(THREAD_KEY)
+    if thread is None or thread == "":
+        return  # names no thread: the agent says whether it needs one
+    prefix = thread_prefix(principal)
+    text = str(thread)
+    if not text.startswith(prefix):
+        amend(meta, {"configurable": {**configurable, THREAD_KEY: prefix + text}})
+
+
+def own_thread(thread: str | None, principal: str | None) -> str | None:
+    """`thread` as the caller named it: without its principal's prefix, where it has one."""
+    if thread is None or principal is None:
+        return thread
+    prefix = thread_prefix(principal)
+    return thread[len(prefix) :] if thread.startswith(prefix) else thread
