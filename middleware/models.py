@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from middleware.configurable import Configurable
 from middleware.errors import error_for
 from middleware.ids import MAX_ID_LENGTH, new_task_id, new_trace_id
 
@@ -86,7 +87,7 @@ class MetaInfo(_Model):
     lineage: list[str] = Field(
         default_factory=list, description="Agent ids of the enclosing routed calls, outermost first."
     )
-    configurable: dict[str, JsonValue] | None = Field(
+    configurable: Configurable | None = Field(
         None,
         description=(
             "Per-call settings of the agent's run, e.g. {'thread_id': 'alice'} for a conversation "

@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs, var_child_runnable_config
 
 from middleware import ReachMessage
-from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 
 __all__ = ["TAG", "check_config", "detached", "run_config", "thread_of"]
 
@@ -100,6 +100,8 @@ def run_config(base: RunnableConfig, message: ReachMessage, agent_id: str) -> Ru
     config.setdefault("run_name", f"{capability}@{agent_id}")
     configurable = meta.configurable
     if configurable:
+        if not _CHECKPOINT_KEYS.isdisjoint(configurable):
+            check_checkpoint_keys(configurable)
         # The caller's per-call settings (a thread id, say) over the agent's own.
         config["configurable"] = {**base.get("configurable", {}), **configurable}
     if base.get("callbacks") is not None:
@@ -108,6 +110,40 @@ def run_config(base: RunnableConfig, message: ReachMessage, agent_id: str) -> Ru
             merged = merge_configs({"callbacks": parent["callbacks"]}, {"callbacks": base["callbacks"]})
             config["callbacks"] = merged.get("callbacks")
     return config
+
+
+# LangGraph's checkpoint keys of ``configurable`` (`langgraph._internal._constants`), beside the
+# thread: which checkpoint of the thread a run starts from. Keys starting with "__" are refused
+# for every agent (`middleware.configurable`).
+_CHECKPOINT_KEYS = frozenset({"checkpoint_id", "checkpoint_ns", "checkpoint_map"})
+
+
+def check_checkpoint_keys(configurable: Mapping[str, Any]) -> None:
+    """Refuse checkpoint keys a caller may not give, as the caller's mistake (``invalid``): a
+    graph handed them would fail, or write where its subgraphs keep their state, as the agent.
+
+    ``checkpoint_id`` is allowed, a string: LangGraph's time travel, a run from an earlier
+    checkpoint of the caller's own thread (threads are per principal). ``checkpoint_ns`` only
+    as ``""``, the graph's own namespace (what LangGraph's snapshots carry); another names a
+    subgraph's, which LangGraph sets itself, as it sets ``checkpoint_map``.
+    """
+    if "checkpoint_map" in configurable:
+        msg = "configurable['checkpoint_map'] is LangGraph's own (set for subgraphs): leave it out"
+        raise InvalidMessageError(msg)
+    namespace = configurable.get("checkpoint_ns", "")
+    if namespace != "":
+        msg = (
+            f"configurable['checkpoint_ns'] is {reprlib.repr(namespace)}: only '' (the graph's own "
+            "checkpoints) may be given; a subgraph's namespace is LangGraph's to set"
+        )
+        raise InvalidMessageError(msg)
+    checkpoint = configurable.get("checkpoint_id")
+    if checkpoint is not None and not isinstance(checkpoint, str):
+        msg = (
+            f"configurable['checkpoint_id'] must be a string, the id of a checkpoint of the thread "
+            f"(LangGraph's time travel), got {reprlib.repr(checkpoint)}"
+        )
+        raise InvalidMessageError(msg)
 
 
 def thread_of(config: Mapping[str, Any] | None) -> str | None:

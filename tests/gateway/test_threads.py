@@ -155,3 +155,31 @@ async def test_a_principal_naming_anothers_thread_gets_a_conversation_of_its_own
     assert "thread 'alice-refund' of agent chat:approval:01 waits on no interrupt" in intruded["error"]
     done = api("alice", "approval", None, configurable=refund, resume="yes")
     assert (done["status"], done["payload"]) == ("ok", "approved: yes")
+
+
+async def test_langgraph_internals_in_configurable_are_the_callers_mistake(
+    serve: Callable[..., ReachServer], config_dir: Path
+) -> None:
+    """A caller's `__pregel_*` key would replace the graph's machinery and fail the run as the
+    agent's: refused over HTTP and MCP, the agent stays healthy for everyone else."""
+    write(config_dir, "chat:memo:01.yaml", MEMO)
+    server = serve(config_dir)
+    internals = {"thread_id": "x", "__pregel_checkpointer": "oops"}
+    for _ in range(3):
+        body = {"capability": "memo", "payload": said("hi"), "options": {"configurable": internals}}
+        refused = server.api("POST", "/route", json=body)
+        assert refused.status_code == 400, refused.text
+        assert "'__pregel_checkpointer' is reserved" in refused.json()["error"]
+    async with Client(server.mcp_url) as client:
+        for configurable in (internals, {"thread_id": "m", "checkpoint_ns": "child:1"}):
+            meta = cast(RequestParamsMeta, {META_PREFIX + "configurable": configurable})
+            answer = await client.call_tool("memo", said("hi"), meta=meta)
+            assert answer.meta is not None
+            assert (answer.meta[META_PREFIX + "status"], answer.meta[META_PREFIX + "fault"]) == (
+                "invalid",
+                "caller",
+            )
+    health = server.api("GET", "/health").json()
+    assert (health["status"], health.get("problems")) == ("ok", {})
+    body = {"capability": "memo", "payload": said("hi"), "options": {"configurable": {"thread_id": "y"}}}
+    assert server.api("POST", "/route", json=body).json()["payload"] == "hi"

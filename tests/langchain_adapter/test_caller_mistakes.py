@@ -239,3 +239,84 @@ async def test_a_payload_a_graphs_dataclass_state_refuses_is_the_callers_mistake
         assert "at most 10 per order" in (refused.error or "")
     assert failures(router, "shop:order:01") == 0
     assert (await router.route("order", {"quantity": 2})).payload == {"quantity": 2}
+
+
+def memo_graph() -> Any:
+    """Answers with everything its thread was told."""
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        said = [str(m.content) for m in state["messages"] if m.type == "human"]
+        return {"messages": [AIMessage(" / ".join(said))]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+@pytest.mark.parametrize(
+    ("configurable", "why"),
+    [
+        ({"thread_id": "t", "__pregel_checkpointer": "oops"}, "'__pregel_checkpointer' is reserved"),
+        ({"thread_id": "t", "__pregel_read": 1}, "'__pregel_read' is reserved"),
+        ({"thread_id": {"a": 1}}, "thread_id must be a string (a UUID, say) or an integer, got dict"),
+        ({"thread_id": ["x"]}, "got list"),
+        ({"thread_id": True}, "got bool"),
+    ],
+    ids=["pregel-checkpointer", "pregel-read", "thread-dict", "thread-list", "thread-bool"],
+)
+async def test_configurable_keys_no_caller_may_give_are_refused_before_routing(
+    router: Router, configurable: dict[str, Any], why: str
+) -> None:
+    router.register(LangChainAgent(memo_graph(), agent_id="t:memo:01"))
+    with pytest.raises(InvalidMessageError, match=re.escape(why)):
+        await router.route("memo", said("hi"), configurable=configurable)
+    message = {"meta_info": {"capability": "memo", "configurable": configurable}, "raw_payload": said("hi")}
+    with pytest.raises(InvalidMessageError, match=re.escape(why)):
+        await router.dispatch(message)
+    assert failures(router, "t:memo:01") == 0
+
+
+@pytest.mark.parametrize(
+    ("configurable", "why"),
+    [
+        ({"checkpoint_ns": "child:abc"}, "only '' (the graph's own checkpoints) may be given"),
+        ({"checkpoint_ns": 5}, "configurable['checkpoint_ns'] is 5"),
+        ({"checkpoint_map": {"": "x"}}, "configurable['checkpoint_map'] is LangGraph's own"),
+        ({"checkpoint_id": 5}, "configurable['checkpoint_id'] must be a string"),
+    ],
+    ids=["subgraph-namespace", "namespace-int", "checkpoint-map", "checkpoint-id-int"],
+)
+async def test_langgraph_checkpoint_keys_a_caller_may_not_give_are_its_mistake(
+    router: Router, configurable: dict[str, Any], why: str
+) -> None:
+    router.register(LangChainAgent(memo_graph(), agent_id="t:memo:01"))
+    for _ in range(3):  # enough failures in a row to quarantine the agent, were they counted
+        refused = await router.route("memo", said("hi"), configurable={"thread_id": "t", **configurable})
+        assert (refused.status, refused.fault, refused.delivered) == (
+            ResultStatus.INVALID,
+            Fault.CALLER,
+            False,
+        ), refused.error
+        assert why in (refused.error or "")
+    assert failures(router, "t:memo:01") == 0
+    assert (await router.route("memo", said("hi"), configurable={"thread_id": "t"})).payload == "hi"
+
+
+async def test_a_checkpoint_id_of_the_thread_runs_from_that_checkpoint(router: Router) -> None:
+    """LangGraph's time travel: a caller may name a checkpoint of its own thread, as the state
+    snapshots LangGraph gives name them (with the root namespace, '')."""
+    graph = memo_graph()
+    router.register(LangChainAgent(graph, agent_id="t:memo:01"))
+    thread = {"thread_id": "t"}
+    await router.route("memo", said("a"), configurable=thread)
+    first = (await graph.aget_state({"configurable": thread})).config["configurable"]
+    assert (await router.route("memo", said("b"), configurable=thread)).payload == "a / b"
+    forked = await router.route("memo", said("c"), configurable={**thread, **first})
+    assert set(first) == {"thread_id", "checkpoint_ns", "checkpoint_id"}
+    assert forked.payload == "a / c", forked.error
