@@ -20,6 +20,7 @@ from reach_adapters.a2a.errors import (
     A2AClosedError,
     A2AConnectionError,
     A2ADeniedError,
+    A2ANotTakenError,
     A2AOfflineError,
     A2AProtocolError,
     A2ATimeoutError,
@@ -56,6 +57,8 @@ __all__ = ["A2AAgent"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# Ends of a call that are no failure of the agent's: each becomes a result (`_refused`).
+_REFUSALS = (A2ADeniedError, A2ANotTakenError, A2AClosedError)
 
 
 class A2AAgent:
@@ -211,7 +214,7 @@ class A2AAgent:
                 async for parts in exchange.events():
                     streamed = True
                     yield checked_payload(parts, where)
-            except (A2ADeniedError, A2AClosedError) as exc:
+            except _REFUSALS as exc:
                 raise StreamEnded(self._refused(message, exc)) from None
             result = self._result(message, exchange)
         if result.status is not ResultStatus.OK:
@@ -259,21 +262,20 @@ class A2AAgent:
             try:
                 async for _ in exchange.events():
                     pass
-            except (A2ADeniedError, A2AClosedError) as exc:
+            except _REFUSALS as exc:
                 return self._refused(message, exc)
             return self._result(message, exchange)
 
-    def _refused(self, message: ReachMessage, exc: A2ADeniedError | A2AClosedError) -> ReachResult:
+    def _refused(
+        self, message: ReachMessage, exc: A2ADeniedError | A2ANotTakenError | A2AClosedError
+    ) -> ReachResult:
         """A call that ended for a reason that is neither the agent's failure nor the task's:
-        credentials refused (the caller's to fix) or the agent closed under it."""
-        if isinstance(exc, A2ADeniedError):
+        credentials refused or a message its task does not take (the caller's to fix), or the
+        agent closed under it."""
+        if isinstance(exc, A2ADeniedError | A2ANotTakenError):
             # Refused at the door: no work was started.
-            status, kind, fault, delivered = (
-                ResultStatus.REJECTED,
-                ErrorKind.PERMISSION_DENIED,
-                Fault.CALLER,
-                False,
-            )
+            kind = ErrorKind.PERMISSION_DENIED if isinstance(exc, A2ADeniedError) else type(exc).__name__
+            status, fault, delivered = ResultStatus.REJECTED, Fault.CALLER, False
         else:
             status, kind, fault, delivered = ResultStatus.CANCELLED, ErrorKind.CANCELLED, Fault.ROUTER, True
         return error_result(

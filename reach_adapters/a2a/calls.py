@@ -47,6 +47,7 @@ from reach_adapters.a2a.errors import (
     A2AClosedError,
     A2AConnectionError,
     A2ADeniedError,
+    A2ANotTakenError,
     A2AOfflineError,
     A2AProtocolError,
 )
@@ -325,6 +326,10 @@ class Exchange:
         if isinstance(exc, _CALLERS):
             msg = f"A2A agent at {shown} refused the request: {exc.message}"
             return InvalidMessageError(msg)
+        if isinstance(exc, UnsupportedOperationError):
+            # A message its task does not take now (a second answer at once, say): the caller's.
+            msg = f"A2A agent at {shown} did not take the message: {exc.message}"
+            return A2ANotTakenError(msg)
         # The SDK wraps httpx's errors; what went wrong is told by the one it wraps.
         cause = exc.__cause__ if isinstance(exc, A2AClientError) else exc
         if isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout):

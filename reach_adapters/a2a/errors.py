@@ -19,6 +19,7 @@ __all__ = [
     "A2AConnectionError",
     "A2ADeniedError",
     "A2ANotHereError",
+    "A2ANotTakenError",
     "A2AOfflineError",
     "A2AOverridesError",
     "A2AProtocolError",
@@ -89,5 +90,13 @@ class A2AClosedError(ReachError):
 class A2ANotHereError(ReachError, AgentBusyError):
     """``resume=`` names a thread this replica of the agent does not hold (another replica asked
     the question): the call is not sent, and the router tries the next replica."""
+
+    delivered = False
+
+
+class A2ANotTakenError(ReachError):
+    """The agent refused a message for one of its tasks (``UnsupportedOperationError``, -32004):
+    another answer to the task is being handled, or the task takes none any more. Nothing was
+    started; it is the caller's doing (DESIGN §6, ``rejected``), never the agent's failure."""
 
     delivered = False

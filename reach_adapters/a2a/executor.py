@@ -34,7 +34,7 @@ from middleware import MetaInfo, RoutingHint
 from reach_adapters.a2a.hop import UNARY, unpack
 from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
 from reach_adapters.a2a.router_card import MATCH_SKILL
-from reach_adapters.a2a.states import TERMINAL
+from reach_adapters.a2a.states import CARRIED_EXTRA, TERMINAL
 from reach_adapters.errors import InvalidMessageError, ReachError
 from reach_adapters.router import (
     META_PREFIX,
@@ -75,6 +75,8 @@ _CAPABILITY = META_PREFIX + "capability"
 # ... and the run's settings, its thread among them: the answer goes on the thread that asked.
 _CONFIGURABLE = META_PREFIX + "configurable"
 _STREAMED = "stream"
+# Keys an answer's result sets only when it has them: cleared when it does not (see `_finish`).
+_CLEARED = (META_PREFIX + "delivered", *(META_PREFIX + key for key in CARRIED_EXTRA))
 # Ignored in a message's metadata: an interrupt is resumed by answering its task, nothing else.
 _RESUME = META_PREFIX + "resume"
 # A hop token is a credential: the request handler moves it out of the message (which the task's
@@ -95,9 +97,21 @@ def result_metadata(result: ReachResult) -> dict[str, Any]:
         META_PREFIX + "fault": None if result.fault is None else result.fault.value,
         META_PREFIX + "error_type": result.error_type,
     }
-    if not result.delivered and not result.ok:
-        carried[META_PREFIX + "delivered"] = False
+    if not result.ok:
+        if not result.delivered:
+            carried[META_PREFIX + "delivered"] = False
+        extra = result.extra
+        for key in CARRIED_EXTRA:
+            value = extra.get(key)
+            if value is not None:
+                carried[META_PREFIX + key] = value
     return carried
+
+
+def _still_asks(result: ReachResult) -> bool:
+    """Whether an answer's `result` refused it as the caller's mistake, before it reached the
+    agent's thread: the question it answered still waits (DESIGN §6: invalid, rejected)."""
+    return result.fault is Fault.CALLER and result.status in (ResultStatus.INVALID, ResultStatus.REJECTED)
 
 
 def _unary(metadata: dict[str, Any]) -> bool:
@@ -136,7 +150,7 @@ class RouterExecutor(AgentExecutor):
             unary = _unary(metadata)
             reach = self._reach(context, message, metadata)
         except InvalidMessageError as exc:
-            await self._finish(updater, _refused(exc, metadata))
+            await self._finish(updater, _refused(exc, metadata), answer=task is not None)
             return
         await updater.start_work()
         method = context.call_context.state.get("method")
@@ -148,7 +162,7 @@ class RouterExecutor(AgentExecutor):
         ):
             await self._stream(updater, reach)
             return
-        await self._finish(updater, await self.router.dispatch(reach), reach)
+        await self._finish(updater, await self.router.dispatch(reach), reach, answer=task is not None)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Mark the task canceled; the SDK then cancels `execute`, and with it the routed call
@@ -227,14 +241,30 @@ class RouterExecutor(AgentExecutor):
         return meta
 
     async def _finish(
-        self, updater: TaskUpdater, result: ReachResult, reach: ReachMessage | None = None
+        self,
+        updater: TaskUpdater,
+        result: ReachResult,
+        reach: ReachMessage | None = None,
+        *,
+        answer: bool = False,
     ) -> None:
         """End the task as `result` says; an input-required one keeps `reach`'s run settings for
-        the answer."""
+        the answer. `answer`: the message answered the task's question."""
         state = STATES[result.status]
         metadata = result_metadata(result)
         if result.status is ResultStatus.INPUT_REQUIRED and reach is not None:
             metadata[_CONFIGURABLE] = reach.meta_info.configurable
+        if answer:
+            # The task's metadata merges each update's: what an earlier answer's result carried
+            # must not stand for this one's.
+            for key in _CLEARED:
+                metadata.setdefault(key, None)
+            if _still_asks(result):
+                # Refused as the caller's mistake (a resume its interrupt does not take, a quota):
+                # nothing reached the thread, whose question still waits, so the task waits for
+                # the next answer, kept for the agent and thread that asked (not overwritten).
+                state = TaskState.TASK_STATE_INPUT_REQUIRED
+                del metadata[_AGENT], metadata[_CAPABILITY]
         if result.ok:
             await updater.add_artifact(payload_parts(result.payload), name="result")
             await updater.update_status(state, metadata=metadata)

@@ -9,7 +9,7 @@ the task's outcome, ``auth-required`` the caller's credentials, an unknown state
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from a2a.types.a2a_pb2 import Message, Part, Task, TaskState
@@ -20,9 +20,34 @@ from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.a2a.errors import A2AProtocolError
 from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, data_value, result_payload
-from reach_adapters.router import META_PREFIX, ErrorKind, error_result, input_required_result, ok_result
+from reach_adapters.router import (
+    FIX_OPTIONS,
+    META_PREFIX,
+    ErrorKind,
+    error_result,
+    input_required_result,
+    ok_result,
+)
 
-__all__ = ["FINAL", "RUNNING", "TERMINAL", "checked_payload", "message_result", "task_result"]
+__all__ = [
+    "CARRIED_EXTRA",
+    "FINAL",
+    "RUNNING",
+    "TERMINAL",
+    "WAITING",
+    "checked_payload",
+    "message_result",
+    "task_result",
+]
+
+# What a reach server's failed or asking result holds in `extra` that its caller needs, carried in
+# the task's metadata under `agent-reach/`: the pending interrupts (each one's id, to answer
+# several at once, and `response_schema`) and the call options that fix a refused call.
+CARRIED_EXTRA = ("interrupts", FIX_OPTIONS)
+# Set in `extra["a2a"]` of a refused answer whose task still waits for input: the thread's
+# question stands, and the next ``resume=`` on the thread goes to that task.
+WAITING = "waiting"
+_STATUS = META_PREFIX + "status"
 
 # A task in one of these states is over: no message goes on with it.
 TERMINAL = frozenset(
@@ -120,7 +145,10 @@ def task_result(message: ReachMessage, agent_id: str, url: str, task: Task) -> R
         result = ok_result(message, agent_id, payload, extra=extra)
     elif state == _INPUT_REQUIRED:
         asked = checked_payload(task.status.message.parts, f"{where}: status.message")
-        result = input_required_result(message, agent_id, asked, extra=extra)
+        if _reported(task) in (None, ResultStatus.INPUT_REQUIRED.value):
+            result = input_required_result(message, agent_id, asked, extra=extra)
+        else:
+            result = _answer_refused(message, agent_id, asked, task)
     else:
         status, kind, fault = _FAILED[state]
         error = f"A2A agent {agent_id} {_SAID[state]}"
@@ -129,9 +157,44 @@ def task_result(message: ReachMessage, agent_id: str, url: str, task: Task) -> R
             error = f"{error}: {said}"
         result = error_result(message, status, kind, error, fault=fault, agent_id=agent_id)
         amend(result, {"extra": extra})
-    if task.HasField("metadata") and META_PREFIX + "status" in task.metadata.fields:
+    if _reported(task) is not None:
         _as_reported(result, json_format.MessageToDict(task.metadata))
+        _restore_extra(result, task.metadata.fields)
     return result
+
+
+def _reported(task: Task) -> str | None:
+    """The status a reach server reported for its result in the task's metadata, if any."""
+    if not task.HasField("metadata"):
+        return None
+    fields = task.metadata.fields
+    return fields[_STATUS].string_value if _STATUS in fields else None
+
+
+def _answer_refused(message: ReachMessage, agent_id: str, said: JsonValue, task: Task) -> ReachResult:
+    """A reach server refused an answer as the caller's mistake (a ``resume`` its interrupt does
+    not take) and kept the task input-required: nothing reached the thread, whose question still
+    waits, so the next answer on the thread goes to the same task. The status, fault and error
+    type are the server's (`_as_reported`)."""
+    text = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False)
+    error = f"A2A agent {agent_id} refused the answer (its question still waits: answer again): {text}"
+    result = error_result(message, ResultStatus.INVALID, ErrorKind.INVALID_MESSAGE, error, agent_id=agent_id)
+    amend(result, {"extra": {"a2a": {"context_id": task.context_id, "task_id": task.id, WAITING: True}}})
+    return result
+
+
+def _restore_extra(result: ReachResult, fields: Mapping[str, struct_pb2.Value]) -> None:
+    """Put back what a reach server's result carried in `extra` (`CARRIED_EXTRA`), as it was: the
+    interrupts a caller answers by id, the options that fix its call."""
+    restored: dict[str, JsonValue] = {}
+    for key in CARRIED_EXTRA:
+        carried = META_PREFIX + key
+        if carried in fields:
+            value = data_value(fields[carried])
+            if isinstance(value, list | dict):
+                restored[key] = value
+    if restored:
+        amend(result, {"extra": {**result.extra, **restored}})
 
 
 def _as_reported(result: ReachResult, meta: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcon
 from middleware import MetaInfo, ReachResult, ResultStatus
 from reach_adapters.a2a.calls import Turn
 from reach_adapters.a2a.errors import A2ANotHereError
+from reach_adapters.a2a.states import WAITING
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router import own_thread
 
@@ -98,7 +99,9 @@ class Threads:
         task_id = ids.get("task_id")
         if not isinstance(context_id, str) or not context_id:
             return
-        waiting = task_id if result.status is ResultStatus.INPUT_REQUIRED and isinstance(task_id, str) else ""
+        # A refused answer whose task still waits (`WAITING`) keeps the question for the next one.
+        asks = result.status is ResultStatus.INPUT_REQUIRED or ids.get(WAITING) is True
+        waiting = task_id if asks and isinstance(task_id, str) else ""
         self._turns[thread] = Turn(context_id, waiting)
         self._turns.move_to_end(thread)
         while len(self._turns) > self._size:

@@ -1,16 +1,19 @@
 """Agents behind the served router: one that upper-cases text, one that streams, one that holds
-its call until released, and a LangGraph graph that stops to ask for approval."""
+its call until released, and LangGraph graphs that stop to ask: for approval, two questions at
+once, a decision of a given shape."""
 
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import AsyncIterator
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
+from typing_extensions import TypedDict as ExtTypedDict
 
 from reach_adapters import Capability, FunctionAgent
 from reach_adapters.router import ReachMessage, ReachResult, ok_result
@@ -116,3 +119,42 @@ def approval_graph() -> Any:
         return {"messages": [AIMessage(f"refund {decision}")]}
 
     return _in_turn(MessagesState, ("review", review), checkpointer=InMemorySaver())
+
+
+class Asked(TypedDict, total=False):
+    q: str
+    answers: Annotated[list[str], operator.add]
+
+
+# From typing_extensions: pydantic builds the response schema of no `typing` TypedDict on 3.11.
+class Decision(ExtTypedDict):
+    approve: bool
+    amount: int
+
+
+def parallel_graph() -> Any:
+    """Two steps at once, each stopping at an interrupt of its own: two questions pending."""
+
+    def left(state: Asked) -> dict[str, Any]:
+        return {"answers": [f"L={interrupt('left?')}"]}
+
+    def right(state: Asked) -> dict[str, Any]:
+        return {"answers": [f"R={interrupt('right?')}"]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Asked)
+    builder.add_node("left", left)
+    builder.add_node("right", right)
+    for node in ("left", "right"):
+        builder.add_edge(START, node)
+        builder.add_edge(node, END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def decision_graph() -> Any:
+    """One interrupt whose answer must match a `response_schema` (a `Decision`)."""
+
+    def decide(state: Asked) -> dict[str, Any]:
+        decision = interrupt("approve?", response_schema=Decision)
+        return {"answers": [f"{decision['approve']}:{decision['amount']}"]}
+
+    return _in_turn(Asked, ("decide", decide), checkpointer=InMemorySaver())
