@@ -7,7 +7,8 @@ lineage: one ``agent-reach`` key, or flat ``agent-reach/...`` keys) continues in
 chain of routers keeps one task.
 The result becomes the task's end state as the wire contract of docs/a2a-serve.md says; a
 result that asks for input leaves the task ``input-required``, and the next message on the same
-task resumes the same agent on the same thread. Only that: a message for a task in any other state
+task resumes the same agent on the same thread; an answer refused as the caller's mistake leaves
+it ``input-required``, the question unanswered. Only that: a message for a task in any other state
 is refused, and ``agent-reach/resume`` in a message's metadata is ignored (resuming another's
 interrupt must not be a metadata key away). Threads are the caller's: the router scopes every
 thread id to the call's principal, so one principal cannot enter another's conversation by naming
