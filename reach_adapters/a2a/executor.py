@@ -75,6 +75,7 @@ _AGENT = META_PREFIX + "agent_id"
 _CAPABILITY = META_PREFIX + "capability"
 # ... and the run's settings, its thread among them: the answer goes on the thread that asked.
 _CONFIGURABLE = META_PREFIX + "configurable"
+_CONTEXT = META_PREFIX + "context"
 _STREAMED = "stream"
 # Keys an answer's result sets only when it has them: cleared when it does not (see `_finish`).
 _CLEARED = (META_PREFIX + "delivered", *(META_PREFIX + key for key in CARRIED_EXTRA))
@@ -230,6 +231,10 @@ class RouterExecutor(AgentExecutor):
         if isinstance(configurable, dict):
             # The thread the agent asked on, whatever thread the answer names (or names none).
             meta.configurable = configurable
+        asked_with = stopped.get(_CONTEXT)
+        if isinstance(asked_with, dict) and meta.context is None:
+            # The run's context the question was asked in, unless the answer gives its own.
+            meta.context = asked_with
         meta.resume = result_payload(message.parts)
         return ReachMessage(
             raw_payload=None, meta_info=meta, routing_hint=RoutingHint(mode="directed", target=agent_id)
@@ -255,6 +260,7 @@ class RouterExecutor(AgentExecutor):
         metadata = result_metadata(result)
         if result.status is ResultStatus.INPUT_REQUIRED and reach is not None:
             metadata[_CONFIGURABLE] = reach.meta_info.configurable
+            metadata[_CONTEXT] = reach.meta_info.context
         if answer:
             # The task's metadata merges each update's: what an earlier answer's result carried
             # must not stand for this one's.

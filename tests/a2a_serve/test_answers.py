@@ -10,6 +10,12 @@ from typing import Any
 import httpx
 import pytest
 from a2a.types.a2a_pb2 import TaskState
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
 
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import Held, approval_graph, shout
@@ -19,6 +25,12 @@ pytestmark = pytest.mark.timeout(60)
 
 V1 = {"A2A-Version": "1.0"}
 ASK = {"messages": [{"role": "user", "content": "refund order 42"}]}
+
+
+class Who(TypedDict):
+    user_id: str
+
+
 TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "ops": "ops-token-0123456789"}
 SECURITY = """\
 principals:
@@ -221,6 +233,37 @@ async def test_an_answer_resumes_the_thread_the_first_message_named(served: Serv
     assert texts(answered) == ["refund yes"]
     after = await router.route("refund", None, configurable={"thread_id": "alice-1"}, resume="again")
     assert "waits on no interrupt" in (after.error or "")
+
+
+def asking_with_context() -> Any:
+    """A checkpointed graph that asks, and whose node reads the run's context before and after."""
+
+    def review(state: MessagesState, runtime: Runtime[Who]) -> dict[str, Any]:
+        decision = interrupt(f"approve, {runtime.context['user_id']}?")
+        return {"messages": [AIMessage(f"refund {decision} for {runtime.context['user_id']}")]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState, context_schema=Who)
+    builder.add_node("review", review)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+async def test_an_answer_is_run_in_the_context_the_first_message_gave(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(LangChainAgent(asking_with_context(), agent_id="support:refund:01"))
+    first = {
+        "agent-reach/configurable": {"thread_id": "alice-1"},
+        "agent-reach/context": {"user_id": "alice"},
+    }
+    asked = task(
+        await call(server.url, "SendMessage", {"message": msg(data=ASK, skill="refund", metadata=first)})
+    )
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
+    answer = msg("yes", task_id=asked["id"], context_id=asked["contextId"])
+    answered = task(await call(server.url, "SendMessage", {"message": answer}))
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
+    assert texts(answered) == ["refund yes for alice"]
 
 
 async def test_a_principals_thread_is_scoped_once_and_shown_as_named(
