@@ -27,6 +27,7 @@ from examples.langchain_demo.agents import scripted
 from middleware import Fault, ReachMessage, ResultStatus
 from reach_adapters import InvalidMessageError, Router
 from reach_adapters.langchain import LangChainAgent
+from tests.gateway.agents import memo_graph
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -241,20 +242,6 @@ async def test_a_payload_a_graphs_dataclass_state_refuses_is_the_callers_mistake
     assert (await router.route("order", {"quantity": 2})).payload == {"quantity": 2}
 
 
-def memo_graph() -> Any:
-    """Answers with everything its thread was told."""
-
-    def reply(state: MessagesState) -> dict[str, Any]:
-        said = [str(m.content) for m in state["messages"] if m.type == "human"]
-        return {"messages": [AIMessage(" / ".join(said))]}
-
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=InMemorySaver())
-
-
 def said(text: str) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}]}
 
@@ -311,7 +298,7 @@ async def test_langgraph_checkpoint_keys_a_caller_may_not_give_are_its_mistake(
 async def test_a_checkpoint_id_of_the_thread_runs_from_that_checkpoint(router: Router) -> None:
     """LangGraph's time travel: a caller may name a checkpoint of its own thread, as the state
     snapshots LangGraph gives name them (with the root namespace, '')."""
-    graph = memo_graph()
+    graph: Any = memo_graph()
     router.register(LangChainAgent(graph, agent_id="t:memo:01"))
     thread = {"thread_id": "t"}
     await router.route("memo", said("a"), configurable=thread)

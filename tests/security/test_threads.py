@@ -6,10 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import interrupt
 from pydantic import JsonValue
 
 from middleware import MetaInfo, ReachMessage, ReachResult, ResultStatus
@@ -19,33 +15,9 @@ from reach_adapters.router import ok_result, own_thread
 from reach_adapters.security.guard import SecurityGuard
 from reach_adapters.security.spec import SecuritySpec
 from tests.core.conftest import FAST
+from tests.gateway.agents import approval_graph, memo_graph
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def memo_graph() -> Any:
-    """Answers with everything its thread was told."""
-
-    def reply(state: MessagesState) -> dict[str, Any]:
-        said = [str(m.content) for m in state["messages"] if m.type == "human"]
-        return {"messages": [AIMessage(" / ".join(said))]}
-
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=InMemorySaver())
-
-
-def approval_graph() -> Any:
-    def ask(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"approved: {interrupt('approve?')}")]}
-
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=InMemorySaver())
 
 
 class Threads:
