@@ -17,19 +17,12 @@ from reach_adapters.a2a.calls import Turn
 from reach_adapters.a2a.errors import A2ANotHereError
 from reach_adapters.a2a.states import WAITING
 from reach_adapters.errors import InvalidMessageError
-from reach_adapters.router import own_thread
+from reach_adapters.router import own_thread, thread_of
 
-__all__ = ["Threads", "thread_of"]
+__all__ = ["Threads"]
 
 # Around a call that opens no thread: nothing to wait for (reusable, it holds no state).
 _FREE: AbstractAsyncContextManager[None] = nullcontext()
-
-
-def thread_of(meta: MetaInfo) -> str | None:
-    """The caller's thread id, if the call names one."""
-    configurable = meta.configurable
-    thread = configurable.get("thread_id") if configurable else None
-    return None if thread is None else str(thread)
 
 
 class Threads:

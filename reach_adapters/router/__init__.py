@@ -52,6 +52,7 @@ from reach_adapters.router.schemas import (
 )
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState
 from reach_adapters.router.thread_scope import own_thread
+from reach_adapters.router.threads import thread_of
 
 __all__ = [
     "ABANDONED",
@@ -115,6 +116,7 @@ __all__ = [
     "running_loop",
     "schema_key",
     "text_of_task",
+    "thread_of",
     "time_left",
     "unwrap_field",
     "validate_capabilities",

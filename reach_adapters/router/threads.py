@@ -16,7 +16,7 @@ from middleware import MetaInfo, ReachResult
 from reach_adapters.router.faults import ANSWERED
 from reach_adapters.router.state import Slot
 
-__all__ = ["ThreadAffinity"]
+__all__ = ["ThreadAffinity", "thread_of"]
 
 # Threads remembered at most, the least recently served forgotten first: a bound on memory, far
 # above the conversations one router holds open at once.
@@ -27,10 +27,11 @@ _MAX_THREADS = 100_000
 _Key = tuple[str, str | None, str | None, str]
 
 
-def _thread(meta: MetaInfo) -> str | None:
+def thread_of(meta: MetaInfo) -> str | None:
+    """The caller's thread id, if the call names one (`MetaInfo` takes only str and int ids)."""
     configurable = meta.configurable
     thread = configurable.get("thread_id") if configurable else None
-    return None if thread is None or isinstance(thread, dict | list) else str(thread)
+    return None if thread is None else str(thread)
 
 
 class ThreadAffinity:
@@ -45,14 +46,14 @@ class ThreadAffinity:
 
     def holds(self, meta: MetaInfo) -> bool:
         """Whether an agent answered the message's thread of its capability before."""
-        thread = _thread(meta)
+        thread = thread_of(meta)
         if thread is None:
             return False
         return (meta.capability or "", meta.namespace, meta.version, thread) in self._served
 
     def first(self, slots: list[Slot], meta: MetaInfo) -> list[Slot]:
         """`slots` with the agent that served the message's thread first, when it is among them."""
-        thread = _thread(meta)
+        thread = thread_of(meta)
         if thread is None or len(slots) < 2 or not self._served:
             return slots
         served = self._served
@@ -64,7 +65,7 @@ class ThreadAffinity:
 
     def remember(self, meta: MetaInfo, result: ReachResult) -> None:
         """Keep the agent that answered the call's thread (an answer or a question)."""
-        thread = _thread(meta)
+        thread = thread_of(meta)
         capability = result.capability or meta.capability
         if thread is None or result.agent_id is None or capability is None or result.status not in ANSWERED:
             return
