@@ -51,7 +51,7 @@ from reach_adapters.router.schemas import (
     wrap_field,
 )
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState
-from reach_adapters.router.thread_scope import own_thread
+from reach_adapters.router.thread_scope import own_thread, scoped_id
 from reach_adapters.router.threads import thread_of
 
 __all__ = [
@@ -115,6 +115,7 @@ __all__ = [
     "required_parameters",
     "running_loop",
     "schema_key",
+    "scoped_id",
     "text_of_task",
     "thread_of",
     "time_left",

@@ -9,6 +9,8 @@ any agent or any hop onward sees it: the one place every surface passes (HTTP AP
 async tasks, Python callers naming ``principal=``).
 
 What is shown to a caller (an error naming the thread) names the caller's own id (`own_thread`).
+Adapters scope the other ids an agent keeps conversations on (a LangChain chat history's
+``session_id``) with `scoped_id`, as only they know which those are.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from middleware import MetaInfo
 from middleware.fast import amend
 
-__all__ = ["THREAD_KEY", "own_thread", "scope_thread", "thread_prefix"]
+__all__ = ["THREAD_KEY", "own_thread", "scope_thread", "scoped_id", "thread_prefix"]
 
 THREAD_KEY = "thread_id"
 
@@ -28,6 +30,13 @@ def thread_prefix(principal: str) -> str:
     if "/" in principal or "%" in principal:
         principal = principal.replace("%", "%25").replace("/", "%2F")
     return principal + "/"
+
+
+def scoped_id(value: str, principal: str) -> str:
+    """`value` as `principal`'s own id, ``<principal>/<value>``; one already in that form stays
+    as it is (only the principal's own calls can name it so)."""
+    prefix = thread_prefix(principal)
+    return value if value.startswith(prefix) else prefix + value
 
 
 def scope_thread(meta: MetaInfo) -> None:
@@ -44,10 +53,10 @@ def scope_thread(meta: MetaInfo) -> None:
     thread = configurable.get(THREAD_KEY)
     if thread is None or thread == "":
         return  # names no thread: the agent says whether it needs one
-    prefix = thread_prefix(principal)
     text = str(thread)
-    if not text.startswith(prefix):
-        amend(meta, {"configurable": {**configurable, THREAD_KEY: prefix + text}})
+    scoped = scoped_id(text, principal)
+    if scoped != text:
+        amend(meta, {"configurable": {**configurable, THREAD_KEY: scoped}})
 
 
 def own_thread(thread: str | None, principal: str | None) -> str | None:
