@@ -37,6 +37,7 @@ from reach_adapters.langchain.graphs import (
     resume_command,
     stop_marker,
 )
+from reach_adapters.langchain.histories import history_ids
 from reach_adapters.langchain.review import check_answers
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, stop_result, thread_stop
@@ -132,6 +133,7 @@ class LangChainAgent:
                 agent_id,
             )
         self._configurables = Configurables.of(runnable, self._config, agent_id)
+        self._histories = history_ids(runnable)  # made the principal's own in each call
         self._run_context = RunContext.of(runnable, agent_id)
         if capabilities is None:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
@@ -193,7 +195,7 @@ class LangChainAgent:
         return self._astream(message) if self._turns is None else self._turns.stream(message, self._astream)
 
     async def _invoke(self, message: ReachMessage) -> ReachResult:
-        config = run_config(self._config, message, self._agent_id)
+        config = run_config(self._config, message, self._agent_id, self._histories)
         context = self._context(message)
         native, runnable = await self._input(message, config)
         with detached():
@@ -220,7 +222,7 @@ class LangChainAgent:
         ``values``, ``custom``, or a list of them), when it gives one, and with ``subgraphs``
         its subgraphs' chunks too, each after its namespace.
         """
-        config = run_config(self._config, message, self._agent_id)
+        config = run_config(self._config, message, self._agent_id, self._histories)
         options = {**self._context(message)}
         native, runnable = await self._input(message, config)
         meta = message.meta_info

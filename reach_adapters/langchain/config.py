@@ -19,6 +19,7 @@ from langchain_core.runnables.config import merge_configs, var_child_runnable_co
 
 from middleware import ReachMessage
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
+from reach_adapters.langchain.histories import scope_histories
 
 __all__ = ["TAG", "check_config", "detached", "run_config", "thread_of"]
 
@@ -79,8 +80,15 @@ def check_config(config: Mapping[str, Any] | None, agent_id: str) -> RunnableCon
     return cast(RunnableConfig, dict(config))
 
 
-def run_config(base: RunnableConfig, message: ReachMessage, agent_id: str) -> RunnableConfig:
-    """`base` plus the task's ids in metadata, tags and run name, and the call's `configurable`."""
+def run_config(
+    base: RunnableConfig, message: ReachMessage, agent_id: str, histories: frozenset[str] = frozenset()
+) -> RunnableConfig:
+    """`base` plus the task's ids in metadata, tags and run name, and the call's `configurable`.
+
+    `histories`: the ids the agent's chat histories are kept per (`history_ids`); those the call
+    gives are made its principal's own, when it is made for one (`scope_histories`). The call's
+    message keeps the ids as the caller named them, so what is shown to the caller names them so.
+    """
     meta = message.meta_info
     capability = meta.capability or ""
     config = base.copy()
@@ -102,6 +110,8 @@ def run_config(base: RunnableConfig, message: ReachMessage, agent_id: str) -> Ru
     if configurable:
         if not _CHECKPOINT_KEYS.isdisjoint(configurable):
             check_checkpoint_keys(configurable)
+        if histories and meta.principal is not None:
+            configurable = scope_histories(configurable, histories, meta.principal)
         # The caller's per-call settings (a thread id, say) over the agent's own.
         config["configurable"] = {**base.get("configurable", {}), **configurable}
     if base.get("callbacks") is not None:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from pathlib import Path
 from typing import Any
 
+from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage
+from langchain_core.prompt_values import PromptValue
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.runtime import Runtime
@@ -109,3 +114,29 @@ def localised_graph() -> Runnable[Any, Any]:
     builder.add_edge(START, "say")
     builder.add_edge("say", END)
     return builder.compile()
+
+
+def history_chat() -> Runnable[Any, Any]:
+    """A chat with a history per ``session_id`` (a `RunnableWithMessageHistory`) that answers with
+    everything its history was told."""
+    store: dict[str, InMemoryChatMessageHistory] = {}
+
+    def history(session_id: str) -> InMemoryChatMessageHistory:
+        if session_id not in store:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated, and still what many agents use
+                store[session_id] = InMemoryChatMessageHistory()
+        return store[session_id]
+
+    def reply(prompt: PromptValue) -> AIMessage:
+        return AIMessage(" / ".join(str(m.content) for m in prompt.to_messages() if m.type == "human"))
+
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history"), ("human", "{question}")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RunnableWithMessageHistory(
+            prompt | RunnableLambda(reply),
+            history,
+            input_messages_key="question",
+            history_messages_key="history",
+        )

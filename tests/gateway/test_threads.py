@@ -157,6 +157,43 @@ async def test_a_principal_naming_anothers_thread_gets_a_conversation_of_its_own
     assert (done["status"], done["payload"]) == ("ok", "approved: yes")
 
 
+HISTORY = (
+    "kind: langchain\nagent_id: chat:history:01\nrunnable: tests.gateway.agents:history_chat\n"
+    "capabilities: [{name: history}]\n"
+)
+
+
+async def test_a_principal_naming_anothers_session_gets_a_history_of_its_own(
+    serve: Callable[..., ReachServer], config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `RunnableWithMessageHistory`'s ``session_id`` is the caller's choice too: over HTTP and
+    MCP, bob naming alice's session neither reads her history nor adds to it."""
+    for name, token in TOKENS.items():
+        monkeypatch.setenv(f"REACH_TEST_{name.upper()}", token)
+    write(config_dir, "chat:history:01.yaml", HISTORY)
+    write(config_dir, "security.yaml", SECURITY)
+    server = serve(config_dir)
+    session = {"session_id": "alice-chat"}
+
+    def api(who: str, text: str) -> Any:
+        body = {"capability": "history", "payload": {"question": text}, "options": {"configurable": session}}
+        return server.api(
+            "POST", "/route", json=body, headers={"Authorization": f"Bearer {TOKENS[who]}"}
+        ).json()
+
+    assert api("alice", "my card is 4111")["payload"] == "my card is 4111"
+    assert api("bob", "what did she say?")["payload"] == "what did she say?"
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS['bob']}"}, timeout=30) as http,
+        Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+    ):
+        meta = cast(RequestParamsMeta, {META_PREFIX + "configurable": session})
+        answer = await client.call_tool("history", {"question": "bob over mcp"}, meta=meta)
+    text = "".join(block.text for block in answer.content if isinstance(block, TextContent))
+    assert text == "what did she say? / bob over mcp"
+    assert api("alice", "and?")["payload"] == "my card is 4111 / and?"
+
+
 async def test_langgraph_internals_in_configurable_are_the_callers_mistake(
     serve: Callable[..., ReachServer], config_dir: Path
 ) -> None:
