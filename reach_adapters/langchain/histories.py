@@ -54,15 +54,24 @@ def _held(runnable: Any) -> list[Runnable[Any, Any]]:
     def collect(value: Any, depth: int) -> None:
         if isinstance(value, Runnable):
             held.append(value)
-        elif isinstance(bound := getattr(value, "bound", None), Runnable):
-            held.append(bound)  # a LangGraph graph's node (`PregelNode`)
         elif depth and isinstance(value, list | tuple | dict):
             for inner in value.values() if isinstance(value, dict) else value:
                 collect(inner, depth - 1)
+        elif value is not None and isinstance(bound := _attributes(value).get("bound"), Runnable):
+            held.append(bound)  # a LangGraph graph's node (`PregelNode`)
 
-    for value in getattr(runnable, "__dict__", {}).values():
+    for value in _attributes(runnable).values():
         collect(value, 2)
     return held
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    """`value`'s attributes, none for an object without (slots) or one that will not say."""
+    try:
+        attributes = vars(value)
+    except Exception:  # noqa: BLE001 - a proxy's __getattr__ may raise anything; it holds no history
+        return {}
+    return attributes if isinstance(attributes, dict) else {}
 
 
 def scope_histories(configurable: Mapping[str, Any], ids: frozenset[str], principal: str) -> dict[str, Any]:
