@@ -9,7 +9,7 @@ from typing import Any, cast
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import JsonValue
 
-from middleware import Converter, ReachMessage, ReachResult
+from middleware import Converter, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.chat_schemas import (
@@ -42,6 +42,7 @@ from reach_adapters.langchain.review import check_answers
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, stop_result, thread_stop
 from reach_adapters.langchain.turns import ThreadTurns
+from reach_adapters.langchain.unanswerable import interrupted, unanswerable, watch, watched
 from reach_adapters.router import (
     Capability,
     StreamEnded,
@@ -212,6 +213,9 @@ class LangChainAgent:
             result = stop_result(stop, message, output if self._graph is not None else None)
         else:
             result = self._converter.result_to_middleware(output, message)
+            if result.status is ResultStatus.INPUT_REQUIRED and not self._resumable and interrupts(output):
+                # A question no resume= can answer (see `unanswerable`).
+                raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
         amend(result, {"agent_id": self._agent_id})
         return result
 
@@ -228,11 +232,15 @@ class LangChainAgent:
         meta = message.meta_info
         mode = meta.stream_mode
         if mode is not None:
-            options["stream_mode"] = mode
+            # Without a checkpointed graph, with the updates that say an interrupt() (`watch`).
+            options["stream_mode"] = mode if self._resumable else watched(mode)
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
         stream = aiter(runnable.astream(native, config, **options))
+        if mode is not None and not self._resumable:
+            stream = watch(stream, mode, self._agent_id, unreachable=self._graph_unreachable)
+        unanswered = False
         while True:
             # Detached for each step only: the caller's code between chunks keeps its context.
             with detached():
@@ -243,8 +251,9 @@ class LangChainAgent:
                 except Exception as exc:
                     self._refuse_bad_resume(exc, message)
                     raise
-            if mode is None and stop_marker(chunk[-1] if meta.subgraphs else chunk):
+            if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
                 # LangGraph's own marker: the stream's end below says what the graph asks.
+                unanswered = unanswered or (not self._resumable and interrupted(marked))
                 continue
             if chunks is not None:
                 yield chunks.chunk_to_middleware(chunk, message)
@@ -256,6 +265,8 @@ class LangChainAgent:
                 stop, _ = await self._waiting(config)
             if stop:
                 raise StreamEnded(stop_result(stop, message))
+        elif unanswered:
+            raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
 
     def _context(self, message: ReachMessage) -> Mapping[str, Any]:
         """The keyword arguments giving the run its context (LangGraph's ``context=``), checked."""

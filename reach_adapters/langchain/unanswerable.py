@@ -1,0 +1,79 @@
+"""A run that stopped at ``interrupt()`` where nothing can resume it: the agent's own failure.
+
+LangGraph resumes a graph from its thread's last checkpoint, so ``interrupt()`` in a graph compiled
+without a checkpointer asks a question no answer can ever reach: the run ends as if it had
+finished (its output reports the interrupt, a stream marks it), and a ``resume`` has nothing to go
+on from. Such an agent is misbuilt, as a replica of it would be: its run fails, never retried,
+rather than asking its caller for an answer it then refuses.
+
+Only runs of agents that have no resumable graph are looked at, and a stream only when the call
+names a ``stream_mode``, which may not show the interrupt (``"messages"``, ``"custom"``): the
+graph then streams LangGraph's ``"updates"`` as well, which always do, and those the call did not
+ask for are dropped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from reach_adapters.errors import InvalidDeclarationError
+from reach_adapters.langchain.graphs import INTERRUPT_KEY
+
+__all__ = ["interrupted", "unanswerable", "watch", "watched"]
+
+# The stream mode in which LangGraph always says that a run stopped at interrupt().
+_UPDATES = "updates"
+
+
+def unanswerable(agent_id: str, *, unreachable: bool = False) -> InvalidDeclarationError:
+    """The error of agent `agent_id`, whose run stopped at ``interrupt()`` with nothing to resume
+    it: no checkpointer, or (`unreachable`) a checkpointed graph that ``resume=`` cannot reach."""
+    if unreachable:
+        fix = (
+            "its checkpointed graph runs where resume= cannot reach it (inside a parallel step, a "
+            "fallback or a nested runnable); register the graph itself, or a chain that has it as a step"
+        )
+    else:
+        fix = "compile the graph with checkpointer=... (e.g. InMemorySaver()), and call it on a thread"
+    msg = (
+        f"agent {agent_id} stopped at interrupt() to ask for input that can never reach it: "
+        f"interrupt() needs a checkpointer to resume the run from; {fix}"
+    )
+    return InvalidDeclarationError(msg)
+
+
+def interrupted(chunk: Any) -> bool:
+    """Whether a chunk in LangGraph's ``"updates"`` or ``"values"`` shape reports interrupts (a
+    static breakpoint's ``{"__interrupt__": ()}`` reports none)."""
+    return type(chunk) is dict and bool(chunk.get(INTERRUPT_KEY))
+
+
+def watched(mode: str | list[str]) -> list[str]:
+    """The stream modes to ask a graph for: `mode`, as a list, and ``"updates"``."""
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    return modes if _UPDATES in modes else [*modes, _UPDATES]
+
+
+async def watch(
+    stream: AsyncIterator[Any], mode: str | list[str], agent_id: str, *, unreachable: bool
+) -> AsyncIterator[Any]:
+    """The chunks of `stream`, which a graph streams in the modes `watched(mode)` gives, in the
+    shape `mode` asks: LangGraph's ``(mode, chunk)`` pairs (``(namespace, mode, chunk)`` with
+    subgraphs) as they are for a list of modes, the chunk alone (after its namespace) for one.
+    Raises `unanswerable` at the end when an update said the run stopped at ``interrupt()``."""
+    own = _UPDATES in ([mode] if isinstance(mode, str) else mode)
+    single = isinstance(mode, str)
+    asked = False
+    async for chunk in stream:
+        kind, data = chunk[-2], chunk[-1]
+        if kind == _UPDATES:
+            asked = asked or interrupted(data)
+            if not own:
+                continue
+        if single:
+            yield data if len(chunk) == 2 else (chunk[0], data)
+        else:
+            yield chunk
+    if asked:
+        raise unanswerable(agent_id, unreachable=unreachable)

@@ -1,0 +1,170 @@
+"""A graph compiled without a checkpointer whose node calls `interrupt()` asks a question nobody can
+ever answer (LangGraph resumes a run from its thread's checkpoint): the agent is misbuilt, and
+its run fails as its own fault, in calls and streams alike, instead of asking for a `resume` the
+agent then refuses, or ending its stream as if it had finished."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import re
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import pytest
+import typing_extensions
+from langchain_core.runnables import RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from middleware import Fault, ResultStatus
+from reach_adapters import AgentCallError, InputRequiredError, Router
+from reach_adapters.langchain import LangChainAgent
+
+pytestmark = pytest.mark.timeout(30)
+
+NEEDS_SAVER = "interrupt() needs a checkpointer"
+
+
+class Asked(typing_extensions.TypedDict):
+    q: str
+    answers: Annotated[list[str], operator.add]
+
+
+def one_node(node: Any) -> StateGraph[Any, Any, Any, Any]:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Asked)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    return builder
+
+
+def asking(state: Asked) -> dict[str, Any]:
+    return {"answers": [str(interrupt("need?"))]}
+
+
+def answering(state: Asked) -> dict[str, Any]:
+    return {"answers": [f"re {state['q']}"]}
+
+
+def no_saver() -> Any:
+    """Compiled as LangGraph's docs compile a graph that needs no memory: no checkpointer."""
+    return one_node(asking).compile()
+
+
+async def drained(stream: AsyncIterator[Any], chunks: list[Any]) -> None:
+    async with asyncio.timeout(30):
+        async for chunk in stream:
+            chunks.append(chunk)
+
+
+async def test_a_call_fails_as_the_agents_misbuilt_graph(router: Router) -> None:
+    router.register(LangChainAgent(no_saver(), agent_id="desk:ask:01"))
+    result = await router.route("ask", {"q": "x"})
+    assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.AGENT)
+    assert result.error_type == "InvalidDeclarationError"
+    assert NEEDS_SAVER in (result.error or "")
+    assert "InMemorySaver()" in (result.error or "")
+    # A replica of the same graph would ask the same question nobody can answer.
+    assert result.retryable is False
+    assert router.catalog()[0].failures == 1
+    with pytest.raises(AgentCallError, match=re.escape(NEEDS_SAVER)):
+        result.raise_for_status()
+
+
+async def test_a_replica_is_not_tried_for_it(router: Router) -> None:
+    router.register(LangChainAgent(no_saver(), agent_id="desk:ask:01"))
+    router.register(LangChainAgent(no_saver(), agent_id="desk:ask:02"))
+    result = await router.route("ask", {"q": "x"})
+    assert result.status is ResultStatus.ERROR
+    assert len(router.recent_decisions(1)[0].attempts) == 1
+
+
+async def test_a_chain_around_it_fails_alike(router: Router) -> None:
+    chain = RunnableLambda(lambda state: {**state, "q": state["q"] + "!"}, name="prep") | no_saver()
+    router.register(LangChainAgent(chain, agent_id="desk:ask:01"))
+    result = await router.route("ask", {"q": "x"})
+    assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.AGENT)
+    assert NEEDS_SAVER in (result.error or "")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"subgraphs": True},
+        {"stream_mode": "values"},
+        {"stream_mode": "updates"},
+        {"stream_mode": "messages"},
+        {"stream_mode": "custom"},
+        {"stream_mode": ["values", "custom"]},
+        {"stream_mode": "values", "subgraphs": True},
+    ],
+    ids=["default", "subgraphs", "values", "updates", "messages", "custom", "modes", "values-subgraphs"],
+)
+async def test_a_stream_ends_with_the_error_not_as_finished(router: Router, options: dict[str, Any]) -> None:
+    router.register(LangChainAgent(no_saver(), agent_id="desk:ask:01"))
+    chunks: list[Any] = []
+    with pytest.raises(AgentCallError, match=re.escape(NEEDS_SAVER)) as failed:
+        await drained(router.stream("ask", {"q": "x"}, **options), chunks)
+    assert failed.value.result is not None
+    assert (failed.value.result.status, failed.value.result.fault) == (ResultStatus.ERROR, Fault.AGENT)
+    assert router.recent_decisions(1)[0].status == "error"
+    assert router.catalog()[0].failures == 1
+
+
+async def test_a_stream_in_values_mode_gives_langgraphs_chunks_first(router: Router) -> None:
+    router.register(LangChainAgent(no_saver(), agent_id="desk:ask:01"))
+    chunks: list[Any] = []
+    with pytest.raises(AgentCallError, match=re.escape(NEEDS_SAVER)):
+        await drained(router.stream("ask", {"q": "x"}, stream_mode="values"), chunks)
+    assert chunks[0] == {"q": "x", "answers": []}
+    assert "__interrupt__" in chunks[-1]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({}, [{"node": {"answers": ["re x"]}}]),
+        ({"stream_mode": "values"}, [{"q": "x", "answers": []}, {"q": "x", "answers": ["re x"]}]),
+        (
+            {"stream_mode": ["values"]},
+            [["values", {"q": "x", "answers": []}], ["values", {"q": "x", "answers": ["re x"]}]],
+        ),
+        ({"stream_mode": "updates"}, [{"node": {"answers": ["re x"]}}]),
+        ({"stream_mode": "custom"}, []),
+        ({"stream_mode": "custom", "subgraphs": True}, []),
+        (
+            {"stream_mode": "values", "subgraphs": True},
+            [[[], {"q": "x", "answers": []}], [[], {"q": "x", "answers": ["re x"]}]],
+        ),
+    ],
+    ids=["default", "values", "values-list", "updates", "custom", "custom-subgraphs", "values-subgraphs"],
+)
+async def test_a_graph_without_a_checkpointer_that_asks_nothing_streams_as_before(
+    router: Router, options: dict[str, Any], expected: list[Any]
+) -> None:
+    router.register(LangChainAgent(one_node(answering).compile(), agent_id="desk:ask:01"))
+    chunks: list[Any] = []
+    await drained(router.stream("ask", {"q": "x"}, **options), chunks)
+    assert chunks == expected
+    result = await router.route("ask", {"q": "x"})
+    assert (result.status, result.payload) == (ResultStatus.OK, {"q": "x", "answers": ["re x"]})
+
+
+async def test_a_subgraph_without_one_under_a_checkpointed_graph_still_asks(router: Router) -> None:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Asked)
+    builder.add_node("child", no_saver())
+    builder.add_edge(START, "child")
+    builder.add_edge("child", END)
+    router.register(LangChainAgent(builder.compile(checkpointer=InMemorySaver()), agent_id="desk:ask:01"))
+    thread = {"thread_id": "t-1"}
+    asked = await router.route("ask", {"q": "x"}, configurable=thread)
+    assert (asked.status, asked.payload) == (ResultStatus.INPUT_REQUIRED, "need?")
+    with pytest.raises(InputRequiredError):
+        await drained(
+            router.stream("ask", {"q": "y"}, configurable={"thread_id": "t-2"}, stream_mode="values"), []
+        )
+    done = await router.route("ask", None, configurable=thread, resume="yes")
+    assert (done.status, done.payload) == (ResultStatus.OK, {"q": "x", "answers": ["yes"]})
