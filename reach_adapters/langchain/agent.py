@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import JsonValue
@@ -24,29 +24,23 @@ from reach_adapters.langchain.config import check_config, detached, run_config, 
 from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
 from reach_adapters.langchain.derive import derive_capability, input_type, native_schemas
-from reach_adapters.langchain.describe import tool_names
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed_graphs,
     find_graph,
     interrupts,
     invalid_resume,
-    last_moved_by,
-    leading,
-    resumable_graphs,
-    resume_command,
     stop_marker,
 )
 from reach_adapters.langchain.histories import history_ids
-from reach_adapters.langchain.review import check_answers
+from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
-from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, stop_result, thread_stop
+from reach_adapters.langchain.stops import NO_STOP, stop_result
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.langchain.unanswerable import interrupted, unanswerable, watch, watched
 from reach_adapters.router import (
     Capability,
     StreamEnded,
-    own_thread,
     parse_agent_id,
     text_of_task,
     validate_capabilities,
@@ -113,17 +107,13 @@ class LangChainAgent:
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
-        # resume, each with the runnable that takes its answer (see `resumable_graphs`).
+        # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
-        self._resumable = resumable_graphs(runnable)
-        # Whether a run that ended with no interrupt in its output may still have stopped: at a
-        # breakpoint, or in a graph whose output is not the agent's (`prep | graph | post`).
-        resumable = [graph for graph, _ in self._resumable]
-        self._may_stop = bool(resumable) and (self._graph is None or may_pause(runnable, resumable))
+        self._resuming = Resuming.of(runnable, self._graph, agent_id)
         # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
         # a binding around each graph (`.with_config(configurable=...)`) does.
         graphs = list(checkpointed_graphs(runnable))
-        self._graph_unreachable = bool(graphs) and not self._resumable
+        self._graph_unreachable = bool(graphs) and self._resuming is None
         self._thread_required = not all(bound for _, bound in graphs)
         # One call at a time on each of their threads (see `turns`).
         self._turns = ThreadTurns.of([graph for graph, _ in graphs], thread_of(self._config), agent_id)
@@ -205,15 +195,16 @@ class LangChainAgent:
             except Exception as exc:
                 self._refuse_bad_resume(exc, message)
                 raise
-            stop = await self._stopped(output, config)
-        # The first graph of the chain that stopped asks: a resume answers it (`_answer`), even
+            resuming = self._resuming
+            stop = NO_STOP if resuming is None else await resuming.stopped(output, config)
+        # The first graph of the chain that stopped asks: a resume answers it (`answer`), even
         # when a later graph, handed its interrupted state, stopped too. Only when it is the graph
         # whose output this is does the output say more (its state so far).
-        if stop and not _same_interrupts(interrupts(output), stop.interrupts):
+        if stop and not same_interrupts(interrupts(output), stop.interrupts):
             result = stop_result(stop, message, output if self._graph is not None else None)
         else:
             result = self._converter.result_to_middleware(output, message)
-            if result.status is ResultStatus.INPUT_REQUIRED and not self._resumable and interrupts(output):
+            if result.status is ResultStatus.INPUT_REQUIRED and resuming is None and interrupts(output):
                 # A question no resume= can answer (see `unanswerable`).
                 raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
         amend(result, {"agent_id": self._agent_id})
@@ -231,14 +222,15 @@ class LangChainAgent:
         native, runnable = await self._input(message, config)
         meta = message.meta_info
         mode = meta.stream_mode
+        resuming = self._resuming
         if mode is not None:
             # Without a checkpointed graph, with the updates that say an interrupt() (`watch`).
-            options["stream_mode"] = mode if self._resumable else watched(mode)
+            options["stream_mode"] = mode if resuming is not None else watched(mode)
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
         stream = aiter(runnable.astream(native, config, **options))
-        if mode is not None and not self._resumable:
+        if mode is not None and resuming is None:
             stream = watch(stream, mode, self._agent_id, unreachable=self._graph_unreachable)
         unanswered = False
         while True:
@@ -253,16 +245,16 @@ class LangChainAgent:
                     raise
             if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
                 # LangGraph's own marker: the stream's end below says what the graph asks.
-                unanswered = unanswered or (not self._resumable and interrupted(marked))
+                unanswered = unanswered or (resuming is None and interrupted(marked))
                 continue
             if chunks is not None:
                 yield chunks.chunk_to_middleware(chunk, message)
             else:
                 yield self._converter.result_to_middleware(chunk, message).payload
-        if self._resumable:
+        if resuming is not None:
             # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
             with detached():
-                stop, _ = await self._waiting(config)
+                stop, _ = await resuming.waiting(config)
             if stop:
                 raise StreamEnded(stop_result(stop, message))
         elif unanswered:
@@ -317,13 +309,14 @@ class LangChainAgent:
                 "graph itself, or a chain that has it as a step, to resume"
             )
             raise InvalidMessageError(msg)
-        if not self._resumable:
+        resuming = self._resuming
+        if resuming is None:
             msg = (
                 f"resume= answers a LangGraph graph stopped at interrupt() on its thread; agent "
                 f"{self._agent_id} is not a graph with a checkpointer, so there is nothing to resume"
             )
             raise InvalidMessageError(msg)
-        return await self._answer(meta.resume, config, meta.principal)
+        return await resuming.answer(meta.resume, config, meta.principal)
 
     def _check_stream_mode(self, mode: str | list[str]) -> None:
         """Refuses a stream mode LangGraph does not have, or one given to a runnable that is no
@@ -337,91 +330,6 @@ class LangChainAgent:
         if unknown or not modes:
             msg = f"stream_mode {unknown or modes} is not one of LangGraph's: {sorted(STREAM_MODES)}"
             raise InvalidMessageError(msg)
-
-    def _state_config(self, config: RunnableConfig, runnable: Runnable[Any, Any]) -> RunnableConfig:
-        """`config` naming the thread, which a binding (`.with_config(configurable=...)`) around
-        the agent's runnable or around the graph's step may hold instead: the graph's state is
-        read from the graph itself, outside the bindings."""
-        if thread_of(config) is not None:
-            return config
-        for layer in [*leading(self._runnable), *leading(runnable)]:
-            bound = getattr(layer, "config", None)
-            if isinstance(bound, Mapping) and thread_of(bound) is not None:
-                return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
-        return config
-
-    async def _stopped(self, output: Any, config: RunnableConfig) -> Stop:
-        """Where the run's graphs stopped short of their end (`_waiting`). The graph whose output
-        this is says its interrupts there; only its thread says it paused at a breakpoint, and
-        only theirs what the graphs of a chain (`prep | graph | post`) did."""
-        if not self._may_stop or (self._graph is not None and interrupts(output) is not None):
-            return NO_STOP
-        return (await self._waiting(config))[0]
-
-    async def _waiting(
-        self, config: RunnableConfig, *, resuming: bool = False
-    ) -> tuple[Stop, Runnable[Any, Any]]:
-        """Where the first resumable graph that stopped (at interrupts or a static breakpoint)
-        stopped, in chain order, and the runnable that resumes it: no stop and the last runnable
-        asked when none did. `resuming`: see `thread_stop`."""
-        stop = NO_STOP
-        runnable = self._runnable
-        for graph, runnable in self._resumable:
-            stop = await thread_stop(graph, self._state_config(config, runnable), resuming=resuming)
-            if stop:
-                break
-        return stop, runnable
-
-    async def _moved_on(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
-        """The runnable that resumes the graph an earlier run of this task moved last, if any."""
-        task_id = str(config.get("metadata", {}).get("reach_task_id"))
-        for graph, runnable in self._resumable:
-            if await last_moved_by(graph, self._state_config(config, runnable), task_id):
-                return runnable
-        return None
-
-    async def _answer(
-        self, resume: Any, config: RunnableConfig, principal: str | None
-    ) -> tuple[Any, Runnable[Any, Any]]:
-        """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
-        them, and the runnable that resumes that graph; None for a graph paused at a breakpoint,
-        which asks nothing and goes on from its thread's checkpoint, whatever `resume` is. Errors
-        name the thread as `principal` named it, not as the router scoped it."""
-        stop, runnable = await self._waiting(config, resuming=True)
-        if stop.paused_before:
-            return None, runnable
-        pending = stop.interrupts
-        thread = own_thread(thread_of(self._state_config(config, runnable)), principal)
-        if not pending:
-            rerun = await self._moved_on(config)
-            if rerun is not None:
-                # A retry of this task: its earlier attempt took the answer, then failed after
-                # the interrupt's step. Sent again, the answer would find nothing to answer; the
-                # thread goes on from its checkpoint, running what failed (LangGraph's own retry;
-                # a finished graph gives its state again, for the chain's steps after it).
-                return None, rerun
-            msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
-            raise InvalidMessageError(msg)
-        if resume is None:
-            msg = "resume= needs the answer to the interrupt, got None"
-            raise InvalidMessageError(msg, fix_options={"resume": "<answer>"})
-        ids = [str(getattr(item, "id", "")) for item in pending]
-        if len(ids) > 1 and not (isinstance(resume, dict) and set(resume) <= set(ids) and resume):
-            msg = (
-                f"thread {thread!r} of agent {self._agent_id} waits on {len(ids)} interrupts: answer "
-                f"them with resume={{interrupt id: answer}}, ids {ids} (the input_required result's "
-                "extra['interrupts'])"
-            )
-            raise InvalidMessageError(msg, fix_options={"resume": dict.fromkeys(ids, "<answer>")})
-        graph = next(graph for graph, resumes in self._resumable if resumes is runnable)
-        check_answers(pending, resume, self._agent_id, tool_names(graph))
-        return resume_command(resume), runnable
-
-
-def _same_interrupts(these: list[Any] | None, those: list[Any]) -> bool:
-    return these is not None and [getattr(item, "id", None) for item in these] == [
-        getattr(item, "id", None) for item in those
-    ]
 
 
 def _input_of(capability: Capability, native: dict[str, Any]) -> dict[str, Any]:

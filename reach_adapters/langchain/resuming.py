@@ -1,0 +1,146 @@
+"""The checkpointed graphs of a `LangChainAgent` that a call can resume, read on their threads.
+
+Where a run of the agent stopped short of its end (at ``interrupt()`` or a static breakpoint),
+and what a call's ``resume=`` becomes: LangGraph's ``Command(resume=...)`` for the graph whose
+thread waits on it, checked against what that thread waits on, and the runnable that resumes it.
+An agent without such a graph has none of this (`Resuming.of` gives None), so its calls pay
+nothing for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from reach_adapters.errors import InvalidMessageError
+from reach_adapters.langchain.config import thread_of
+from reach_adapters.langchain.describe import tool_names
+from reach_adapters.langchain.graphs import (
+    interrupts,
+    last_moved_by,
+    leading,
+    resumable_graphs,
+    resume_command,
+)
+from reach_adapters.langchain.review import check_answers
+from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, thread_stop
+from reach_adapters.router import own_thread
+
+__all__ = ["Resuming", "same_interrupts"]
+
+
+class Resuming:
+    """The resumable graphs of the agent `agent_id`, which runs `runnable` (see `resumable_graphs`:
+    each checkpointed graph a call can resume, with the runnable that takes its answer); `graph`
+    is the graph whose output is the agent's, if any."""
+
+    __slots__ = ("_agent_id", "_graph", "_may_stop", "_resumable", "_runnable")
+
+    def __init__(
+        self,
+        runnable: Runnable[Any, Any],
+        graph: Any | None,
+        resumable: list[tuple[Any, Runnable[Any, Any]]],
+        agent_id: str,
+    ) -> None:
+        self._runnable = runnable
+        self._graph = graph
+        self._resumable = resumable
+        self._agent_id = agent_id
+        # Whether a run that ended with no interrupt in its output may still have stopped: at a
+        # breakpoint, or in a graph whose output is not the agent's (`prep | graph | post`).
+        self._may_stop = graph is None or may_pause(runnable, [each for each, _ in resumable])
+
+    @classmethod
+    def of(cls, runnable: Runnable[Any, Any], graph: Any | None, agent_id: str) -> Resuming | None:
+        """The resumable graphs of `runnable`; None when it has none."""
+        resumable = resumable_graphs(runnable)
+        return cls(runnable, graph, resumable, agent_id) if resumable else None
+
+    def _state_config(self, config: RunnableConfig, runnable: Runnable[Any, Any]) -> RunnableConfig:
+        """`config` naming the thread, which a binding (`.with_config(configurable=...)`) around
+        the agent's runnable or around the graph's step may hold instead: the graph's state is
+        read from the graph itself, outside the bindings."""
+        if thread_of(config) is not None:
+            return config
+        for layer in [*leading(self._runnable), *leading(runnable)]:
+            bound = getattr(layer, "config", None)
+            if isinstance(bound, Mapping) and thread_of(bound) is not None:
+                return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
+        return config
+
+    async def stopped(self, output: Any, config: RunnableConfig) -> Stop:
+        """Where the run's graphs stopped short of their end (`waiting`). The graph whose output
+        this is says its interrupts there; only its thread says it paused at a breakpoint, and
+        only theirs what the graphs of a chain (`prep | graph | post`) did."""
+        if not self._may_stop or (self._graph is not None and interrupts(output) is not None):
+            return NO_STOP
+        return (await self.waiting(config))[0]
+
+    async def waiting(
+        self, config: RunnableConfig, *, resuming: bool = False
+    ) -> tuple[Stop, Runnable[Any, Any]]:
+        """Where the first resumable graph that stopped (at interrupts or a static breakpoint)
+        stopped, in chain order, and the runnable that resumes it: no stop and the last runnable
+        asked when none did. `resuming`: see `thread_stop`."""
+        stop = NO_STOP
+        runnable = self._runnable
+        for graph, runnable in self._resumable:
+            stop = await thread_stop(graph, self._state_config(config, runnable), resuming=resuming)
+            if stop:
+                break
+        return stop, runnable
+
+    async def _moved_on(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
+        """The runnable that resumes the graph an earlier run of this task moved last, if any."""
+        task_id = str(config.get("metadata", {}).get("reach_task_id"))
+        for graph, runnable in self._resumable:
+            if await last_moved_by(graph, self._state_config(config, runnable), task_id):
+                return runnable
+        return None
+
+    async def answer(
+        self, resume: Any, config: RunnableConfig, principal: str | None
+    ) -> tuple[Any, Runnable[Any, Any]]:
+        """`Command(resume=...)` for the graph whose thread waits on interrupts, checked against
+        them, and the runnable that resumes that graph; None for a graph paused at a breakpoint,
+        which asks nothing and goes on from its thread's checkpoint, whatever `resume` is. Errors
+        name the thread as `principal` named it, not as the router scoped it."""
+        stop, runnable = await self.waiting(config, resuming=True)
+        if stop.paused_before:
+            return None, runnable
+        pending = stop.interrupts
+        thread = own_thread(thread_of(self._state_config(config, runnable)), principal)
+        if not pending:
+            rerun = await self._moved_on(config)
+            if rerun is not None:
+                # A retry of this task: its earlier attempt took the answer, then failed after
+                # the interrupt's step. Sent again, the answer would find nothing to answer; the
+                # thread goes on from its checkpoint, running what failed (LangGraph's own retry;
+                # a finished graph gives its state again, for the chain's steps after it).
+                return None, rerun
+            msg = f"thread {thread!r} of agent {self._agent_id} waits on no interrupt: nothing to resume"
+            raise InvalidMessageError(msg)
+        if resume is None:
+            msg = "resume= needs the answer to the interrupt, got None"
+            raise InvalidMessageError(msg, fix_options={"resume": "<answer>"})
+        ids = [str(getattr(item, "id", "")) for item in pending]
+        if len(ids) > 1 and not (isinstance(resume, dict) and set(resume) <= set(ids) and resume):
+            msg = (
+                f"thread {thread!r} of agent {self._agent_id} waits on {len(ids)} interrupts: answer "
+                f"them with resume={{interrupt id: answer}}, ids {ids} (the input_required result's "
+                "extra['interrupts'])"
+            )
+            raise InvalidMessageError(msg, fix_options={"resume": dict.fromkeys(ids, "<answer>")})
+        graph = next(graph for graph, resumes in self._resumable if resumes is runnable)
+        check_answers(pending, resume, self._agent_id, tool_names(graph))
+        return resume_command(resume), runnable
+
+
+def same_interrupts(these: list[Any] | None, those: list[Any]) -> bool:
+    """Whether the interrupts a run's output reports (`these`) are those its thread waits on."""
+    return these is not None and [getattr(item, "id", None) for item in these] == [
+        getattr(item, "id", None) for item in those
+    ]
