@@ -35,7 +35,10 @@ def unanswerable(agent_id: str, *, unreachable: bool = False) -> InvalidDeclarat
             "fallback or a nested runnable); register the graph itself, or a chain that has it as a step"
         )
     else:
-        fix = "compile the graph with checkpointer=... (e.g. InMemorySaver()), and call it on a thread"
+        fix = (
+            "compile the graph with checkpointer=... (e.g. InMemorySaver()), and call it on a "
+            "thread (a graph your own function runs is out of the router's sight: register it itself)"
+        )
     msg = (
         f"agent {agent_id} stopped at interrupt() to ask for input that can never reach it: "
         f"interrupt() needs a checkpointer to resume the run from; {fix}"
