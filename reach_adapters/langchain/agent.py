@@ -26,6 +26,7 @@ from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
 from reach_adapters.langchain.derive import derive_capability, input_type, native_schemas
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
+    checkpointed,
     checkpointed_graphs,
     find_graph,
     interrupts,
@@ -37,7 +38,13 @@ from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.langchain.stops import NO_STOP, stop_result
 from reach_adapters.langchain.turns import ThreadTurns
-from reach_adapters.langchain.unanswerable import interrupted, unanswerable, watch, watched
+from reach_adapters.langchain.unanswerable import (
+    interrupted,
+    refuse_unsaved_breakpoints,
+    unanswerable,
+    watch,
+    watched,
+)
 from reach_adapters.router import (
     Capability,
     StreamEnded,
@@ -109,6 +116,8 @@ class LangChainAgent:
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
         # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
+        if self._graph is not None and not checkpointed(self._graph):
+            refuse_unsaved_breakpoints(runnable, self._graph, agent_id)
         self._resuming = Resuming.of(runnable, self._graph, agent_id)
         # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
         # a binding around each graph (`.with_config(configurable=...)`) does.

@@ -19,8 +19,9 @@ from typing import Any
 
 from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.graphs import INTERRUPT_KEY
+from reach_adapters.langchain.stops import may_pause
 
-__all__ = ["interrupted", "unanswerable", "watch", "watched"]
+__all__ = ["interrupted", "refuse_unsaved_breakpoints", "unanswerable", "watch", "watched"]
 
 # The stream mode in which LangGraph always says that a run stopped at interrupt().
 _UPDATES = "updates"
@@ -44,6 +45,19 @@ def unanswerable(agent_id: str, *, unreachable: bool = False) -> InvalidDeclarat
         f"interrupt() needs a checkpointer to resume the run from; {fix}"
     )
     return InvalidDeclarationError(msg)
+
+
+def refuse_unsaved_breakpoints(runnable: Any, graph: Any, agent_id: str) -> None:
+    """Refuse agent `agent_id` when its `graph`, compiled without a checkpointer, has static
+    breakpoints (its own, a subgraph's, or a binding's): every run would stop at one and end
+    there, answering its partial state as if it had finished, with nothing to go on from."""
+    if may_pause(runnable, [graph]):
+        msg = (
+            f"agent {agent_id}: its LangGraph graph pauses at static breakpoints (interrupt_before/"
+            "interrupt_after) but has no checkpointer to go on from, so every run would end at the "
+            "first one; compile it with checkpointer=... (e.g. InMemorySaver()), or without the breakpoints"
+        )
+        raise InvalidDeclarationError(msg)
 
 
 def interrupted(chunk: Any) -> bool:

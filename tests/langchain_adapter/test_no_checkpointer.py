@@ -1,7 +1,8 @@
 """A graph compiled without a checkpointer whose node calls `interrupt()` asks a question nobody can
 ever answer (LangGraph resumes a run from its thread's checkpoint): the agent is misbuilt, and
 its run fails as its own fault, in calls and streams alike, instead of asking for a `resume` the
-agent then refuses, or ending its stream as if it had finished."""
+agent then refuses, or ending its stream as if it had finished. Static breakpoints without a
+checkpointer are refused as soon as the graph is registered: every run would end at one."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from middleware import Fault, ResultStatus
-from reach_adapters import AgentCallError, InputRequiredError, Router
+from reach_adapters import AgentCallError, InputRequiredError, InvalidDeclarationError, Router
 from reach_adapters.langchain import LangChainAgent
 
 pytestmark = pytest.mark.timeout(30)
@@ -168,3 +169,41 @@ async def test_a_subgraph_without_one_under_a_checkpointed_graph_still_asks(rout
         )
     done = await router.route("ask", None, configurable=thread, resume="yes")
     assert (done.status, done.payload) == (ResultStatus.OK, {"q": "x", "answers": ["yes"]})
+
+
+def counting(state: Asked) -> dict[str, Any]:
+    return {"answers": ["counted"]}
+
+
+def two_steps() -> StateGraph[Any, Any, Any, Any]:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Asked)
+    builder.add_node("first", answering)
+    builder.add_node("second", counting)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    return builder
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        pytest.param(lambda: two_steps().compile(interrupt_before=["second"]), id="interrupt_before"),
+        pytest.param(lambda: two_steps().compile(interrupt_after=["first"]), id="interrupt_after"),
+        pytest.param(lambda: two_steps().compile().bind(interrupt_before=["second"]), id="bound"),
+        pytest.param(
+            lambda: one_node(two_steps().compile(interrupt_before=["second"])).compile(), id="subgraph"
+        ),
+    ],
+)
+def test_breakpoints_without_a_checkpointer_are_refused_at_registration(graph: Any) -> None:
+    # Each run would end at the first breakpoint, answering its partial state as finished.
+    with pytest.raises(InvalidDeclarationError, match="no checkpointer to go on from"):
+        LangChainAgent(graph(), agent_id="t:paused:01")
+
+
+async def test_breakpoints_with_a_checkpointer_still_register_and_pause(router: Router) -> None:
+    graph = two_steps().compile(checkpointer=InMemorySaver(), interrupt_before=["second"])
+    router.register(LangChainAgent(graph, agent_id="t:paused:01"))
+    result = await router.route("paused", {"q": "x"}, configurable={"thread_id": "t"})
+    assert result.status is ResultStatus.INPUT_REQUIRED, result.error
