@@ -150,7 +150,7 @@ async def in_turn(
 
     A task safe to repeat gives each attempt only a share of the time left while another
     candidate could take over, so one hung replica cannot use up the whole deadline; never
-    less than twice the agent's usual latency, and only once that is known.
+    less than twice the agent's usual latency for the capability, and only once that is known.
     Returns the last result and the slot that gave it.
     """
     meta = message.meta_info
@@ -180,9 +180,11 @@ async def in_turn(
         ):
             now = time.time()
             share = (deadline - now) * policy.attempt_timeout_share
-            usual = slot.runtime.usual_ms
-            # Never cut an attempt below what the agent needs (twice its usual latency), nor
-            # one of an agent whose needs are not known yet.
+            usual = slot.avg_ms
+            # Never cut an attempt below what the agent needs for the capability (twice its
+            # usual latency), nor one whose needs are not known yet: before the capability's
+            # first success on it, how fast its other capabilities answer says nothing (an MCP
+            # server's 2 ms echo would cut its 2 s report short).
             if usual is not None and share * 1000.0 >= 2 * usual:
                 ends = now + share
         try:

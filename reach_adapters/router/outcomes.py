@@ -208,12 +208,12 @@ def _log_exception(
 
 def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: bool) -> ReachResult:
     """A delivery that ran out of time: the agent's failure only if it had the time it usually
-    needs (twice its average latency); less time (left after queueing, a per-attempt share, a
-    tight caller deadline) is not held against it, nor time it was waiting, `on_caller`, for its
-    caller's answer to a question it asked (DESIGN §6: a caller that does not answer, or left,
-    must not quarantine a healthy agent)."""
+    needs for the capability (twice its average latency, `Slot.usual_ms`); less time (left
+    after queueing, a per-attempt share, a tight caller deadline) is not held against it, nor
+    time it was waiting, `on_caller`, for its caller's answer to a question it asked (DESIGN §6:
+    a caller that does not answer, or left, must not quarantine a healthy agent)."""
     runtime = slot.runtime
-    usual = runtime.usual_ms
+    usual = slot.usual_ms
     budget_ms = budget_s * 1000.0
     if on_caller:
         error = (
@@ -284,11 +284,12 @@ def checked_output(message: ReachMessage, slot: Slot, result: ReachResult) -> Re
 
 
 def account(message: ReachMessage, slot: Slot, result: ReachResult, elapsed_ms: float) -> None:
-    """Count the outcome in the agent's health and breaker when it is the agent's own doing."""
+    """Count the outcome in the agent's health and breaker, and in the capability's usual
+    latency, when it is the agent's own doing."""
     runtime = slot.runtime
     answered = result.status in ANSWERED
     if answered or counts_against_agent(result):
-        if runtime.record(answered, elapsed_ms):
+        if slot.record(answered, elapsed_ms):
             logger.warning(
                 "agent %s quarantined after %s (%s failures in a row)",
                 runtime.agent_id,

@@ -107,11 +107,14 @@ class AgentRuntime:
 
     @property
     def usual_ms(self) -> float | None:
-        """How long its successful calls take (a moving average), None before the first one."""
+        """How long its successful calls take, of whichever capability (a moving average), None
+        before the first one: what the catalog shows, and a capability's figure before its first
+        success (`Slot.usual_ms`)."""
         return self.avg_ms if self.calls > self.failures else None
 
     def record(self, success: bool, elapsed_ms: float) -> bool:
-        """Count one outcome; return True when it opened the agent's circuit.
+        """Count one outcome; return True when it opened the agent's circuit. `Slot.record`
+        calls it, and moves the capability's own average.
 
         Only successes move the average latency: a hung agent's timeouts must not make its
         usual latency look like the timeout.
@@ -253,6 +256,9 @@ class Slot:
     own_name: str | None = None
     in_flight: int = 0
     swrr_current: float = 0.0
+    # How long its successful calls take (a moving average), None before the first one: an MCP
+    # server's 2 ms echo and 2 s report are not judged by one figure.
+    avg_ms: float | None = None
 
     def __post_init__(self) -> None:
         cap = self.capability
@@ -267,6 +273,21 @@ class Slot:
     @property
     def agent_id(self) -> str:
         return self.runtime.agent_id
+
+    @property
+    def usual_ms(self) -> float | None:
+        """How long the agent's successful calls of this capability take; before the first one,
+        of any of its capabilities (`AgentRuntime.usual_ms`); None before any."""
+        avg = self.avg_ms
+        return self.runtime.usual_ms if avg is None else avg
+
+    def record(self, success: bool, elapsed_ms: float) -> bool:
+        """Count one outcome in this capability's latency and the agent's statistics; return
+        True when it opened the agent's circuit (`AgentRuntime.record`)."""
+        if success:
+            avg = self.avg_ms
+            self.avg_ms = elapsed_ms if avg is None else avg + _LATENCY_ALPHA * (elapsed_ms - avg)
+        return self.runtime.record(success, elapsed_ms)
 
     def adapted(self, payload: Any) -> Any:
         """`payload` as the slot's agent reads it (`Agent.adapt_payload`: a plain text for a chat

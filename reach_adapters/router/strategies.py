@@ -102,7 +102,8 @@ class WeightedStrategy:
 
 
 class LeastWaitStrategy:
-    """Smallest expected wait: ``queue_length × avg_process_time``.
+    """Smallest expected wait: ``queue_length × avg_process_time``, the time each agent's
+    successful calls of the capability take (`Slot.usual_ms`).
 
     An agent with no finished call yet is assumed as fast as the average of the others, so a busy
     newcomer does not look free.
@@ -111,12 +112,12 @@ class LeastWaitStrategy:
     name = "least_wait"
 
     def rank(self, slots: Sequence[Slot], meta: MetaInfo) -> Ranked:
-        known = [usual for slot in slots if (usual := slot.runtime.usual_ms) is not None]
+        known = [usual for slot in slots if (usual := slot.usual_ms) is not None]
         assumed = sum(known) / len(known) if known else 1.0
         out: Ranked = []
         for slot in slots:
             runtime = slot.runtime
-            usual = runtime.usual_ms
+            usual = slot.usual_ms
             avg_ms = assumed if usual is None else usual
             wait_ms = slot.in_flight * avg_ms
             breakdown = {"queue": float(slot.in_flight), "avg_ms": avg_ms, "wait_ms": wait_ms}
