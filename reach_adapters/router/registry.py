@@ -86,11 +86,20 @@ class Registry:
     def set_capabilities(
         self, runtime: AgentRuntime, capabilities: Sequence[Capability | Mapping[str, Any]]
     ) -> None:
-        """Re-declare a registered agent's capabilities (an MCP server's tool list changed)."""
+        """Re-declare a registered agent's capabilities (an MCP server's tool list changed).
+
+        A capability it still declares, by its own name and in the same version, keeps its usual
+        latency; a new one, or one in another version (other work, maybe), starts from none
+        (and borrows the agent's until its first success, `Slot.usual_ms`).
+        """
         built = validate_capabilities(runtime.agent_id, capabilities, allow_empty=True)
+        usual = {_own_key(slot): slot.avg_ms for slot in runtime.slots if slot.avg_ms is not None}
         self._unindex(runtime)
         runtime.slots = []
         self._index(runtime, built)
+        if usual:
+            for slot in runtime.slots:
+                slot.avg_ms = usual.get(_own_key(slot))
 
     def _index(self, runtime: AgentRuntime, capabilities: Sequence[Capability]) -> None:
         for declared in capabilities:
@@ -211,3 +220,9 @@ class Registry:
 
     def versions(self, name: str) -> list[str]:
         return sorted({slot.capability.version for slot in self._slots.get(name, ())})
+
+
+def _own_key(slot: Slot) -> tuple[str, str]:
+    """The capability as its agent declares it: its own name (not a name the router gave it to
+    keep namesakes apart, which may change as other agents come and go) and version."""
+    return slot.own_name or slot.capability.name, slot.capability.version

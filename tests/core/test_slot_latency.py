@@ -126,6 +126,22 @@ async def test_a_new_capability_of_a_known_agent_is_judged_by_the_agent_wide_tim
     assert (result.status, result.fault) == (ResultStatus.TIMEOUT, Fault.AGENT), result.error
 
 
+async def test_a_re_declaration_keeps_each_tools_usual_time() -> None:
+    # An MCP server's tools/list_changed re-declares its tools: the ones it still serves keep
+    # their figures; one in another version starts again from the agent-wide figure.
+    router = Router(FAST)
+    agent = Tools("mcp:tools:01")
+    router.register(agent)
+    await warm(router, "mcp:tools:01", "report", 1)
+    await warm(router, "mcp:tools:01", "echo", 10)
+    agent.handle.set_capabilities(capabilities("echo", "report", "digest"))
+    kept = await router.route("report", {}, timeout_ms=200)
+    assert (kept.status, kept.fault) == (ResultStatus.TIMEOUT, Fault.ROUTER), kept.error
+    agent.handle.set_capabilities(capabilities("echo", "report", version="2.0.0"))
+    again = await router.route("report", {}, timeout_ms=200)
+    assert (again.status, again.fault) == (ResultStatus.TIMEOUT, Fault.AGENT), again.error
+
+
 async def test_least_wait_weighs_the_queue_by_the_capabilitys_own_time() -> None:
     # A's echoes are fast, its report slow (1 s); B has only a 0.2 s report. With one report in
     # flight on each, the next waits least on B.
