@@ -21,9 +21,9 @@ from reach_adapters.mcp.converter import MCPConverter
 from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError
 from reach_adapters.mcp.legacy import MCPServerConfig
 from reach_adapters.mcp.options import MCPOptions
-from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.spec import ServerParameters, ServerSpec, moved_keywords, server_spec
 from reach_adapters.mcp.tools import Declared
+from reach_adapters.mcp.upstream import Relays
 from reach_adapters.router import (
     AgentHandle,
     AgentState,

@@ -30,7 +30,7 @@ from reach_adapters.mcp.errors import (
     MCPProtocolError,
     MCPSessionExpiredError,
 )
-from reach_adapters.mcp.relay import Call, Relays
+from reach_adapters.mcp.upstream import Call, Relays
 from reach_adapters.mcp.url_elicitation import elicitation_ids, url_required
 from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 

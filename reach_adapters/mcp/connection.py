@@ -23,10 +23,10 @@ from pydantic import ValidationError
 
 from reach_adapters.errors import ReachError
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
-from reach_adapters.mcp.relay import Relays
 from reach_adapters.mcp.spec import HttpServer, ServerSpec
 from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
+from reach_adapters.mcp.upstream import Relays
 from reach_adapters.security import redact_text
 
 __all__ = ["FORGOTTEN", "Connection", "ConnectionEvents"]

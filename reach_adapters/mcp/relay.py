@@ -3,29 +3,26 @@ messages, and the upstream's sampling and elicitation requests, carried across t
 and the client's own request `_meta`, carried the other way.
 
 The router's MCP server opens a `Relay` for each ``tools/call`` (`relaying`); the upstream's
-session finds it through a context variable while the call runs in the caller's task, and
-otherwise (a request read from the upstream's stream by its own reader task) when it is the only
-relayed call in flight on that session: a message is never handed to a caller it might not
-belong to.
+session (`upstream.Relays`) finds it through a context variable while the call runs in the
+caller's task, and otherwise (a request read from the upstream's stream by its own reader task)
+when it is the only relayed call in flight on that session: a message is never handed to a
+caller it might not belong to. This module is the caller's end; `upstream` the session's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
-from typing import Any, TypeVar, cast
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
-from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
-    INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
     ClientCapabilities,
     CreateMessageRequest,
@@ -51,14 +48,14 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters.mcp.converter import HOP_META
-from reach_adapters.mcp.url_elicitation import Completions
-from reach_adapters.router import CallerWait
 
-__all__ = ["Call", "Relay", "Relays", "relaying", "serving"]
+if TYPE_CHECKING:
+    from reach_adapters.mcp.upstream import Call
 
-logger = logging.getLogger(__name__)
+__all__ = ["Relay", "current_relay", "relaying", "serving"]
 
-_current: ContextVar[Relay | None] = ContextVar("reach_mcp_relay", default=None)
+# The caller's end of the call being served in this context (`relaying`), for the upstream's session.
+current_relay: ContextVar[Relay | None] = ContextVar("reach_mcp_relay", default=None)
 
 _LEVELS: list[LoggingLevel] = [
     "debug",
@@ -250,7 +247,7 @@ class Relay:
 
 def serving(task_id: str) -> None:
     """The client request being served dispatched routed call `task_id` (see `Relay.task_id`)."""
-    relay = _current.get()
+    relay = current_relay.get()
     if relay is not None:
         relay.task_id = task_id
 
@@ -258,148 +255,8 @@ def serving(task_id: str) -> None:
 @contextmanager
 def relaying(relay: Relay) -> Iterator[Relay]:
     """Make `relay` the caller's end for the call being served in this task."""
-    token = _current.set(relay)
+    token = current_relay.set(relay)
     try:
         yield relay
     finally:
-        _current.reset(token)
-
-
-class Call:
-    """One call on an upstream session: the caller's relay, if any, and whether the caller was
-    refused something the upstream asked during it, or the router refused to guess whose it was.
-
-    Its own context manager (`Relays.calling`): one object a call, where a generator-based one
-    would add a generator and a wrapper to every call on the session."""
-
-    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed", "unsent", "waiting")
-
-    # Set (by `call_tool`, in the delivery's task) only on a call with a relay: others pay nothing.
-    waiting: CallerWait
-    # Set (True, by the HTTP transport) only when the connection for its request could not be opened,
-    # so it never reached the server: others pay nothing, and it is read with getattr.
-    unsent: bool
-
-    def __init__(self, owner: Relays, relay: Relay | None) -> None:
-        self.owner = owner
-        self.relay = relay
-        self.refusal: str | None = None
-        self.unguessed: str | None = None
-        self._token: Token[Call | None] | None = None
-
-    def __enter__(self) -> Call:
-        self._token = _call.set(self)
-        self.owner._in_flight.add(self)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.owner._in_flight.discard(self)
-        if self._token is not None:
-            _call.reset(self._token)
-
-    def refuse(self, msg: str) -> ErrorData:
-        return self.refused(ErrorData(code=INVALID_REQUEST, message=msg))
-
-    def refused(self, error: ErrorData) -> ErrorData:
-        """`error`, answered upstream for the caller, which is to blame if the call fails on it."""
-        self.refusal = error.message
-        return error
-
-
-_call: ContextVar[Call | None] = ContextVar("reach_mcp_call", default=None)
-
-
-class Relays:
-    """One upstream session's side: the calls in flight on it, and the callbacks its client
-    answers the upstream's requests and notifications with."""
-
-    def __init__(self, agent_id: str) -> None:
-        self._agent_id = agent_id
-        self._in_flight: set[Call] = set()
-        self.completions = Completions(agent_id, self._in_flight)
-        # Whether the operator was told that log messages are dropped for want of a caller.
-        self._warned = False
-
-    def calling(self) -> Call:
-        """The call about to be sent on this session, to enter (``with``) for as long as it is in
-        flight: every call is counted, relayed or not, so a request read off the stream is never
-        guessed onto a caller."""
-        return Call(self, _current.get())
-
-    def current(self) -> Call | None:
-        """The call on this session being made in this context: its own task's, or that of a
-        request the SDK handles in its sender's context (over HTTP, each request's own POST)."""
-        call = _call.get()
-        return call if call is not None and call.owner is self else None
-
-    def _find(self) -> Call | None:
-        call = self.current()
-        if call is not None:
-            # Handled in the calling task itself: in process, or an input-required round.
-            return call
-        if len(self._in_flight) == 1:
-            return next(iter(self._in_flight))
-        return None
-
-    def _no_caller(self, call: Call | None, feature: str) -> ErrorData:
-        if call is not None:
-            msg = (
-                f"agent-reach cannot forward {feature} from {self._agent_id}: the call was not made "
-                "by an MCP client (a Python or HTTP caller has nobody to ask)"
-            )
-            return call.refuse(msg)
-        if not self._in_flight:
-            msg = (
-                f"agent-reach cannot forward {feature} from {self._agent_id}: the server asked "
-                "outside any tool call, when there is no caller to ask"
-            )
-            return ErrorData(code=INVALID_REQUEST, message=msg)
-        msg = (
-            f"agent-reach cannot forward {feature} from {self._agent_id}: {len(self._in_flight)} calls "
-            "are in flight on this session and the request names none (a request on the server's "
-            "own stream, over stdio or its HTTP GET stream, as an MCP SDK 1.x tool's "
-            "ctx.session.create_message without related_request_id; max_concurrency 1 for this "
-            "server leaves no doubt)"
-        )
-        # Whichever call it was fails on the router's refusal to guess, not on the server.
-        for each in self._in_flight:
-            each.unguessed = msg
-        return ErrorData(code=INVALID_REQUEST, message=msg)
-
-    async def on_sampling(
-        self, ctx: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> _Sampled | ErrorData:
-        call = self._find()
-        if call is None or call.relay is None:
-            return self._no_caller(call, "sampling")
-        return await call.relay.sample(call, params)
-
-    async def on_elicitation(
-        self, ctx: ClientRequestContext, params: ElicitRequestParams
-    ) -> ElicitResult | ErrorData:
-        call = self._find()
-        if call is None or call.relay is None:
-            return self._no_caller(call, "elicitation")
-        return await call.relay.elicit(call, params)
-
-    async def on_log(self, params: LoggingMessageNotificationParams) -> None:
-        call = self._find()
-        if call is not None and call.relay is not None:
-            await call.relay.log(params)
-            return
-        if call is None and len(self._in_flight) > 1:
-            self._unattributed()
-        logger.debug("MCP server %s logged with no caller to hear it: %s", self._agent_id, params.data)
-
-    def _unattributed(self) -> None:
-        """Tell the operator, once for this server, that its log messages are dropped: a message
-        that names no call is never handed to a caller it may not belong to."""
-        if self._warned:
-            return
-        self._warned = True
-        logger.warning(
-            "MCP server %s sends log messages that name no call (as over stdio) while several calls "
-            "are in flight on it: agent-reach cannot tell whose they are and drops them; its "
-            "callers hear them only when their call is the only one on that server (said once)",
-            self._agent_id,
-        )
+        current_relay.reset(token)

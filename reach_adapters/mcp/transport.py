@@ -18,8 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from reach_adapters.mcp.options import MCPOptions, resolve_command
-from reach_adapters.mcp.relay import Call, Relays
 from reach_adapters.mcp.spec import HttpServer, Target
+from reach_adapters.mcp.upstream import Call, Relays
 
 __all__ = ["open_client"]
 

@@ -24,7 +24,7 @@ from middleware.fast import amend
 from reach_adapters.router import error_result
 
 if TYPE_CHECKING:
-    from reach_adapters.mcp.relay import Call
+    from reach_adapters.mcp.upstream import Call
 
 __all__ = ["ERROR_TYPE", "URL_ELICITATION", "Completions", "url_error", "url_required"]
 
