@@ -13,7 +13,7 @@ from typing import Any
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 
-__all__ = ["LegacyPeers"]
+__all__ = ["LegacyPeers", "connection_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +35,9 @@ class LegacyPeers:
 
     def remember(self, session: ServerSession) -> None:
         """Keep the connection `session` belongs to until it closes."""
-        # The SDK builds a session per request; the connection is the one object a client keeps.
-        # SDK 2.3 has no public way to it from a low-level handler: `ServerRequestContext` has no
-        # connection field, `ServerSession` only delegates some of its properties to it, and
-        # `mcp.server.context.Context.connection` is on a context the runner never builds. Read
-        # defensively: without it, a client is simply not remembered (it sees changes on relisting).
-        connection: Any = getattr(session, "_connection", None)
-        if not isinstance(connection, Connection) or not connection.has_standalone_channel:
+        connection = connection_of(session)
+        # Without it a client is simply not remembered (it sees changes on relisting).
+        if connection is None or not connection.has_standalone_channel:
             # Nothing to send a notice on (a single-exchange request).
             return
         if connection in self._open:
@@ -70,3 +66,15 @@ class LegacyPeers:
             except Exception as exc:  # noqa: BLE001 - one broken peer must not keep others uninformed
                 logger.debug("could not send tools/list_changed to a client, forgetting it: %r", exc)
                 self._open.pop(connection, None)
+
+
+def connection_of(session: ServerSession) -> Connection | None:
+    """The connection a request's `session` belongs to: the one object that lasts as long as the
+    client's session (a stdio process, an HTTP session), with state of its own; None without one."""
+    # The SDK builds a session per request; the connection is the one object a client keeps.
+    # SDK 2.3 has no public way to it from a low-level handler: `ServerRequestContext` has no
+    # connection field, `ServerSession` only delegates some of its properties to it, and
+    # `mcp.server.context.Context.connection` is on a context the runner never builds. Read
+    # defensively, for callers to do without it.
+    connection: Any = getattr(session, "_connection", None)
+    return connection if isinstance(connection, Connection) else None

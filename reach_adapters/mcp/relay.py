@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
+    INTERNAL_ERROR,
     LOG_LEVEL_META_KEY,
     ClientCapabilities,
     CreateMessageRequest,
@@ -34,6 +36,7 @@ from mcp.types import (
     ElicitRequestParams,
     ElicitRequestURLParams,
     ElicitResult,
+    EmptyResult,
     ErrorData,
     InputRequest,
     InputRequests,
@@ -44,15 +47,17 @@ from mcp.types import (
     LoggingMessageNotificationParams,
     SamplingCapability,
     ServerNotification,
+    SetLevelRequestParams,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters.mcp.converter import HOP_META
+from reach_adapters.mcp.peers import connection_of
 
 if TYPE_CHECKING:
     from reach_adapters.mcp.upstream import Call
 
-__all__ = ["Relay", "current_relay", "relaying", "serving"]
+__all__ = ["Relay", "current_relay", "relaying", "serving", "session_level", "set_level"]
 
 # The caller's end of the call being served in this context (`relaying`), for the upstream's session.
 current_relay: ContextVar[Relay | None] = ContextVar("reach_mcp_relay", default=None)
@@ -67,6 +72,9 @@ _LEVELS: list[LoggingLevel] = [
     "alert",
     "emergency",
 ]
+# Where a handshake-era client's level (`set_level`) is held: in its connection's own state, which
+# lasts as long as its session.
+_LEVEL_STATE = "agent-reach/log_level"
 # The progress token as the SDK reads a request's `_meta` (and as it is on the wire).
 _TOKEN = frozenset({"progress_token", "progressToken"})
 _Sampled = CreateMessageResult | CreateMessageResultWithTools
@@ -80,12 +88,16 @@ class Relay:
 
     def __init__(self, ctx: ServerRequestContext[Any]) -> None:
         self._ctx = ctx
-        level = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
-        # A 2026-07-28 client opts in to log messages per request; earlier ones hear every level.
-        # It cannot be sent requests during a call: what the upstream asks goes back to it as an
-        # input-required result (`rounds`), and the call resumes when it calls again.
+        # A 2026-07-28 client opts in to log messages per request; an earlier one sets a level for
+        # its session (`set_level`). It cannot be sent requests during a call: what the upstream
+        # asks goes back to it as an input-required result (`rounds`), and the call resumes when
+        # it calls again.
         self.rounds = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
-        self.log_level: LoggingLevel | None = cast("LoggingLevel | None", level if self.rounds else "debug")
+        self.log_level: LoggingLevel | None = (
+            cast("LoggingLevel | None", (ctx.meta or {}).get(LOG_LEVEL_META_KEY))
+            if self.rounds
+            else session_level(ctx.session)
+        )
         # The routed call this request dispatched (`serving`): its delivery to an upstream carries
         # the caller's own `_meta`; nested calls and work left running do not.
         self.task_id: str | None = None
@@ -243,6 +255,25 @@ class Relay:
         # Shielded: the request ending may be its own cancellation; bounded: a wedged transport.
         with anyio.CancelScope(shield=True), anyio.move_on_after(_WITHDRAW_S):
             await asyncio.wait(asking)
+
+
+async def set_level(ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
+    """``logging/setLevel`` from a handshake-era client: from now on, the log messages relayed to
+    its session's calls are those at `params.level` and above (`session_level`)."""
+    connection = connection_of(ctx.session)
+    if connection is None:
+        msg = "agent-reach cannot hold a log level for this session: it hears every level"
+        raise MCPError(INTERNAL_ERROR, msg)
+    connection.state[_LEVEL_STATE] = params.level
+    return EmptyResult()
+
+
+def session_level(session: ServerSession) -> LoggingLevel:
+    """The level a handshake-era client set for its session (`set_level`): every level until it
+    sets one, as the spec lets a server choose."""
+    connection = connection_of(session)
+    level: LoggingLevel | None = None if connection is None else connection.state.get(_LEVEL_STATE)
+    return "debug" if level is None else level
 
 
 def serving(task_id: str) -> None:

@@ -24,6 +24,7 @@ from mcp.types import (
     ListToolsResult,
     PaginatedRequestParams,
     ServerCapabilities,
+    SetLevelRequestParams,
     TextContent,
     Tool,
     ToolAnnotations,
@@ -42,7 +43,7 @@ from reach_adapters.mcp.consensus_tool import (
 from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.converter import ASKED_META, READS_TASK, MCPConverter, meta_from_request
 from reach_adapters.mcp.peers import LegacyPeers
-from reach_adapters.mcp.relay import Relay, relaying, serving
+from reach_adapters.mcp.relay import Relay, relaying, serving, set_level
 from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.mcp.tools import ANNOTATION_TITLE, OWN_META
 from reach_adapters.router import Capability, Router, running_loop, wrap_field
@@ -96,6 +97,10 @@ class RouterMCPServer:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
         )
+        # Declares the `logging` capability too (the SDK derives it from this handler): the server
+        # relays its upstreams' log messages. Not `on_set_logging_level=`, which warns that the
+        # method is gone in 2026-07-28; the SDK refuses it on those sessions.
+        self.server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
         self._served: dict[str, _Served] | None = None
         self._exchanges = Exchanges()
         self._legacy = LegacyPeers()
@@ -257,7 +262,8 @@ class RouterMCPServer:
 
 class _Server(Server[Any]):
     """Advertises ``tools.listChanged`` to handshake-era clients, whatever transport runs it, and
-    to every client that it reads the task a reach router carries in `_meta` (`READS_TASK`)."""
+    to every client that it reads the task a reach router carries in `_meta` (`READS_TASK`);
+    ``logging`` comes with the ``logging/setLevel`` handler (`RouterMCPServer`)."""
 
     def get_capabilities(
         self,
