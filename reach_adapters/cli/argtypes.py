@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ __all__ = [
     "payload",
     "port",
     "positive",
+    "text_file",
 ]
 
 
@@ -39,6 +41,17 @@ def positive(text: str) -> float:
         msg = f"{text!r} is not a positive number of seconds"
         raise argparse.ArgumentTypeError(msg)
     return value
+
+
+def text_file(text: str) -> str:
+    """The UTF-8 text of the file named, read at once: a file that cannot be read stops the
+    command before anything starts."""
+    try:
+        return Path(text).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        msg = f"cannot read {text}: {reason}"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def base_url(text: str) -> str:

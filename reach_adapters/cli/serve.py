@@ -129,12 +129,17 @@ async def _run(
                 public_url=args.public_url,
                 a2a_private_push=args.a2a_private_push,
                 consensus_tool=args.consensus_tool,
+                instructions=args.instructions,
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:
             stdio_task = loop.create_task(
                 serve_mcp(
-                    gateway.router, transport="stdio", name=args.name, consensus_tool=args.consensus_tool
+                    gateway.router,
+                    transport="stdio",
+                    name=args.name,
+                    consensus_tool=args.consensus_tool,
+                    instructions=args.instructions,
                 )
             )
             waits.add(stdio_task)

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from reach_adapters.cli.argtypes import base_url, port, positive
+from reach_adapters.cli.argtypes import base_url, port, positive, text_file
 from reach_adapters.cli.safety import add_audit_log, add_config_safety, add_insecure, add_limits
 from reach_adapters.cli.tasks_parser import Command
 
@@ -46,6 +46,20 @@ def add_serve_command(commands: Any, command: Command, parents: list[argparse.Ar
     )
     sub.add_argument(
         "--name", default="agent-reach", help="server name shown to MCP clients (default: %(default)s)"
+    )
+    told = sub.add_mutually_exclusive_group()
+    told.add_argument(
+        "--instructions",
+        metavar="TEXT",
+        help="instructions MCP clients get (hosts put them in the model's context), before those of "
+        "the MCP servers served (default: theirs alone)",
+    )
+    told.add_argument(
+        "--instructions-file",
+        dest="instructions",
+        type=text_file,
+        metavar="FILE",
+        help="--instructions read from FILE (UTF-8)",
     )
     sub.add_argument(
         "--reload-interval",

@@ -115,6 +115,7 @@ async def serve_http(
     public_url: str | None = None,
     a2a_private_push: bool = False,
     consensus_tool: bool = False,
+    instructions: str | None = None,
 ) -> GatewayEndpoint:
     """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
     Prometheus metrics at ``/metrics``, and with `a2a` (when the ``a2a`` extra is installed) the
@@ -123,7 +124,8 @@ async def serve_http(
     the agent card names (default: the listening address, or on 0.0.0.0/:: the URL each request
     was sent to). `a2a_private_push`: A2A push receivers on loopback and private networks are
     allowed (by default only public addresses are, so callers cannot aim the server at internal
-    services). `consensus_tool`: MCP clients get the router's consensus as a tool too.
+    services). `consensus_tool`: MCP clients get the router's consensus as a tool too;
+    `instructions`: the operator's, which MCP clients get before those of the MCP servers served.
 
     Requests are authenticated as the gateway's ``security.yaml`` says. Without one, a `sock`
     beyond loopback is refused (`GatewayError`) unless `insecure`; with one, it may then not be
@@ -150,6 +152,7 @@ async def serve_http(
             shutdown_timeout_s=shutdown_timeout_s,
             limits=_Authenticated(limits, gateway),
             consensus_tool=consensus_tool,
+            instructions=instructions,
         )
     except BaseException:
         if agent is not None:

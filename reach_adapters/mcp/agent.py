@@ -225,6 +225,13 @@ class MCPServerAgent:
         info = client.server_info if client is not None else None
         return info.name if info is not None else None
 
+    @property
+    def instructions(self) -> str | None:
+        """The instructions the server gives its clients (``instructions`` of its
+        ``InitializeResult`` or ``DiscoverResult``), from its last session: kept while it is
+        offline; None when it gives none."""
+        return self._connection.instructions
+
     def __repr__(self) -> str:
         state = "online" if self._offline is None else f"offline: {self._offline}"
         return f"MCPServerAgent({self._agent_id!r}, {self._spec.describe()!r}, {state})"

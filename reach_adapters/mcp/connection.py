@@ -68,6 +68,8 @@ class Connection:
         self.spec = spec
         self.relays = relays
         self.client: Client | None = None
+        # What the server's last session said of itself (`InitializeResult`, `DiscoverResult`).
+        self.instructions: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closing = False
         self._events = events
@@ -179,6 +181,7 @@ class Connection:
                 )
             tasks.start_soon(self._rescans, client)
             self.client = client
+            self.instructions = client.instructions
             link.ready.set_result(declared)
             try:
                 await link.ended.wait()

@@ -52,16 +52,24 @@ async def serve_mcp(
     name: str = "agent-reach",
     on_ready: Callable[[str], None] | None = None,
     consensus_tool: bool = False,
+    instructions: str | None = None,
 ) -> None:
     """Serve `router` as an MCP server until cancelled, or until the stdio client goes away.
 
     With ``transport="streamable-http"``, `on_ready` gets the URL once the server listens (useful
     with ``port=0``); `start_mcp_server` starts one without blocking instead. `consensus_tool`:
-    offer the router's consensus as a tool too (`RouterMCPServer`).
+    offer the router's consensus as a tool too; `instructions`: the operator's, served before
+    those of the upstream MCP servers (both as in `RouterMCPServer`).
     """
     if transport == "streamable-http":
         endpoint = await start_mcp_server(
-            router, host=host, port=port, path=path, name=name, consensus_tool=consensus_tool
+            router,
+            host=host,
+            port=port,
+            path=path,
+            name=name,
+            consensus_tool=consensus_tool,
+            instructions=instructions,
         )
         try:
             if on_ready is not None:
@@ -73,7 +81,7 @@ async def serve_mcp(
     if transport != "stdio":
         msg = f"transport must be 'stdio' or 'streamable-http', got {transport!r}"
         raise InvalidDeclarationError(msg)
-    reach = RouterMCPServer(router, name=name, consensus_tool=consensus_tool)
+    reach = RouterMCPServer(router, name=name, instructions=instructions, consensus_tool=consensus_tool)
     try:
         async with stdio_server() as (read_stream, write_stream):
             await reach.server.run(read_stream, write_stream, reach.server.create_initialization_options())
@@ -93,6 +101,7 @@ async def start_mcp_server(
     shutdown_timeout_s: float = _SHUTDOWN_GRACE_S,
     limits: HTTPLimits | None = None,
     consensus_tool: bool = False,
+    instructions: str | None = None,
 ) -> MCPEndpoint:
     """Start serving `router` over streamable HTTP in the background; ``port=0`` picks a free port.
 
@@ -100,13 +109,15 @@ async def start_mcp_server(
     served beside `path` on the same port, and may pass a `sock` it bound itself (then `host` and
     `port` are not used), to report a port in use before building anything, and its `limits`:
     a wrapper around the whole app, uvicorn options, and the body limit of MCP requests.
-    `consensus_tool`: offer the router's consensus as a tool too (`RouterMCPServer`).
+    `consensus_tool`: offer the router's consensus as a tool too; `instructions`: the operator's,
+    served before those of the upstream MCP servers (both as in `RouterMCPServer`).
     """
     if sock is None:
         sock = _listen(host, port, path)
     else:
         host = sock.getsockname()[0]
-    return await _serve(router, sock, host, path, name, routes, shutdown_timeout_s, limits, consensus_tool)
+    reach = RouterMCPServer(router, name=name, instructions=instructions, consensus_tool=consensus_tool)
+    return await _serve(reach, sock, host, path, routes, shutdown_timeout_s, limits)
 
 
 def _listen(host: str, port: int, path: str) -> socket.socket:
@@ -129,17 +140,14 @@ def _listen(host: str, port: int, path: str) -> socket.socket:
 
 
 async def _serve(
-    router: Router,
+    reach: RouterMCPServer,
     sock: socket.socket,
     host: str,
     path: str,
-    name: str,
     routes: Sequence[Route],
     shutdown_timeout_s: float,
     limits: HTTPLimits | None,
-    consensus_tool: bool,
 ) -> MCPEndpoint:
-    reach = RouterMCPServer(router, name=name, consensus_tool=consensus_tool)
     app: ASGIApp = reach.server.streamable_http_app(
         streamable_http_path=path,
         host=host,

@@ -42,6 +42,7 @@ from reach_adapters.mcp.consensus_tool import (
 )
 from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.converter import ASKED_META, READS_TASK, MCPConverter, meta_from_request
+from reach_adapters.mcp.instructions import Instructions
 from reach_adapters.mcp.peers import LegacyPeers
 from reach_adapters.mcp.relay import Relay, relaying, serving, set_level
 from reach_adapters.mcp.rounds import Exchanges
@@ -79,7 +80,9 @@ class RouterMCPServer:
         instructions: str | None = None,
         consensus_tool: bool = False,
     ) -> None:
-        """``consensus_tool``: offer the router's consensus as a tool too (see `consensus_tool`)."""
+        """``instructions``: the operator's, which clients get first, before those of each
+        upstream MCP server (`instructions.compose`). ``consensus_tool``: offer the router's
+        consensus as a tool too (see `consensus_tool`)."""
         if not isinstance(router, Router):
             msg = f"RouterMCPServer serves a Router, got {type(router).__name__}"
             raise InvalidDeclarationError(msg)
@@ -101,6 +104,9 @@ class RouterMCPServer:
         # relays its upstreams' log messages. Not `on_set_logging_level=`, which warns that the
         # method is gone in 2026-07-28; the SDK refuses it on those sessions.
         self.server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+        # The upstreams' instructions follow the operator's, for the tools each client may reach.
+        self.instructions = Instructions(router, instructions, _principal)
+        self.server.middleware.append(self.instructions)
         self._served: dict[str, _Served] | None = None
         self._exchanges = Exchanges()
         self._legacy = LegacyPeers()
@@ -244,6 +250,7 @@ class RouterMCPServer:
     def _catalog_changed(self) -> None:
         # Called from whichever thread changed the catalog; the notice goes out on the serving loop.
         self._served = None
+        self.instructions.forget()
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._schedule_announcement)

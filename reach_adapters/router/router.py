@@ -124,6 +124,11 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
         """Whether an agent with this id is registered: ``"support:refund:01" in router``."""
         return agent_id in self._registry
 
+    def agent(self, agent_id: str) -> Agent | None:
+        """The registered agent with this id (the object given to `register`), or None."""
+        runtime = self._registry.get(agent_id)
+        return None if runtime is None else runtime.agent
+
     @property
     def guard(self) -> Guard | None:
         """The security rules in force (see `set_guard`), or None: every caller may reach all."""

@@ -67,6 +67,14 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
             "argument --reload-interval: '0' is not a positive number",
         ),
         (["serve", "x", "--port", "0", "--api-port", "0"], "--api-port 0: it is for --transport stdio"),
+        (
+            ["serve", "x", "--instructions-file", "no-such-file"],
+            "argument --instructions-file: cannot read no-such-file: No such file or directory",
+        ),
+        (
+            ["serve", "x", "--instructions", "a", "--instructions-file", __file__],
+            "argument --instructions-file: not allowed with argument --instructions",
+        ),
         (["call", "echo", "{oops", "--url", "http://127.0.0.1:1"], "argument PAYLOAD: not JSON"),
         (["call", "echo"], "give --url of a running `reach serve` (or set REACH_URL), or --config DIR"),
         (["call", "echo", "--url", "notaurl"], "--url notaurl: not an http:// or https:// URL"),
