@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp.types import CallToolResult, ContentBlock, TextContent
+from mcp.types import INVALID_PARAMS, CallToolResult, ContentBlock, TextContent
 from pydantic import JsonValue, TypeAdapter
 
 from middleware import (
@@ -131,13 +131,19 @@ class MCPConverter:
                 failed = error_result(message, error=error, agent_id=self.agent_id or None, **routed)
                 amend(failed, {"extra": kept})
                 return failed
-            # The tool ran and said no (the task's fault): another replica would say the same.
+            if _refused_arguments(native.content):
+                # The server's own check refused the arguments (an MCP SDK 1.x server says so in
+                # a tool error): the caller's to fix, and any replica would refuse the same.
+                status, kind, fault = ResultStatus.INVALID, "InvalidMessageError", Fault.CALLER
+            else:
+                # The tool ran and said no (the task's fault): another replica would say the same.
+                status, kind, fault = ResultStatus.ERROR, "MCPToolError", Fault.TASK
             failed = error_result(
                 message,
-                ResultStatus.ERROR,
-                "MCPToolError",
+                status,
+                kind,
                 _text_of(content),
-                fault=Fault.TASK,
+                fault=fault,
                 agent_id=self.agent_id or None,
                 delivered=True,
             )
@@ -282,6 +288,18 @@ def _fix_over_mcp(fix: Mapping[str, JsonValue]) -> str:
     caller writes it (``configurable={...}``), which no MCP client can send."""
     keys = {META_PREFIX + option: value for option, value in fix.items()}
     return f" (over MCP, in the request's _meta: {json.dumps(keys, ensure_ascii=False)})"
+
+
+# How MCP SDK 1.x servers (Python, TypeScript) begin the tool error by which they refuse a call's
+# arguments, the JSON-RPC "invalid params" error said as text.
+_INVALID_PARAMS = f"MCP error {INVALID_PARAMS}:"
+
+
+def _refused_arguments(blocks: Sequence[ContentBlock]) -> bool:
+    """Whether a tool error is the server's refusal of the arguments: its first text block
+    starts ``MCP error -32602:``."""
+    text = next((block.text for block in blocks if isinstance(block, TextContent)), None)
+    return text is not None and text.startswith(_INVALID_PARAMS)
 
 
 def _text_of(content: list[JsonValue]) -> str:
