@@ -32,6 +32,7 @@ from reach_adapters.langchain.graphs import (
     interrupts,
     invalid_resume,
     stop_marker,
+    visible_graphs,
 )
 from reach_adapters.langchain.histories import history_ids
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
@@ -116,13 +117,17 @@ class LangChainAgent:
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
         # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
-        if self._graph is not None and not checkpointed(self._graph):
-            refuse_unsaved_breakpoints(runnable, self._graph, agent_id)
+        unsaved = [graph for graph, _ in visible_graphs(runnable) if not checkpointed(graph)]
+        for graph in unsaved:
+            refuse_unsaved_breakpoints(runnable, graph, agent_id)
         self._resuming = Resuming.of(runnable, self._graph, agent_id)
         # Every checkpointed graph, wherever it sits, needs a thread: a call must name one unless
         # a binding around each graph (`.with_config(configurable=...)`) does.
         graphs = list(checkpointed_graphs(runnable))
         self._graph_unreachable = bool(graphs) and self._resuming is None
+        # Whether a run that stops at interrupt() asks what no resume= can answer (`unanswerable`):
+        # only of graphs the adapter sees; a function running a graph may answer it itself.
+        self._unanswerable = self._resuming is None and (bool(unsaved) or self._graph_unreachable)
         self._thread_required = not all(bound for _, bound in graphs)
         # One call at a time on each of their threads (see `turns`).
         self._turns = ThreadTurns.of([graph for graph, _ in graphs], thread_of(self._config), agent_id)
@@ -213,7 +218,7 @@ class LangChainAgent:
             result = stop_result(stop, message, output if self._graph is not None else None)
         else:
             result = self._converter.result_to_middleware(output, message)
-            if result.status is ResultStatus.INPUT_REQUIRED and resuming is None and interrupts(output):
+            if result.status is ResultStatus.INPUT_REQUIRED and self._unanswerable and interrupts(output):
                 # A question no resume= can answer (see `unanswerable`).
                 raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
         amend(result, {"agent_id": self._agent_id})
@@ -231,15 +236,15 @@ class LangChainAgent:
         native, runnable = await self._input(message, config)
         meta = message.meta_info
         mode = meta.stream_mode
-        resuming = self._resuming
+        in_vain = self._unanswerable
         if mode is not None:
-            # Without a checkpointed graph, with the updates that say an interrupt() (`watch`).
-            options["stream_mode"] = mode if resuming is not None else watched(mode)
+            # A graph nothing can resume streams the updates that say an interrupt() (`watch`).
+            options["stream_mode"] = watched(mode) if in_vain else mode
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
         stream = aiter(runnable.astream(native, config, **options))
-        if mode is not None and resuming is None:
+        if mode is not None and in_vain:
             stream = watch(stream, mode, self._agent_id, unreachable=self._graph_unreachable)
         unanswered = False
         while True:
@@ -254,12 +259,13 @@ class LangChainAgent:
                     raise
             if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
                 # LangGraph's own marker: the stream's end below says what the graph asks.
-                unanswered = unanswered or (resuming is None and interrupted(marked))
+                unanswered = unanswered or (in_vain and interrupted(marked))
                 continue
             if chunks is not None:
                 yield chunks.chunk_to_middleware(chunk, message)
             else:
                 yield self._converter.result_to_middleware(chunk, message).payload
+        resuming = self._resuming
         if resuming is not None:
             # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
             with detached():

@@ -40,6 +40,7 @@ __all__ = [
     "resume_command",
     "stop_marker",
     "unwrap",
+    "visible_graphs",
 ]
 
 # The key under which a graph stopped at ``interrupt()`` reports its interrupts in its output.
@@ -106,14 +107,13 @@ def _is_graph(runnable: Runnable[Any, Any]) -> bool:
     )
 
 
-def checkpointed_graphs(runnable: Runnable[Any, Any], *, bound: bool = False) -> Iterator[tuple[Any, bool]]:
-    """Each graph with a checkpointer in `runnable` (itself, what its bindings wrap, the runnables
-    of a `.with_fallbacks()`, a chain's steps), with whether a binding around it (or the graph's
-    own config) names its thread: any of them fails without one."""
+def visible_graphs(runnable: Runnable[Any, Any], *, bound: bool = False) -> Iterator[tuple[Any, bool]]:
+    """Each LangGraph graph in `runnable` the adapter can see (itself, what its bindings wrap, the
+    runnables of a `.with_fallbacks()`, a chain's steps; not one a function runs), with whether a
+    binding around it (or the graph's own config) names its thread."""
     bound = bound or thread_of(getattr(runnable, "config", None)) is not None
     if _is_graph(runnable):
-        if checkpointed(runnable):
-            yield runnable, bound
+        yield runnable, bound
         return
     if isinstance(runnable, RunnableBindingBase):
         inner: list[Runnable[Any, Any]] = [runnable.bound]
@@ -122,7 +122,13 @@ def checkpointed_graphs(runnable: Runnable[Any, Any], *, bound: bool = False) ->
     else:
         inner = list(runnable.steps) if isinstance(runnable, RunnableSequence) else []
     for each in inner:
-        yield from checkpointed_graphs(each, bound=bound)
+        yield from visible_graphs(each, bound=bound)
+
+
+def checkpointed_graphs(runnable: Runnable[Any, Any]) -> Iterator[tuple[Any, bool]]:
+    """Each graph with a checkpointer in `runnable` (`visible_graphs`), with whether its thread is
+    bound: any of them fails without one."""
+    return ((graph, bound) for graph, bound in visible_graphs(runnable) if checkpointed(graph))
 
 
 def resumable_graphs(runnable: Runnable[Any, Any]) -> list[tuple[Any, Runnable[Any, Any]]]:

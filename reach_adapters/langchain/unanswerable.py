@@ -6,7 +6,8 @@ finished (its output reports the interrupt, a stream marks it), and a ``resume``
 on from. Such an agent is misbuilt, as a replica of it would be: its run fails, never retried,
 rather than asking its caller for an answer it then refuses.
 
-Only runs of agents that have no resumable graph are looked at, and a stream only when the call
+Only runs of graphs the adapter sees are looked at (a function that runs a graph may answer its
+interrupts itself: its runs still ask), and a stream only when the call
 names a ``stream_mode``, which may not show the interrupt (``"messages"``, ``"custom"``): the
 graph then streams LangGraph's ``"updates"`` as well, which always do, and those the call did not
 ask for are dropped here.
@@ -36,10 +37,7 @@ def unanswerable(agent_id: str, *, unreachable: bool = False) -> InvalidDeclarat
             "fallback or a nested runnable); register the graph itself, or a chain that has it as a step"
         )
     else:
-        fix = (
-            "compile the graph with checkpointer=... (e.g. InMemorySaver()), and call it on a "
-            "thread (a graph your own function runs is out of the router's sight: register it itself)"
-        )
+        fix = "compile the graph with checkpointer=... (e.g. InMemorySaver()), and call it on a thread"
     msg = (
         f"agent {agent_id} stopped at interrupt() to ask for input that can never reach it: "
         f"interrupt() needs a checkpointer to resume the run from; {fix}"

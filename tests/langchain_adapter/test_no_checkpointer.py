@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import pytest
 import typing_extensions
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
 from middleware import Fault, ResultStatus
 from reach_adapters import AgentCallError, InputRequiredError, InvalidDeclarationError, Router
@@ -194,6 +194,14 @@ def two_steps() -> StateGraph[Any, Any, Any, Any]:
         pytest.param(
             lambda: one_node(two_steps().compile(interrupt_before=["second"])).compile(), id="subgraph"
         ),
+        pytest.param(
+            lambda: two_steps().compile(interrupt_before=["second"]) | RunnableLambda(lambda s: s),
+            id="first-step-of-a-chain",
+        ),
+        pytest.param(
+            lambda: RunnableLambda(lambda p: p) | two_steps().compile(interrupt_before=["second"]),
+            id="later-step-of-a-chain",
+        ),
     ],
 )
 def test_breakpoints_without_a_checkpointer_are_refused_at_registration(graph: Any) -> None:
@@ -207,3 +215,25 @@ async def test_breakpoints_with_a_checkpointer_still_register_and_pause(router: 
     router.register(LangChainAgent(graph, agent_id="t:paused:01"))
     result = await router.route("paused", {"q": "x"}, configurable={"thread_id": "t"})
     assert result.status is ResultStatus.INPUT_REQUIRED, result.error
+
+
+async def test_a_function_that_answers_its_own_graphs_interrupts_still_asks(router: Router) -> None:
+    # The router cannot see the graph a function runs, nor resume it, but the function may: it
+    # takes the answer as an ordinary payload and resumes its graph itself.
+    graph = one_node(asking).compile(checkpointer=InMemorySaver())
+
+    async def ask(payload: dict[str, Any], config: RunnableConfig) -> Any:
+        if "answer" in payload:
+            return await graph.ainvoke(Command(resume=payload["answer"]), config)
+        return await graph.ainvoke({"q": payload["q"]}, config)
+
+    router.register(
+        LangChainAgent(RunnableLambda(ask), agent_id="desk:ask:01", capabilities=[{"name": "ask"}])
+    )
+    thread = {"thread_id": "t-1"}
+    asked = await router.route("ask", {"q": "x"}, configurable=thread)
+    assert asked.status is ResultStatus.INPUT_REQUIRED, asked.error
+    answered = await router.route("ask", {"answer": "yes"}, configurable=thread)
+    assert answered.status is ResultStatus.OK, answered.error
+    assert answered.payload == {"q": "x", "answers": ["yes"]}
+    assert router.catalog()[0].failures == 0
