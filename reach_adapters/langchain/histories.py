@@ -85,11 +85,33 @@ def scope_histories(configurable: Mapping[str, Any], ids: frozenset[str], princi
     scoped = dict(configurable)
     for key in ids & configurable.keys():
         value = configurable[key]
-        if isinstance(value, bool) or not isinstance(value, str | int):
+        text = _id_text(value)
+        if text is None:
             msg = (
                 f"configurable[{key!r}] must be a string or an integer, the id of a chat history, "
                 f"got {type(value).__name__}"
             )
             raise InvalidMessageError(msg, fix_options={"configurable": {key: f"<{key}>"}})
-        scoped[key] = scoped_id(str(value), principal)
+        if "\\" in text or not _PATH_STEPS.isdisjoint(text.split("/")):
+            # A history kept in a file per id (LangChain's FileChatMessageHistory pattern) would
+            # take ``<principal>/../<other>/<id>`` for another principal's file.
+            msg = (
+                f"configurable[{key!r}] must not hold '.' or '..' steps or backslashes: a chat "
+                "history kept in files would read them as a path to another caller's history"
+            )
+            raise InvalidMessageError(msg, fix_options={"configurable": {key: f"<{key}>"}})
+        scoped[key] = scoped_id(text, principal)
     return scoped
+
+
+_PATH_STEPS = frozenset({".", ".."})
+
+
+def _id_text(value: object) -> str | None:
+    """`value` as an id's text: a string, or an integer written out; else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    try:
+        return str(value)
+    except ValueError:  # an int of more digits than Python writes out
+        return None

@@ -8,9 +8,13 @@ principal the thread ``<principal>/<thread id>`` (`scope_thread`), before the id
 any agent or any hop onward sees it: the one place every surface passes (HTTP API, MCP, A2A,
 async tasks, Python callers naming ``principal=``).
 
+The same is done for ``session_id``, the key LangChain's chat histories (a
+`RunnableWithMessageHistory`) are kept per by default: scoped here, it stays the caller's on hops
+to other reach routers too, which scope it again for the router that called them. Adapters scope
+the other ids their agents keep conversations on (a history kept per ``user_id``) with
+`scoped_id`, where the agent runs, as only they know which those are.
+
 What is shown to a caller (an error naming the thread) names the caller's own id (`own_thread`).
-Adapters scope the other ids an agent keeps conversations on (a LangChain chat history's
-``session_id``) with `scoped_id`, as only they know which those are.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from __future__ import annotations
 from middleware import MetaInfo
 from middleware.fast import amend
 
-__all__ = ["THREAD_KEY", "own_thread", "scope_thread", "scoped_id", "thread_prefix"]
+__all__ = ["SESSION_KEY", "THREAD_KEY", "own_thread", "scope_thread", "scoped_id", "thread_prefix"]
 
 THREAD_KEY = "thread_id"
+SESSION_KEY = "session_id"
 
 
 def thread_prefix(principal: str) -> str:
@@ -40,23 +45,34 @@ def scoped_id(value: str, principal: str) -> str:
 
 
 def scope_thread(meta: MetaInfo) -> None:
-    """Make the thread `meta` names its principal's; nothing without a principal or a thread.
+    """Make the thread and the session `meta` names its principal's; nothing without a principal.
 
-    A thread already scoped for this principal stays as it is, so a message dispatched again (an
+    An id already scoped for this principal stays as it is, so a message dispatched again (an
     async task's retry, a task handed to another node) is not scoped twice; only the principal's
-    own ids can start with its prefix, so this lets no one into another principal's thread.
+    own ids can start with its prefix, so this lets no one into another principal's thread. An id
+    that is no string or integer is left for the agent to refuse.
     """
     configurable = meta.configurable
     principal = meta.principal
     if not configurable or principal is None:
         return
-    thread = configurable.get(THREAD_KEY)
-    if thread is None or thread == "":
-        return  # names no thread: the agent says whether it needs one
-    text = str(thread)
-    scoped = scoped_id(text, principal)
-    if scoped != text:
-        amend(meta, {"configurable": {**configurable, THREAD_KEY: scoped}})
+    scoped: dict[str, str] = {}
+    for key in _SCOPED_KEYS:
+        value = configurable.get(key)
+        if value is None or value == "" or isinstance(value, bool) or not isinstance(value, str | int):
+            continue  # names none (the agent says whether it needs one), or one it cannot take
+        try:
+            text = str(value)
+        except ValueError:  # an int of more digits than Python writes out: the agent's to refuse
+            continue
+        own = scoped_id(text, principal)
+        if own != text:
+            scoped[key] = own
+    if scoped:
+        amend(meta, {"configurable": {**configurable, **scoped}})
+
+
+_SCOPED_KEYS = (THREAD_KEY, SESSION_KEY)
 
 
 def own_thread(thread: str | None, principal: str | None) -> str | None:

@@ -166,7 +166,7 @@ async def test_a_history_kept_per_thread_is_scoped_once() -> None:
     assert chats.told() == {("alice/t-1",): ["alice"], ("bob/t-1",): ["bob"]}
 
 
-async def test_the_caller_keeps_its_ids_and_an_id_that_is_no_id_is_its_mistake() -> None:
+async def test_the_router_scopes_session_ids_and_an_id_that_is_no_id_is_its_mistake() -> None:
     chats = Chats()
     router = guarded("alice")
     router.register(chat_agent(chats.by_session()))
@@ -176,7 +176,7 @@ async def test_the_caller_keeps_its_ids_and_an_id_that_is_no_id_is_its_mistake()
     )
     result = await router.dispatch(message)
     assert result.status is ResultStatus.OK, result.error
-    # What the caller sent, and what it is shown of it, names its own id.
+    # What the caller sent names its own id; the router scopes its own copy (as for thread_id).
     assert message.meta_info.configurable == SESSION
     assert chats.told() == {("alice/alice-chat",): ["hi"]}
     refused = await router.route(
@@ -210,3 +210,40 @@ def test_the_ids_to_scope_are_read_once_at_registration() -> None:
         "conversation_id",
     }
     assert history_ids(chats.chain()) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"session_id": "../bob/bob-chat"},
+        {"session_id": "alice/../bob/bob-chat"},
+        {"session_id": "chats\\..\\bob"},
+        {"session_id": "."},
+        {"user_id": "..", "conversation_id": "c"},
+    ],
+)
+async def test_an_id_that_reads_as_a_path_elsewhere_is_refused(given: dict[str, Any]) -> None:
+    # A history kept in a file per id (LangChain's FileChatMessageHistory pattern) would open
+    # <dir>/alice/../bob/bob-chat.json: bob's history.
+    chats = Chats()
+    router = guarded("alice")
+    ids = tuple(given) if len(given) > 1 else ()
+    router.register(chat_agent(chats.by(*ids) if ids else chats.by_session()))
+    refused = await router.route("chat", asked("x"), configurable=given, principal="alice")
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, "caller"), refused.error
+    assert "must not hold '.' or '..' steps or backslashes" in (refused.error or "")
+    assert chats.told() == {}
+    assert all(info.failures == 0 for info in router.catalog())
+
+
+async def test_an_integer_id_python_cannot_write_out_is_the_callers_mistake() -> None:
+    chats = Chats()
+    router = guarded("alice")
+    router.register(chat_agent(chats.by("user_id", "conversation_id")))
+    huge = 10**5000
+    for _ in range(3):
+        refused = await router.route(
+            "chat", asked("x"), configurable={"user_id": huge, "conversation_id": "c"}, principal="alice"
+        )
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, "caller"), refused.error
+    assert all(info.failures == 0 for info in router.catalog())
