@@ -130,6 +130,7 @@ async def _run(
                 a2a_private_push=args.a2a_private_push,
                 consensus_tool=args.consensus_tool,
                 instructions=args.instructions,
+                upstream_instructions=args.upstream_instructions,
             )
             waits.add(loop.create_task(endpoint.wait_closed(), name="reach http"))
         if stdio:
@@ -140,6 +141,7 @@ async def _run(
                     name=args.name,
                     consensus_tool=args.consensus_tool,
                     instructions=args.instructions,
+                    upstream_instructions=args.upstream_instructions,
                 )
             )
             waits.add(stdio_task)

@@ -62,6 +62,12 @@ def add_serve_command(commands: Any, command: Command, parents: list[argparse.Ar
         help="--instructions read from FILE (UTF-8)",
     )
     sub.add_argument(
+        "--no-upstream-instructions",
+        dest="upstream_instructions",
+        action="store_false",
+        help="leave out the instructions of the MCP servers served (default: each server's after yours)",
+    )
+    sub.add_argument(
         "--reload-interval",
         type=positive,
         default=0.5,

@@ -116,6 +116,7 @@ async def serve_http(
     a2a_private_push: bool = False,
     consensus_tool: bool = False,
     instructions: str | None = None,
+    upstream_instructions: bool = True,
 ) -> GatewayEndpoint:
     """Start serving on the bound `sock` in the background: MCP at ``/mcp``, the API at ``/api``,
     Prometheus metrics at ``/metrics``, and with `a2a` (when the ``a2a`` extra is installed) the
@@ -125,7 +126,8 @@ async def serve_http(
     was sent to). `a2a_private_push`: A2A push receivers on loopback and private networks are
     allowed (by default only public addresses are, so callers cannot aim the server at internal
     services). `consensus_tool`: MCP clients get the router's consensus as a tool too;
-    `instructions`: the operator's, which MCP clients get before those of the MCP servers served.
+    `instructions`: the operator's, which MCP clients get before those of the MCP servers served
+    (unless `upstream_instructions` is False).
 
     Requests are authenticated as the gateway's ``security.yaml`` says. Without one, a `sock`
     beyond loopback is refused (`GatewayError`) unless `insecure`; with one, it may then not be
@@ -153,6 +155,7 @@ async def serve_http(
             limits=_Authenticated(limits, gateway),
             consensus_tool=consensus_tool,
             instructions=instructions,
+            upstream_instructions=upstream_instructions,
         )
     except BaseException:
         if agent is not None:

@@ -53,13 +53,15 @@ async def serve_mcp(
     on_ready: Callable[[str], None] | None = None,
     consensus_tool: bool = False,
     instructions: str | None = None,
+    upstream_instructions: bool = True,
 ) -> None:
     """Serve `router` as an MCP server until cancelled, or until the stdio client goes away.
 
     With ``transport="streamable-http"``, `on_ready` gets the URL once the server listens (useful
     with ``port=0``); `start_mcp_server` starts one without blocking instead. `consensus_tool`:
     offer the router's consensus as a tool too; `instructions`: the operator's, served before
-    those of the upstream MCP servers (both as in `RouterMCPServer`).
+    those of the upstream MCP servers unless `upstream_instructions` is False (all as in
+    `RouterMCPServer`).
     """
     if transport == "streamable-http":
         endpoint = await start_mcp_server(
@@ -70,6 +72,7 @@ async def serve_mcp(
             name=name,
             consensus_tool=consensus_tool,
             instructions=instructions,
+            upstream_instructions=upstream_instructions,
         )
         try:
             if on_ready is not None:
@@ -81,7 +84,13 @@ async def serve_mcp(
     if transport != "stdio":
         msg = f"transport must be 'stdio' or 'streamable-http', got {transport!r}"
         raise InvalidDeclarationError(msg)
-    reach = RouterMCPServer(router, name=name, instructions=instructions, consensus_tool=consensus_tool)
+    reach = RouterMCPServer(
+        router,
+        name=name,
+        instructions=instructions,
+        consensus_tool=consensus_tool,
+        upstream_instructions=upstream_instructions,
+    )
     try:
         async with stdio_server() as (read_stream, write_stream):
             await reach.server.run(read_stream, write_stream, reach.server.create_initialization_options())
@@ -102,6 +111,7 @@ async def start_mcp_server(
     limits: HTTPLimits | None = None,
     consensus_tool: bool = False,
     instructions: str | None = None,
+    upstream_instructions: bool = True,
 ) -> MCPEndpoint:
     """Start serving `router` over streamable HTTP in the background; ``port=0`` picks a free port.
 
@@ -110,13 +120,20 @@ async def start_mcp_server(
     `port` are not used), to report a port in use before building anything, and its `limits`:
     a wrapper around the whole app, uvicorn options, and the body limit of MCP requests.
     `consensus_tool`: offer the router's consensus as a tool too; `instructions`: the operator's,
-    served before those of the upstream MCP servers (both as in `RouterMCPServer`).
+    served before those of the upstream MCP servers unless `upstream_instructions` is False (all
+    as in `RouterMCPServer`).
     """
     if sock is None:
         sock = _listen(host, port, path)
     else:
         host = sock.getsockname()[0]
-    reach = RouterMCPServer(router, name=name, instructions=instructions, consensus_tool=consensus_tool)
+    reach = RouterMCPServer(
+        router,
+        name=name,
+        instructions=instructions,
+        consensus_tool=consensus_tool,
+        upstream_instructions=upstream_instructions,
+    )
     return await _serve(reach, sock, host, path, routes, shutdown_timeout_s, limits)
 
 

@@ -79,10 +79,12 @@ class RouterMCPServer:
         name: str = "agent-reach",
         instructions: str | None = None,
         consensus_tool: bool = False,
+        upstream_instructions: bool = True,
     ) -> None:
         """``instructions``: the operator's, which clients get first, before those of each
-        upstream MCP server (`instructions.compose`). ``consensus_tool``: offer the router's
-        consensus as a tool too (see `consensus_tool`)."""
+        upstream MCP server (`instructions.compose`) unless ``upstream_instructions`` is False
+        (theirs are text a host puts in the model's context: an operator may not want it there).
+        ``consensus_tool``: offer the router's consensus as a tool too (see `consensus_tool`)."""
         if not isinstance(router, Router):
             msg = f"RouterMCPServer serves a Router, got {type(router).__name__}"
             raise InvalidDeclarationError(msg)
@@ -105,7 +107,7 @@ class RouterMCPServer:
         # method is gone in 2026-07-28; the SDK refuses it on those sessions.
         self.server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
         # The upstreams' instructions follow the operator's, for the tools each client may reach.
-        self.instructions = Instructions(router, instructions, _principal)
+        self.instructions = Instructions(router, instructions, _principal, upstream=upstream_instructions)
         self.server.middleware.append(self.instructions)
         self._served: dict[str, _Served] | None = None
         self._exchanges = Exchanges()

@@ -44,3 +44,14 @@ async def test_instructions_over_stdio(config_dir: Path, tmp_path: Path) -> None
     with (tmp_path / "stderr.log").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
             assert client.instructions == "Be brief."
+
+
+async def test_no_upstream_instructions_leaves_the_servers_out(config_dir: Path, tmp_path: Path) -> None:
+    write(config_dir, "mcp:text:0.yaml", TEXT_TOOLS)
+    flags = ("--instructions", "Be brief.", "--no-upstream-instructions")
+    server = ReachServer(config_dir, tmp_path / "reach.log", *flags)
+    try:
+        async with Client(server.mcp_url) as client:
+            assert client.instructions == "Be brief."
+    finally:
+        server.stop()

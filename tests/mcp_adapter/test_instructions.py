@@ -127,6 +127,22 @@ async def test_without_any_instructions_none_are_served(router: Router) -> None:
         assert await _instructions(connect, "auto") is None
 
 
+@pytest.mark.parametrize("own", [None, "Ask before deleting anything."])
+async def test_an_operator_may_leave_the_upstreams_out(router: Router, own: str | None) -> None:
+    router.register(await MCPServerAgent.connect("guide", guide))
+    reach = RouterMCPServer(router, instructions=own, upstream_instructions=False)
+    async with await start_mcp_server(
+        router, port=0, instructions=own, upstream_instructions=False
+    ) as endpoint:
+        for connect in (
+            lambda mode: Client(reach.server, mode=mode),
+            lambda mode: Client(endpoint.url, mode=mode),
+        ):
+            assert await _instructions(connect, "legacy") == own
+            assert await _instructions(connect, "auto") == own
+    reach.close()
+
+
 async def test_the_upstreams_alone_and_a_server_that_comes_later(router: Router) -> None:
     router.register(await MCPServerAgent.connect("plain", plain))
     async with _gateway(router, "http", None) as connect:
