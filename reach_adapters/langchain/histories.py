@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.runnables import Runnable
 
 from reach_adapters.errors import InvalidMessageError
-from reach_adapters.router import scoped_id
+from reach_adapters.router import id_text, scoped_id
 
 __all__ = ["history_ids", "scope_histories"]
 
@@ -85,7 +85,7 @@ def scope_histories(configurable: Mapping[str, Any], ids: frozenset[str], princi
     scoped = dict(configurable)
     for key in ids & configurable.keys():
         value = configurable[key]
-        text = _id_text(value)
+        text = id_text(value)
         if text is None:
             msg = (
                 f"configurable[{key!r}] must be a string or an integer, the id of a chat history, "
@@ -105,13 +105,3 @@ def scope_histories(configurable: Mapping[str, Any], ids: frozenset[str], princi
 
 
 _PATH_STEPS = frozenset({".", ".."})
-
-
-def _id_text(value: object) -> str | None:
-    """`value` as an id's text: a string, or an integer written out; else None."""
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        return None
-    try:
-        return str(value)
-    except ValueError:  # an int of more digits than Python writes out
-        return None

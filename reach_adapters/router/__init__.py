@@ -51,7 +51,7 @@ from reach_adapters.router.schemas import (
     wrap_field,
 )
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState
-from reach_adapters.router.thread_scope import own_thread, scoped_id
+from reach_adapters.router.thread_scope import id_text, own_thread, scoped_id
 from reach_adapters.router.threads import thread_of
 
 __all__ = [
@@ -101,6 +101,7 @@ __all__ = [
     "consensus_tool_options",
     "error_result",
     "first_error",
+    "id_text",
     "import_object",
     "input_required_result",
     "meta_from_request",

@@ -22,7 +22,7 @@ from __future__ import annotations
 from middleware import MetaInfo
 from middleware.fast import amend
 
-__all__ = ["SESSION_KEY", "THREAD_KEY", "own_thread", "scope_thread", "scoped_id", "thread_prefix"]
+__all__ = ["SESSION_KEY", "THREAD_KEY", "id_text", "own_thread", "scope_thread", "scoped_id", "thread_prefix"]
 
 THREAD_KEY = "thread_id"
 SESSION_KEY = "session_id"
@@ -58,13 +58,9 @@ def scope_thread(meta: MetaInfo) -> None:
         return
     scoped: dict[str, str] = {}
     for key in _SCOPED_KEYS:
-        value = configurable.get(key)
-        if value is None or value == "" or isinstance(value, bool) or not isinstance(value, str | int):
+        text = id_text(configurable.get(key))
+        if not text:
             continue  # names none (the agent says whether it needs one), or one it cannot take
-        try:
-            text = str(value)
-        except ValueError:  # an int of more digits than Python writes out: the agent's to refuse
-            continue
         own = scoped_id(text, principal)
         if own != text:
             scoped[key] = own
@@ -73,6 +69,17 @@ def scope_thread(meta: MetaInfo) -> None:
 
 
 _SCOPED_KEYS = (THREAD_KEY, SESSION_KEY)
+
+
+def id_text(value: object) -> str | None:
+    """`value` as an id's text: a string, or an integer written out; else None (a bool, another
+    type, or an int of more digits than Python writes out)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    try:
+        return str(value)
+    except ValueError:
+        return None
 
 
 def own_thread(thread: str | None, principal: str | None) -> str | None:
