@@ -15,7 +15,7 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from reach_adapters.mcp.agent import MCPServerAgent
-from reach_adapters.router import Router
+from reach_adapters.router import Router, parse_agent_id
 
 __all__ = ["MAX_SERVER_CHARS", "MAX_TOOLS_NAMED", "Instructions", "compose"]
 
@@ -95,7 +95,7 @@ def _upstreams(router: Router, principal: str | None) -> dict[str, tuple[str, li
         text = agent.instructions
         if not text or not text.strip():
             continue
-        name = info.agent_id.split(":")[1]
+        name = parse_agent_id(info.agent_id).type
         entry = found.setdefault(name, (text, []))
         tools = entry[1]
         tools += [cap.name for cap in info.capabilities if cap.name not in tools]
