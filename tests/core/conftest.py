@@ -56,15 +56,10 @@ class Gate:
         return payload
 
 
-class Handled(FunctionAgent):
-    """An echo agent that keeps the handle the router gives it, so a test can change its state."""
+class KeepsHandle:
+    """Keeps the handle the router gives the agent (`attach`), so a test can change its state."""
 
-    def __init__(self, agent_id: str, capability: str = "echo", **cap: Any) -> None:
-        async def echo(payload: Any) -> Any:
-            return {"agent": agent_id, "payload": payload}
-
-        super().__init__(echo, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])
-        self._handle: AgentHandle | None = None
+    _handle: AgentHandle | None = None
 
     def attach(self, handle: AgentHandle) -> None:
         self._handle = handle
@@ -73,3 +68,13 @@ class Handled(FunctionAgent):
     def handle(self) -> AgentHandle:
         assert self._handle is not None, "register the agent first"
         return self._handle
+
+
+class Handled(KeepsHandle, FunctionAgent):
+    """An echo agent that keeps the handle the router gives it, so a test can change its state."""
+
+    def __init__(self, agent_id: str, capability: str = "echo", **cap: Any) -> None:
+        async def echo(payload: Any) -> Any:
+            return {"agent": agent_id, "payload": payload}
+
+        super().__init__(echo, agent_id=agent_id, capabilities=[Capability(name=capability, **cap)])

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from middleware import Fault, ReachMessage, ResultStatus
-from reach_adapters import AgentHandle, BreakerState, Capability, FunctionAgent, Router
-from tests.core.conftest import FAST, agent_info
+from reach_adapters import BreakerState, Capability, FunctionAgent, Router
+from tests.core.conftest import FAST, KeepsHandle, agent_info
 
 pytestmark = pytest.mark.timeout(30)
 
 SLOW_S = 0.3
 
 
-class Tools(FunctionAgent):
+class Tools(KeepsHandle, FunctionAgent):
     """An agent with a fast ``echo`` and a slow ``report`` (``slow_s``, as any capability
     re-declared later); `delays` sets a capability's own time. A call whose payload says ``hold``
     waits for `held` first. Keeps its handle, to re-declare its capabilities."""
@@ -39,15 +39,6 @@ class Tools(FunctionAgent):
             return agent_id
 
         super().__init__(handle, agent_id=agent_id, capabilities=capabilities("echo", "report"))
-        self._handle: AgentHandle | None = None
-
-    def attach(self, handle: AgentHandle) -> None:
-        self._handle = handle
-
-    @property
-    def handle(self) -> AgentHandle:
-        assert self._handle is not None, "register the agent first"
-        return self._handle
 
 
 def capabilities(*names: str, version: str = "1.0.0") -> list[Capability]:
