@@ -38,11 +38,8 @@ class Instructions:
         router: Router,
         own: str | None,
         principal_of: Callable[[ServerRequestContext[Any, Any]], str | None],
-        *,
-        upstream: bool = True,
     ) -> None:
         self.own = own
-        self.upstream = upstream
         self._router = router
         self._principal_of = principal_of
         # By principal (None: all tools), until the catalog changes.
@@ -54,8 +51,6 @@ class Instructions:
 
     def text(self, principal: str | None = None) -> str | None:
         """The instructions for a client `principal` (None: one that may reach every tool)."""
-        if not self.upstream:
-            return self.own
         if self._router.guard is None:
             principal = None
         made = self._made

@@ -106,9 +106,11 @@ class RouterMCPServer:
         # relays its upstreams' log messages. Not `on_set_logging_level=`, which warns that the
         # method is gone in 2026-07-28; the SDK refuses it on those sessions.
         self.server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
-        # The upstreams' instructions follow the operator's, for the tools each client may reach.
-        self.instructions = Instructions(router, instructions, _principal, upstream=upstream_instructions)
-        self.server.middleware.append(self.instructions)
+        # The upstreams' instructions follow the operator's, for the tools each client may reach;
+        # without them the SDK serves the operator's alone, and no request passes a middleware.
+        self.instructions = Instructions(router, instructions, _principal) if upstream_instructions else None
+        if self.instructions is not None:
+            self.server.middleware.append(self.instructions)
         self._served: dict[str, _Served] | None = None
         self._exchanges = Exchanges()
         self._legacy = LegacyPeers()
@@ -252,7 +254,8 @@ class RouterMCPServer:
     def _catalog_changed(self) -> None:
         # Called from whichever thread changed the catalog; the notice goes out on the serving loop.
         self._served = None
-        self.instructions.forget()
+        if self.instructions is not None:
+            self.instructions.forget()
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._schedule_announcement)
