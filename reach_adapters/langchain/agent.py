@@ -128,6 +128,8 @@ class LangChainAgent:
         # Whether a run that stops at interrupt() asks what no resume= can answer (`unanswerable`):
         # only of graphs the adapter sees; a function running a graph may answer it itself.
         self._unanswerable = self._resuming is None and (bool(unsaved) or self._graph_unreachable)
+        # Beside checkpointed graphs (`saved | unsaved`): their threads say whose interrupt it was.
+        self._unsaved = bool(unsaved)
         self._thread_required = not all(bound for _, bound in graphs)
         # One call at a time on each of their threads (see `turns`).
         self._turns = ThreadTurns.of([graph for graph, _ in graphs], thread_of(self._config), agent_id)
@@ -218,7 +220,12 @@ class LangChainAgent:
             result = stop_result(stop, message, output if self._graph is not None else None)
         else:
             result = self._converter.result_to_middleware(output, message)
-            if result.status is ResultStatus.INPUT_REQUIRED and self._unanswerable and interrupts(output):
+            if (
+                result.status is ResultStatus.INPUT_REQUIRED
+                and (self._unanswerable or (self._unsaved and not stop))
+                and interrupts(output)
+                and not await self._resumable_stop(config)
+            ):
                 # A question no resume= can answer (see `unanswerable`).
                 raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
         amend(result, {"agent_id": self._agent_id})
@@ -259,7 +266,7 @@ class LangChainAgent:
                     raise
             if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
                 # LangGraph's own marker: the stream's end below says what the graph asks.
-                unanswered = unanswered or (in_vain and interrupted(marked))
+                unanswered = unanswered or interrupted(marked)
                 continue
             if chunks is not None:
                 yield chunks.chunk_to_middleware(chunk, message)
@@ -272,7 +279,8 @@ class LangChainAgent:
                 stop, _ = await resuming.waiting(config)
             if stop:
                 raise StreamEnded(stop_result(stop, message))
-        elif unanswered:
+        if unanswered and (in_vain or self._unsaved):
+            # No checkpointed graph waits: the interrupt was one no resume= can answer.
             raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
 
     def _context(self, message: ReachMessage) -> Mapping[str, Any]:
@@ -283,6 +291,15 @@ class LangChainAgent:
         if asked is not None:
             raise refuse_context(self._agent_id)
         return NO_CONTEXT
+
+    async def _resumable_stop(self, config: RunnableConfig) -> bool:
+        """Whether a checkpointed graph of the agent waits on its thread: the interrupts a run
+        reports are then that graph's to ask, else an unsaved graph's, which nothing can resume."""
+        if self._resuming is None:
+            return False
+        with detached():
+            stop, _ = await self._resuming.waiting(config)
+        return bool(stop)
 
     def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
         """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value

@@ -90,6 +90,36 @@ async def test_a_chain_around_it_fails_alike(router: Router) -> None:
     assert NEEDS_SAVER in (result.error or "")
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["call", "stream"])
+async def test_a_chain_of_a_checkpointed_graph_then_one_without_fails_alike(
+    router: Router, streamed: bool
+) -> None:
+    # The first graph's thread waits on nothing: the question is the unsaved graph's.
+    chain = one_node(answering).compile(checkpointer=InMemorySaver()) | no_saver()
+    router.register(LangChainAgent(chain, agent_id="desk:ask:01"))
+    thread = {"thread_id": "t-1"}
+    if streamed:
+        with pytest.raises(AgentCallError, match=re.escape(NEEDS_SAVER)) as failed:
+            await drained(router.stream("ask", {"q": "x"}, configurable=thread), [])
+        assert failed.value.result is not None
+        result = failed.value.result
+    else:
+        result = await router.route("ask", {"q": "x"}, configurable=thread)
+    assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.AGENT)
+    assert NEEDS_SAVER in (result.error or "")
+    assert router.catalog()[0].failures == 1
+
+
+async def test_the_checkpointed_graph_of_such_a_chain_still_asks(router: Router) -> None:
+    chain = one_node(asking).compile(checkpointer=InMemorySaver()) | one_node(answering).compile()
+    router.register(LangChainAgent(chain, agent_id="desk:ask:01"))
+    thread = {"thread_id": "t-1"}
+    asked = await router.route("ask", {"q": "x"}, configurable=thread)
+    assert (asked.status, asked.payload) == (ResultStatus.INPUT_REQUIRED, "need?")
+    done = await router.route("ask", None, configurable=thread, resume="yes")
+    assert (done.status, done.payload) == (ResultStatus.OK, {"q": "x", "answers": ["yes", "re x"]})
+
+
 @pytest.mark.parametrize(
     "options",
     [
