@@ -31,6 +31,7 @@ from reach_adapters.langchain.graphs import (
     find_graph,
     interrupts,
     invalid_resume,
+    leading_graph,
     stop_marker,
     visible_graphs,
 )
@@ -46,6 +47,7 @@ from reach_adapters.langchain.unanswerable import (
     watch,
     watched,
 )
+from reach_adapters.langchain.unwritten import Unwritten
 from reach_adapters.router import (
     Capability,
     StreamEnded,
@@ -55,6 +57,9 @@ from reach_adapters.router import (
 )
 
 __all__ = ["LangChainAgent"]
+
+# The payloads of a call that gives a graph no input: the router sends {} for none to an object.
+_NO_INPUT: tuple[None, dict[str, Any]] = (None, {})
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +122,10 @@ class LangChainAgent:
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
         # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
+        self._unwritten = Unwritten.of(self._graph)
+        # Whether the agent's input is a checkpointed graph's, which a call may replay (`_input`).
+        first = leading_graph(runnable)
+        self._replays = first is not None and checkpointed(first)
         unsaved = [graph for graph, _ in visible_graphs(runnable) if not checkpointed(graph)]
         for graph in unsaved:
             refuse_unsaved_breakpoints(runnable, graph, agent_id)
@@ -213,6 +222,8 @@ class LangChainAgent:
                 raise
             resuming = self._resuming
             stop = NO_STOP if resuming is None else await resuming.stopped(output, config)
+            if output is None and self._unwritten is not None:
+                output = await self._unwritten.state(config)
         # The first graph of the chain that stopped asks: a resume answers it (`answer`), even
         # when a later graph, handed its interrupted state, stopped too. Only when it is the graph
         # whose output this is does the output say more (its state so far).
@@ -276,7 +287,7 @@ class LangChainAgent:
         if resuming is not None:
             # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
             with detached():
-                stop, _ = await resuming.waiting(config)
+                stop = await resuming.ended(config)
             if stop:
                 raise StreamEnded(stop_result(stop, message))
         if unanswered and (in_vain or self._unsaved):
@@ -298,8 +309,7 @@ class LangChainAgent:
         if self._resuming is None:
             return False
         with detached():
-            stop, _ = await self._resuming.waiting(config)
-        return bool(stop)
+            return bool(await self._resuming.ended(config))
 
     def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
         """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value
@@ -333,6 +343,14 @@ class LangChainAgent:
         if self._configurables is not None:
             self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
+            if (
+                self._replays
+                and message.raw_payload in _NO_INPUT
+                and "checkpoint_id" in (meta.configurable or ())
+            ):
+                # LangGraph's replay, ``ainvoke(None, <a checkpoint>)``: it goes on from there; any
+                # input, {} too, would start a new run from START at that checkpoint.
+                return None, self._runnable
             return self._converter.from_middleware(message), self._runnable
         if self._graph_unreachable:
             msg = (

@@ -21,7 +21,7 @@ from middleware import ReachMessage
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.histories import scope_histories
 
-__all__ = ["TAG", "check_config", "detached", "run_config", "thread_of"]
+__all__ = ["TAG", "check_config", "detached", "newest", "run_config", "thread_of"]
 
 TAG = "agent-reach"
 
@@ -163,6 +163,17 @@ def thread_of(config: Mapping[str, Any] | None) -> str | None:
     if thread is None or thread == "" or isinstance(thread, bool):
         return None
     return str(thread)
+
+
+def newest(config: RunnableConfig) -> RunnableConfig:
+    """`config` naming its thread's newest checkpoint: a run from a named ``checkpoint_id`` (time
+    travel, or the checkpoint its thread waits at) writes its own after it, so the one it named
+    says only where it began."""
+    configurable = config.get("configurable")
+    if not configurable or "checkpoint_id" not in configurable:
+        return config
+    latest = {key: value for key, value in configurable.items() if key != "checkpoint_id"}
+    return cast(RunnableConfig, {**config, "configurable": latest})
 
 
 @contextmanager

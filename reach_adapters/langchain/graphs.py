@@ -31,11 +31,13 @@ __all__ = [
     "checkpointed_graphs",
     "find_graph",
     "graph_schemas",
+    "holds_value",
     "interrupts",
     "invalid_resume",
     "last_moved_by",
     "leading",
     "leading_graph",
+    "message_keys_of",
     "resumable_graphs",
     "resume_command",
     "stop_marker",
@@ -238,7 +240,7 @@ def graph_schemas(graph: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | N
     if outputs is not None and _is_typed_dict(builder.output_schema):
         outputs.pop("required", None)
     outputs = _with_required(outputs, _always_given(builder))
-    chat = _message_keys(builder)
+    chat = message_keys_of(builder)
     return _with_messages(inputs, chat, chat_input), _with_messages(outputs, chat, _message_list)
 
 
@@ -258,10 +260,11 @@ def _always_given(builder: Any) -> frozenset[str]:
     channels = getattr(builder, "channels", None)
     if not isinstance(channels, dict):
         return frozenset()
-    return frozenset(name for name, channel in channels.items() if _available(channel))
+    return frozenset(name for name, channel in channels.items() if holds_value(channel))
 
 
-def _available(channel: Any) -> bool:
+def holds_value(channel: Any) -> bool:
+    """Whether a LangGraph channel holds a value (one that cannot say is not counted on)."""
     try:
         return bool(channel.is_available())
     except Exception:  # noqa: BLE001 - a channel that cannot say is not counted on
@@ -277,7 +280,7 @@ def _with_required(schema: dict[str, Any] | None, keys: frozenset[str]) -> dict[
     return {**schema, "required": required}
 
 
-def _message_keys(builder: Any) -> frozenset[str]:
+def message_keys_of(builder: Any) -> frozenset[str]:
     """The state keys LangGraph's ``add_messages`` reduces: it makes a message of every item."""
     from langgraph.graph.message import add_messages
 

@@ -15,7 +15,7 @@ from typing import Any, cast
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from reach_adapters.errors import InvalidMessageError
-from reach_adapters.langchain.config import thread_of
+from reach_adapters.langchain.config import newest, thread_of
 from reach_adapters.langchain.describe import tool_names
 from reach_adapters.langchain.graphs import (
     interrupts,
@@ -77,7 +77,12 @@ class Resuming:
         only theirs what the graphs of a chain (`prep | graph | post`) did."""
         if not self._may_stop or (self._graph is not None and interrupts(output) is not None):
             return NO_STOP
-        return (await self.waiting(config))[0]
+        return await self.ended(config)
+
+    async def ended(self, config: RunnableConfig) -> Stop:
+        """Where the run's graphs stopped (`waiting`), read at their threads' newest checkpoints
+        (`newest`), not one the call named."""
+        return (await self.waiting(newest(config)))[0]
 
     async def waiting(
         self, config: RunnableConfig, *, resuming: bool = False

@@ -1,0 +1,56 @@
+"""The answer of a state graph's run that wrote none of its output keys.
+
+LangGraph's ``ainvoke`` returns the state only when the run wrote to it (its input included), and
+None otherwise: a node that only acts (sends the daily report) and returns ``{}``, or a later turn
+of a thread whose input sets nothing. The run succeeded, and the graph's output schema describes
+its state: the adapter answers that state as it stands, which is what ``ainvoke(None, config)``
+or ``get_state`` would show: the thread's, read at its newest checkpoint, or for a graph without
+a checkpointer (or a call without a thread) the keys that hold a value from the start (a
+reducer's list), else ``{}``. Graphs whose output is chat-shaped already answer None (no answer).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from reach_adapters.langchain.config import newest, thread_of
+from reach_adapters.langchain.graphs import checkpointed, holds_value, message_keys_of
+
+__all__ = ["Unwritten"]
+
+
+class Unwritten:
+    """The state of `graph` that a run writing none of its `keys` (the output's) answers."""
+
+    __slots__ = ("_graph", "_keys", "_saved")
+
+    def __init__(self, graph: Any, keys: list[str]) -> None:
+        self._graph = graph
+        self._keys = keys
+        self._saved = checkpointed(graph)
+
+    @classmethod
+    def of(cls, graph: Any | None) -> Unwritten | None:
+        """For a `StateGraph` whose output is a list of state keys, none of them chat messages;
+        None for any other runnable."""
+        builder = getattr(graph, "builder", None)
+        keys = getattr(graph, "output_channels", None)
+        if not hasattr(builder, "state_schema") or not isinstance(keys, list) or message_keys_of(builder):
+            return None
+        return cls(graph, [str(key) for key in keys])
+
+    async def state(self, config: RunnableConfig) -> dict[str, Any]:
+        """The output keys that hold a value, with it, on the run's thread or from the start."""
+        if self._saved and thread_of(config) is not None:
+            values = (await self._graph.aget_state(newest(config))).values
+        else:
+            channels = self._graph.builder.channels
+            values = {
+                key: channels[key].get()
+                for key in self._keys
+                if key in channels and holds_value(channels[key])
+            }
+        return {key: copy.deepcopy(values[key]) for key in self._keys if key in values}
