@@ -31,20 +31,19 @@ from reach_adapters.langchain.graphs import (
     find_graph,
     interrupts,
     invalid_resume,
-    leading_graph,
     stop_marker,
     visible_graphs,
 )
 from reach_adapters.langchain.histories import history_ids
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
-from reach_adapters.langchain.stops import NO_STOP, stop_result
+from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.langchain.unanswerable import (
+    Watch,
     interrupted,
     refuse_unsaved_breakpoints,
     unanswerable,
-    watch,
     watched,
 )
 from reach_adapters.langchain.unwritten import Unwritten
@@ -122,10 +121,7 @@ class LangChainAgent:
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
         # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
-        self._unwritten = Unwritten.of(self._graph)
-        # Whether the agent's input is a checkpointed graph's, which a call may replay (`_input`).
-        first = leading_graph(runnable)
-        self._replays = first is not None and checkpointed(first)
+        self._unwritten = Unwritten.of(runnable)
         unsaved = [graph for graph, _ in visible_graphs(runnable) if not checkpointed(graph)]
         for graph in unsaved:
             refuse_unsaved_breakpoints(runnable, graph, agent_id)
@@ -233,9 +229,8 @@ class LangChainAgent:
             result = self._converter.result_to_middleware(output, message)
             if (
                 result.status is ResultStatus.INPUT_REQUIRED
-                and (self._unanswerable or (self._unsaved and not stop))
                 and interrupts(output)
-                and not await self._resumable_stop(config)
+                and await self._in_vain(output, stop, config)
             ):
                 # A question no resume= can answer (see `unanswerable`).
                 raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
@@ -254,16 +249,18 @@ class LangChainAgent:
         native, runnable = await self._input(message, config)
         meta = message.meta_info
         mode = meta.stream_mode
-        in_vain = self._unanswerable
+        # Whether an interrupt() may be one nothing can resume: the stream's end says (below).
+        in_vain = self._unanswerable or self._unsaved
         if mode is not None:
-            # A graph nothing can resume streams the updates that say an interrupt() (`watch`).
+            # Such a graph streams the updates that say an interrupt() as well (`Watch`).
             options["stream_mode"] = watched(mode) if in_vain else mode
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
         stream = aiter(runnable.astream(native, config, **options))
-        if mode is not None and in_vain:
-            stream = watch(stream, mode, self._agent_id, unreachable=self._graph_unreachable)
+        watching = Watch(stream, mode) if mode is not None and in_vain else None
+        if watching is not None:
+            stream = aiter(watching)
         unanswered = False
         while True:
             # Detached for each step only: the caller's code between chunks keeps its context.
@@ -290,7 +287,7 @@ class LangChainAgent:
                 stop = await resuming.ended(config)
             if stop:
                 raise StreamEnded(stop_result(stop, message))
-        if unanswered and (in_vain or self._unsaved):
+        if in_vain and (unanswered or (watching is not None and watching.asked)):
             # No checkpointed graph waits: the interrupt was one no resume= can answer.
             raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
 
@@ -303,13 +300,19 @@ class LangChainAgent:
             raise refuse_context(self._agent_id)
         return NO_CONTEXT
 
-    async def _resumable_stop(self, config: RunnableConfig) -> bool:
-        """Whether a checkpointed graph of the agent waits on its thread: the interrupts a run
-        reports are then that graph's to ask, else an unsaved graph's, which nothing can resume."""
-        if self._resuming is None:
+    async def _in_vain(self, output: Any, stop: Stop, config: RunnableConfig) -> bool:
+        """Whether the interrupts a run's `output` reports ask what no resume= can answer: the
+        agent has no checkpointed graph a call can resume (`unanswerable`), or has graphs without
+        one beside them (`saved | unsaved`) and no checkpointed graph's thread waits."""
+        resuming = self._resuming
+        if resuming is None:
+            return self._unanswerable
+        if not self._unsaved or stop:
             return False
+        if resuming.reads_after(output):
+            return True  # `stop` was read on the threads, and none waits
         with detached():
-            return bool(await self._resuming.ended(config))
+            return not await resuming.ended(config)
 
     def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
         """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value
@@ -344,9 +347,10 @@ class LangChainAgent:
             self._configurables.check(config.get("configurable", {}), meta.configurable, self._agent_id)
         if "resume" not in meta.__pydantic_fields_set__:
             if (
-                self._replays
-                and message.raw_payload in _NO_INPUT
+                message.raw_payload in _NO_INPUT
                 and "checkpoint_id" in (meta.configurable or ())
+                and self._resuming is not None
+                and await self._resuming.replays(config)
             ):
                 # LangGraph's replay, ``ainvoke(None, <a checkpoint>)``: it goes on from there; any
                 # input, {} too, would start a new run from START at that checkpoint.

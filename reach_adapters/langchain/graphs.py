@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import logging
 import typing
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
 
 import typing_extensions
-from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, chat_input
@@ -34,6 +34,7 @@ __all__ = [
     "holds_value",
     "interrupts",
     "invalid_resume",
+    "is_graph",
     "last_moved_by",
     "leading",
     "leading_graph",
@@ -41,6 +42,8 @@ __all__ = [
     "resumable_graphs",
     "resume_command",
     "stop_marker",
+    "thread_config",
+    "trailing",
     "unwrap",
     "visible_graphs",
 ]
@@ -86,6 +89,32 @@ def leading(runnable: Runnable[Any, Any], *, chains: bool = True) -> list[Runnab
             return found
 
 
+def trailing(runnable: Runnable[Any, Any]) -> list[Runnable[Any, Any]]:
+    """`runnable` and the runnables whose output is its own, outermost first: what its bindings
+    wrap and a chain's last step. Not a `.with_fallbacks()`: any of its runnables may answer."""
+    found = [runnable]
+    while True:
+        last = found[-1]
+        if isinstance(last, RunnableBindingBase):
+            found.append(last.bound)
+        elif isinstance(last, RunnableSequence):
+            found.append(last.last)
+        else:
+            return found
+
+
+def thread_config(config: RunnableConfig, layers: list[Runnable[Any, Any]]) -> RunnableConfig:
+    """`config` naming the thread, which a binding among `layers` (`.with_config(configurable=...)`)
+    may hold instead: a graph's state is read from the graph itself, outside the bindings."""
+    if thread_of(config) is not None:
+        return config
+    for layer in layers:
+        bound = getattr(layer, "config", None)
+        if isinstance(bound, Mapping) and thread_of(bound) is not None:
+            return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
+    return config
+
+
 def find_graph(runnable: Runnable[Any, Any]) -> Any | None:
     """The LangGraph graph `runnable` is, wraps or falls back from: its input and output are the
     graph's. None for any other runnable."""
@@ -99,10 +128,10 @@ def leading_graph(runnable: Runnable[Any, Any]) -> Any | None:
 
 
 def _graph_in(layers: list[Runnable[Any, Any]]) -> Any | None:
-    return next((inner for inner in layers if _is_graph(inner)), None)
+    return next((inner for inner in layers if is_graph(inner)), None)
 
 
-def _is_graph(runnable: Runnable[Any, Any]) -> bool:
+def is_graph(runnable: Runnable[Any, Any]) -> bool:
     # A `.with_fallbacks()` hands unknown attributes on to its primary: it has them too.
     return not isinstance(runnable, RunnableWithFallbacks) and all(
         hasattr(runnable, name) for name in _PREGEL
@@ -114,7 +143,7 @@ def visible_graphs(runnable: Runnable[Any, Any], *, bound: bool = False) -> Iter
     runnables of a `.with_fallbacks()`, a chain's steps; not one a function runs), with whether a
     binding around it (or the graph's own config) names its thread."""
     bound = bound or thread_of(getattr(runnable, "config", None)) is not None
-    if _is_graph(runnable):
+    if is_graph(runnable):
         yield runnable, bound
         return
     if isinstance(runnable, RunnableBindingBase):

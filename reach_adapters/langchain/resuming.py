@@ -9,8 +9,7 @@ nothing for it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
@@ -23,6 +22,7 @@ from reach_adapters.langchain.graphs import (
     leading,
     resumable_graphs,
     resume_command,
+    thread_config,
 )
 from reach_adapters.langchain.review import check_answers
 from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, thread_stop
@@ -60,24 +60,19 @@ class Resuming:
         return cls(runnable, graph, resumable, agent_id) if resumable else None
 
     def _state_config(self, config: RunnableConfig, runnable: Runnable[Any, Any]) -> RunnableConfig:
-        """`config` naming the thread, which a binding (`.with_config(configurable=...)`) around
-        the agent's runnable or around the graph's step may hold instead: the graph's state is
-        read from the graph itself, outside the bindings."""
-        if thread_of(config) is not None:
-            return config
-        for layer in [*leading(self._runnable), *leading(runnable)]:
-            bound = getattr(layer, "config", None)
-            if isinstance(bound, Mapping) and thread_of(bound) is not None:
-                return cast(RunnableConfig, {**config, "configurable": dict(bound["configurable"])})
-        return config
+        """`config` naming the thread, which a binding around the agent's runnable or around the
+        graph's step may hold instead (`thread_config`)."""
+        return thread_config(config, [*leading(self._runnable), *leading(runnable)])
+
+    def reads_after(self, output: Any) -> bool:
+        """Whether `stopped` reads the threads after a run that gave `output`. The graph whose
+        output this is says its interrupts there; only its thread says it paused at a breakpoint,
+        and only theirs what the graphs of a chain (`prep | graph | post`) did."""
+        return self._may_stop and (self._graph is None or interrupts(output) is None)
 
     async def stopped(self, output: Any, config: RunnableConfig) -> Stop:
-        """Where the run's graphs stopped short of their end (`waiting`). The graph whose output
-        this is says its interrupts there; only its thread says it paused at a breakpoint, and
-        only theirs what the graphs of a chain (`prep | graph | post`) did."""
-        if not self._may_stop or (self._graph is not None and interrupts(output) is not None):
-            return NO_STOP
-        return await self.ended(config)
+        """Where the run's graphs stopped short of their end (`waiting`), when `reads_after`."""
+        return await self.ended(config) if self.reads_after(output) else NO_STOP
 
     async def ended(self, config: RunnableConfig) -> Stop:
         """Where the run's graphs stopped (`waiting`), read at their threads' newest checkpoints
@@ -97,6 +92,17 @@ class Resuming:
             if stop:
                 break
         return stop, runnable
+
+    async def replays(self, config: RunnableConfig) -> bool:
+        """Whether a call without input, `config` naming a checkpoint of the thread of the graph
+        that takes the agent's input, replays from it (LangGraph's ``ainvoke(None, config)``).
+        An id the thread does not have is no replay: the run starts from an empty state."""
+        graph, runnable = self._resumable[0]
+        checkpoint = config.get("configurable", {}).get("checkpoint_id")
+        if runnable is not self._runnable or not isinstance(checkpoint, str) or not checkpoint:
+            return False
+        snapshot = await graph.aget_state(self._state_config(config, runnable))
+        return getattr(snapshot, "created_at", None) is not None
 
     async def _moved_on(self, config: RunnableConfig) -> Runnable[Any, Any] | None:
         """The runnable that resumes the graph an earlier run of this task moved last, if any."""

@@ -22,7 +22,7 @@ from reach_adapters.errors import InvalidDeclarationError
 from reach_adapters.langchain.graphs import INTERRUPT_KEY
 from reach_adapters.langchain.stops import may_pause
 
-__all__ = ["interrupted", "refuse_unsaved_breakpoints", "unanswerable", "watch", "watched"]
+__all__ = ["Watch", "interrupted", "refuse_unsaved_breakpoints", "unanswerable", "watched"]
 
 # The stream mode in which LangGraph always says that a run stopped at interrupt().
 _UPDATES = "updates"
@@ -70,25 +70,33 @@ def watched(mode: str | list[str]) -> list[str]:
     return modes if _UPDATES in modes else [*modes, _UPDATES]
 
 
-async def watch(
-    stream: AsyncIterator[Any], mode: str | list[str], agent_id: str, *, unreachable: bool
-) -> AsyncIterator[Any]:
+class Watch:
     """The chunks of `stream`, which a graph streams in the modes `watched(mode)` gives, in the
     shape `mode` asks: LangGraph's ``(mode, chunk)`` pairs (``(namespace, mode, chunk)`` with
     subgraphs) as they are for a list of modes, the chunk alone (after its namespace) for one.
-    Raises `unanswerable` at the end when an update said the run stopped at ``interrupt()``."""
-    own = _UPDATES in ([mode] if isinstance(mode, str) else mode)
-    single = isinstance(mode, str)
-    asked = False
-    async for chunk in stream:
-        kind, data = chunk[-2], chunk[-1]
-        if kind == _UPDATES:
-            asked = asked or interrupted(data)
-            if not own:
-                continue
-        if single:
-            yield data if len(chunk) == 2 else (chunk[0], data)
-        else:
-            yield chunk
-    if asked:
-        raise unanswerable(agent_id, unreachable=unreachable)
+    `asked`: whether an update said the run stopped at ``interrupt()``."""
+
+    __slots__ = ("_mode", "_stream", "asked")
+
+    def __init__(self, stream: AsyncIterator[Any], mode: str | list[str]) -> None:
+        self._stream = stream
+        self._mode = mode
+        self.asked = False
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[Any]:
+        mode = self._mode
+        own = _UPDATES in ([mode] if isinstance(mode, str) else mode)
+        single = isinstance(mode, str)
+        async for chunk in self._stream:
+            kind, data = chunk[-2], chunk[-1]
+            if kind == _UPDATES:
+                self.asked = self.asked or interrupted(data)
+                if not own:
+                    continue
+            if single:
+                yield data if len(chunk) == 2 else (chunk[0], data)
+            else:
+                yield chunk

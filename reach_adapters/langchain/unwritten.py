@@ -6,7 +6,8 @@ of a thread whose input sets nothing. The run succeeded, and the graph's output 
 its state: the adapter answers that state as it stands, which is what ``ainvoke(None, config)``
 or ``get_state`` would show: the thread's, read at its newest checkpoint, or for a graph without
 a checkpointer (or a call without a thread) the keys that hold a value from the start (a
-reducer's list), else ``{}``. Graphs whose output is chat-shaped already answer None (no answer).
+reducer's list), else ``{}``. A graph whose output holds chat messages already answers None (no
+answer), and so does an agent whose output is not surely the graph's (a `.with_fallbacks()`).
 """
 
 from __future__ import annotations
@@ -14,43 +15,56 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from reach_adapters.langchain.config import newest, thread_of
-from reach_adapters.langchain.graphs import checkpointed, holds_value, message_keys_of
+from reach_adapters.langchain.graphs import (
+    checkpointed,
+    holds_value,
+    is_graph,
+    message_keys_of,
+    thread_config,
+    trailing,
+)
 
 __all__ = ["Unwritten"]
 
 
 class Unwritten:
-    """The state of `graph` that a run writing none of its `keys` (the output's) answers."""
+    """The state of `graph` that a run writing none of its `keys` (the output's) answers; a
+    binding among `layers` may name its thread."""
 
-    __slots__ = ("_graph", "_keys", "_saved")
+    __slots__ = ("_graph", "_keys", "_layers", "_saved")
 
-    def __init__(self, graph: Any, keys: list[str]) -> None:
+    def __init__(self, graph: Any, keys: list[str], layers: list[Runnable[Any, Any]]) -> None:
         self._graph = graph
         self._keys = keys
+        self._layers = layers
         self._saved = checkpointed(graph)
 
     @classmethod
-    def of(cls, graph: Any | None) -> Unwritten | None:
-        """For a `StateGraph` whose output is a list of state keys, none of them chat messages;
-        None for any other runnable."""
+    def of(cls, runnable: Runnable[Any, Any]) -> Unwritten | None:
+        """For a runnable whose output is a `StateGraph`'s (the graph, a binding of it, a chain
+        ending in it) made of state keys none of which holds chat messages; else None."""
+        layers = trailing(runnable)
+        graph: Any = layers[-1]
+        if not is_graph(graph):
+            return None
         builder = getattr(graph, "builder", None)
         keys = getattr(graph, "output_channels", None)
-        if not hasattr(builder, "state_schema") or not isinstance(keys, list) or message_keys_of(builder):
+        if not hasattr(builder, "state_schema") or not isinstance(keys, list):
             return None
-        return cls(graph, [str(key) for key in keys])
+        if message_keys_of(builder) & set(keys):
+            return None
+        return cls(graph, [str(key) for key in keys], layers)
 
     async def state(self, config: RunnableConfig) -> dict[str, Any]:
         """The output keys that hold a value, with it, on the run's thread or from the start."""
+        config = thread_config(config, self._layers)
         if self._saved and thread_of(config) is not None:
             values = (await self._graph.aget_state(newest(config))).values
         else:
             channels = self._graph.builder.channels
-            values = {
-                key: channels[key].get()
-                for key in self._keys
-                if key in channels and holds_value(channels[key])
-            }
+            held = [key for key in self._keys if key in channels and holds_value(channels[key])]
+            values = {key: channels[key].get() for key in held}
         return {key: copy.deepcopy(values[key]) for key in self._keys if key in values}

@@ -4,8 +4,9 @@ a principal's threads are its own; what a refused message keeps, and what a task
 from __future__ import annotations
 
 import asyncio
+import operator
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
@@ -287,3 +288,45 @@ async def test_a_principals_thread_is_scoped_once_and_shown_as_named(
     # The owner of the router reaches the thread by its one scoped name: it waits no more.
     after = await router.route("refund", None, configurable={"thread_id": "alice/alice-1"}, resume="again")
     assert "thread 'alice/alice-1' of agent support:refund:01 waits on no interrupt" in (after.error or "")
+
+
+class Logged(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+
+
+def noting_then_asking() -> Any:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Logged)
+    builder.add_node("note", lambda state: {"log": ["noted"]})
+    builder.add_node("approve", lambda state: {"log": [f"approved {interrupt('ok?')}"]})
+    builder.add_edge(START, "note")
+    builder.add_edge("note", "approve")
+    builder.add_edge("approve", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+async def sent(url: str, message: dict[str, Any]) -> dict[str, Any]:
+    return task(await call(url, "SendMessage", {"message": message}))
+
+
+async def test_an_answer_to_a_replay_goes_to_the_question_the_replay_asked(served: Serve) -> None:
+    server = await served()
+    graph = noting_then_asking()
+    server.gateway.router.register(LangChainAgent(graph, agent_id="desk:approve:01"))
+    thread = {"configurable": {"thread_id": "t-1"}}
+    first = await sent(
+        server.url,
+        msg(data={}, skill="approve", metadata={"agent-reach/configurable": thread["configurable"]}),
+    )
+    done = await sent(server.url, msg("yes", task_id=first["id"], context_id=first["contextId"]))
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
+    snapshots = [snapshot async for snapshot in graph.aget_state_history(thread)]
+    before = dict(next(s for s in snapshots if s.next == ("approve",)).config["configurable"])
+    # LangGraph's replay from the checkpoint before the question: it asks again, at a new one.
+    asked = await sent(
+        server.url, msg(data={}, skill="approve", metadata={"agent-reach/configurable": before})
+    )
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
+    done = await sent(server.url, msg("again", task_id=asked["id"], context_id=asked["contextId"]))
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
+    # Answered at the named checkpoint, the old question there would have taken its old answer.
+    assert (await graph.aget_state(thread)).values["log"] == ["noted", "approved again"]

@@ -267,3 +267,16 @@ async def test_a_function_that_answers_its_own_graphs_interrupts_still_asks(rout
     assert answered.status is ResultStatus.OK, answered.error
     assert answered.payload == {"q": "x", "answers": ["yes"]}
     assert router.catalog()[0].failures == 0
+
+
+@pytest.mark.parametrize("mode", ["updates", "custom", "messages"])
+async def test_a_fallback_without_one_asks_in_vain_in_every_stream_mode(router: Router, mode: str) -> None:
+    # (In "values" mode the primary streams its input before it fails: LangChain falls back only
+    # from a stream that gave nothing.)
+    def failing(state: Asked) -> dict[str, Any]:
+        raise RuntimeError("down")
+
+    agent = one_node(failing).compile(checkpointer=InMemorySaver()).with_fallbacks([no_saver()])
+    router.register(LangChainAgent(agent, agent_id="desk:ask:01"))
+    with pytest.raises(AgentCallError, match=re.escape(NEEDS_SAVER)):
+        await drained(router.stream("ask", {"q": "x"}, configurable={"thread_id": "t"}, stream_mode=mode), [])

@@ -128,3 +128,42 @@ async def test_an_input_at_a_checkpoint_still_starts_a_new_run_there(router: Rou
     await router.route("steps", {"topic": "x"}, configurable=THREAD)
     rerun = await router.route("steps", {"topic": "z"}, configurable=await before_b(graph))
     assert rerun.payload == {"topic": "z", "steps": ["a(x)", "a(z)", "b(z)"]}
+
+
+@pytest.mark.parametrize("checkpoint", ["nope", None], ids=["unknown", "none"])
+async def test_a_checkpoint_id_the_thread_lacks_runs_from_an_empty_state(
+    router: Router, checkpoint: str | None
+) -> None:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Steps)
+    builder.add_node("note", lambda state: {"steps": ["noted"]})
+    builder.add_edge(START, "note")
+    router.register(LangChainAgent(builder.compile(checkpointer=InMemorySaver()), agent_id="t:note:01"))
+    await router.route("note", {}, configurable=THREAD)
+    # No replay, so no run without input (LangGraph's EmptyInputError, held against the agent).
+    result = await router.route("note", {}, configurable={"thread_id": "b", "checkpoint_id": checkpoint})
+    assert (result.status, result.payload) == (ResultStatus.OK, {"steps": ["noted"]}), result.error
+    assert router.catalog()[0].failures == 0
+
+
+def approving() -> Any:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Steps)
+    builder.add_node("a", lambda state: {"steps": ["a"]})
+    builder.add_node("approve", lambda state: {"steps": [f"approved {interrupt('ok?')}"]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "approve")
+    builder.add_edge("approve", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+async def test_a_replay_that_stops_asks_again_and_a_stream_watching_sees_it(router: Router) -> None:
+    graph = approving()
+    router.register(LangChainAgent(graph, agent_id="t:approve:01"))
+    await router.route("approve", {"topic": "x"}, configurable=THREAD)
+    await router.route("approve", None, configurable=THREAD, resume="yes")
+    snapshots = [snapshot async for snapshot in graph.aget_state_history(CONFIG)]
+    before = dict(next(s for s in snapshots if s.next == ("approve",)).config["configurable"])
+    replayed = await router.route("approve", {}, configurable=before)
+    assert (replayed.status, replayed.payload) == (ResultStatus.INPUT_REQUIRED, "ok?")
+    # The question waits at the thread's newest checkpoint: the thread alone answers it.
+    done = await router.route("approve", None, configurable=THREAD, resume="again")
+    assert (done.status, done.payload) == (ResultStatus.OK, {"topic": "x", "steps": ["a", "approved again"]})

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import pytest
 import typing_extensions
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
@@ -75,3 +76,51 @@ async def test_a_chat_graph_that_writes_nothing_still_answers_nothing(router: Ro
     router.register(LangChainAgent(acting(MessagesState, []), agent_id="ops:chat:01"))
     result = await router.route("chat", {})
     assert (result.status, result.payload) == (ResultStatus.OK, None)
+
+
+async def test_a_thread_bound_with_with_config_answers_its_state(router: Router) -> None:
+    graph = acting(Logged, [], checkpointer=InMemorySaver())
+    router.register(
+        LangChainAgent(graph.with_config(configurable={"thread_id": "t"}), agent_id="ops:notify:01")
+    )
+    await router.route("notify", {"email": "a@example.com"})
+    later = await router.route("notify", {})
+    assert (later.status, later.payload) == (ResultStatus.OK, {"email": "a@example.com", "log": []})
+
+
+class Summary(typing_extensions.TypedDict, total=False):
+    summary: str
+
+
+class ChatWithSummary(MessagesState, total=False):
+    summary: str
+
+
+async def test_a_chat_state_whose_output_is_not_chat_answers_its_output_keys(router: Router) -> None:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(ChatWithSummary, output_schema=Summary)
+    builder.add_node("act", lambda state: {})
+    builder.add_edge(START, "act")
+    router.register(LangChainAgent(builder.compile(), agent_id="ops:summarise:01"))
+    result = await router.route("summarise", {})
+    assert (result.status, result.payload) == (ResultStatus.OK, {}), result.error
+
+
+async def test_a_chain_ending_in_the_graph_answers_its_state(router: Router) -> None:
+    chain = RunnableLambda(lambda state: state, name="prep") | acting(Logged, [])
+    router.register(LangChainAgent(chain, agent_id="ops:notify:01"))
+    result = await router.route("notify", {})
+    assert (result.status, result.payload) == (ResultStatus.OK, {"log": []}), result.error
+
+
+async def test_a_fallbacks_none_is_its_own_answer(router: Router) -> None:
+    def failing(state: Logged) -> dict[str, Any]:
+        raise RuntimeError("down")
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Logged)
+    builder.add_node("fail", failing)
+    builder.add_edge(START, "fail")
+    primary = builder.compile(checkpointer=InMemorySaver())
+    agent = primary.with_fallbacks([RunnableLambda(lambda state: None, name="spare")])
+    router.register(LangChainAgent(agent, agent_id="ops:notify:01", capabilities=[{"name": "notify"}]))
+    result = await router.route("notify", {"email": "e"}, configurable={"thread_id": "t"})
+    assert (result.status, result.payload) == (ResultStatus.OK, None), result.error
