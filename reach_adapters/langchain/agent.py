@@ -23,7 +23,7 @@ from reach_adapters.langchain.chat_schemas import (
 from reach_adapters.langchain.config import check_config, detached, run_config, thread_of
 from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
-from reach_adapters.langchain.derive import derive_capability, input_type, native_schemas
+from reach_adapters.langchain.derive import completed, derive_capability, input_type, native_schemas
 from reach_adapters.langchain.graphs import (
     STREAM_MODES,
     checkpointed,
@@ -149,6 +149,8 @@ class LangChainAgent:
         self._run_context = RunContext.of(runnable, agent_id)
         if capabilities is None:
             capabilities = [derive_capability(runnable, agent_id, native=native)]
+        elif native is not None:
+            capabilities = completed(capabilities, runnable, native)
         self._capabilities = validate_capabilities(agent_id, capabilities)
         self._from_text: dict[str, Callable[[str], JsonValue]] = {}
         # Where a text task (`{"text": ...}`, what A2A text parts become) is text too: a messages
@@ -156,7 +158,7 @@ class LangChainAgent:
         # state that declares `text` itself takes it as it is.
         self._task_text: set[str] = set()
         for cap in self._capabilities:
-            schema = _input_of(cap, native_input)
+            schema = cap.input_schema
             if shape := text_to_chat(schema):
                 self._from_text[cap.name] = shape
                 if "text" not in schema.get("properties", {}):
@@ -384,9 +386,3 @@ class LangChainAgent:
         if unknown or not modes:
             msg = f"stream_mode {unknown or modes} is not one of LangGraph's: {sorted(STREAM_MODES)}"
             raise InvalidMessageError(msg)
-
-
-def _input_of(capability: Capability, native: dict[str, Any]) -> dict[str, Any]:
-    """What a capability takes: its declared input schema, else (one declared to add keywords,
-    say) the runnable's own, so a chat agent's plain text task still becomes a user message."""
-    return capability.input_schema if "input_schema" in capability.model_fields_set else native

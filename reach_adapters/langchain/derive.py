@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -40,7 +40,7 @@ from reach_adapters.langchain.prompt_schemas import mustache_input
 from reach_adapters.langchain.typed_dicts import typed_dict_schema
 from reach_adapters.router import Capability, parse_agent_id
 
-__all__ = ["derive_capability", "input_type", "native_schemas"]
+__all__ = ["completed", "derive_capability", "input_type", "native_schemas"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,25 +59,50 @@ def derive_capability(
     """One capability named after the runnable (else the agent id's type), with its `native`
     schemas (`native_schemas`) as the payload's. Without them the capability is open: for
     converters that change the native shapes."""
-    name = _name(runnable, agent_id)
-    input_schema: dict[str, Any] = {}
-    output_schema: dict[str, Any] | None = None
-    if native is not None:
-        inputs, outputs = native
-        input_schema = with_message_schema(inputs or {})
-        output_schema = payload_schema(outputs, whole=_given_whole(runnable))
     try:
-        return Capability(
-            name=name,
-            description=description(runnable),
-            input_schema=input_schema,
-            output_schema=output_schema,
-        )
+        return Capability(name=_name(runnable, agent_id), **_described(runnable, native))
     except InvalidDeclarationError as exc:
         msg = (
             f"agent {agent_id}: cannot derive a capability from the runnable ({exc}); pass capabilities=[...]"
         )
         raise InvalidDeclarationError(msg) from None
+
+
+def completed(
+    declared: Sequence[Capability | Mapping[str, Any]],
+    runnable: Runnable[Any, Any],
+    native: tuple[dict[str, Any] | None, dict[str, Any] | None],
+) -> list[Capability | Mapping[str, Any]]:
+    """The `declared` capabilities of `runnable`, each given the description and the `native`
+    input schema a derived one has where it leaves them out: one declared to add keywords or a
+    timeout takes what the runnable takes, and its tool shows so. Not the output schema: replicas
+    declared alike would then differ in it, and no longer be replicas of one capability."""
+    derived = _described(runnable, native)
+    fields = {key: derived[key] for key in ("description", "input_schema")}
+    out: list[Capability | Mapping[str, Any]] = []
+    for capability in declared:
+        if isinstance(capability, Capability):
+            left = {key: value for key, value in fields.items() if key not in capability.model_fields_set}
+            out.append(capability.model_copy(update=left) if left else capability)
+        elif isinstance(capability, Mapping):
+            out.append({**fields, **capability})
+        else:
+            out.append(capability)  # refused by `validate_capabilities`, naming what it is
+    return out
+
+
+def _described(
+    runnable: Runnable[Any, Any], native: tuple[dict[str, Any] | None, dict[str, Any] | None] | None
+) -> dict[str, Any]:
+    """A derived capability's description and schemas: open ones without `native` schemas."""
+    if native is None:
+        return {"description": description(runnable), "input_schema": {}, "output_schema": None}
+    inputs, outputs = native
+    return {
+        "description": description(runnable),
+        "input_schema": with_message_schema(inputs or {}),
+        "output_schema": payload_schema(outputs, whole=_given_whole(runnable)),
+    }
 
 
 def native_schemas(

@@ -159,8 +159,9 @@ async def test_one_message_given_to_an_add_messages_key_is_read_as_add_messages_
     router: Router,
 ) -> None:
     router.register(LangChainAgent(echo_graph(), agent_id="util:echo:01"))
-    # Declared with keywords only: the router checks no schema, the converter still reads it.
-    loose = LangChainAgent(echo_graph(), agent_id="util:loose:01", capabilities=[{"name": "loose"}])
+    # Declared open: the router checks no schema, the converter still reads it.
+    declared = [{"name": "loose", "input_schema": {"type": "object"}}]
+    loose = LangChainAgent(echo_graph(), agent_id="util:loose:01", capabilities=declared)
     router.register(loose)
     for capability in ("echo", "loose"):
         for one in ({"role": "user", "content": "hi"}, {"type": "human", "content": "hi"}, "hi"):
@@ -192,7 +193,8 @@ async def test_one_message_given_to_an_add_messages_key_is_read_as_add_messages_
 async def test_a_message_add_messages_cannot_read_is_the_callers_mistake(
     router: Router, capabilities: str | None, messages: Any, named: str
 ) -> None:
-    declared = None if capabilities is None else [{"name": "echo"}]
+    # Declared open: the adapter's own reading of the messages refuses them, not the schema.
+    declared = None if capabilities is None else [{"name": "echo", "input_schema": {"type": "object"}}]
     router.register(LangChainAgent(echo_graph(), agent_id="util:echo:01", capabilities=declared))
     for _ in range(2):  # enough failures in a row to quarantine the agent, were they counted
         refused = await router.route("echo", {"messages": messages})
