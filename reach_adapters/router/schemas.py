@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema_rs
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
 __all__ = [
@@ -39,15 +39,21 @@ def schema_key(schema: dict[str, Any]) -> str:
 
 
 def check_schema(schema: dict[str, Any]) -> str | None:
-    """Return a description of what is wrong with `schema` as a JSON Schema, or None."""
+    """Return a description of what is wrong with `schema` as a JSON Schema, or None.
+
+    Its patterns are checked as the validator compiles them (ECMA-262 regexes, ``\\p{L}`` and
+    ``(?<name>...)`` included, as pydantic and zod write them), not as Python's `re` reads them.
+    """
     cls = validator_for(schema, default=Draft202012Validator)
+    # Against the draft's meta-schema as `check_schema` does, but with no format checker, which
+    # would compile each pattern with `re`.
+    meta = validator_for(cls.META_SCHEMA, default=cls)(cls.META_SCHEMA)
+    error = best_match(meta.iter_errors(schema))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        return f"{error.message} (at {where})"
     try:
-        cls.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        return f"{exc.message} (at {where})"
-    try:
-        jsonschema_rs.validator_for(schema)
+        jsonschema_rs.validator_for(schema, retriever=_not_fetched)
     except (ValueError, jsonschema_rs.ReferencingError) as exc:
         return str(exc)
     return None
@@ -55,7 +61,14 @@ def check_schema(schema: dict[str, Any]) -> str | None:
 
 @lru_cache(maxsize=4096)
 def compiled_validator(key: str) -> CompiledSchema:
-    return jsonschema_rs.validator_for(json.loads(key))
+    return jsonschema_rs.validator_for(json.loads(key), retriever=_not_fetched)
+
+
+def _not_fetched(uri: str) -> Any:
+    # Schemas come from MCP servers and A2A agents, others' too: fetching what they refer to would
+    # let any of them make the router request any URL, internal ones included, or read its files.
+    msg = f"the router fetches no schema another refers to ({uri}); give it in the schema's $defs"
+    raise ValueError(msg)
 
 
 def text_of_task(payload: Any) -> str | None:
