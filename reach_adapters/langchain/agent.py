@@ -35,6 +35,7 @@ from reach_adapters.langchain.graphs import (
     visible_graphs,
 )
 from reach_adapters.langchain.histories import history_ids
+from reach_adapters.langchain.injected import refuse_injected
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result
@@ -89,6 +90,7 @@ class LangChainAgent:
                 f"{type(runnable).__name__}; wrap plain functions in RunnableLambda or FunctionAgent"
             )
             raise InvalidDeclarationError(msg)
+        refuse_injected(runnable, agent_id)
         # The runnable's schemas describe its native shapes; only the default converter is known
         # to keep them, so a custom one gets an open declaration.
         native = None
