@@ -38,7 +38,7 @@ from reach_adapters.langchain.graphs import (
 from reach_adapters.langchain.payload_schemas import payload_schema
 from reach_adapters.langchain.prompt_schemas import mustache_input
 from reach_adapters.langchain.typed_dicts import typed_dict_schema
-from reach_adapters.router import Capability, parse_agent_id
+from reach_adapters.router import Capability, check_schema, parse_agent_id
 
 __all__ = ["completed", "derive_capability", "input_type", "native_schemas"]
 
@@ -79,6 +79,10 @@ def completed(
     declared alike would then differ in it, and no longer be replicas of one capability."""
     derived = _described(runnable, native)
     fields = {key: derived[key] for key in ("description", "input_schema")}
+    if check_schema(fields["input_schema"]) is not None:
+        # What derivation cannot describe (a pattern in Python's own dialect, say) is left open,
+        # as for a declaration before: declaring is the way out of it.
+        del fields["input_schema"]
     out: list[Capability | Mapping[str, Any]] = []
     for capability in declared:
         if isinstance(capability, Capability):

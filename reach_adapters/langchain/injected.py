@@ -36,7 +36,11 @@ def refuse_injected(runnable: Runnable[Any, Any], agent_id: str) -> None:
 
 
 def _injected(tool: BaseTool) -> set[str]:
-    """The arguments a tool takes that its model-facing schema (`tool_call_schema`) leaves out."""
+    """The arguments a tool takes that its model-facing schema (`tool_call_schema`) leaves out.
+    Only a tool's Python signature marks arguments injected: one that gives its arguments as a
+    JSON Schema (a dict) has none."""
+    if isinstance(tool.args_schema, dict):
+        return set()
     try:
         return _fields(tool.get_input_schema()) - _fields(tool.tool_call_schema)
     except Exception:  # noqa: BLE001 - a tool that cannot say what it takes is not refused for it

@@ -41,8 +41,8 @@ def schema_key(schema: dict[str, Any]) -> str:
 def check_schema(schema: dict[str, Any]) -> str | None:
     """Return a description of what is wrong with `schema` as a JSON Schema, or None.
 
-    Its patterns are checked as the validator compiles them (ECMA-262 regexes, ``\\p{L}`` and
-    ``(?<name>...)`` included, as pydantic and zod write them), not as Python's `re` reads them.
+    Its patterns are checked as the validator compiles them (``\\p{L}`` and ``(?<name>...)``
+    included, as pydantic and zod write them), not as Python's `re` reads them.
     """
     cls = validator_for(schema, default=Draft202012Validator)
     # Against the draft's meta-schema as `check_schema` does, but with no format checker, which

@@ -11,10 +11,11 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
+from pydantic import BaseModel, ConfigDict, Field
 
 from examples.langchain_demo.agents import scripted
 from middleware import ResultStatus
-from reach_adapters import Capability, Router
+from reach_adapters import Capability, InvalidDeclarationError, Router
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
 
 pytestmark = pytest.mark.timeout(30)
@@ -67,3 +68,24 @@ async def test_a_chat_agent_declared_so_takes_text(router: Router) -> None:
     assert "messages" in tool_args(router, "help")
     answered = await router.route("help", "where is my order?")
     assert (answered.status, answered.payload) == (ResultStatus.OK, "On its way."), answered.error
+
+
+class Code(BaseModel):
+    model_config = ConfigDict(regex_engine="python-re")
+    code: str = Field(pattern=r"^[A-Z]{2}\d+\Z")
+
+
+def code_of(code: Any) -> str:
+    return code["code"]
+
+
+async def test_a_declaration_is_the_way_out_when_the_schema_cannot_be_derived(router: Router) -> None:
+    runnable = RunnableLambda(code_of, name="codes").with_types(input_type=Code)
+    with pytest.raises(InvalidDeclarationError, match=r"pass capabilities=\[\.\.\.\]"):
+        LangChainAgent(runnable, agent_id="x:codes:01")
+    agent = LangChainAgent(
+        runnable, agent_id="x:codes:01", capabilities=[{"name": "codes", "keywords": ["code"]}]
+    )
+    assert agent.capabilities[0].input_schema == {"type": "object"}
+    router.register(agent)
+    assert (await router.route("codes", {"code": "AB12"})).payload == "AB12"

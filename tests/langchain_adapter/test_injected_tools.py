@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import pytest
 from langchain.tools import ToolRuntime
-from langchain_core.tools import InjectedToolArg, InjectedToolCallId, tool
+from langchain_core.tools import InjectedToolArg, InjectedToolCallId, StructuredTool, tool
 from langgraph.prebuilt import InjectedState, InjectedStore
 from langgraph.store.base import BaseStore
 
@@ -75,3 +75,12 @@ async def test_a_tool_without_them_is_served_as_before(router: Router) -> None:
     (reach,) = [t for t in ReachToolkit(router).get_tools() if t.name == "plain"]
     assert set(reach.args) == {"month"}
     assert (await router.route("plain", {"month": "May"})).payload == "May"
+
+
+async def test_a_tool_whose_arguments_are_a_json_schema_has_none_injected(router: Router) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    looked = StructuredTool.from_function(
+        func=lambda q: f"found {q}", name="lookup", description="Look up.", args_schema=schema
+    )
+    router.register(LangChainAgent(looked, agent_id="shop:lookup:01"))
+    assert (await router.route("lookup", {"q": "kettle"})).payload == "found kettle"
