@@ -76,7 +76,7 @@ class Code(BaseModel):
 
 
 def code_of(code: Any) -> str:
-    return code["code"]
+    return str(code["code"])
 
 
 async def test_a_declaration_is_the_way_out_when_the_schema_cannot_be_derived(router: Router) -> None:
