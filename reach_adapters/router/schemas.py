@@ -55,7 +55,8 @@ def check_schema(schema: dict[str, Any]) -> str | None:
     try:
         jsonschema_rs.validator_for(schema, retriever=_not_fetched)
     except (ValueError, jsonschema_rs.ReferencingError) as exc:
-        return str(exc)
+        # Its first paragraph says what is wrong; the rest repeats the schema around it.
+        return str(exc).split("\n\n", 1)[0]
     return None
 
 
