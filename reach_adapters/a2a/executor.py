@@ -47,6 +47,7 @@ from reach_adapters.router import (
     Router,
     error_result,
     meta_from_request,
+    newest_turn,
     ok_result,
 )
 
@@ -259,7 +260,9 @@ class RouterExecutor(AgentExecutor):
         state = STATES[result.status]
         metadata = result_metadata(result)
         if result.status is ResultStatus.INPUT_REQUIRED and reach is not None:
-            metadata[_CONFIGURABLE] = _asked_on(reach.meta_info.configurable)
+            # What the run asks waits at its thread's newest turn, not at a checkpoint it replayed
+            # from, where an answer would meet the old question there, answered, and its old answer.
+            metadata[_CONFIGURABLE] = newest_turn(reach.meta_info.configurable)
             metadata[_CONTEXT] = reach.meta_info.context
         if answer:
             # The task's metadata merges each update's: what an earlier answer's result carried
@@ -352,16 +355,6 @@ def _refused(exc: InvalidMessageError, metadata: dict[str, Any]) -> ReachResult:
 
 def _resumes(reach: ReachMessage) -> bool:
     return reach.routing_hint.mode == "directed"
-
-
-def _asked_on(configurable: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The run settings an answer to the run's question goes with: the call's, but for a
-    LangGraph ``checkpoint_id`` (a replay from it): the question waits at the thread's newest
-    checkpoint, which the run wrote, and an answer given at the named one would meet the old
-    question there, already answered, and take its old answer."""
-    if not configurable or "checkpoint_id" not in configurable:
-        return configurable
-    return {key: value for key, value in configurable.items() if key != "checkpoint_id"}
 
 
 def _thread(meta: MetaInfo, context_id: str) -> None:

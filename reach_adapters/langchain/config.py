@@ -20,6 +20,7 @@ from langchain_core.runnables.config import merge_configs, var_child_runnable_co
 from middleware import ReachMessage
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError
 from reach_adapters.langchain.histories import scope_histories
+from reach_adapters.router import newest_turn
 
 __all__ = ["TAG", "check_config", "detached", "newest", "run_config", "thread_of"]
 
@@ -170,10 +171,8 @@ def newest(config: RunnableConfig) -> RunnableConfig:
     travel, or the checkpoint its thread waits at) writes its own after it, so the one it named
     says only where it began."""
     configurable = config.get("configurable")
-    if not configurable or "checkpoint_id" not in configurable:
-        return config
-    latest = {key: value for key, value in configurable.items() if key != "checkpoint_id"}
-    return cast(RunnableConfig, {**config, "configurable": latest})
+    latest = newest_turn(configurable)
+    return config if latest is configurable else cast(RunnableConfig, {**config, "configurable": latest})
 
 
 @contextmanager

@@ -52,7 +52,7 @@ from reach_adapters.router.schemas import (
 )
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState
 from reach_adapters.router.thread_scope import id_text, own_thread, scoped_id
-from reach_adapters.router.threads import thread_of
+from reach_adapters.router.threads import newest_turn, thread_of
 
 __all__ = [
     "ABANDONED",
@@ -105,6 +105,7 @@ __all__ = [
     "import_object",
     "input_required_result",
     "meta_from_request",
+    "newest_turn",
     "numbered",
     "ok_result",
     "on_loop",

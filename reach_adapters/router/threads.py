@@ -11,12 +11,13 @@ cannot, as for any call.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 from middleware import MetaInfo, ReachResult
 from reach_adapters.router.faults import ANSWERED
 from reach_adapters.router.state import Slot
 
-__all__ = ["ThreadAffinity", "thread_of"]
+__all__ = ["ThreadAffinity", "newest_turn", "thread_of"]
 
 # Threads remembered at most, the least recently served forgotten first: a bound on memory, far
 # above the conversations one router holds open at once.
@@ -32,6 +33,15 @@ def thread_of(meta: MetaInfo) -> str | None:
     configurable = meta.configurable
     thread = configurable.get("thread_id") if configurable else None
     return None if thread is None else str(thread)
+
+
+def newest_turn(configurable: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`configurable` naming its thread's newest turn: without a ``checkpoint_id`` (LangGraph's
+    name for one checkpoint of the thread), since a run from a named checkpoint writes its own
+    after it, and what it asks waits there. `configurable` itself when it names none."""
+    if not configurable or "checkpoint_id" not in configurable:
+        return configurable
+    return {key: value for key, value in configurable.items() if key != "checkpoint_id"}
 
 
 class ThreadAffinity:
