@@ -55,7 +55,7 @@ from reach_adapters.a2a.hop import pack
 from reach_adapters.a2a.parts import fill_part
 from reach_adapters.a2a.states import FINAL, RUNNING
 from reach_adapters.errors import InvalidMessageError
-from reach_adapters.router import UNKNOWN_OUTCOME
+from reach_adapters.router import UNKNOWN_OUTCOME, refused
 from reach_adapters.security import redact_text
 
 __all__ = ["Exchange", "Turn", "request_for"]
@@ -366,12 +366,15 @@ class Exchange:
 
 class _HTTPStatusError(A2AProtocolError):
     """An HTTP error status; it carries ``status_code`` so the core judges it (429, 502, 503 and
-    504 are transient; 429 and 503 say the work was not started)."""
+    504 are transient). 429 and 503 answer the request itself, before the agent took it: never
+    delivered, so another replica may take even work unsafe to repeat."""
 
     def __init__(self, shown: str, status_code: int, said: str) -> None:
         msg = f"A2A agent at {shown} answered HTTP {status_code}: {redact_text(said)}"
         super().__init__(msg)
         self.status_code = status_code
+        if refused(self):
+            self.delivered = False
 
 
 def _said(exc: BaseException | None) -> str:

@@ -36,6 +36,7 @@ from reach_adapters.langchain.graphs import (
 )
 from reach_adapters.langchain.histories import history_ids
 from reach_adapters.langchain.injected import refuse_injected
+from reach_adapters.langchain.refusals import mark_refused, one_request
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result
@@ -120,6 +121,7 @@ class LangChainAgent:
         self._converter: Converter[Any, Any] = converter
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
+        self._one_request = one_request(runnable)
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
         # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
@@ -218,7 +220,7 @@ class LangChainAgent:
             try:
                 output = await runnable.ainvoke(native, config, **context)
             except Exception as exc:
-                self._refuse_bad_resume(exc, message)
+                self._judge(exc, message, started=False)
                 raise
             resuming = self._resuming
             stop = NO_STOP if resuming is None else await resuming.stopped(output, config)
@@ -265,7 +267,7 @@ class LangChainAgent:
         watching = Watch(stream, mode) if mode is not None and in_vain else None
         if watching is not None:
             stream = aiter(watching)
-        unanswered = False
+        unanswered = started = False
         while True:
             # Detached for each step only: the caller's code between chunks keeps its context.
             with detached():
@@ -274,8 +276,9 @@ class LangChainAgent:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:
-                    self._refuse_bad_resume(exc, message)
+                    self._judge(exc, message, started=started)
                     raise
+            started = True
             if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
                 # LangGraph's own marker: the stream's end below says what the graph asks.
                 unanswered = unanswered or interrupted(marked)
@@ -318,10 +321,15 @@ class LangChainAgent:
         with detached():
             return not await resuming.ended(config)
 
-    def _refuse_bad_resume(self, error: Exception, message: ReachMessage) -> None:
-        """Raises `InvalidMessageError` when `error` is LangGraph refusing the call's resume value
-        (it does not match the interrupt's ``response_schema``): the caller's mistake, not the
-        agent's failure, and LangGraph saved nothing, so the interrupt can be answered again."""
+    def _judge(self, error: Exception, message: ReachMessage, *, started: bool) -> None:
+        """What the run's `error` says before the router judges it: a refused model request is
+        marked never delivered (`mark_refused`) when the agent is that one request and streamed
+        nothing yet. Raises `InvalidMessageError` when `error` is LangGraph refusing the call's
+        resume value (it does not match the interrupt's ``response_schema``): the caller's
+        mistake, not the agent's failure, and LangGraph saved nothing, so the interrupt can be
+        answered again."""
+        if self._one_request and not started:
+            mark_refused(error)
         if "resume" in message.meta_info.__pydantic_fields_set__ and invalid_resume(error):
             msg = (
                 f"resume= does not match what the interrupt of agent {self._agent_id} takes (its "

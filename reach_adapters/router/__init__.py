@@ -20,6 +20,7 @@ from reach_adapters.router.consensus.tool import TOOL_NAME as CONSENSUS_TOOL_NAM
 from reach_adapters.router.consensus.tool import tool_answer as consensus_tool_answer
 from reach_adapters.router.consensus.tool import tool_options as consensus_tool_options
 from reach_adapters.router.decisions import DecisionRecord, ExclusionKind
+from reach_adapters.router.faults import refused
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.hops import CallerWait
@@ -113,6 +114,7 @@ __all__ = [
     "own_thread",
     "parse_agent_id",
     "reconnect_until",
+    "refused",
     "request_meta",
     "required_parameters",
     "running_loop",

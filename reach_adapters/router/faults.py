@@ -24,6 +24,7 @@ __all__ = [
     "fault_of_returned",
     "is_transient",
     "never_started",
+    "refused",
 ]
 
 # Failures another agent may not share, so worth trying elsewhere: the agent's own, or a lack of room.
@@ -102,17 +103,25 @@ def is_transient(exc: BaseException, extra: Sequence[type[BaseException]] = ()) 
 
 
 def never_started(exc: BaseException) -> bool:
-    """Whether `exc` says the agent refused or never received the task, so no work can have run:
-    a refused connection (`ConnectionRefusedError`, a plain `ConnectionError` as code raises when
-    it cannot reach its backend, httpx's ``ConnectError``/``ConnectTimeout``), a rate limit or
-    overload (HTTP 429, 503), or an exception with ``delivered = False``.
+    """Whether `exc` says the agent never received the task: it carries ``delivered = False``,
+    set by whoever knows that the request never reached the agent (an adapter whose connection
+    was refused, `refused`).
 
-    Anything else raised after delivery (a reset or aborted connection, a read timeout) may come
-    after the work was done.
+    Nothing else does: an agent's code that raises a refused connection or a rate limit may have
+    done work before it (charged a card, then failed to reach its mail server), so only work
+    safe to repeat is tried again.
     """
-    if getattr(exc, "delivered", None) is False or isinstance(exc, ConnectionRefusedError):
-        return True
-    if type(exc) is ConnectionError:
+    return getattr(exc, "delivered", None) is False
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether `exc`, raised by one request, says that request was refused before any work: a
+    refused connection (`ConnectionRefusedError`, a plain `ConnectionError`, httpx's
+    ``ConnectError``/``ConnectTimeout``), a rate limit or overload (HTTP 429, 503, an LLM SDK's
+    ``RateLimitError``). For adapters whose whole delivery is that one request, which then mark
+    it ``delivered = False`` (`never_started`).
+    """
+    if isinstance(exc, ConnectionRefusedError) or type(exc) is ConnectionError:
         return True
     if any(cls.__name__ in _REFUSED_NAMES for cls in type(exc).__mro__):
         return True

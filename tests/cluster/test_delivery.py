@@ -66,8 +66,15 @@ async def test_a_transient_failure_on_the_host_fails_over_to_a_local_replica(clu
 
     a, b = Router(), Router()
     # The remote replica scores higher, so it is tried first.
-    b.register(FunctionAgent(down, agent_id="util:work:remote", capabilities=[cap("work", weight=100)]))
-    a.register(FunctionAgent(fine, agent_id="util:work:local", capabilities=[cap("work", weight=1)]))
+    # Safe to repeat: what an agent's code raises may come after its work.
+    b.register(
+        FunctionAgent(
+            down, agent_id="util:work:remote", capabilities=[cap("work", weight=100, idempotent=True)]
+        )
+    )
+    a.register(
+        FunctionAgent(fine, agent_id="util:work:local", capabilities=[cap("work", weight=1, idempotent=True)])
+    )
     await cluster(a, "a")
     await cluster(b, "b")
     await listed(a, "util:work:remote")

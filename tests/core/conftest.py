@@ -12,6 +12,13 @@ from reach_adapters import AgentHandle, AgentInfo, Capability, FunctionAgent, Ro
 FAST = RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0)
 
 
+class Down(ConnectionError):
+    """An agent's backend refused it before any work, and the agent says so (``delivered``):
+    another replica may take even work unsafe to repeat."""
+
+    delivered = False
+
+
 def agent_info(router: Router, agent_id: str) -> AgentInfo:
     """The catalog entry of one agent."""
     return next(info for info in router.catalog() if info.agent_id == agent_id)

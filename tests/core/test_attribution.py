@@ -22,8 +22,8 @@ from reach_adapters import (
     RoutingPolicy,
 )
 from reach_adapters.router import error_result
-from reach_adapters.router.faults import is_transient
-from tests.core.conftest import FAST, Gate, Handled, agent_info, echo_agent, failing_agent
+from reach_adapters.router.faults import is_transient, never_started, refused
+from tests.core.conftest import FAST, Down, Gate, Handled, agent_info, echo_agent, failing_agent
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -202,23 +202,70 @@ def test_transient_failures_are_recognised_by_type_status_and_shape() -> None:
     assert is_transient(Flaky(), [Flaky])
 
 
-@pytest.mark.parametrize(
-    "exc",
-    [
-        httpx.ConnectError("refused", request=httpx.Request("GET", "http://127.0.0.1:1/")),
-        Status503Error("unavailable"),
-        RateLimitError("slow down"),
-    ],
-    ids=["httpx", "status-503", "llm-sdk-shape"],
-)
-async def test_transient_failures_go_to_the_next_replica(exc: Exception) -> None:
+REFUSALS = [
+    httpx.ConnectError("refused", request=httpx.Request("GET", "http://127.0.0.1:1/")),
+    Status503Error("unavailable"),
+    RateLimitError("slow down"),
+    ConnectionRefusedError("refused"),
+    ConnectionError("cannot reach the backend"),
+]
+REFUSAL_IDS = ["httpx", "status-503", "llm-sdk-shape", "refused", "connection"]
+
+
+@pytest.mark.parametrize("exc", REFUSALS, ids=REFUSAL_IDS)
+async def test_transient_failures_go_to_the_next_replica_when_safe_to_repeat(exc: Exception) -> None:
     router = Router(FAST)
-    router.register(failing_agent("svc:work:01", exc, weight=100))
-    router.register(echo_agent("svc:work:02", "work", weight=1))
+    router.register(failing_agent("svc:work:01", exc, weight=100, idempotent=True))
+    router.register(echo_agent("svc:work:02", "work", weight=1, idempotent=True))
     result = await router.route("work", {"n": 1})
     assert result.ok
     assert result.agent_id == "svc:work:02"
     assert result.attempts == 2
+
+
+@pytest.mark.parametrize("exc", REFUSALS, ids=REFUSAL_IDS)
+async def test_a_refusal_raised_by_the_agents_code_may_come_after_its_work(exc: Exception) -> None:
+    """A card charged, then the mail server refusing: what the agent's code raises says nothing
+    of the work done before it, so work unsafe to repeat is not sent again."""
+    charged: list[str] = []
+
+    async def charge_then_mail(payload: Any) -> Any:
+        charged.append("01")
+        raise exc
+
+    router = Router(FAST)
+    router.register(
+        FunctionAgent(
+            charge_then_mail, agent_id="pay:charge:01", capabilities=[Capability(name="charge", weight=100)]
+        )
+    )
+    router.register(echo_agent("pay:charge:02", "charge", weight=1))
+    result = await router.route("charge", {})
+    assert (result.ok, result.delivered, result.attempts, charged) == (False, True, 1, ["01"])
+    assert "outcome is unknown" in (result.error or "")
+
+
+async def test_an_agent_that_says_it_never_took_the_task_goes_to_the_next_replica() -> None:
+    router = Router(FAST)
+    router.register(failing_agent("pay:charge:01", Down("refused"), "charge", weight=100))
+    router.register(echo_agent("pay:charge:02", "charge", weight=1))
+    result = await router.route("charge", {})
+    assert (result.ok, result.agent_id) == (True, "pay:charge:02")
+    (first, _) = router.explain(result.task_id).attempts
+    assert (first.error_type, first.delivered) == ("Down", False)
+
+
+@pytest.mark.parametrize("exc", REFUSALS, ids=REFUSAL_IDS)
+def test_refusals_of_one_request(exc: Exception) -> None:
+    assert refused(exc)
+    assert not never_started(exc)
+
+
+@pytest.mark.parametrize(
+    "exc", [ConnectionResetError("reset"), ValueError("boom"), WithResponse(500)], ids=["reset", "bug", "500"]
+)
+def test_other_failures_are_no_refusal(exc: Exception) -> None:
+    assert not refused(exc)
 
 
 async def test_the_policy_adds_transient_exception_types_by_import_path() -> None:
@@ -273,8 +320,10 @@ async def test_a_timeout_after_delivery_says_the_outcome_is_unknown() -> None:
         await asyncio.sleep(5)
 
     router = Router(FAST)
-    router.register(FunctionAgent(hang, agent_id="svc:hang:01", capabilities=[Capability(name="h")]))
-    result = await router.route("h", {}, timeout_ms=100)
+    router.register(
+        FunctionAgent(hang, agent_id="svc:hang:01", capabilities=[Capability(name="h", timeout_ms=100)])
+    )
+    result = await router.route("h", {})
     assert (result.status, result.fault, result.delivered) == (ResultStatus.TIMEOUT, Fault.AGENT, True)
     assert "the outcome is unknown: the agent may have done the work" in (result.error or "")
     attempt = router.explain(result.task_id).attempts[0]

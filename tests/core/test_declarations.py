@@ -25,7 +25,7 @@ from reach_adapters import (
     parse_agent_id,
 )
 from reach_adapters.router import ok_result
-from tests.core.conftest import agent_info
+from tests.core.conftest import Down, agent_info
 
 
 def test_agent_id_parts() -> None:
@@ -431,7 +431,7 @@ async def test_a_lower_match_reaches_the_function_under_its_own_capability() -> 
 async def test_a_failed_lower_match_leaves_the_fallback_the_capability_asked_for() -> None:
     async def down(message: ReachMessage) -> None:
         msg = "down"
-        raise ConnectionError(msg)
+        raise Down(msg)
 
     async def where(message: ReachMessage) -> str | None:
         return message.meta_info.capability
@@ -458,7 +458,7 @@ async def test_no_payload_made_an_object_is_the_slots_own_reading() -> None:
 
     async def down(payload: object) -> object:
         msg = "down"
-        raise ConnectionError(msg)
+        raise Down(msg)
 
     maybe_text = Capability(name="hello", input_schema={"anyOf": [{"type": "string"}, {"type": "null"}]})
     async with Router(RoutingPolicy(max_retries=0)) as router:

@@ -22,7 +22,7 @@ from reach_adapters import (
 )
 from reach_adapters.router.agent import ok_result
 from reach_adapters.router.hops import current_hop
-from tests.core.conftest import FAST, Gate, echo_agent
+from tests.core.conftest import FAST, Down, Gate, echo_agent
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -51,7 +51,7 @@ async def test_fallback_does_not_redo_work_that_timed_out() -> None:
 
 async def test_fallback_stays_within_the_callers_deadline() -> None:
     async def fail(payload: Any) -> Any:
-        raise ConnectionError("down")
+        raise Down("down")
 
     async def slow(payload: Any) -> Any:
         await asyncio.sleep(2)
@@ -358,7 +358,7 @@ async def test_a_matched_task_is_not_redone_by_a_fallback_after_its_second_match
 
     async def down(payload: Any) -> Any:
         calls.append("a")
-        raise ConnectionError("down")
+        raise Down("down")
 
     async def slow(payload: Any) -> Any:
         calls.append("b")

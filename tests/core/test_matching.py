@@ -10,6 +10,7 @@ import pytest
 from middleware import ReachMessage, ResultStatus
 from reach_adapters import Capability, FunctionAgent, InvalidDeclarationError, Router, RoutingPolicy
 from reach_adapters.router.matching import LexicalMatcher
+from tests.core.conftest import Down
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -93,7 +94,7 @@ async def test_no_text_and_no_capability_is_invalid() -> None:
 
 async def test_close_matches_are_tried_best_first() -> None:
     async def refuse(message: ReachMessage) -> Any:
-        raise ConnectionError("down")
+        raise Down("down")
 
     router = Router(RoutingPolicy(backoff_ms=0.0, jitter_ms=0.0, match_direct=0.9, match_confirm=0.7))
     first = Capability(name="first", keywords=["parcel", "late", "lost"])

@@ -22,7 +22,7 @@ from reach_adapters.errors import InvalidMessageError
 from reach_adapters.observability import JsonFormatter, ReachLogFilter
 from reach_adapters.observability.metrics import ReachMetrics
 from reach_adapters.router import tracing
-from tests.core.conftest import FAST, echo_agent, failing_agent
+from tests.core.conftest import FAST, Down, echo_agent, failing_agent
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -51,7 +51,7 @@ def captured() -> Iterator[Capture]:
 
 async def test_one_decision_record_per_reach(captured: Capture) -> None:
     router = Router(FAST)
-    router.register(failing_agent("svc:work:01", ConnectionError("down"), capability="w", weight=100))
+    router.register(failing_agent("svc:work:01", Down("down"), capability="w", weight=100))
     router.register(echo_agent("svc:work:02", capability="w", weight=1))
     retried = await router.route("w", {})
     plain = await router.send("svc:work:02", {})
@@ -106,7 +106,7 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
 
 async def test_spans_for_dispatch_selection_and_each_attempt(spans: InMemorySpanExporter) -> None:
     router = Router(FAST)
-    router.register(failing_agent("svc:work:01", ConnectionError("down"), capability="w", weight=100))
+    router.register(failing_agent("svc:work:01", Down("down"), capability="w", weight=100))
     router.register(echo_agent("svc:work:02", capability="w", weight=1))
     result = await router.route("w", {})
     finished = {s.name: s for s in spans.get_finished_spans()}
@@ -146,7 +146,7 @@ def test_the_tracer_follows_the_provider_set_later_or_replaced(monkeypatch: pyte
 async def test_prometheus_metrics() -> None:
     router = Router(FAST)
     metrics = ReachMetrics(router)
-    router.register(failing_agent("svc:work:01", ConnectionError("down"), capability="w", weight=100))
+    router.register(failing_agent("svc:work:01", Down("down"), capability="w", weight=100))
     router.register(echo_agent("svc:work:02", capability="w", weight=1))
     await router.route("w", {})
     await router.route("w", {})

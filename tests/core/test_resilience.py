@@ -22,7 +22,7 @@ from reach_adapters import (
     RoutingPolicy,
     raise_for_status,
 )
-from tests.core.conftest import FAST, Gate, echo_agent, failing_agent
+from tests.core.conftest import FAST, Down, Gate, echo_agent, failing_agent
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -98,7 +98,7 @@ async def test_nested_calls_inherit_deadline_trace_depth_and_lineage() -> None:
 
 async def test_transient_failure_fails_over_to_the_next_candidate() -> None:
     router = Router(FAST)
-    router.register(failing_agent("svc:work:01", ConnectionError("refused"), weight=100))
+    router.register(failing_agent("svc:work:01", Down("refused"), weight=100))
     router.register(echo_agent("svc:work:02", capability="work", weight=10))
     result = await router.route("work", {"n": 1})
     assert result.ok
@@ -106,7 +106,7 @@ async def test_transient_failure_fails_over_to_the_next_candidate() -> None:
     assert result.attempts == 2
     attempts = router.explain(result.task_id).attempts
     assert [(a.agent_id, a.error_type) for a in attempts] == [
-        ("svc:work:01", "ConnectionError"),
+        ("svc:work:01", "Down"),
         ("svc:work:02", None),
     ]
 
@@ -132,7 +132,7 @@ async def test_retries_stop_at_max_retries() -> None:
 
 async def test_backoff_grows_between_retries() -> None:
     router = Router(RoutingPolicy(backoff_ms=40.0, jitter_ms=0.0))
-    router.register(failing_agent("svc:work:01", ConnectionError("down")))
+    router.register(failing_agent("svc:work:01", Down("down")))
     began = time.monotonic()
     await router.route("work", {}, timeout_ms=5000)
     # 40 ms then 80 ms: at least 120 ms in all (a lower bound, not a timing target).
@@ -183,8 +183,8 @@ async def test_retry_budget_caps_retries_during_an_outage() -> None:
         backoff_ms=0.0, jitter_ms=0.0, retry_budget_floor=2.0, retry_budget_ratio=0.0, breaker=never_open
     )
     router = Router(policy)
-    router.register(failing_agent("svc:work:01", ConnectionError("down"), max_concurrency=100))
-    router.register(failing_agent("svc:work:02", ConnectionError("down"), max_concurrency=100))
+    router.register(failing_agent("svc:work:01", Down("down"), max_concurrency=100))
+    router.register(failing_agent("svc:work:02", Down("down"), max_concurrency=100))
     attempts = [(await router.route("work", {})).attempts for _ in range(4)]
     assert sum(attempts) - len(attempts) == 2  # only the budget's two retries happened
 
@@ -246,7 +246,7 @@ async def test_drill_flapping_agent_is_quarantined_then_recovers_through_half_op
 
     async def flapping(payload: Any) -> Any:
         if not healthy:
-            raise ConnectionError("flap")
+            raise Down("flap")
         return "back"
 
     breaker = BreakerSettings(quarantine_s=0.2, max_quarantine_s=1.0)
@@ -564,7 +564,7 @@ async def test_drill_replica_killed_mid_run_loses_no_task() -> None:
         async def work(message: ReachMessage) -> Any:
             await asyncio.sleep(0.002)
             if not alive[agent_id]:
-                raise ConnectionError(f"{agent_id} is gone")
+                raise Down(f"{agent_id} is gone")
             done[message.meta_info.task_id] += 1
             return agent_id
 

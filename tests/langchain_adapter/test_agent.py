@@ -289,7 +289,8 @@ async def test_one_failing_agent_leaves_its_replica_serving(router: Router) -> N
     def flaky(text: str) -> str:
         raise ConnectionError("backend down")
 
-    capability = [{"name": "echo", "input_schema": {"type": "string"}}]
+    # Safe to repeat: what a runnable's code raises may come after its work (`never_started`).
+    capability = [{"name": "echo", "input_schema": {"type": "string"}, "idempotent": True}]
     router.register(LangChainAgent(RunnableLambda(flaky), agent_id="util:echo:01", capabilities=capability))
     router.register(
         LangChainAgent(RunnableLambda(lambda t: t), agent_id="util:echo:02", capabilities=capability)

@@ -162,7 +162,9 @@ async def test_a_graph_paused_between_steps_goes_on_with_the_rest_of_the_chain(r
 
 async def test_a_go_ahead_that_fails_is_retried_from_the_breakpoint(router: Router) -> None:
     graph, runs = counting_graph(failing=1, interrupt_before=["double"])
-    router.register(LangChainAgent(graph, agent_id="util:count:01"))
+    # Declared safe to repeat: a graph's failed step may have done work before it raised.
+    safe = [{"name": "count", "idempotent": True}]
+    router.register(LangChainAgent(graph, agent_id="util:count:01", capabilities=safe))
     thread = {"thread_id": "t-r"}
     await router.route("count", {"n": 1}, configurable=thread)
     done = await router.route("count", None, configurable=thread, resume=True)

@@ -209,6 +209,11 @@ class Refund(TypedDict, total=False):
     paid: str
 
 
+# Declared safe to repeat, so a failed attempt is retried: a graph's failed step may have done
+# work before it raised, which the router cannot know (`never_started`).
+SAFE = [{"name": "refund", "idempotent": True}]
+
+
 def refund_graph(failing: int) -> tuple[Any, list[str]]:
     """A checkpointed graph that asks before it pays, whose payment gateway is unreachable for
     the first `failing` calls; and the list of those calls."""
@@ -235,7 +240,7 @@ def refund_graph(failing: int) -> tuple[Any, list[str]]:
 
 async def test_a_retried_resume_goes_on_from_where_its_failed_attempt_left_the_thread(router: Router) -> None:
     graph, calls = refund_graph(failing=1)
-    router.register(LangChainAgent(graph, agent_id="shop:refund:01"))
+    router.register(LangChainAgent(graph, agent_id="shop:refund:01", capabilities=SAFE))
     thread = {"thread_id": "t"}
     asked = await router.route("refund", {"order": "42"}, configurable=thread)
     assert asked.status == ResultStatus.INPUT_REQUIRED, asked.error
@@ -256,7 +261,7 @@ async def test_a_retried_resume_goes_on_from_where_its_failed_attempt_left_the_t
 
 async def test_a_transient_failure_after_a_resume_that_persists_is_the_agents(router: Router) -> None:
     graph, calls = refund_graph(failing=10)
-    router.register(LangChainAgent(graph, agent_id="shop:refund:01"))
+    router.register(LangChainAgent(graph, agent_id="shop:refund:01", capabilities=SAFE))
     thread = {"thread_id": "t"}
     await router.route("refund", {"order": "42"}, configurable=thread)
 
@@ -308,7 +313,9 @@ async def test_a_retried_resume_runs_again_the_chain_step_that_failed_after_the_
             raise ConnectionError(msg)
         return f"receipt: {state['paid']}"
 
-    router.register(LangChainAgent(graph | RunnableLambda(receipt), agent_id="shop:refund:01"))
+    router.register(
+        LangChainAgent(graph | RunnableLambda(receipt), agent_id="shop:refund:01", capabilities=SAFE)
+    )
     thread = {"thread_id": "t"}
     asked = await router.route("refund", {"order": "42"}, configurable=thread)
     assert asked.status == ResultStatus.INPUT_REQUIRED, asked.error
