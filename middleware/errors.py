@@ -59,6 +59,9 @@ class InvalidMessageError(ReachError):
     """
 
     fix_options: dict[str, JsonValue] | None = None
+    # Whether the router refused the arguments of a call made to it (`router.route(...)`): raised
+    # inside an agent serving a task, the mistake is that agent's, not the task's caller's.
+    call_arguments: bool = False
 
     def __init__(self, *args: object, fix_options: dict[str, JsonValue] | None = None) -> None:
         super().__init__(*args)

@@ -150,11 +150,14 @@ def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors:
         error = f"agent error (reference {reference})"
     kind = type(exc).__name__
     nested = exc.result if isinstance(exc, ReachError) else None
-    if nested is not None and nested.task_id != message.meta_info.task_id:
-        # A call the agent made through the router failed, and the agent raised its result: a
-        # mistake of the agent's as that call's caller is its own; the failure of what it called
-        # is not its health's, and a replica of it would call the same.
-        fault = Fault.AGENT if nested.fault is Fault.CALLER else Fault.TASK
+    if (isinstance(exc, InvalidMessageError) and exc.call_arguments) or (
+        nested is not None and nested.task_id != message.meta_info.task_id
+    ):
+        # A call the agent made through the router was refused for its arguments, or failed and
+        # the agent raised its result: a mistake of the agent's as that call's caller is its
+        # own; the failure of what it called is not its health's, and a replica of it would
+        # call the same.
+        fault = Fault.TASK if nested is not None and nested.fault is not Fault.CALLER else Fault.AGENT
         result = error_result(
             message, ResultStatus.ERROR, kind, error, fault=fault, agent_id=agent_id, delivered=True
         )

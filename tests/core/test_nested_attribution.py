@@ -54,6 +54,42 @@ async def test_a_nested_call_the_agent_got_wrong_is_the_agents_fault_not_its_cal
     assert agent_info(router, "n:inner:01").failures == 0
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"payload": {"at": object()}},  # not JSON
+        {"payload": {}, "timeout_ms": 0},  # a call option out of range
+        {"payload": {}, "colour": "red"},  # no such call option
+    ],
+    ids=["not-json", "bad-option", "unknown-option"],
+)
+async def test_arguments_the_router_refuses_in_a_nested_call_are_the_agents_mistake(
+    call: dict[str, Any],
+) -> None:
+    """The router refuses such a call before building it, raising rather than answering: the
+    agent that made it erred, after its own work, not the caller that sent it a good task."""
+    router = Router(FAST)
+    moved: list[int] = []
+
+    async def audit(payload: Any) -> str:
+        return "audited"
+
+    async def transfer(amount: int) -> Any:
+        moved.append(amount)
+        options = dict(call)
+        return (await router.route("audit", options.pop("payload"), **options)).payload
+
+    router.register(FunctionAgent(audit, agent_id="n:audit:01"))
+    for replica in ("01", "02"):
+        router.register(FunctionAgent(transfer, agent_id=f"n:transfer:{replica}"))
+    result = await router.route("transfer", {"amount": 100}, task_id="xfer-1")
+    assert (result.status, result.fault, result.delivered) == (ResultStatus.ERROR, Fault.AGENT, True)
+    assert result.attempts == 1
+    again = await router.route("transfer", {"amount": 100}, task_id="xfer-1")
+    assert again.task_id == result.task_id
+    assert moved == [100]
+
+
 async def test_a_failure_of_the_agent_called_is_not_held_against_its_caller() -> None:
     router = Router(FAST)
 
