@@ -226,8 +226,8 @@ async def in_turn(
         if retries >= policy.max_retries:
             return result, slot
         if not budget.spend():
-            record.note = "retry budget exhausted"
-            logger.warning("task %s: retry budget exhausted, not retrying", meta.task_id)
+            record.note = f"retry budget of {cap.name!r} exhausted"
+            logger.warning("task %s: retry budget of %r exhausted, not retrying", meta.task_id, cap.name)
             return result, slot
         delay = backoff_s(retries + 1, policy.backoff_ms, policy.backoff_multiplier, policy.jitter_ms)
         if time.time() + delay >= deadline:

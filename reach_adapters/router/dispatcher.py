@@ -39,7 +39,7 @@ from reach_adapters.router.ratings import Ratings
 from reach_adapters.router.recording import new_record, record_outcome, settle
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.repeats import Repeated, claim, may_run_again, repeat_wait_s, settler
-from reach_adapters.router.retry import RetryBudget, may_resend
+from reach_adapters.router.retry import RetryBudgets, may_resend
 from reach_adapters.router.selection import Problem
 from reach_adapters.router.state import Slot
 from reach_adapters.router.strategies import Strategy, make_strategies
@@ -71,7 +71,7 @@ class Dispatcher:
             policy.dedupe_max_bytes,
             policy.dedupe_max_result_bytes,
         )
-        self.budget = RetryBudget(policy.retry_budget_ratio, policy.retry_budget_floor)
+        self.budgets = RetryBudgets(policy.retry_budget_ratio, policy.retry_budget_floor)
         self.errors = policy.agent_errors
         # The ratings learn from every outcome: an output that broke its schema rates its agent down.
         self.observers: list[ReachObserver] = [self.ratings]
@@ -101,7 +101,7 @@ class Dispatcher:
             policy.dedupe_max_bytes,
             policy.dedupe_max_result_bytes,
         )
-        self.budget.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
+        self.budgets.reconfigure(policy.retry_budget_ratio, policy.retry_budget_floor)
 
     async def dispatch(
         self,
@@ -297,8 +297,9 @@ class Dispatcher:
                 return await self._consensus(message, record, plan, deadline, start, run)
             routed = time.perf_counter()
             asked = meta.capability
+            budget = self.budgets.of(asked or "")
             result, last = await in_turn(
-                message, record, plan, deadline, tracer, run, self.policy, self.budget, self.errors
+                message, record, plan, deadline, tracer, run, self.policy, budget, self.errors
             )
             if result.status is ResultStatus.OK and last.capability.compensate_with and self.on_compensable:
                 self.on_compensable(message, last, result)

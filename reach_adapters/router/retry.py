@@ -6,7 +6,7 @@ import random
 
 from middleware import ReachResult
 
-__all__ = ["RetryBudget", "backoff_s", "may_resend"]
+__all__ = ["RetryBudget", "RetryBudgets", "backoff_s", "may_resend"]
 
 
 def backoff_s(retry: int, base_ms: float, multiplier: float, jitter_ms: float) -> float:
@@ -53,3 +53,26 @@ class RetryBudget:
             self.tokens -= 1.0
             return True
         return False
+
+
+class RetryBudgets:
+    """A `RetryBudget` per capability: an outage of one capability's agents spends its own, and
+    a healthy capability can still fail over from a replica that refused it."""
+
+    __slots__ = ("_budgets", "_floor", "_ratio")
+
+    def __init__(self, ratio: float, floor: float) -> None:
+        self._ratio = ratio
+        self._floor = floor
+        self._budgets: dict[str, RetryBudget] = {}
+
+    def reconfigure(self, ratio: float, floor: float) -> None:
+        self._ratio, self._floor = ratio, floor
+        for budget in self._budgets.values():
+            budget.reconfigure(ratio, floor)
+
+    def of(self, capability: str) -> RetryBudget:
+        budget = self._budgets.get(capability)
+        if budget is None:
+            budget = self._budgets[capability] = RetryBudget(self._ratio, self._floor)
+        return budget

@@ -190,6 +190,24 @@ async def test_retry_budget_caps_retries_during_an_outage() -> None:
     assert sum(attempts) - len(attempts) == 2  # only the budget's two retries happened
 
 
+async def test_an_outage_of_one_capability_leaves_the_others_their_retries() -> None:
+    never_open = BreakerSettings(consecutive_failures=1000, min_calls=1000)
+    policy = RoutingPolicy(
+        backoff_ms=0.0, jitter_ms=0.0, retry_budget_floor=2.0, retry_budget_ratio=0.0, breaker=never_open
+    )
+    router = Router(policy)
+    for n in (1, 2):
+        router.register(failing_agent(f"svc:reports:0{n}", Down("down"), "reports", max_concurrency=100))
+    for _ in range(4):
+        await router.route("reports", {})
+    router.register(failing_agent("svc:pay:01", Down("restarting"), "pay", weight=100))
+    router.register(echo_agent("svc:pay:02", "pay", weight=1))
+    paid = await router.route("pay", {})
+    assert (paid.ok, paid.agent_id, paid.attempts) == (True, "svc:pay:02", 2), paid.error
+    spent = await router.route("reports", {})
+    assert router.explain(spent.task_id).note == "retry budget of 'reports' exhausted"
+
+
 # -- circuit breaker -------------------------------------------------------------------------
 
 
