@@ -139,9 +139,15 @@ class RoutingPolicy(_Strict):
     backoff_multiplier: float = Field(2.0, ge=1, strict=True, allow_inf_nan=False)
     jitter_ms: float = Field(50.0, ge=0, strict=True, allow_inf_nan=False)
     retry_budget_ratio: float = Field(
-        0.2, ge=0, le=1, strict=True, description="Retries allowed per call, over recent calls."
+        0.2,
+        ge=0,
+        le=1,
+        strict=True,
+        description="Retries allowed per call of a capability, over its recent calls.",
     )
-    retry_budget_floor: float = Field(10.0, ge=0, strict=True, description="Retries available at start.")
+    retry_budget_floor: float = Field(
+        10.0, ge=0, strict=True, description="Retries each capability has at start."
+    )
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     sample_above: int = Field(
         32,
