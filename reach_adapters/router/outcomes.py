@@ -159,8 +159,12 @@ def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors:
         # A call the agent made through the router was refused for its arguments, or failed and
         # the agent raised its result: a mistake of the agent's as that call's caller is its
         # own; the failure of what it called is not its health's, and a replica of it would
-        # call the same.
-        fault = Fault.TASK if nested is not None and nested.fault is not Fault.CALLER else Fault.AGENT
+        # call the same. Nor is a quota the call ran into: "not now", not a fault of the agent.
+        fault = Fault.AGENT
+        if nested is not None and (
+            nested.fault is not Fault.CALLER or nested.error_type == ErrorKind.QUOTA_EXCEEDED
+        ):
+            fault = Fault.TASK
         result = error_result(
             message, ResultStatus.ERROR, kind, error, fault=fault, agent_id=agent_id, delivered=True
         )

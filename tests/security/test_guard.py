@@ -287,3 +287,24 @@ async def test_a_hidden_capability_of_a_later_namespace_is_still_the_guards_to_r
     # no_candidate in the first namespace listed, which reads as "nobody declares it".
     assert "PermissionDeniedError" in hidden.content
     assert "allow.namespaces ['public'] of principal 'alice'" in hidden.content
+
+
+async def test_an_agent_whose_nested_calls_run_out_of_quota_is_not_quarantined() -> None:
+    """Its principal's quota is "not now", not a failure of the agent: the task it serves cannot
+    be done now (fault task), and its breaker stays closed for when the quota comes back."""
+    router = guarded({"researcher": {"agent_ids": ["research:*"], "allow": ["pub_*"], "quota_per_minute": 2}})
+
+    async def research(topic: str) -> Any:
+        return (await router.route("pub_echo", {"topic": topic})).raise_for_status().payload
+
+    router.register(
+        FunctionAgent(research, agent_id="research:a:01", capabilities=[Capability(name="pub_research")])
+    )
+    answers = [await router.route("pub_research", {"topic": str(n)}) for n in range(5)]
+    assert [answer.ok for answer in answers] == [True, True, False, False, False]
+    assert {(answer.status, answer.fault, answer.error_type) for answer in answers[2:]} == {
+        (ResultStatus.ERROR, Fault.TASK, "QuotaExceededError")
+    }
+    assert "quota_per_minute of 2 calls per minute" in (answers[2].error or "")
+    info = agent_info(router, "research:a:01")
+    assert (info.failures, info.breaker) == (0, "closed")
