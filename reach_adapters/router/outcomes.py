@@ -42,9 +42,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# A budget this share of the capability's timeout, or more, gave the agent its whole time: the
-# deadline is set a moment before the agent is called.
-_WHOLE = 0.99
+# Before a capability's first success, the share of its timeout a call must have had for its
+# timeout to be held against the agent: a nested call's inherited deadline leaves a little less
+# than the whole, a caller's tight deadline far less.
+_FAIR_SHARE = 0.5
 # Said of every failure after delivery whose effect the router cannot know.
 UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
 # The `extra` key of an invalid result whose caller left out or misgave call options: those that
@@ -217,13 +218,13 @@ def _log_exception(
 
 
 def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: bool) -> ReachResult:
-    """A delivery that ran out of time: the agent's failure only if it had the capability's whole
-    timeout, or the time it usually needs for the capability (twice its average latency over
-    the capability's successes). Less time (left after queueing, a per-attempt share, a tight
-    caller deadline) is not held against it, before the capability's first success least of
-    all, nor time it was waiting, `on_caller`, for its caller's answer to a question it asked
-    (DESIGN §6: a caller's short deadline, or a caller that does not answer, must not
-    quarantine a healthy agent)."""
+    """A delivery that ran out of time: the agent's failure only if it had the time it usually
+    needs for the capability (twice its average latency over the capability's successes), or,
+    before its first success there, at least half the capability's timeout. Less time (left
+    after queueing, a per-attempt share, a tight caller deadline) is not held against it, nor
+    time it was waiting, `on_caller`, for its caller's answer to a question it asked (DESIGN §6:
+    a caller's short deadline, or a caller that does not answer, must not quarantine a healthy
+    agent)."""
     runtime = slot.runtime
     usual = slot.avg_ms
     budget_ms = budget_s * 1000.0
@@ -237,18 +238,15 @@ def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: boo
     else:
         error = f"agent {runtime.agent_id} did not answer within {budget_ms:.0f} ms; {UNKNOWN_OUTCOME}"
         fault = Fault.AGENT
-        if budget_ms < _WHOLE * slot.capability.timeout_ms:
-            if usual is None:
-                fault = Fault.ROUTER
-                error += (
-                    " (less than its timeout was left, and no answer of it yet to judge by: not held "
-                    "against it)"
-                )
-            elif budget_ms < 2 * usual:
-                fault = Fault.ROUTER
-                error += (
-                    f" (it usually answers in {usual:.0f} ms: too little time was left, not held against it)"
-                )
+        if usual is None and budget_ms < _FAIR_SHARE * slot.capability.timeout_ms:
+            fault = Fault.ROUTER
+            error += (
+                " (less than half its timeout was left, and no answer of it yet to judge by: not "
+                "held against it)"
+            )
+        elif usual is not None and budget_ms < 2 * usual:
+            fault = Fault.ROUTER
+            error += f" (it usually answers in {usual:.0f} ms: too little time was left, not held against it)"
     return error_result(
         message,
         ResultStatus.TIMEOUT,
