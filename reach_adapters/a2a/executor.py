@@ -79,7 +79,11 @@ _CONFIGURABLE = META_PREFIX + "configurable"
 _CONTEXT = META_PREFIX + "context"
 _STREAMED = "stream"
 # Keys an answer's result sets only when it has them: cleared when it does not (see `_finish`).
-_CLEARED = (META_PREFIX + "delivered", *(META_PREFIX + key for key in CARRIED_EXTRA))
+_CLEARED = (
+    META_PREFIX + "delivered",
+    META_PREFIX + "retryable",
+    *(META_PREFIX + key for key in CARRIED_EXTRA),
+)
 # Ignored in a message's metadata: an interrupt is resumed by answering its task, nothing else.
 _RESUME = META_PREFIX + "resume"
 # A hop token is a credential: the request handler moves it out of the message (which the task's
@@ -103,6 +107,8 @@ def result_metadata(result: ReachResult) -> dict[str, Any]:
     if not result.ok:
         if not result.delivered:
             carried[META_PREFIX + "delivered"] = False
+        if result.retryable:
+            carried[META_PREFIX + "retryable"] = True
         extra = result.extra
         for key in CARRIED_EXTRA:
             value = extra.get(key)

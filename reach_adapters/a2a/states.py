@@ -1,7 +1,8 @@
 """What an A2A task's final state means as a `ReachResult` (the contract in the design note).
 
 A reach server (``reach serve``) says in the task's metadata which status and fault its own
-result had, and that word is kept, so fault attribution survives the hop as it does over MCP.
+result had, and that word is kept, so fault attribution survives the hop as it does over MCP: an
+agent's failure over there is that router's to judge, so here it is the router's, not this agent's.
 Any other agent's states map by what they mean for the router: ``failed`` and ``rejected`` are
 the task's outcome, ``auth-required`` the caller's credentials, an unknown state the agent's fault.
 """
@@ -198,19 +199,26 @@ def _restore_extra(result: ReachResult, fields: Mapping[str, struct_pb2.Value]) 
 
 
 def _as_reported(result: ReachResult, meta: dict[str, Any]) -> None:
-    """Take a reach server's own word on its result's status, fault and error type."""
+    """Take a reach server's own word on its result's status, fault, error type, delivery and
+    whether another agent might succeed (as the MCP hop reads a reach server's `_meta`)."""
     values: dict[str, Any] = {}
     status = meta.get(META_PREFIX + "status")
     if isinstance(status, str) and status in ResultStatus.__members__.values():
         values["status"] = ResultStatus(status)
     fault = meta.get(META_PREFIX + "fault")
     if isinstance(fault, str) and fault in Fault.__members__.values():
-        values["fault"] = Fault(fault)
+        # An agent behind that router failed, and that router judged it already (its breaker, its
+        # replicas): the router itself answered, so one broken agent there does not quarantine
+        # the whole gateway here.
+        values["fault"] = Fault.ROUTER if fault == Fault.AGENT else Fault(fault)
     error_type = meta.get(META_PREFIX + "error_type")
     if isinstance(error_type, str) and error_type:
         values["error_type"] = error_type
     if meta.get(META_PREFIX + "delivered") is False:
         values["delivered"] = False
+    if meta.get(META_PREFIX + "retryable") is True:
+        # Delivered work is re-sent only when safe to repeat: the core reads `delivered` for that.
+        values["retryable"] = True
     if values:
         amend(result, values)
 

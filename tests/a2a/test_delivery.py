@@ -124,7 +124,7 @@ async def test_a_reach_servers_word_survives_a_polled_task_that_answered_part(ro
         result = await router.route("partial", "go")
     assert (result.status, result.fault, result.error_type) == (
         ResultStatus.TIMEOUT,
-        Fault.AGENT,
+        Fault.ROUTER,
         "TimeoutError",
     ), result.error
 

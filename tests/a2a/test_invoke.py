@@ -122,9 +122,10 @@ def test_a_reach_servers_own_status_and_fault_are_kept() -> None:
         metadata=metadata,
     )
     result = task_result(_message(), "a2a:x:0", "http://h", task)
+    # Its agent's failure is that router's to judge: here the router answered (as over MCP).
     assert (result.status, result.fault, result.error_type) == (
         ResultStatus.TIMEOUT,
-        Fault.AGENT,
+        Fault.ROUTER,
         "ReachTimeoutError",
     )
     assert "did not answer in time" in (result.error or "")
