@@ -25,7 +25,7 @@ from reach_adapters.a2a.errors import (
     A2AProtocolError,
     A2ATimeoutError,
 )
-from reach_adapters.a2a.hop import UNARY
+from reach_adapters.a2a.hop import NO_THREAD, UNARY
 from reach_adapters.a2a.options import A2AOptions
 from reach_adapters.a2a.states import checked_payload, message_result, task_result
 from reach_adapters.a2a.threads import Threads
@@ -49,6 +49,7 @@ from reach_adapters.router import (
     parse_agent_id,
     reconnect_until,
     request_meta,
+    thread_of,
     time_left,
 )
 
@@ -300,6 +301,8 @@ class A2AAgent:
         )
         if not stream and self._link.streaming:
             carried[UNARY] = True
+        if thread_of(meta) is None:
+            carried[NO_THREAD] = True
         turn = self._threads.turn(meta)
         request = request_for(message, skill, carried, turn, options.return_immediately)
         # The skill's own timeout (its override's, if any), as the router bounds the call by it.

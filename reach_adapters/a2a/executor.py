@@ -32,7 +32,7 @@ from google.protobuf import struct_pb2
 from pydantic import JsonValue, ValidationError
 
 from middleware import MetaInfo, RoutingHint
-from reach_adapters.a2a.hop import UNARY, unpack
+from reach_adapters.a2a.hop import NO_THREAD, UNARY, unpack
 from reach_adapters.a2a.parts import data_value, input_payload, payload_parts, result_payload
 from reach_adapters.a2a.router_card import MATCH_SKILL
 from reach_adapters.a2a.states import CARRIED_EXTRA, TERMINAL
@@ -123,13 +123,14 @@ def _still_asks(result: ReachResult) -> bool:
     return result.fault is Fault.CALLER and result.status in (ResultStatus.INVALID, ResultStatus.REJECTED)
 
 
-def _unary(metadata: dict[str, Any]) -> bool:
-    """Whether a reach client wants one answer of a call it streams (`UNARY`), taken out."""
-    unary = metadata.pop(UNARY, False)
-    if not isinstance(unary, bool):
-        msg = f"metadata {UNARY!r} must be true or false, got {unary!r}"
+def _mark(metadata: dict[str, Any], key: str) -> bool:
+    """A reach client's mark, taken out: whether it wants one answer of a call it streams
+    (`UNARY`), or its caller named no thread (`NO_THREAD`)."""
+    value = metadata.pop(key, False)
+    if not isinstance(value, bool):
+        msg = f"metadata {key!r} must be true or false, got {value!r}"
         raise InvalidMessageError(msg)
-    return unary
+    return value
 
 
 class RouterExecutor(AgentExecutor):
@@ -156,8 +157,9 @@ class RouterExecutor(AgentExecutor):
         try:
             if message is not None:
                 metadata = self._metadata(context, message)
-            unary = _unary(metadata)
-            reach = self._reach(context, message, metadata)
+            unary = _mark(metadata, UNARY)
+            threaded = not _mark(metadata, NO_THREAD)
+            reach = self._reach(context, message, metadata, threaded=threaded)
         except InvalidMessageError as exc:
             await self._finish(updater, _refused(exc, metadata), answer=task is not None)
             return
@@ -197,7 +199,7 @@ class RouterExecutor(AgentExecutor):
         return metadata
 
     def _reach(
-        self, context: RequestContext, message: Message | None, metadata: dict[str, Any]
+        self, context: RequestContext, message: Message | None, metadata: dict[str, Any], *, threaded: bool
     ) -> ReachMessage:
         if message is None:
             msg = "the request has no message: send one with text parts or one data part"
@@ -211,7 +213,7 @@ class RouterExecutor(AgentExecutor):
         task = context.current_task
         if task is not None:
             return self._resume(context, metadata, message, task)
-        meta = self._meta(context, metadata, named)
+        meta = self._meta(context, metadata, named, threaded=threaded)
         payload = input_payload(message.parts)
         if named is None:
             text = payload.get("text")
@@ -247,10 +249,19 @@ class RouterExecutor(AgentExecutor):
             raw_payload=None, meta_info=meta, routing_hint=RoutingHint(mode="directed", target=agent_id)
         )
 
-    def _meta(self, context: RequestContext, metadata: dict[str, Any], capability: str | None) -> MetaInfo:
+    def _meta(
+        self,
+        context: RequestContext,
+        metadata: dict[str, Any],
+        capability: str | None,
+        *,
+        threaded: bool = True,
+    ) -> MetaInfo:
+        """The reach's `MetaInfo`; `threaded`: the contextId is its thread unless it names one."""
         meta = meta_from_request(metadata, capability)
         meta.principal = self.principal_of(context.call_context)
-        _thread(meta, str(context.context_id))
+        if threaded:
+            _thread(meta, str(context.context_id))
         return meta
 
     async def _finish(
@@ -364,7 +375,8 @@ def _resumes(reach: ReachMessage) -> bool:
 
 
 def _thread(meta: MetaInfo, context_id: str) -> None:
-    """One A2A context is one conversation: the agent's thread, unless the caller named one.
+    """One A2A context is one conversation: the agent's thread, unless the caller named one (or,
+    through a reach client, said its caller named none: `NO_THREAD`).
 
     The contextId (or thread id) is the caller's choice: the router makes it the principal's own
     thread (`reach_adapters.router.thread_scope`), as for every surface, so it is left as named here.

@@ -22,13 +22,17 @@ from google.protobuf import struct_pb2
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router import META_PREFIX
 
-__all__ = ["HOP_KEY", "UNARY", "pack", "unpack"]
+__all__ = ["HOP_KEY", "NO_THREAD", "UNARY", "pack", "unpack"]
 
 HOP_KEY = "agent-reach"
 # Sent by a reach client with a call it streams only as the transport (the agent's card offers
 # streaming) and wants one answer of: a reach server routes it as a call, not a stream, so it
 # answers as the agent would in process (a graph's output, not its chunks).
 UNARY = META_PREFIX + "unary"
+# Sent by a reach client whose caller named no thread: the contextId the server makes for the
+# message is then no thread either, so an agent keeping one conversation per thread (a checkpointed
+# graph) refuses the call as in its own process, instead of asking what nobody could answer.
+NO_THREAD = META_PREFIX + "no_thread"
 _TOKEN = META_PREFIX + "caller_token"
 _PREFIX_LENGTH = len(META_PREFIX)
 # For what orjson refuses (integers past 64 bits, lone surrogates): the same JSON, slower.

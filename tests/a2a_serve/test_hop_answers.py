@@ -12,11 +12,11 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from pydantic import JsonValue
 
 from middleware import Fault, ReachResult, ResultStatus
-from reach_adapters import Router
+from reach_adapters import ReachError, Router
 from reach_adapters.a2a import A2AAgent
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import approval_graph, decision_graph, parallel_graph
-from tests.a2a_serve.conftest import Serve, Served
+from tests.a2a_serve.conftest import Serve, Served, message, request, task_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -117,3 +117,24 @@ async def test_a_second_answer_at_once_is_rejected_as_the_callers(served: Serve)
     assert info.problem is None
     assert fresh.status is ResultStatus.INPUT_REQUIRED, fresh.error
     assert failures(near, agent.agent_id) == 0
+
+
+async def test_a_call_naming_no_thread_is_refused_as_in_process(served: Serve) -> None:
+    """A graph keeping one conversation per thread refuses a call naming none, over the hop too:
+    run on a context of the server's making, its question could be answered by nobody. A plain A2A
+    client's first message, which names no context either, still starts a conversation."""
+    server, near, _ = await near_and_far(served)
+    async with near, asyncio.timeout(30):
+        here = await server.gateway.router.route("refund", ASK)
+        over = await near.route("refund", ASK)
+        with pytest.raises(ReachError) as streamed:
+            _ = [chunk async for chunk in near.stream("refund", ASK)]
+        async with server.client() as client:
+            plain = await task_of(client, request(message(ASK, skill="refund")))
+    for result in (over, streamed.value.result):
+        assert result is not None
+        assert (result.status, result.fault, result.delivered) == (ResultStatus.INVALID, Fault.CALLER, False)
+        assert result.error_type == here.error_type == "InvalidMessageError"
+        assert "keeps one conversation per thread" in (result.error or "")
+        assert result.extra["fix_options"] == here.extra["fix_options"]
+    assert plain.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
