@@ -206,7 +206,16 @@ class A2AAgent:
         """Each artifact chunk as the agent streams it; an agent that streams none yields its
         answer once. A task that ends other than completed ends the stream with its result
         (`StreamEnded`): failed, rejected or waiting for input is not the agent's failure, and a
-        question is answered with ``resume=`` on the same thread."""
+        question is answered with ``resume=`` on the same thread, and streams in one piece."""
+        meta = message.meta_info
+        if "resume" in meta.__pydantic_fields_set__ and (meta.stream_mode is not None or meta.subgraphs):
+            # A reach server answers a task's question as a call, in one piece: a caller reading
+            # `[mode, chunk]` pairs would mis-read it (as the MCP hop refuses modes it cannot keep).
+            msg = (
+                f"A2A agent {self._agent_id} answers resume= in one piece, so its stream_mode or "
+                "subgraphs cannot shape the chunks: stream the answer without them, or send it with route"
+            )
+            raise InvalidMessageError(msg)
         where = f"A2A agent at {self._link.shown}: artifact update"
         streamed = False
         async with self._threads.first_turns_in_order(message.meta_info):

@@ -12,7 +12,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from pydantic import JsonValue
 
 from middleware import Fault, ReachResult, ResultStatus
-from reach_adapters import ReachError, Router
+from reach_adapters import InputRequiredError, InvalidMessageError, ReachError, Router
 from reach_adapters.a2a import A2AAgent
 from reach_adapters.langchain import LangChainAgent
 from tests.a2a_serve.agents import approval_graph, decision_graph, parallel_graph
@@ -138,3 +138,39 @@ async def test_a_call_naming_no_thread_is_refused_as_in_process(served: Serve) -
         assert "keeps one conversation per thread" in (result.error or "")
         assert result.extra["fix_options"] == here.extra["fix_options"]
     assert plain.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+
+async def test_a_streamed_answer_asking_its_chunks_in_a_stream_mode_is_refused(served: Serve) -> None:
+    """A reach server answers a question in one piece: a caller reading ``(mode, chunk)`` pairs
+    is told so, instead of getting the answer's text to unpack; the question still waits."""
+    _, near, agent = await near_and_far(served)
+    thread = {"thread_id": "s"}
+    modes = ["updates", "custom"]
+    async with near, asyncio.timeout(30):
+        with pytest.raises(InputRequiredError):
+            _ = [chunk async for chunk in near.stream("refund", ASK, configurable=thread, stream_mode=modes)]
+        with pytest.raises(InvalidMessageError) as shaped:
+            _ = [
+                chunk
+                async for chunk in near.stream(
+                    "refund", None, configurable=thread, resume="yes", stream_mode=modes
+                )
+            ]
+        with pytest.raises(InvalidMessageError) as nested:
+            _ = [
+                chunk
+                async for chunk in near.stream(
+                    "refund", None, configurable=thread, resume="yes", subgraphs=True
+                )
+            ]
+        answered = [chunk async for chunk in near.stream("refund", None, configurable=thread, resume="yes")]
+    for refused in (shaped.value.result, nested.value.result):
+        assert refused is not None
+        assert (refused.status, refused.fault, refused.delivered) == (
+            ResultStatus.INVALID,
+            Fault.CALLER,
+            False,
+        )
+        assert "answers resume= in one piece" in (refused.error or "")
+    assert answered == ["refund yes"]
+    assert failures(near, agent.agent_id) == 0
