@@ -19,7 +19,6 @@ from reach_adapters.a2a.errors import (
     A2ACardError,
     A2AClosedError,
     A2AConnectionError,
-    A2ADeniedError,
     A2ANotTakenError,
     A2AOfflineError,
     A2AProtocolError,
@@ -59,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 # Ends of a call that are no failure of the agent's: each becomes a result (`_refused`).
-_REFUSALS = (A2ADeniedError, A2ANotTakenError, A2AClosedError)
+_REFUSALS = (A2ANotTakenError, A2AClosedError)
 
 
 class A2AAgent:
@@ -277,15 +276,12 @@ class A2AAgent:
                 return self._refused(message, exc)
             return self._result(message, exchange)
 
-    def _refused(
-        self, message: ReachMessage, exc: A2ADeniedError | A2ANotTakenError | A2AClosedError
-    ) -> ReachResult:
+    def _refused(self, message: ReachMessage, exc: A2ANotTakenError | A2AClosedError) -> ReachResult:
         """A call that ended for a reason that is neither the agent's failure nor the task's:
-        credentials refused or a message its task does not take (the caller's to fix), or the
-        agent closed under it."""
-        if isinstance(exc, A2ADeniedError | A2ANotTakenError):
+        a message its task does not take (the caller's to fix), or the agent closed under it."""
+        if isinstance(exc, A2ANotTakenError):
             # Refused at the door: no work was started.
-            kind = ErrorKind.PERMISSION_DENIED if isinstance(exc, A2ADeniedError) else type(exc).__name__
+            kind = type(exc).__name__
             status, fault, delivered = ResultStatus.REJECTED, Fault.CALLER, False
         else:
             status, kind, fault, delivered = ResultStatus.CANCELLED, ErrorKind.CANCELLED, Fault.ROUTER, True

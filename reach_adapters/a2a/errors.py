@@ -5,7 +5,6 @@ from __future__ import annotations
 from reach_adapters.errors import (
     AgentCallError,
     InvalidDeclarationError,
-    PermissionDeniedError,
     ReachError,
     ReachTimeoutError,
 )
@@ -77,9 +76,14 @@ class A2ABusyError(ReachError, AgentBusyError):
     delivered = False
 
 
-class A2ADeniedError(PermissionDeniedError):
-    """The agent answered HTTP 401 or 403: the credentials the router was given are not enough.
-    The caller's to fix (``headers``, ``auth``, ``bearer_token_env``); the agent is healthy."""
+class A2ADeniedError(AgentCallError):
+    """The agent answered HTTP 401 or 403: the credentials the router was configured with for it
+    (``headers``, ``auth``, ``bearer_token_env``) are not enough. No caller can fix that, so it is
+    this agent's failure (its configuration), counted by its breaker; nothing was started, and
+    another replica, which may take them, gets the call."""
+
+    delivered = False
+    retryable = True
 
 
 class A2AClosedError(ReachError):

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from middleware import Fault, ResultStatus
-from reach_adapters import Router
+from reach_adapters import BreakerState, Router
 from reach_adapters.a2a import A2AAgent
 from reach_adapters.errors import AgentCallError, InputRequiredError, PermissionDeniedError, ReachError
 from tests.a2a.agents import SkillsExecutor, agent_card, build_app, serve_agent, serve_app
@@ -67,20 +67,33 @@ def _status_app(url: str, status: int) -> Starlette:
 
 
 @pytest.mark.parametrize("status", [401, 403])
-async def test_refused_credentials_are_the_callers_to_fix(router: Router, status: int) -> None:
-    async with serve_app(lambda url: _status_app(url, status)) as (url, _):
-        router.register(await A2AAgent.connect(url))
-        for _ in range(3):
-            result = await router.route("echo", "hi")
-            assert (result.status, result.fault, result.delivered) == (
-                ResultStatus.REJECTED,
-                Fault.CALLER,
-                False,
-            )
-            assert result.error_type == "PermissionDeniedError"
-            assert f"HTTP {status}" in (result.error or "")
-        # The breaker never moved: the agent is there for the next call with better credentials.
-        assert router.catalog()[0].state.value == "online"
+async def test_refused_credentials_are_the_agents_and_another_replica_takes_the_call(status: int) -> None:
+    """The router's own credentials for the agent, which no caller can fix: the agent's failure
+    (its configuration), never started, so a replica that takes them serves the call."""
+    lighter = {"echo": {"weight": 1}}  # the refusing replica first, while its breaker lets it
+    async with (
+        serve_app(lambda url: _status_app(url, status)) as (refusing, _),
+        serve_agent() as served,
+        Router() as alone,
+        Router() as replicated,
+    ):
+        alone.register(await A2AAgent.connect(refusing, "t"))
+        refused = await alone.route("echo", "hi")
+        replicated.register(await A2AAgent.connect(refusing, "t", options={"instance": "0"}))
+        replicated.register(
+            await A2AAgent.connect(served.url, "t", options={"instance": "1"}, overrides=lighter)
+        )
+        taken = [await replicated.route("echo", f"hi {index}") for index in range(3)]
+        breakers = {info.agent_id: info.breaker for info in replicated.catalog()}
+    assert (refused.status, refused.fault, refused.delivered) == (ResultStatus.ERROR, Fault.AGENT, False)
+    assert refused.error_type == "A2ADeniedError"
+    assert f"refused the router's credentials (HTTP {status})" in (refused.error or "")
+    for index, result in enumerate(taken):
+        assert (result.payload, result.agent_id) == (f"hi {index}", "a2a:t:1"), result.error
+    # Tried first until its breaker opened (two failures in a row), each call then taken by the other.
+    attempts = [[attempt.agent_id for attempt in replicated.explain(one.task_id).attempts] for one in taken]
+    assert attempts == [["a2a:t:0", "a2a:t:1"], ["a2a:t:0", "a2a:t:1"], ["a2a:t:1"]]
+    assert breakers == {"a2a:t:0": BreakerState.OPEN, "a2a:t:1": BreakerState.CLOSED}
 
 
 def _stateless_app(url: str, state: int | str) -> Starlette:
