@@ -7,6 +7,7 @@ look the same.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -140,9 +141,19 @@ def render_result(result: Mapping[str, Any], *, local: bool = False) -> str:
     elif result["status"] != "ok":
         fault = f" ({result['fault']} fault)" if result.get("fault") else ""
         lines.append(f"error{fault}: {result.get('error_type')}: {result.get('error')}")
+        fix = (result.get("extra") or {}).get("fix_options")
+        if isinstance(fix, dict) and fix:
+            # The error says it as a Python caller writes it; this is how the command takes it.
+            lines.append("give it: " + " ".join(_option(key, value) for key, value in fix.items()))
         if result.get("delivered"):
             lines.append(_delivered(result))
     return "\n".join(lines)
+
+
+def _option(key: str, value: object) -> str:
+    """One ``--option`` as the shell takes it: text as it is, anything else as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f"--option {shlex.quote(f'{key}={text}')}"
 
 
 def _delivered(result: Mapping[str, Any]) -> str:

@@ -7,18 +7,23 @@ import io
 import json
 import logging
 import re
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
 
+from reach_adapters import Router
 from reach_adapters.cli import main
 from reach_adapters.cli.progress import progress
 from reach_adapters.cli.render import render_result
 from reach_adapters.cli.scan import default_name
 from reach_adapters.config import MCPAgentFile, load_config, schema_text
+from reach_adapters.langchain import LangChainAgent
 from reach_adapters.observability import JsonFormatter
 from reach_adapters.router import UNKNOWN_OUTCOME
 from tests.gateway.conftest import (
@@ -363,6 +368,23 @@ def test_a_result_of_unknown_outcome_says_the_agent_may_have_received_it() -> No
     plain = render_result({**base, "error": "the agent raised ValueError"}).splitlines()
     assert "delivered: yes, the agent received the task (it may have done the work)" in plain
     assert not any("delivered" in line for line in render_result({**base, "delivered": False}).splitlines())
+
+
+async def test_a_call_missing_an_option_says_how_the_command_gives_it() -> None:
+    # A real refusal: a checkpointed graph called without a thread.
+    graph = StateGraph(MessagesState)
+    graph.add_node("echo", lambda state: {"messages": []})
+    graph.add_edge(START, "echo")
+    async with Router() as router:
+        router.register(
+            LangChainAgent(graph.compile(checkpointer=InMemorySaver(), name="chat"), agent_id="t:chat:01")
+        )
+        result = await router.route("chat", {"messages": [{"role": "user", "content": "hi"}]})
+    assert result.status == "invalid", result.error
+    lines = render_result(result.model_dump(mode="json")).splitlines()
+    assert """give it: --option 'configurable={"thread_id": "<thread id>"}'""" in lines
+    # Quoted for the shell: it reads back as the option's one argument.
+    assert shlex.split(lines[-1])[2:] == ["--option", 'configurable={"thread_id": "<thread id>"}']
 
 
 def test_an_agent_asking_for_input_shows_what_it_asks_and_how_to_answer() -> None:
