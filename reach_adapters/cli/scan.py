@@ -23,7 +23,7 @@ from reach_adapters.config.loader import missing_program
 from reach_adapters.config.models import AGENT_KINDS
 from reach_adapters.mcp import MCPOptions, MCPServerAgent
 from reach_adapters.router import Capability, agent_id_part, parse_agent_id
-from reach_adapters.security import redact_headers
+from reach_adapters.security import is_secret_name, redact_headers
 
 __all__ = ["default_name", "run_scan"]
 
@@ -116,8 +116,7 @@ def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Na
         data["command"] = command[0]
         if command[1:]:
             data["args"] = list(command[1:])
-        if args.env:
-            data["env"] = dict(args.env)
+        _environment(data, dict(args.env))
         if args.cwd:
             data["cwd"] = str(Path(args.cwd).resolve())
     else:
@@ -133,6 +132,22 @@ def _agent_file(agent: MCPServerAgent, command: Sequence[str], args: argparse.Na
         cap.name.removeprefix(config.prefix): _declaration(cap, fields) for cap in agent.capabilities
     }
     return data
+
+
+def _environment(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """The ``--env`` values as the agent file keeps them: a secret's name in ``pass_env`` (read
+    from reach's own environment when it serves), never its value; the others as given."""
+    secret = sorted(name for name in env if is_secret_name(name))
+    plain = {name: value for name, value in env.items() if name not in secret}
+    if plain:
+        data["env"] = plain
+    if secret:
+        data["pass_env"] = secret
+        print(
+            f"reach scan: {', '.join(secret)} is passed from reach's own environment (pass_env), its "
+            "value not written; export it there before serving the file",
+            file=sys.stderr,
+        )
 
 
 def _credentials(data: dict[str, Any], headers: Mapping[str, str] | None) -> None:

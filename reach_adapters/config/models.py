@@ -40,6 +40,7 @@ __all__ = [
     "PolicyFile",
 ]
 
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
 ImportPath = Annotated[
     str,
     Field(
@@ -151,6 +152,11 @@ class MCPAgentFile(MCPOptions):
     )
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] | None = Field(None, description="Added to the SDK's safe default environment.")
+    pass_env: list[EnvName] = Field(
+        default_factory=list,
+        description="Variables of reach's own environment given to the server as they are (a token "
+        "the server reads), their values never written here.",
+    )
     cwd: str | None = Field(None, description="Working directory, relative to the config directory.")
     url: str | None = Field(None, description="Streamable HTTP endpoint of a running server.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every HTTP request.")
@@ -171,8 +177,12 @@ class MCPAgentFile(MCPOptions):
         if (self.command is None) == (self.url is None):
             msg = "give exactly one of 'command' (a server to start over stdio) or 'url' (streamable HTTP)"
             raise ValueError(msg)
-        if self.url is not None and (self.args or self.env is not None or self.cwd is not None):
-            msg = "'args', 'env' and 'cwd' apply to 'command' servers; remove them or use 'command'"
+        if self.url is not None and (
+            self.args or self.env is not None or self.pass_env or self.cwd is not None
+        ):
+            msg = (
+                "'args', 'env', 'pass_env' and 'cwd' apply to 'command' servers; remove them or use 'command'"
+            )
             raise ValueError(msg)
         if self.command is not None and (self.headers or self.bearer_token_env is not None):
             msg = "'headers' and 'bearer_token_env' apply to 'url' servers; remove them or use 'url'"
@@ -189,6 +199,17 @@ class MCPAgentFile(MCPOptions):
     def http_headers(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The headers to send: `headers`, and the bearer token `bearer_token_env` names."""
         return _with_bearer(self.headers, self.bearer_token_env, environ, "server")
+
+    def server_env(self, environ: Mapping[str, str]) -> dict[str, str] | None:
+        """The environment added for a stdio server: `env`, and what `environ` holds for the
+        variables `pass_env` names."""
+        if not self.pass_env:
+            return self.env
+        missing = [name for name in self.pass_env if name not in environ]
+        if missing:
+            msg = f"{', '.join(missing)} not set; export it for server {self.name!r} (pass_env)"
+            raise ValueError(msg)
+        return {**(self.env or {}), **{name: environ[name] for name in self.pass_env}}
 
     def options(self) -> MCPOptions:
         """The adapter's options this file gives (timeouts, concurrency, reconnect...)."""

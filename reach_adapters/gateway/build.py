@@ -146,8 +146,12 @@ async def _mcp_agent(spec: AgentSpec, model: MCPAgentFile, directory: Path) -> A
     except ValueError as exc:
         raise spec.error(("bearer_token_env",), str(exc)) from None
     try:
+        env = model.server_env(os.environ)
+    except ValueError as exc:
+        raise spec.error(("pass_env",), str(exc)) from None
+    try:
         return await MCPServerAgent.connect(
-            model.name, _server(model, directory), headers=headers or None, options=model.options()
+            model.name, _server(model, directory, env), headers=headers or None, options=model.options()
         )
     except ReachError as exc:
         raise spec.error(loc, str(exc)) from None
@@ -178,11 +182,11 @@ async def _a2a_agent(spec: AgentSpec, model: A2AAgentFile) -> Agent:
         raise spec.error(("url",), str(exc)) from None
 
 
-def _server(model: MCPAgentFile, directory: Path) -> ServerParameters:
+def _server(model: MCPAgentFile, directory: Path, env: dict[str, str] | None) -> ServerParameters:
     if model.url is not None:
         return model.url
     assert model.command is not None, "the file model requires command or url"
     # 'python' is resolved where the server is started, as for MCPServerAgent.connect.
     return StdioServerParameters(
-        command=model.command, args=model.args, env=model.env, cwd=server_cwd(directory, model)
+        command=model.command, args=model.args, env=env, cwd=server_cwd(directory, model)
     )

@@ -35,6 +35,12 @@ def seen(ctx: Context) -> dict[str, Any]:
     return {key: value for key, value in meta.items() if key.startswith("agent-reach/")}
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def environment(name: str) -> str | None:
+    """The value of one of the server's environment variables, or None."""
+    return os.environ.get(name)
+
+
 add_grow_tool(server)
 
 

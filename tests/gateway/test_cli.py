@@ -22,7 +22,8 @@ from reach_adapters.cli import main
 from reach_adapters.cli.progress import progress
 from reach_adapters.cli.render import render_result
 from reach_adapters.cli.scan import default_name
-from reach_adapters.config import MCPAgentFile, load_config, schema_text
+from reach_adapters.config import ConfigError, MCPAgentFile, load_config, schema_text
+from reach_adapters.gateway import Gateway
 from reach_adapters.langchain import LangChainAgent
 from reach_adapters.observability import JsonFormatter
 from reach_adapters.router import UNKNOWN_OUTCOME
@@ -424,6 +425,28 @@ def test_output_closed_early_is_no_traceback() -> None:
     process.stdout.close()
     _, err = process.communicate(timeout=30)
     assert (process.returncode, err) == (141, "")
+
+
+async def test_scan_keeps_a_secret_env_out_of_the_file_and_serve_passes_it_from_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = run_reach(
+        "scan", "--name", "probe", "--env", "PROBE_API_TOKEN=s3cret-token", "--env", "PROBE_MODE=fast",
+        "--", "python", PROBE_SERVER,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "s3cret" not in done.stdout
+    data = yaml.safe_load(done.stdout)
+    assert (data["env"], data["pass_env"]) == ({"PROBE_MODE": "fast"}, ["PROBE_API_TOKEN"])
+    assert "PROBE_API_TOKEN is passed from reach's own environment" in done.stderr
+    (tmp_path / "mcp:probe:0.yaml").write_text(done.stdout)
+    with pytest.raises(ConfigError, match="PROBE_API_TOKEN not set; export it for server 'probe'"):
+        await Gateway.start(tmp_path)
+    monkeypatch.setenv("PROBE_API_TOKEN", "s3cret-token")
+    async with await Gateway.start(tmp_path) as gateway:
+        for name, value in (("PROBE_API_TOKEN", "s3cret-token"), ("PROBE_MODE", "fast")):
+            said = await gateway.router.route("environment", {"name": name})
+            assert said.payload == value, said.error
 
 
 def test_scan_of_an_mcp_url_writes_no_credentials(serve: Serve, config_dir: Path) -> None:
