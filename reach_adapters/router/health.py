@@ -68,16 +68,6 @@ class HealthMonitor:
         try:
             async with asyncio.timeout(self._policy.probe_timeout_s):
                 healthy = bool(await runtime.agent.probe())  # type: ignore[attr-defined]
-        except TimeoutError:
-            if runtime.in_flight:
-                # A probe late while calls run may only wait behind them on the agent's one
-                # connection (a stdio server sending a 30 MB answer): the calls' own deadlines
-                # judge the agent, and a busy agent is no offline one.
-                logger.debug(
-                    "probe of %s timed out behind %d call(s) in flight", runtime.agent_id, runtime.in_flight
-                )
-                return
-            healthy = False
         except Exception as exc:  # noqa: BLE001 - a probe that raises is a failed probe
             logger.debug("probe of %s raised %r", runtime.agent_id, exc)
             healthy = False

@@ -23,7 +23,6 @@ from reach_adapters import (
     raise_for_status,
 )
 from tests.core.conftest import FAST, Down, Gate, echo_agent, failing_agent
-from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -516,42 +515,6 @@ async def test_probes_take_agents_out_and_back() -> None:
     agent.healthy = True
     await router.probe_now()
     assert {a.agent_id: a.state for a in router.catalog()}["svc:probed:01"] is AgentState.ONLINE
-
-
-class OneConnection(Probed):
-    """An agent whose calls and probes share one connection: a probe waits behind a call."""
-
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(agent_id)
-        self.line = asyncio.Lock()
-        self.answered = asyncio.Event()
-
-    async def probe(self) -> bool:
-        async with self.line:
-            return True
-
-    async def invoke(self, message: ReachMessage) -> Any:
-        async with self.line:
-            await self.answered.wait()
-        return await super().invoke(message)
-
-
-async def test_a_probe_late_behind_calls_in_flight_leaves_a_busy_agent_online() -> None:
-    router = Router(RoutingPolicy(probe_timeout_s=0.05))
-    agent = OneConnection("svc:busy:01")
-    router.register(agent)
-    call = asyncio.create_task(router.route("work", {}))
-    await eventually(lambda: router.catalog()[0].in_flight == 1, what="the call to start")
-    for _ in range(3):
-        await router.probe_now()
-    assert router.catalog()[0].state is AgentState.ONLINE
-    agent.answered.set()
-    assert (await asyncio.wait_for(call, 5)).ok
-    # With nothing in flight, a probe that does not answer in time is a failed probe.
-    async with agent.line:
-        await router.probe_now()
-    assert router.catalog()[0].state is AgentState.SUSPICIOUS
-    await router.aclose()
 
 
 async def test_only_the_probe_lifts_an_offline_state_the_probe_set() -> None:
