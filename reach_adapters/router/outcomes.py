@@ -42,10 +42,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Before a capability's first success, the share of its timeout a call must have had for its
-# timeout to be held against the agent: a nested call's inherited deadline leaves a little less
-# than the whole, a caller's tight deadline far less.
-_FAIR_SHARE = 0.5
 # Said of every failure after delivery whose effect the router cannot know.
 UNKNOWN_OUTCOME = "the outcome is unknown: the agent may have done the work"
 # The `extra` key of an invalid result whose caller left out or misgave call options: those that
@@ -219,14 +215,12 @@ def _log_exception(
 
 def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: bool) -> ReachResult:
     """A delivery that ran out of time: the agent's failure only if it had the time it usually
-    needs for the capability (twice its average latency over the capability's successes), or,
-    before its first success there, at least half the capability's timeout. Less time (left
+    needs for the capability (twice its average latency, `Slot.usual_ms`); less time (left
     after queueing, a per-attempt share, a tight caller deadline) is not held against it, nor
     time it was waiting, `on_caller`, for its caller's answer to a question it asked (DESIGN §6:
-    a caller's short deadline, or a caller that does not answer, must not quarantine a healthy
-    agent)."""
+    a caller that does not answer, or left, must not quarantine a healthy agent)."""
     runtime = slot.runtime
-    usual = slot.avg_ms
+    usual = slot.usual_ms
     budget_ms = budget_s * 1000.0
     if on_caller:
         error = (
@@ -238,13 +232,7 @@ def timed_out(message: ReachMessage, slot: Slot, budget_s: float, on_caller: boo
     else:
         error = f"agent {runtime.agent_id} did not answer within {budget_ms:.0f} ms; {UNKNOWN_OUTCOME}"
         fault = Fault.AGENT
-        if usual is None and budget_ms < _FAIR_SHARE * slot.capability.timeout_ms:
-            fault = Fault.ROUTER
-            error += (
-                " (less than half its timeout was left, and no answer of it yet to judge by: not "
-                "held against it)"
-            )
-        elif usual is not None and budget_ms < 2 * usual:
+        if usual is not None and budget_ms < 2 * usual:
             fault = Fault.ROUTER
             error += f" (it usually answers in {usual:.0f} ms: too little time was left, not held against it)"
     return error_result(

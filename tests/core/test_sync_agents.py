@@ -33,14 +33,12 @@ async def test_a_hung_sync_agent_never_makes_unrelated_sync_agents_time_out() ->
     router = Router(FAST)
     router.register(
         FunctionAgent(
-            hang,
-            agent_id="svc:hang:01",
-            capabilities=[Capability(name="hang", max_concurrency=HUNG, timeout_ms=200)],
+            hang, agent_id="svc:hang:01", capabilities=[Capability(name="hang", max_concurrency=HUNG)]
         )
     )
     router.register(FunctionAgent(quick, agent_id="svc:quick:01", capabilities=[Capability(name="quick")]))
     try:
-        hung = await asyncio.gather(*(router.route("hang", {}) for _ in range(HUNG)))
+        hung = await asyncio.gather(*(router.route("hang", {}, timeout_ms=200) for _ in range(HUNG)))
         assert {r.status for r in hung} == {ResultStatus.TIMEOUT}
         assert all(r.delivered and r.fault is Fault.AGENT for r in hung)
         # Every thread of the hung agent is still blocked; the other agent answers regardless.
