@@ -247,7 +247,6 @@ class A2AAgent:
             reprobe.cancel()
             await asyncio.wait({reprobe})
         await self._link.aclose()
-        self._threads.close()
         self._set_state(AgentState.OFFLINE, "closed")
 
     async def __aenter__(self) -> A2AAgent:

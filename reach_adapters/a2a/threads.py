@@ -3,16 +3,11 @@
 A caller continues a conversation by naming its thread (``configurable={"thread_id": ...}``), as
 with a LangGraph agent; the agent knows it by the ``contextId`` it gave. A thread whose last
 task stopped for input also remembers that task, which ``resume=`` answers.
-
-Each replica keeps its own threads, and sees those of the replicas of its agent type connected on
-the same event loop (`_GROUPS`): a ``resume=`` one of them can answer goes on to it, one none of
-them can is the caller's mistake, as for a LangGraph agent whose thread waits on no interrupt.
 """
 
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
@@ -28,11 +23,6 @@ __all__ = ["Threads"]
 
 # Around a call that opens no thread: nothing to wait for (reusable, it holds no state).
 _FREE: AbstractAsyncContextManager[None] = nullcontext()
-# The replicas of each agent type (``a2a:<name>``) by event loop: those a router fails over among.
-# Per loop, so unrelated routers (each test's) never see each other's threads.
-_GROUPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, weakref.WeakSet[Threads]]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 class Threads:
@@ -44,13 +34,6 @@ class Threads:
         self._turns: OrderedDict[str, Turn] = OrderedDict()
         # Threads whose first turn is under way: later turns wait for the context it opens.
         self._opening: dict[str, tuple[asyncio.Lock, list[int]]] = {}
-        # This agent type's replicas on the loop of its first call, this one among them.
-        self._replicas: weakref.WeakSet[Threads] | None = None
-
-    def close(self) -> None:
-        """Leave the replicas: a closed agent's questions can be answered no more."""
-        if self._replicas is not None:
-            self._replicas.discard(self)
 
     def first_turns_in_order(self, meta: MetaInfo) -> AbstractAsyncContextManager[None]:
         """Around a call: while a thread has no context yet, its calls go one at a time, so
@@ -75,8 +58,6 @@ class Threads:
     def turn(self, meta: MetaInfo) -> Turn:
         """Where the call's message goes: a new context, the thread's, or (``resume=``) the task
         its last call left waiting for input."""
-        if self._replicas is None:
-            self._join()
         thread = thread_of(meta)
         resuming = "resume" in meta.__pydantic_fields_set__
         held = self._turns.get(thread) if thread is not None else None
@@ -89,34 +70,15 @@ class Threads:
             )
             raise InvalidMessageError(msg, fix_options={"configurable": {"thread_id": "<thread id>"}})
         if held is None or not held.task_id:
+            # Another replica may have asked (each keeps its own threads), or the thread fell
+            # out of the `size` kept: the router tries the next replica, which may hold it.
             shown = own_thread(thread, meta.principal)
-            if self._asked_elsewhere(thread):
-                # Another replica asked (each keeps its own threads): the router tries the next.
-                msg = (
-                    f"thread {shown!r} waits on no question of A2A agent {self._agent_id} but of "
-                    "another replica: resume on the agent that asked (the input_required result's agent_id)"
-                )
-                raise A2ANotHereError(msg)
             msg = (
-                f"thread {shown!r} waits on no question of A2A agent {self._agent_id} nor of a replica "
-                "of it: nothing to resume (its question was answered, or none was asked on it); "
-                "send a new message instead"
+                f"thread {shown!r} waits on no question of A2A agent {self._agent_id}: resume on "
+                "the agent that asked (the input_required result's agent_id)"
             )
-            raise InvalidMessageError(msg)
+            raise A2ANotHereError(msg)
         return Turn(held.context_id, held.task_id)
-
-    def _join(self) -> None:
-        groups = _GROUPS.setdefault(asyncio.get_running_loop(), {})
-        self._replicas = groups.setdefault(self._agent_id.rpartition(":")[0], weakref.WeakSet())
-        self._replicas.add(self)
-
-    def _asked_elsewhere(self, thread: str) -> bool:
-        """Whether another replica of this agent holds a question on `thread`."""
-        for replica in self._replicas or ():
-            held = replica._turns.get(thread) if replica is not self else None
-            if held is not None and held.task_id:
-                return True
-        return False
 
     def remember(self, meta: MetaInfo, result: ReachResult) -> None:
         """Keep the context the agent answered in, and the task if it waits for input."""

@@ -148,43 +148,6 @@ async def test_a_resume_finds_the_replica_that_asked(router: Router) -> None:
             assert answered.agent_id == asked.agent_id
 
 
-async def test_a_resume_no_replica_can_answer_is_the_callers(router: Router) -> None:
-    """A replica holding no question on the thread leaves a resume to the replica that asked;
-    when none holds one, the resume is the caller's mistake, at once, as for a LangGraph agent."""
-    async with serve_agent() as first, serve_agent() as second:
-        asking, other = [
-            await A2AAgent.connect(served.url, "t", options={"instance": str(index)})
-            for index, served in enumerate((first, second))
-        ]
-        router.register(asking)
-        router.register(other)
-        thread = {"thread_id": "R"}
-        asked = await router.send(asking.agent_id, "hi", capability="ask", configurable=thread)
-        elsewhere = await router.send(
-            other.agent_id, None, capability="ask", configurable=thread, resume="Ann"
-        )
-        answered = await router.route("ask", None, configurable=thread, resume="Ann")
-        again = await router.route("ask", None, configurable=thread, resume="Ann")
-        never = await router.route("ask", None, configurable={"thread_id": "never"}, resume="Ann")
-    assert asked.status is ResultStatus.INPUT_REQUIRED
-    assert (elsewhere.status, elsewhere.fault, elsewhere.error_type) == (
-        ResultStatus.ERROR,
-        Fault.ROUTER,
-        "A2ANotHereError",
-    )
-    assert (answered.status, answered.agent_id) == (ResultStatus.OK, asking.agent_id), answered.error
-    for refused in (again, never):
-        assert (refused.status, refused.fault, refused.delivered) == (
-            ResultStatus.INVALID,
-            Fault.CALLER,
-            False,
-        )
-        assert "waits on no question of A2A agent" in (refused.error or "")
-        assert "nor of a replica of it" in (refused.error or "")
-        assert len(router.explain(refused.task_id).attempts) == 1
-    assert [info.failures for info in router.catalog()] == [0, 0]
-
-
 async def test_credentials_go_to_the_configured_origin_only(router: Router) -> None:
     seen: list[str | None] = []
 
