@@ -11,19 +11,27 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseLanguageModel
-from langchain_core.runnables import Runnable, RunnableBinding
+from langchain_core.runnables import Runnable, RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
 
 from reach_adapters.router import refused
 
 __all__ = ["mark_refused", "one_request"]
 
+# Clients whose run is one HTTP request to a deployment that runs it (LangGraph's `RemoteGraph`,
+# langserve's `RemoteRunnable`), by class name: neither package is a dependency.
+_REMOTE = frozenset({"RemoteGraph", "RemoteRunnable"})
+
 
 def one_request(runnable: Runnable[Any, Any]) -> bool:
-    """Whether `runnable` is one model call: a chat model or LLM, bound (``bind_tools``,
-    ``with_config``, ``with_retry``) or not."""
-    while isinstance(runnable, RunnableBinding):
+    """Whether `runnable` is one request: a chat model or LLM, or a client of a remote graph or
+    runnable; bound (``bind_tools``, ``with_config``, ``with_retry``) or not, and with fallbacks
+    that are each one request too (the first refused, the next asked)."""
+    while isinstance(runnable, RunnableBindingBase):
         runnable = runnable.bound
-    return isinstance(runnable, BaseLanguageModel)
+    if isinstance(runnable, RunnableWithFallbacks):
+        return all(one_request(each) for each in (runnable.runnable, *runnable.fallbacks))
+    return isinstance(runnable, BaseLanguageModel) or type(runnable).__name__ in _REMOTE
 
 
 def mark_refused(exc: BaseException) -> None:

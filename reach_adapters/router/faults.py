@@ -125,7 +125,12 @@ def refused(exc: BaseException) -> bool:
         return True
     if any(cls.__name__ in _REFUSED_NAMES for cls in type(exc).__mro__):
         return True
-    return _status_code(exc) in _REFUSED_STATUS_CODES
+    if _status_code(exc) in _REFUSED_STATUS_CODES:
+        return True
+    # An SDK's own error around its HTTP client's (openai's APIConnectionError from httpx's
+    # ConnectError): the error it was raised from says what happened.
+    cause = exc.__cause__
+    return cause is not None and cause is not exc and refused(cause)
 
 
 def _status_code(exc: BaseException) -> int | None:

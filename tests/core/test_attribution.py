@@ -261,6 +261,21 @@ def test_refusals_of_one_request(exc: Exception) -> None:
     assert not never_started(exc)
 
 
+def test_an_sdk_error_raised_from_a_refused_connection_is_a_refusal() -> None:
+    request = httpx.Request("POST", "http://127.0.0.1:1/")
+
+    class APIConnectionError(Exception):
+        """Shaped like openai.APIConnectionError: raised from the httpx error it wraps."""
+
+    def wrapped(cause: Exception) -> APIConnectionError:
+        error = APIConnectionError("Connection error.")
+        error.__cause__ = cause
+        return error
+
+    assert refused(wrapped(httpx.ConnectError("refused", request=request)))
+    assert not refused(wrapped(httpx.ReadError("reset", request=request)))
+
+
 @pytest.mark.parametrize(
     "exc", [ConnectionResetError("reset"), ValueError("boom"), WithResponse(500)], ids=["reset", "bug", "500"]
 )

@@ -4,6 +4,7 @@ or a chain, the steps before it may have done work, which must not run twice (DE
 from __future__ import annotations
 
 import itertools
+import socket
 from typing import Any, TypedDict
 
 import pytest
@@ -11,6 +12,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 from langgraph.graph import END, START, StateGraph
+from langgraph.pregel.remote import RemoteGraph
 
 from middleware import Fault, ResultStatus
 from reach_adapters import Router
@@ -116,4 +118,52 @@ async def test_a_refusal_inside_a_streamed_graph_is_not_sent_again_either() -> N
         with pytest.raises(Exception, match="rate limit"):
             async for _ in router.stream("checkout", {"order": "A-1"}, stream_mode="messages"):
                 pass
+        assert charged == ["A-1"]
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda model: model.with_retry(stop_after_attempt=2, wait_exponential_jitter=False),
+        lambda model: model.bind(stop=["\n"]).with_retry(stop_after_attempt=1),
+        lambda model: model.with_fallbacks([limited()]),
+    ],
+    ids=["with_retry", "bound-with_retry", "with_fallbacks"],
+)
+async def test_a_model_wrapped_in_retries_or_fallbacks_is_still_one_request(wrap: Any) -> None:
+    async with Router() as router:
+        router.register(
+            LangChainAgent(
+                wrap(limited()), agent_id="llm:chat:01", capabilities=[{"name": "chat", "weight": 100}]
+            )
+        )
+        router.register(
+            LangChainAgent(
+                answering("hi"), agent_id="llm:chat:02", capabilities=[{"name": "chat", "weight": 1}]
+            )
+        )
+        result = await router.route("chat", "hello")
+        assert (result.ok, result.agent_id) == (True, "llm:chat:02"), result.error
+
+
+async def test_a_remote_graph_whose_server_refuses_the_connection_goes_to_the_next_replica() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    remote = RemoteGraph("checkout", url=f"http://127.0.0.1:{port}")
+    charged: list[str] = []
+    declared = [{"name": "checkout", "input_schema": {"type": "object"}}]
+    async with Router() as router:
+        router.register(
+            LangChainAgent(
+                remote, agent_id="shop:checkout:remote", capabilities=[{**declared[0], "weight": 100}]
+            )
+        )
+        router.register(
+            LangChainAgent(charging_graph(charged), agent_id="shop:checkout:local", capabilities=declared)
+        )
+        result = await router.route("checkout", {"order": "A-1"})
+        (first, *_) = router.explain(result.task_id).attempts
+        assert (first.agent_id, first.delivered) == ("shop:checkout:remote", False)
+        assert result.agent_id == "shop:checkout:local"
         assert charged == ["A-1"]
