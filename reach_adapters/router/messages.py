@@ -27,6 +27,7 @@ __all__ = [
     "inherit_hop",
     "onward",
     "parse_message",
+    "refused_call",
     "require_name",
     "time_left",
 ]
@@ -47,7 +48,7 @@ _CAPABILITY_ONLY = frozenset({"capability"})
 _SIZED = frozenset({*_NAMED_OPTIONS, *_COUNTED_META}) - _CAPABILITY_ONLY
 
 
-def _refused_call(msg: str) -> InvalidMessageError:
+def refused_call(msg: str) -> InvalidMessageError:
     """The refusal of a call's own arguments, marked so: raised inside an agent serving a task,
     the mistake is that agent's, not its caller's (`from_exception`)."""
     exc = InvalidMessageError(msg)
@@ -58,7 +59,7 @@ def _refused_call(msg: str) -> InvalidMessageError:
 def require_name(value: object, what: str) -> str:
     if not isinstance(value, str) or not value:
         msg = f"{what} must be a non-empty string, got {value!r}; see router.catalog()"
-        raise _refused_call(msg)
+        raise refused_call(msg)
     if len(value) > MAX_NAME_LENGTH:
         raise _too_long(what, value)
     return value
@@ -69,7 +70,7 @@ def _too_long(what: str, value: str) -> InvalidMessageError:
         f"{what} is {len(value)} characters long, over the limit of {MAX_NAME_LENGTH} "
         f"(starts {value[:40]!r}); names in the catalog are shorter, see router.catalog()"
     )
-    return _refused_call(msg)
+    return refused_call(msg)
 
 
 def check_sizes(meta: MetaInfo, hint: RoutingHint) -> None:
@@ -85,7 +86,7 @@ def check_sizes(meta: MetaInfo, hint: RoutingHint) -> None:
     for name, count in [*counted, ("fallback", len(hint.fallback))]:
         if count > MAX_OPTION_ITEMS:
             msg = f"{name} has {count} entries, over the limit of {MAX_OPTION_ITEMS}; send fewer"
-            raise _refused_call(msg)
+            raise refused_call(msg)
 
 
 def derived_task_id(parent: str, suffix: str) -> str:
@@ -118,13 +119,13 @@ def build_message(
         raw = ensure_json(payload)
     except NotJsonSafeError as exc:
         msg = f"payload is not JSON data: {exc}"
-        raise _refused_call(msg) from None
+        raise refused_call(msg) from None
     # The caller's ``**options``: a dict of this call's own, so it is filled in rather than copied.
     options = cast("dict[str, Any]", call_options)
     if options and not options.keys() <= CALL_OPTIONS:
         unknown = ", ".join(map(repr, sorted(options.keys() - CALL_OPTIONS)))
         msg = f"unknown call option(s) {unknown}; the options are {', '.join(sorted(CALL_OPTIONS))}"
-        raise _refused_call(msg)
+        raise refused_call(msg)
     hint_fields = {key: options.pop(key) for key in _HINT_OPTIONS if key in options} if options else {}
     try:
         if capability is not None:
@@ -137,10 +138,10 @@ def build_message(
             hint = _plain_hint(mode, merge, target)
     except ValidationError as exc:
         msg = f"invalid call options: {describe_validation_error(exc)}"
-        raise _refused_call(msg) from None
+        raise refused_call(msg) from None
     except TypeError as exc:
         msg = f"invalid call options: {exc}"
-        raise _refused_call(msg) from None
+        raise refused_call(msg) from None
     if hint_fields or not _SIZED.isdisjoint(options.keys()):
         check_sizes(meta, hint)
     message = build_trusted(ReachMessage, {"raw_payload": raw, "meta_info": meta, "routing_hint": hint})
@@ -163,13 +164,13 @@ def parse_message(message: ReachMessage | Mapping[str, Any], method: str = "disp
         parsed = message.model_copy(update={"meta_info": message.meta_info.model_copy()})
     elif not isinstance(message, Mapping):
         msg = f"{method}() takes a ReachMessage or a dict, got {type(message).__name__}"
-        raise _refused_call(msg)
+        raise refused_call(msg)
     else:
         try:
             parsed = ReachMessage.model_validate(message)
         except ValidationError as exc:
             msg = f"invalid message: {describe_validation_error(exc)}"
-            raise _refused_call(msg) from None
+            raise refused_call(msg) from None
     check_sizes(parsed.meta_info, parsed.routing_hint)
     return parsed
 

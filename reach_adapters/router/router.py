@@ -15,7 +15,6 @@ from pydantic import JsonValue
 from middleware import MergePolicy, ReachMessage, ReachResult
 from reach_adapters.errors import (
     InvalidDeclarationError,
-    InvalidMessageError,
     InvalidPolicyError,
     RouterClosedError,
 )
@@ -32,7 +31,13 @@ from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.health import HealthMonitor
 from reach_adapters.router.leaving import LeavingCalls
 from reach_adapters.router.matching import Matcher
-from reach_adapters.router.messages import build_message, inherit_hop, parse_message, require_name
+from reach_adapters.router.messages import (
+    build_message,
+    inherit_hop,
+    parse_message,
+    refused_call,
+    require_name,
+)
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.portal import Portal
@@ -320,7 +325,7 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
                 "dispatch_stream takes a unicast message naming its capability, got mode "
                 f"{message.routing_hint.mode!r} and capability {message.meta_info.capability!r}"
             )
-            raise InvalidMessageError(msg)
+            raise refused_call(msg)
         inherit_hop(message)
         async with contextlib.aclosing(stream_message(self._dispatcher, message)) as chunks:
             async for chunk in chunks:

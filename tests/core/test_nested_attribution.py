@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -88,6 +88,40 @@ async def test_arguments_the_router_refuses_in_a_nested_call_are_the_agents_mist
     again = await router.route("transfer", {"amount": 100}, task_id="xfer-1")
     assert again.task_id == result.task_id
     assert moved == [100]
+
+
+@pytest.mark.parametrize("how", ["consensus-vote", "consensus-n", "submit", "dispatch_stream"])
+async def test_other_calls_the_router_refuses_in_a_nested_call_are_the_agents_mistake_too(how: str) -> None:
+    router = Router(FAST)
+    moved: list[int] = []
+
+    async def audit(payload: Any) -> str:
+        return "audited"
+
+    async def transfer(amount: int) -> Any:
+        moved.append(amount)
+        if how == "consensus-vote":
+            return await router.consensus("audit", {}, vote=cast(Any, "best"))
+        if how == "consensus-n":
+            return await router.consensus("audit", {}, n=0)
+        if how == "submit":
+            return await router.submit("audit", {}, callback_url="ftp://example.com/done")
+        broadcast = {
+            "raw_payload": {},
+            "meta_info": {"capability": "audit"},
+            "routing_hint": {"mode": "broadcast"},
+        }
+        return [chunk async for chunk in router.dispatch_stream(broadcast)]
+
+    router.register(FunctionAgent(audit, agent_id="n:audit:01"))
+    router.register(FunctionAgent(transfer, agent_id="n:transfer:01"))
+    result = await router.route("transfer", {"amount": 100}, task_id="xfer-1")
+    assert (result.status, result.fault, result.delivered) == (ResultStatus.ERROR, Fault.AGENT, True), (
+        result.error
+    )
+    await router.route("transfer", {"amount": 100}, task_id="xfer-1")
+    assert moved == [100]
+    await router.aclose()
 
 
 async def test_a_failure_of_the_agent_called_is_not_held_against_its_caller() -> None:

@@ -8,12 +8,12 @@ from typing import Any, Literal, Unpack
 from pydantic import ValidationError
 
 from middleware import ConsensusHint, ReachResult
-from reach_adapters.errors import InvalidMessageError, describe_validation_error
+from reach_adapters.errors import describe_validation_error
 from reach_adapters.router.consensus.feedback import Feedback, check_score, give_feedback
 from reach_adapters.router.consensus.voting import LocalVote, Normaliser, VoteFunction
 from reach_adapters.router.decisions import DecisionRecord
 from reach_adapters.router.dispatcher import Dispatcher
-from reach_adapters.router.messages import build_message, require_name
+from reach_adapters.router.messages import build_message, refused_call, require_name
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.portal import Portal
 from reach_adapters.router.ratings import Ratings
@@ -67,15 +67,15 @@ class ConsensusCalls:
             named = vote
         else:
             msg = f"vote must be 'majority', 'judge' or a function taking the votes, got {vote!r}"
-            raise InvalidMessageError(msg)
+            raise refused_call(msg)
         if normalise is not None and (not callable(normalise) or named != "majority"):
             msg = "normalise is a function, for vote 'majority' (a vote function normalises as it likes)"
-            raise InvalidMessageError(msg)
+            raise refused_call(msg)
         try:
             hint = ConsensusHint(n=n, quorum=quorum, vote=named, judge=judge)
         except ValidationError as exc:
             msg = f"invalid consensus: {describe_validation_error(exc)}"
-            raise InvalidMessageError(msg) from None
+            raise refused_call(msg) from None
         message = build_message(payload, options, capability=capability, mode="consensus")
         # Patched on, not given to `build_message`, which would then test for it on every plain
         # route (a benchmarked path) for the sake of this rarer call.

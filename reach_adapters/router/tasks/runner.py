@@ -26,7 +26,6 @@ from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.errors import (
     IdempotencyConflictError,
-    InvalidMessageError,
     TaskFinishedError,
     TaskQueueFullError,
     UnknownTaskError,
@@ -34,6 +33,7 @@ from reach_adapters.errors import (
 from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.decisions import DecisionLog, DecisionRecord
 from reach_adapters.router.deferral import PARKING, Parking
+from reach_adapters.router.messages import refused_call
 from reach_adapters.router.outcomes import ErrorKind, cut_short, error_result
 from reach_adapters.router.policy import RoutingPolicy
 from reach_adapters.router.tasks.records import TaskRecord, TaskStatus
@@ -264,10 +264,10 @@ def check_callback_url(callback_url: str | None, notifier: Notifier | None) -> N
     """Refuse a `callback_url` that is not http(s), or that nothing would send to."""
     if callback_url is not None and urlsplit(callback_url).scheme not in ("http", "https"):
         msg = f"callback_url must be an http:// or https:// URL, got {callback_url!r}"
-        raise InvalidMessageError(msg)
+        raise refused_call(msg)
     if callback_url is not None and notifier is None:
         msg = "callback_url needs a callback sender (reach serve sets one); poll the task instead"
-        raise InvalidMessageError(msg)
+        raise refused_call(msg)
 
 
 def owned(record: TaskRecord | None, task_id: str, owner: str | None) -> TaskRecord:
