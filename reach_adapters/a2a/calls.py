@@ -185,7 +185,7 @@ class Exchange:
                     async for chunk in self._follow(context):
                         yield chunk
             except (A2AError, httpx.HTTPError) as exc:
-                raise self._failure(exc) from None
+                raise self._failed(exc) from None
         except BaseException:
             # Cancelled, past the deadline, closed by the caller, or failed: a task left running
             # on the agent is told to stop, in the background so nothing here waits on it.
@@ -316,6 +316,16 @@ class Exchange:
         if self.task is None:
             self.task = Task(id=task_id, context_id=context_id)
         return self.task
+
+    def _failed(self, exc: A2AError | httpx.HTTPError) -> Exception:
+        """`_failure`, said of the exchange as far as it went: once the agent took the task, a
+        refusal of a later request (following the task: a 429, a refused connection) comes after
+        work it may have done, so no replica is sent the task unless it is safe to repeat."""
+        failure = self._failure(exc)
+        if self.task is None or getattr(failure, "delivered", None) is not False:
+            return failure
+        msg = f"{failure}, after it took the call as task {self.task.id}; {UNKNOWN_OUTCOME}"
+        return A2AConnectionError(msg)
 
     def _failure(self, exc: A2AError | httpx.HTTPError) -> Exception:
         """What a failed exchange means for the router, as the exception to raise."""

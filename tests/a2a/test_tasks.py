@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from reach_adapters.a2a import A2AAgent
 from reach_adapters.errors import ReachError
 from reach_adapters.security.guard import SecurityGuard
 from reach_adapters.security.spec import SecuritySpec
-from tests.a2a.agents import Served, serve_agent
+from tests.a2a.agents import Served, SkillsExecutor, build_app, serve_agent, serve_app
 from tests.waiting import eventually
 
 
@@ -78,6 +79,67 @@ async def test_a_task_of_an_agent_without_streaming_is_polled(polled: tuple[Rout
     await router.cancel(record.task_id)
     remote = served.executor.record.started[2]
     await eventually(lambda: remote in served.executor.record.cancelled, what="CancelTask to reach the agent")
+
+
+def refusing_follow_ups(app: Any, status: int) -> Any:
+    """`app` behind a rate limiter that takes every send but answers `status` to the requests
+    that follow a task (GetTask, SubscribeToTask)."""
+
+    async def limited(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        if b'"GetTask"' in body or b'"SubscribeToTask"' in body:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"slow down"})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    return limited
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_refusal_while_following_a_task_the_agent_took_is_no_refusal_of_the_call(status: int) -> None:
+    """429 and 503 to the send say the agent never took the call; to a request following its task,
+    they come after work it may have done: not sent to a replica unless safe to repeat."""
+    executor = SkillsExecutor()
+
+    def make(url: str) -> Any:
+        return refusing_follow_ups(build_app(f"{url}/a2a", executor, streaming=False), status)
+
+    async with serve_app(make) as (url, _), serve_agent(streaming=False) as spare:
+        router = Router()
+        polled = {"instance": "a", "return_immediately": True, "poll_interval_s": 0.05}
+        router.register(await A2AAgent.connect(url, options=polled, overrides={"slow": {"weight": 100}}))
+        router.register(
+            await A2AAgent.connect(spare.url, options={"instance": "b"}, overrides={"slow": {"weight": 1}})
+        )
+        try:
+            result = await router.route("slow", {"seconds": 0.2})
+        finally:
+            await router.aclose()
+    assert (result.ok, result.delivered, result.attempts) == (False, True, 1), result.error
+    assert "the outcome is unknown" in (result.error or "")
+    assert (len(executor.record.started), spare.executor.record.started) == (1, [])
 
 
 async def test_a_blocking_send_cancelled_before_its_answer() -> None:
