@@ -210,7 +210,7 @@ def test_commands_run_straight_from_a_config_dir(config_dir: Path) -> None:
     catalog = run_reach("catalog", "--config", str(config_dir))
     assert catalog.returncode == 0, catalog.stderr
     assert "mcp:probe:0" in catalog.stdout
-    assert "pid, say, seen, grow" in catalog.stdout
+    assert "pid, say, seen, environment, grow" in catalog.stdout
     called = run_reach("call", "say", '{"text": "local"}', "--config", str(config_dir), "--explain", "--json")
     assert called.returncode == 0, called.stderr
     out = json.loads(called.stdout)
