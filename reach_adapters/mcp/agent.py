@@ -15,7 +15,7 @@ import httpx2
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
-from reach_adapters.mcp.calls import ToolRoute, call_tool, reads_task
+from reach_adapters.mcp.calls import TOOL_GONE, ToolRoute, call_tool, reads_task, tool_gone
 from reach_adapters.mcp.connection import FORGOTTEN, Connection
 from reach_adapters.mcp.converter import MCPConverter
 from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError
@@ -96,6 +96,8 @@ class MCPServerAgent:
         self._converter = MCPConverter(self._agent_id)
         self._capabilities: tuple[Capability, ...] = ()
         self._routes: dict[str, ToolRoute] = {}
+        # Capabilities the server's tools no longer serve, which calls routed earlier may name.
+        self._withdrawn: set[str] = set()
         self._handles: list[AgentHandle] = []
         self._offline: str | None = "not connected yet"
         self._supervisor: asyncio.Task[None] | None = None
@@ -295,12 +297,20 @@ class MCPServerAgent:
         route = self._routes.get(capability or "")
         if route is None:
             tools = sorted(self._routes)
+            if capability in self._withdrawn:
+                # Routed before the agent re-declared its tools without it: nothing ran, and
+                # another replica may take the call.
+                error = (
+                    f"MCP server {self._agent_id} no longer has a tool for capability {capability!r} "
+                    f"(it has {tools}): its tools changed after the call was routed"
+                )
+                return tool_gone(message, self._agent_id, error)
             msg = f"agent {self._agent_id} has no tool for capability {capability!r}; it has {tools}"
             raise InvalidMessageError(msg)
         options = self._spec.options
         timeout_s = options.timeout_ms / 1000.0
         try:
-            return await call_tool(
+            result = await call_tool(
                 client,
                 route,
                 message,
@@ -315,6 +325,11 @@ class MCPServerAgent:
             # No stream of the session ended to say so: the call's answer is the only word.
             self._connection.drop(client, FORGOTTEN)
             raise
+        if result.error_type == TOOL_GONE:
+            # The server dropped a tool it listed without a tools/list_changed to say so.
+            logger.warning("MCP server %s: %s", self._agent_id, result.error)
+            self._connection.rescan()
+        return result
 
     # -- lifecycle: `ConnectionEvents` --------------------------------------------------------
 
@@ -323,6 +338,7 @@ class MCPServerAgent:
         with no capabilities: a later ``tools/list_changed`` may bring some."""
         capabilities = tuple(declared.capabilities)
         changed = capabilities != self._capabilities
+        self._withdrawn = (self._withdrawn | self._routes.keys()) - declared.routes.keys()
         self._routes = declared.routes
         self._capabilities = capabilities
         if changed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -15,7 +16,9 @@ from mcp.types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     REQUEST_TIMEOUT,
     URL_ELICITATION_REQUIRED,
+    ContentBlock,
     RequestParamsMeta,
+    TextContent,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -34,7 +37,7 @@ from reach_adapters.mcp.upstream import Call, Relays
 from reach_adapters.mcp.url_elicitation import elicitation_ids, url_required
 from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
 
-__all__ = ["ToolRoute", "call_tool", "reads_task", "session_gone"]
+__all__ = ["TOOL_GONE", "ToolRoute", "call_tool", "reads_task", "session_gone", "tool_gone"]
 
 # The SDK server's words (`NoBackChannelError`) for a request a session cannot carry; the client
 # side sees only the JSON-RPC error.
@@ -47,6 +50,8 @@ _NOT_RELAYED = frozenset({"Elicitation not supported", "Sampling not supported"}
 # is not taken for it.
 _SESSION_GONE = frozenset({"session not found", "session terminated"})
 _SESSION_GONE_CODES = frozenset({INVALID_REQUEST, -32001})
+# The `error_type` of a call to a tool the server no longer has (`_gone`).
+TOOL_GONE = "MCPToolGoneError"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +96,8 @@ async def call_tool(
     (`MCPOptions.relay_requests`).
 
     A tool error is an error result nobody should retry; a server that misbehaves gives a
-    retryable one; a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
+    retryable one; a tool the server no longer has gives one another replica may take
+    (`tool_gone`); a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
     the router's delivery classes as transient; an HTTP connection that could not be opened raises
     `MCPOfflineError`, and a session the server forgot `MCPSessionExpiredError` (for the agent to
     open a new one): neither call was delivered, so a replica may take it.
@@ -151,6 +157,8 @@ async def call_tool(
         if exc.code == REQUEST_TIMEOUT:
             msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"
             raise TimeoutError(msg) from None
+        if exc.code == INVALID_PARAMS and _unknown_tool(route.tool, exc.message):
+            return _gone(message, agent_id, route.tool, exc.message)
         if exc.code == INVALID_PARAMS:
             # The server refused the arguments before running anything: the caller's to fix.
             error = f"MCP server {agent_id} refused the arguments for {route.tool!r}: {exc.message}"
@@ -200,6 +208,10 @@ async def call_tool(
             "no structured content"
         )
         return _failed(message, agent_id, ErrorKind.OUTPUT_VALIDATION, error, retryable=True)
+    if native.is_error:
+        said = _only_text(native.content)
+        if said is not None and _unknown_tool(route.tool, said):
+            return _gone(message, agent_id, route.tool, said)
     result = converter.result_to_middleware(native, message)
     if result.ok:
         if route.unwrap or marked(native.meta, BOXED):
@@ -241,6 +253,53 @@ def _relay_failure(
             delivered=True,
         )
     return None
+
+
+def _unknown_tool(tool: str, said: str) -> bool:
+    """Whether the server said it has no tool `tool`, in the words MCP servers use for it: the
+    spec's "Unknown tool: x" (a JSON-RPC -32602; the Python SDK's `MCPServer` and FastMCP answer
+    it as an `isError` result), the TypeScript SDK's -32602 "Tool x not found" (its 1.x
+    `McpServer` answers it as an `isError` "MCP error -32602: Tool x not found"). Exact, and for
+    the tool called: an argument refusal, or a tool's error naming another tool, stays what it
+    was."""
+    return said in (
+        f"Unknown tool: {tool}",
+        f"Tool {tool} not found",
+        f"MCP error -32602: Tool {tool} not found",
+    )
+
+
+def _only_text(blocks: Sequence[ContentBlock]) -> str | None:
+    """The text of a result that is one text block, as servers answer for an unknown tool."""
+    if len(blocks) == 1 and isinstance(blocks[0], TextContent):
+        return blocks[0].text
+    return None
+
+
+def _gone(message: ReachMessage, agent_id: str, tool: str, said: str) -> ReachResult:
+    """A call to a tool the server listed and no longer has (dropped without a
+    ``tools/list_changed``); the agent lists its tools again on seeing `TOOL_GONE`."""
+    error = (
+        f"MCP server {agent_id} no longer has tool {tool!r} ({said}) and did not run it; another "
+        "replica may take the call, and the agent lists the server's tools again"
+    )
+    return tool_gone(message, agent_id, error)
+
+
+def tool_gone(message: ReachMessage, agent_id: str, error: str) -> ReachResult:
+    """A call routed on a tool list that is out of date: nothing ran, so another replica may take
+    it, even work not safe to repeat. The request was fine and the server answers as it should:
+    the router's fault (DESIGN §6), so the server's breaker and health are untouched."""
+    return error_result(
+        message,
+        ResultStatus.ERROR,
+        TOOL_GONE,
+        error,
+        fault=Fault.ROUTER,
+        agent_id=agent_id,
+        retryable=True,
+        delivered=False,
+    )
 
 
 def session_gone(client: Client, exc: MCPError) -> bool:

@@ -17,7 +17,13 @@ from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, ElicitCompleteNotification, ToolListChangedNotification
+from mcp.types import (
+    CONNECTION_CLOSED,
+    ElicitCompleteNotification,
+    ListToolsResult,
+    Tool,
+    ToolListChangedNotification,
+)
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -75,6 +81,8 @@ class Connection:
         self._events = events
         self._current: tuple[_Link, asyncio.Task[None]] | None = None
         self._rescan = asyncio.Event()
+        # The server's tools as last listed, for the health probe's listing to be compared with.
+        self._listed: list[Tool] = []
 
     async def open(self) -> Declared:
         """Start a session and list its tools within ``connect_timeout_s``; raise a `ReachError` if not."""
@@ -134,7 +142,17 @@ class Connection:
         except ValidationError:
             return False
         checked_by_router(client, listed.tools)
+        if _changed(listed, self._listed):
+            # A server may change its tools without a tools/list_changed (the Python SDK's
+            # `remove_tool` sends none): declare what it lists now, rather than wait for a call
+            # to find a tool gone.
+            self.rescan()
         return True
+
+    def rescan(self) -> None:
+        """List the server's tools again and re-declare them, as on ``tools/list_changed``: its
+        listing is known to have changed (a call found a listed tool gone)."""
+        self._rescan.set()
 
     def _kept_by_server(self, client: Client) -> bool:
         """Whether the server holds `client`'s session for it: HTTP on a handshake-era version."""
@@ -171,7 +189,8 @@ class Connection:
                 opened = anyio.Event()
                 tasks.start_soon(self._listen, client, link, opened)
                 await opened.wait()
-            declared = declare(await list_all_tools(client, self.spec.name), self.spec)
+            self._listed = await list_all_tools(client, self.spec.name)
+            declared = declare(self._listed, self.spec)
             if not declared.capabilities:
                 # Connected all the same: a tools/list_changed may bring tools later.
                 logger.info(
@@ -213,6 +232,7 @@ class Connection:
             except (MCPError, MCPProtocolError, ValidationError) as exc:
                 logger.warning("MCP server %s: re-scan of its tools failed: %s", self.spec.agent_id, exc)
                 continue
+            self._listed = tools
             self._events.tools_listed(declare(tools, self.spec))
 
     async def _listen(self, client: Client, link: _Link, opened: anyio.Event) -> None:
@@ -257,6 +277,13 @@ async def _round_trip(client: Client) -> None:
         await client.session.send_discover(client.protocol_version)
     else:
         await client.session.send_ping()
+
+
+def _changed(page: ListToolsResult, listed: list[Tool]) -> bool:
+    """Whether `page`, the first page of a listing, differs from the tools last `listed`: in its
+    tools, or, for a listing that ends there, in how many there are."""
+    tools = page.tools
+    return tools != listed[: len(tools)] or (page.next_cursor is None and len(tools) != len(listed))
 
 
 def _announces_changes(client: Client) -> bool:
