@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         MCPProtocolError,
         MCPSessionExpiredError,
         MCPTimeoutError,
+        MCPUnavailableError,
     )
     from reach_adapters.mcp.legacy import HttpTarget, InProcessTarget, MCPServerConfig, StdioTarget
     from reach_adapters.mcp.options import MCPOptions, ReconnectPolicy
@@ -41,6 +42,7 @@ __all__ = [
     "MCPServerConfig",
     "MCPSessionExpiredError",
     "MCPTimeoutError",
+    "MCPUnavailableError",
     "ReconnectPolicy",
     "RouterMCPServer",
     "ServerParameters",
@@ -63,6 +65,7 @@ _MODULES = {
     "MCPProtocolError": "errors",
     "MCPSessionExpiredError": "errors",
     "MCPTimeoutError": "errors",
+    "MCPUnavailableError": "errors",
     "HttpTarget": "legacy",
     "InProcessTarget": "legacy",
     "MCPServerConfig": "legacy",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, cast
 
 from mcp import Client
@@ -32,6 +33,7 @@ from reach_adapters.mcp.errors import (
     MCPOfflineError,
     MCPProtocolError,
     MCPSessionExpiredError,
+    MCPUnavailableError,
 )
 from reach_adapters.mcp.upstream import Call, Relays
 from reach_adapters.mcp.url_elicitation import elicitation_ids, url_required
@@ -99,8 +101,9 @@ async def call_tool(
     retryable one; a tool the server no longer has gives one another replica may take
     (`tool_gone`); a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
     the router's delivery classes as transient; an HTTP connection that could not be opened raises
-    `MCPOfflineError`, and a session the server forgot `MCPSessionExpiredError` (for the agent to
-    open a new one): neither call was delivered, so a replica may take it.
+    `MCPOfflineError`, one the server answered with HTTP 429 or 503 `MCPUnavailableError`, and a
+    session the server forgot `MCPSessionExpiredError` (for the agent to open a new one): none of
+    these calls ran, so a replica may take it.
     """
     agent_id = converter.agent_id
     # The router checked the bare input against the capability's schema, the box's value.
@@ -134,6 +137,9 @@ async def call_tool(
                 meta=cast(RequestParamsMeta, meta) if meta else None,
             )
     except MCPError as exc:
+        turned_away = getattr(call, "turned_away", None)
+        if turned_away is not None:
+            raise _unavailable(agent_id, route.tool, *turned_away) from None
         relayed = _relay_failure(message, agent_id, route.tool, call, exc.message)
         if relayed is not None:
             return relayed
@@ -253,6 +259,17 @@ def _relay_failure(
             delivered=True,
         )
     return None
+
+
+def _unavailable(agent_id: str, tool: str, status: int, retry_after: str | None) -> MCPUnavailableError:
+    """The server's HTTP refusal of the call, said as the status it answered (the SDK says only
+    "Server returned an error response")."""
+    wait = "" if retry_after is None else f", Retry-After: {retry_after}"
+    msg = (
+        f"MCP server {agent_id} turned the call to {tool!r} away with HTTP {status} "
+        f"({HTTPStatus(status).phrase}{wait}) and did not run it; another replica may take it"
+    )
+    return MCPUnavailableError(msg, status)
 
 
 def _unknown_tool(tool: str, said: str) -> bool:

@@ -10,6 +10,7 @@ __all__ = [
     "MCPProtocolError",
     "MCPSessionExpiredError",
     "MCPTimeoutError",
+    "MCPUnavailableError",
 ]
 
 
@@ -40,3 +41,17 @@ class MCPTimeoutError(ReachTimeoutError):
 
 class MCPProtocolError(AgentCallError):
     """An MCP server answered outside the protocol, e.g. a tool listing whose cursor never ends."""
+
+
+class MCPUnavailableError(ReachError):
+    """An MCP server over HTTP turned a call away before running it, answering its request with
+    HTTP 429 (too many requests) or 503 (unavailable): another replica may take it, even work not
+    safe to repeat. Like any 429 or 5xx it counts against the server's breaker (DESIGN §6), so a
+    server that keeps turning calls away rests while its replicas take the load."""
+
+    delivered = False
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        # Read by the router's fault rules (`never_started`, `is_transient`), as any HTTP error's.
+        self.status_code = status_code

@@ -69,9 +69,10 @@ async def _http(target: HttpServer, options: MCPOptions, relays: Relays) -> Asyn
 
 
 class _HttpClient(httpx2.AsyncClient):
-    """Tells `relays` of a request that could not connect: the SDK reports it, as any transport
-    failure, as a connection lost during the call, whose outcome is unknown; but this one's
-    request never left, and a replica may take it even when it is not safe to repeat."""
+    """Tells `relays` of a tool call that could not connect, or that the server turned away with
+    HTTP 429 or 503: the SDK reports the first, as any transport failure, as a connection lost
+    during the call, whose outcome is unknown, and the second as an internal error of the server;
+    but neither call ran, and a replica may take it even when it is not safe to repeat."""
 
     def __init__(self, relays: Relays, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -79,25 +80,36 @@ class _HttpClient(httpx2.AsyncClient):
 
     async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
         try:
-            return await super().send(request, **kwargs)
+            response = await super().send(request, **kwargs)
         except (httpx2.ConnectError, httpx2.ConnectTimeout):
             # Refused, unreachable, or no TLS handshake: not one byte of the request was sent.
-            _unsent(self._relays.current(), request.content)
+            call = _tool_call(self._relays.current(), request.content)
+            if call is not None:
+                call.unsent = True
             raise
+        if response.status_code in _TURNED_AWAY:
+            call = _tool_call(self._relays.current(), request.content)
+            if call is not None:
+                call.turned_away = (response.status_code, response.headers.get("retry-after"))
+        return response
 
 
-def _unsent(call: Call | None, body: bytes) -> None:
-    """Mark `call` never sent when `body`, a request that could not connect, was its tool call; any
-    other request of its context (an answer to the server, sent after the call was) says nothing
-    of the call."""
+# Statuses that refuse a request before any work (the router's `never_started` reads them so).
+_TURNED_AWAY = frozenset({429, 503})
+
+
+def _tool_call(call: Call | None, body: bytes) -> Call | None:
+    """`call` when `body`, a request of its context, was its tool call; any other request of its
+    context (an answer to the server, sent after the call was) says nothing of the call."""
     if call is None:
-        return
+        return None
     try:
         request = json.loads(body)
     except ValueError:
-        return
+        return None
     if isinstance(request, dict) and request.get("method") == "tools/call":
-        call.unsent = True
+        return call
+    return None
 
 
 class _Watched(AbstractAsyncContextManager[TransportStreams]):

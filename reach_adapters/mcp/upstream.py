@@ -38,13 +38,16 @@ class Call:
     Its own context manager (`Relays.calling`): one object a call, where a generator-based one
     would add a generator and a wrapper to every call on the session."""
 
-    __slots__ = ("_token", "owner", "refusal", "relay", "unguessed", "unsent", "waiting")
+    __slots__ = ("_token", "owner", "refusal", "relay", "turned_away", "unguessed", "unsent", "waiting")
 
     # Set (by `call_tool`, in the delivery's task) only on a call with a relay: others pay nothing.
     waiting: CallerWait
     # Set (True, by the HTTP transport) only when the connection for its request could not be opened,
     # so it never reached the server: others pay nothing, and it is read with getattr.
     unsent: bool
+    # Set (by the HTTP transport) only when the server answered its request with HTTP 429 or 503:
+    # the status and the Retry-After header, if any; read with getattr too.
+    turned_away: tuple[int, str | None]
 
     def __init__(self, owner: Relays, relay: Relay | None) -> None:
         self.owner = owner

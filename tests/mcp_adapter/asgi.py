@@ -1,0 +1,90 @@
+"""MCP servers served over streamable HTTP in the test's own event loop, and what may stand in
+front of one: an ASGI wrapper that answers a tool's calls with an HTTP status of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import uvicorn
+
+__all__ = ["refusing", "serve_asgi"]
+
+Scope = dict[str, Any]
+Receive = Any
+Send = Any
+ASGIApp = Any
+
+
+@contextlib.asynccontextmanager
+async def serve_asgi(app: ASGIApp) -> AsyncIterator[str]:
+    """Serve `app` (an MCP server's streamable HTTP app) on 127.0.0.1, a port the OS picked, with
+    its lifespan; yield its MCP endpoint's URL."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_config=None, log_level="warning", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(20):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        server.should_exit = True
+        async with asyncio.timeout(20):
+            await asyncio.wait({task})
+        sock.close()
+
+
+def refusing(app: ASGIApp, refusals: Mapping[str, tuple[int, Mapping[str, str]]]) -> ASGIApp:
+    """`app`, except that a ``tools/call`` of a tool named in `refusals` is answered with its status
+    and headers (a plain text body), as a rate limiter or proxy in front of a server does: the
+    server never sees it."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body = b""
+        more = True
+        while more:
+            part = await receive()
+            body += part.get("body", b"")
+            more = part.get("more_body", False)
+        refusal = refusals.get(_tool_called(body) or "")
+        if refusal is not None:
+            status, headers = refusal
+            listed = [(b"content-type", b"text/plain")]
+            listed += [(name.encode(), value.encode()) for name, value in headers.items()]
+            await send({"type": "http.response.start", "status": status, "headers": listed})
+            await send({"type": "http.response.body", "body": b"slow down"})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    return wrapped
+
+
+def _tool_called(body: bytes) -> str | None:
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(request, dict) and request.get("method") == "tools/call":
+        name = request.get("params", {}).get("name")
+        return name if isinstance(name, str) else None
+    return None
