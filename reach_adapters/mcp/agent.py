@@ -279,6 +279,18 @@ class MCPServerAgent:
         )
         return MCPOfflineError(msg)
 
+    def _offline_error(self) -> MCPOfflineError:
+        """Why a call finds no session, and whether one is coming."""
+        if self._connection.closing:
+            msg = f"MCP server {self._agent_id} is offline: the agent is closed; connect a new one"
+            return MCPOfflineError(msg)
+        # A session that has just ended is reported (with its cause) a moment later.
+        reason = self._offline or "its session has just ended"
+        back = self._spec.options.reconnect.enabled
+        then = "it is being reconnected" if back else "it stays offline: reconnect is disabled"
+        msg = f"MCP server {self._agent_id} is offline ({reason}); {then}"
+        return MCPOfflineError(msg)
+
     async def _close(self) -> None:
         self._connection.closing = True
         supervisor = self._supervisor
@@ -291,8 +303,7 @@ class MCPServerAgent:
     async def _call(self, message: ReachMessage) -> ReachResult:
         client = self._connection.client
         if client is None:
-            msg = f"MCP server {self._agent_id} is offline ({self._offline}); it is being reconnected"
-            raise MCPOfflineError(msg)
+            raise self._offline_error()
         capability = message.meta_info.capability
         route = self._routes.get(capability or "")
         if route is None:

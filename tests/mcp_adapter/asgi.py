@@ -1,5 +1,6 @@
 """MCP servers served over streamable HTTP in the test's own event loop, and what may stand in
-front of one: an ASGI wrapper that answers a tool's calls with an HTTP status of its own."""
+front of one: an ASGI wrapper that answers a tool's calls with an HTTP status of its own, a TCP
+proxy that cuts the connection of a tool's call."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["refusing", "serve_asgi"]
+__all__ = ["cutting", "refusing", "serve_asgi"]
 
 Scope = dict[str, Any]
 Receive = Any
@@ -88,3 +89,40 @@ def _tool_called(body: bytes) -> str | None:
         name = request.get("params", {}).get("name")
         return name if isinstance(name, str) else None
     return None
+
+
+@contextlib.asynccontextmanager
+async def cutting(url: str, marker: bytes) -> AsyncIterator[str]:
+    """A TCP proxy to the server of `url` (on 127.0.0.1): it forwards both ways, and cuts both
+    connections of a request whose bytes contain `marker` once it has passed it on, as a network
+    failing mid-call does; yield `url` through it."""
+    address, _, rest = url.removeprefix("http://").partition("/")
+    upstream = int(address.rpartition(":")[2])
+
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cut: bool) -> bool:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+            if cut and marker in data:
+                return True
+        return False
+
+    async def handle(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        server_reader, server_writer = await asyncio.open_connection("127.0.0.1", upstream)
+        back = asyncio.create_task(forward(server_reader, client_writer, cut=False))
+        try:
+            if await forward(client_reader, server_writer, cut=True):
+                client_writer.transport.abort()
+        except OSError:
+            pass
+        finally:
+            back.cancel()
+            await asyncio.wait({back})
+            server_writer.close()
+            client_writer.close()
+
+    proxy = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{proxy.sockets[0].getsockname()[1]}/{rest}"
+    finally:
+        proxy.close()
