@@ -47,7 +47,10 @@ async def test_an_override_for_a_tool_the_server_lacks_is_an_error(config_dir: P
         await Gateway.start(config_dir)
     error = caught.value
     assert (error.file, error.line, error.field) == (path, 6, "overrides.shout")
-    assert "declares no capability 'shout'; it declares ['pid', 'say', 'seen', 'environment', 'grow']" in error.problem
+    assert (
+        "declares no capability 'shout'; it declares ['pid', 'say', 'seen', 'environment', 'grow']"
+        in error.problem
+    )
 
 
 async def test_langchain_and_function_agents_take_overrides_too(config_dir: Path) -> None:
