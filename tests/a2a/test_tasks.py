@@ -14,6 +14,7 @@ from reach_adapters.errors import ReachError
 from reach_adapters.security.guard import SecurityGuard
 from reach_adapters.security.spec import SecuritySpec
 from tests.a2a.agents import Served, SkillsExecutor, build_app, serve_agent, serve_app
+from tests.refusing import refusing_requests
 from tests.waiting import eventually
 
 
@@ -85,36 +86,10 @@ def refusing_follow_ups(app: Any, status: int) -> Any:
     """`app` behind a rate limiter that takes every send but answers `status` to the requests
     that follow a task (GetTask, SubscribeToTask)."""
 
-    async def limited(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await app(scope, receive, send)
-            return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body, more = body + message.get("body", b""), message.get("more_body", False)
-        if b'"GetTask"' in body or b'"SubscribeToTask"' in body:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [(b"content-type", b"text/plain")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b"slow down"})
-            return
-        replayed = False
+    def follow_up(body: bytes) -> tuple[int, dict[str, str]] | None:
+        return (status, {}) if b'"GetTask"' in body or b'"SubscribeToTask"' in body else None
 
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
-
-    return limited
+    return refusing_requests(app, follow_up)
 
 
 @pytest.mark.parametrize("status", [429, 503])

@@ -13,6 +13,8 @@ from typing import Any
 
 import uvicorn
 
+from tests.refusing import refusing_requests
+
 __all__ = ["cutting", "refusing", "serve_asgi"]
 
 Scope = dict[str, Any]
@@ -47,37 +49,7 @@ def refusing(app: ASGIApp, refusals: Mapping[str, tuple[int, Mapping[str, str]]]
     """`app`, except that a ``tools/call`` of a tool named in `refusals` is answered with its status
     and headers (a plain text body), as a rate limiter or proxy in front of a server does: the
     server never sees it."""
-
-    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await app(scope, receive, send)
-            return
-        body = b""
-        more = True
-        while more:
-            part = await receive()
-            body += part.get("body", b"")
-            more = part.get("more_body", False)
-        refusal = refusals.get(_tool_called(body) or "")
-        if refusal is not None:
-            status, headers = refusal
-            listed = [(b"content-type", b"text/plain")]
-            listed += [(name.encode(), value.encode()) for name, value in headers.items()]
-            await send({"type": "http.response.start", "status": status, "headers": listed})
-            await send({"type": "http.response.body", "body": b"slow down"})
-            return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
-
-    return wrapped
+    return refusing_requests(app, lambda body: refusals.get(_tool_called(body) or ""))
 
 
 def _tool_called(body: bytes) -> str | None:
