@@ -173,7 +173,13 @@ class RouterExecutor(AgentExecutor):
         ):
             await self._stream(updater, reach)
             return
-        await self._finish(updater, await self.router.dispatch(reach), reach, answer=task is not None)
+        try:
+            result = await self.router.dispatch(reach)
+        except InvalidMessageError as exc:
+            # Refused by the router's own checks of the message (its sizes): the caller's.
+            await self._finish(updater, _refused(exc, metadata), answer=task is not None)
+            return
+        await self._finish(updater, result, reach, answer=task is not None)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Mark the task canceled; the SDK then cancels `execute`, and with it the routed call

@@ -138,6 +138,20 @@ async def test_the_packed_hop_metadata_continues_and_a_malformed_one_is_refused(
     assert "'agent-reach' must be a JSON object" in broken.status.message.parts[0].text
 
 
+async def test_hop_metadata_over_the_routers_size_limits_is_refused_as_the_callers(served: Serve) -> None:
+    server = await served()
+    server.gateway.router.register(shout())
+    long = {"agent-reach": json.dumps({"lineage": [f"x:y:{n}" for n in range(300)]})}
+    async with server.client() as client:
+        refused = await task_of(client, request(message("hi", skill="shout", metadata=long)))
+    assert refused.status.state == TaskState.TASK_STATE_REJECTED
+    assert (meta_of(refused)["agent-reach/status"], meta_of(refused)["agent-reach/fault"]) == (
+        "invalid",
+        "caller",
+    )
+    assert "lineage" in refused.status.message.parts[0].text
+
+
 async def test_a_unary_mark_that_is_no_boolean_or_misspelt_is_refused(served: Serve) -> None:
     server = await served()
     server.gateway.router.register(shout())
