@@ -24,6 +24,7 @@ from reach_adapters.config import (
 from reach_adapters.errors import ReachError
 from reach_adapters.gateway.build import build_agents, close_agents
 from reach_adapters.gateway.errors import GatewayError
+from reach_adapters.gateway.namesakes import warn_shared_tools
 from reach_adapters.router.agent import Agent
 from reach_adapters.router.router import Router, remover
 from reach_adapters.router.state import UNUSABLE_STATES
@@ -134,6 +135,7 @@ class Gateway:
         self._shared_quotas: Quotas | None = None
         self.last_error: str | None = None
         self._agents = dict(agents)
+        warn_shared_tools(self._agents.values())
         self._drain_timeout_s = drain_timeout_s
         # Checked on every reload too: a file made writable by others later is refused then.
         self._allow_insecure_config = allow_insecure_config
@@ -290,6 +292,8 @@ class Gateway:
             await close_agents(list(fresh.values()))
             raise
         await asyncio.gather(*(self._retire(agent_id) for agent_id in removed))
+        if added or changed:
+            warn_shared_tools(self._agents.values())
         if security_changed:
             self._security_changed(security)
         if new.registry != old.registry:
