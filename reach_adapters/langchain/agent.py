@@ -322,9 +322,9 @@ class LangChainAgent:
             return not await resuming.ended(config)
 
     def _judge(self, error: Exception, message: ReachMessage, *, started: bool) -> None:
-        """What the run's `error` says before the router judges it: a refused model request is
-        marked never delivered (`mark_refused`) when the agent is that one request and streamed
-        nothing yet. Raises `InvalidMessageError` when `error` is LangGraph refusing the call's
+        """What the run's `error` says before the router judges it: a refused request is marked
+        never delivered (`mark_refused`) when the agent is that one request (`one_request`) and
+        streamed nothing yet. Raises `InvalidMessageError` when `error` is LangGraph refusing the call's
         resume value (it does not match the interrupt's ``response_schema``): the caller's
         mistake, not the agent's failure, and LangGraph saved nothing, so the interrupt can be
         answered again."""

@@ -1,9 +1,9 @@
 """Whether a failed run did no work, so another replica may take it (`never_started`).
 
 What a chain or a graph raises says nothing of the steps that ran before it: a rate limit from
-its model may come after a node charged a card. A runnable that is one model call is different:
-the provider refusing that request (a refused connection, a rate limit, an overload) means
-nothing ran.
+its model may come after a node charged a card. A runnable that is one request (a model call, a
+client of a remote graph) is different: the other side refusing that request (a refused
+connection, a rate limit, an overload) means nothing ran.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def one_request(runnable: Runnable[Any, Any]) -> bool:
 
 
 def mark_refused(exc: BaseException) -> None:
-    """Mark `exc` never delivered when it says the model's request was refused, unless it says
-    itself whether it was."""
+    """Mark `exc` never delivered when it says the one request was refused, unless it says itself
+    whether it was."""
     if getattr(exc, "delivered", None) is None and refused(exc):
         exc.delivered = False  # type: ignore[attr-defined]

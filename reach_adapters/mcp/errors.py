@@ -53,5 +53,5 @@ class MCPUnavailableError(ReachError):
 
     def __init__(self, message: str, status_code: int) -> None:
         super().__init__(message)
-        # Read by the router's fault rules (`never_started`, `is_transient`), as any HTTP error's.
+        # Read by the router's fault rules (`is_transient`), as any HTTP error's.
         self.status_code = status_code

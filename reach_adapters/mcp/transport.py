@@ -20,6 +20,7 @@ from mcp.shared.message import SessionMessage
 from reach_adapters.mcp.options import MCPOptions, resolve_command
 from reach_adapters.mcp.spec import HttpServer, Target
 from reach_adapters.mcp.upstream import Call, Relays
+from reach_adapters.router import REFUSED_STATUS_CODES
 
 __all__ = ["open_client"]
 
@@ -87,15 +88,11 @@ class _HttpClient(httpx2.AsyncClient):
             if call is not None:
                 call.unsent = True
             raise
-        if response.status_code in _TURNED_AWAY:
+        if response.status_code in REFUSED_STATUS_CODES:
             call = _tool_call(self._relays.current(), request.content)
             if call is not None:
                 call.turned_away = (response.status_code, response.headers.get("retry-after"))
         return response
-
-
-# Statuses that refuse a request before any work (the router's `never_started` reads them so).
-_TURNED_AWAY = frozenset({429, 503})
 
 
 def _tool_call(call: Call | None, body: bytes) -> Call | None:

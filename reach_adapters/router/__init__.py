@@ -20,7 +20,7 @@ from reach_adapters.router.consensus.tool import TOOL_NAME as CONSENSUS_TOOL_NAM
 from reach_adapters.router.consensus.tool import tool_answer as consensus_tool_answer
 from reach_adapters.router.consensus.tool import tool_options as consensus_tool_options
 from reach_adapters.router.decisions import DecisionRecord, ExclusionKind
-from reach_adapters.router.faults import refused
+from reach_adapters.router.faults import REFUSED_STATUS_CODES, refused
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
 from reach_adapters.router.hops import CallerWait
@@ -67,6 +67,7 @@ __all__ = [
     "FIX_OPTIONS",
     "META_PREFIX",
     "NAMED",
+    "REFUSED_STATUS_CODES",
     "UNKNOWN_OUTCOME",
     "UNUSABLE_STATES",
     "Agent",

@@ -17,6 +17,7 @@ from middleware import Fault, ReachResult, ResultStatus
 
 __all__ = [
     "ANSWERED",
+    "REFUSED_STATUS_CODES",
     "RETRIED",
     "TRANSIENT_STATUS_CODES",
     "Fault",
@@ -48,7 +49,7 @@ _PROVIDER_TRANSIENT = frozenset(
 )
 # Refusals that come before any work: nothing ran, so even work unsafe to repeat may go elsewhere.
 _REFUSED_NAMES = frozenset({"ConnectError", "ConnectTimeout", "RateLimitError", "OverloadedError"})
-_REFUSED_STATUS_CODES = frozenset({429, 503})
+REFUSED_STATUS_CODES = frozenset({429, 503})
 _STATUS_ATTRIBUTES = ("status_code", "status", "code", "http_status")
 
 # What an agent's own error result means when the agent did not say whose fault it is.
@@ -125,7 +126,7 @@ def refused(exc: BaseException) -> bool:
         return True
     if any(cls.__name__ in _REFUSED_NAMES for cls in type(exc).__mro__):
         return True
-    if _status_code(exc) in _REFUSED_STATUS_CODES:
+    if _status_code(exc) in REFUSED_STATUS_CODES:
         return True
     # An SDK's own error around its HTTP client's (openai's APIConnectionError from httpx's
     # ConnectError): the error it was raised from says what happened.
