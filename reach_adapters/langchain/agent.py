@@ -220,7 +220,7 @@ class LangChainAgent:
             try:
                 output = await runnable.ainvoke(native, config, **context)
             except Exception as exc:
-                self._judge(exc, message, started=False)
+                await self._judge(exc, message, config, started=False)
                 raise
             resuming = self._resuming
             stop = NO_STOP if resuming is None else await resuming.stopped(output, config)
@@ -276,7 +276,7 @@ class LangChainAgent:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:
-                    self._judge(exc, message, started=started)
+                    await self._judge(exc, message, config, started=started)
                     raise
             started = True
             if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
@@ -321,21 +321,21 @@ class LangChainAgent:
         with detached():
             return not await resuming.ended(config)
 
-    def _judge(self, error: Exception, message: ReachMessage, *, started: bool) -> None:
+    async def _judge(
+        self, error: Exception, message: ReachMessage, config: RunnableConfig, *, started: bool
+    ) -> None:
         """What the run's `error` says before the router judges it: a refused request is marked
         never delivered (`mark_refused`) when the agent is that one request (`one_request`) and
-        streamed nothing yet. Raises `InvalidMessageError` when `error` is LangGraph refusing the call's
-        resume value (it does not match the interrupt's ``response_schema``): the caller's
-        mistake, not the agent's failure, and LangGraph saved nothing, so the interrupt can be
-        answered again."""
+        streamed nothing yet. Raises `InvalidMessageError` when `error` is LangGraph refusing the
+        call's resume value (it does not match the interrupt's ``response_schema``): the caller's
+        mistake, not the agent's failure. LangGraph saved nothing of that answer, so its
+        interrupt can be answered again; of several answers, those taken before it stay taken."""
         if self._one_request and not started:
             mark_refused(error)
-        if "resume" in message.meta_info.__pydantic_fields_set__ and invalid_resume(error):
-            msg = (
-                f"resume= does not match what the interrupt of agent {self._agent_id} takes (its "
-                f"response_schema): {error}; nothing was saved, answer it again on the same thread"
-            )
-            raise InvalidMessageError(msg, fix_options={"resume": "<answer>"}) from error
+        meta = message.meta_info
+        resuming = self._resuming
+        if resuming is not None and "resume" in meta.__pydantic_fields_set__ and invalid_resume(error):
+            raise await resuming.refused(error, meta.resume, config) from error
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's

@@ -9,9 +9,12 @@ nothing for it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from jsonschema_rs import ReferencingError
 from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import JsonValue
 
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.config import newest, thread_of
@@ -26,9 +29,9 @@ from reach_adapters.langchain.graphs import (
 )
 from reach_adapters.langchain.review import check_answers
 from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, thread_stop
-from reach_adapters.router import own_thread
+from reach_adapters.router import compiled_validator, first_error, own_thread, schema_key
 
-__all__ = ["Resuming", "same_interrupts"]
+__all__ = ["Resuming", "answers_to", "by_id", "check_schemas", "same_interrupts"]
 
 
 class Resuming:
@@ -138,16 +141,96 @@ class Resuming:
             msg = "resume= needs the answer to the interrupt, got None"
             raise InvalidMessageError(msg, fix_options={"resume": "<answer>"})
         ids = [str(getattr(item, "id", "")) for item in pending]
-        if len(ids) > 1 and not (isinstance(resume, dict) and set(resume) <= set(ids) and resume):
+        mapped = by_id(resume)
+        if len(ids) > 1 and not mapped:
             msg = (
                 f"thread {thread!r} of agent {self._agent_id} waits on {len(ids)} interrupts: answer "
                 f"them with resume={{interrupt id: answer}}, ids {ids} (the input_required result's "
                 "extra['interrupts'])"
             )
             raise InvalidMessageError(msg, fix_options={"resume": dict.fromkeys(ids, "<answer>")})
+        gone = [key for key in resume if key not in ids] if mapped else []
+        if gone and await self._moved_on(config) is None:
+            # LangGraph would drop those answers without a word (its strict resume refuses them
+            # too); a retry of the task that took them is not refused (`_moved_on`).
+            msg = (
+                f"thread {thread!r} of agent {self._agent_id} no longer waits on {gone} (answered "
+                f"already, or asked in another run): it still waits on {ids}; answer those"
+            )
+            raise InvalidMessageError(msg, fix_options={"resume": answers_to(ids)})
         graph = next(graph for graph, resumes in self._resumable if resumes is runnable)
-        check_answers(pending, resume, self._agent_id, tool_names(graph))
+        answered = (
+            [(item, resume[key]) for item, key in zip(pending, ids, strict=True) if key in resume]
+            if mapped
+            else [(pending[0], resume)]
+        )
+        check_answers(answered, self._agent_id, tool_names(graph))
+        check_schemas(answered, self._agent_id, mapped=mapped)
         return resume_command(resume), runnable
+
+    async def refused(self, error: Exception, resume: Any, config: RunnableConfig) -> InvalidMessageError:
+        """The caller's mistake LangGraph's `error` says: it refused an answer of `resume` in the
+        node that asked. Of that answer it saved nothing; of several answers (by interrupt id),
+        those it took before stay taken, and the error names the interrupts still waiting."""
+        refused = (
+            f"resume= does not match what the interrupt of agent {self._agent_id} takes (its "
+            f"response_schema): {error}"
+        )
+        if not by_id(resume) or len(resume) < 2:
+            msg = f"{refused}; nothing was saved, answer it again on the same thread"
+            return InvalidMessageError(msg, fix_options={"resume": "<answer>"})
+        stop = await self.ended(config)
+        waiting = [str(getattr(item, "id", "")) for item in stop.interrupts]
+        taken = [key for key in resume if key not in waiting]
+        msg = (
+            f"{refused}; the answers to {taken} were taken, and the thread still waits on {waiting}: "
+            "answer those on the same thread"
+        )
+        return InvalidMessageError(msg, fix_options={"resume": answers_to(waiting)})
+
+
+def by_id(resume: Any) -> bool:
+    """Whether LangGraph reads `resume` as answers by interrupt id (each key one's id) rather
+    than as the answer to the one interrupt waiting."""
+    return isinstance(resume, dict) and bool(resume) and all(_INTERRUPT_ID.fullmatch(key) for key in resume)
+
+
+def answers_to(ids: list[str]) -> JsonValue:
+    """The ``resume`` that answers interrupts `ids`, as an error's ``fix_options`` shows it: a
+    lone interrupt's answer alone, as LangGraph takes it."""
+    return "<answer>" if len(ids) == 1 else dict.fromkeys(ids, "<answer>")
+
+
+def check_schemas(answered: list[tuple[Any, Any]], agent_id: str, *, mapped: bool) -> None:
+    """Refuses, before any is sent, an answer its interrupt's ``response_schema`` refuses.
+
+    LangGraph checks an answer only against a type (a pydantic model, say), and only in the node
+    that asked: of several answers, those checked first are taken before a later one is refused.
+    Checked here against the JSON Schema each interrupt shows its callers, nothing is sent unless
+    all match; an answer to a JSON Schema LangGraph passes on unchecked is held to it too.
+    """
+    for item, answer in answered:
+        schema = getattr(item, "response_schema", None)
+        if not isinstance(schema, dict):
+            continue
+        try:
+            validator = compiled_validator(schema_key(schema))
+        except (ValueError, ReferencingError):
+            continue  # no usable JSON Schema: LangGraph's own check, if any, is all there is
+        problem = first_error(validator, answer, root="(answer)")
+        if problem is not None:
+            interrupt_id = str(getattr(item, "id", ""))
+            msg = (
+                f"resume= does not match what the interrupt of agent {agent_id} takes (its "
+                f"response_schema, interrupt {interrupt_id}): {problem}; nothing was saved, answer "
+                "it again on the same thread"
+            )
+            shape: JsonValue = {interrupt_id: "<answer>"} if mapped else "<answer>"
+            raise InvalidMessageError(msg, fix_options={"resume": shape})
+
+
+# LangGraph's interrupt ids (xxh3-128 hex digests), as it tells a map of answers by id.
+_INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def same_interrupts(these: list[Any] | None, those: list[Any]) -> bool:

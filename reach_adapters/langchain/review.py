@@ -110,18 +110,13 @@ def _answer_model(allowed: tuple[tuple[str, ...], ...]) -> type[BaseModel] | Non
 
 
 def check_answers(
-    pending: Sequence[Any], resume: Any, agent_id: str, tools: frozenset[str] | None = None
+    answered: Sequence[tuple[Any, Any]], agent_id: str, tools: frozenset[str] | None = None
 ) -> None:
-    """Raises `InvalidMessageError` when `resume` gives a batched `HumanInTheLoopMiddleware`
-    interrupt among `pending` an answer it refuses: the caller's mistake, and since nothing is
-    sent, the interrupt can be answered again. `resume` answers the one pending interrupt, or
-    maps interrupt ids to answers. `tools`: the agent's tools, which an edit may turn a call to
-    (the middleware refuses any other, once the answer is saved); None when they are not known."""
-    ids = [str(getattr(item, "id", "")) for item in pending]
-    if isinstance(resume, Mapping) and resume and set(resume) <= set(ids):
-        answered = [(item, resume[key]) for item, key in zip(pending, ids, strict=True) if key in resume]
-    else:
-        answered = [(pending[0], resume)] if len(pending) == 1 else []
+    """Raises `InvalidMessageError` when a batched `HumanInTheLoopMiddleware` interrupt among the
+    `answered` (each interrupt with its answer) is given an answer it refuses: the caller's
+    mistake, and since nothing is sent, the interrupt can be answered again. `tools`: the agent's
+    tools, which an edit may turn a call to (the middleware refuses any other, once the answer is
+    saved); None when they are not known."""
     for item, answer in answered:
         schema = review_schema(getattr(item, "value", None))
         if schema is None:
