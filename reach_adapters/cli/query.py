@@ -75,7 +75,10 @@ def print_outcome(
     if args.json:
         print(render_json({"result": result, "decision": decision} if args.explain else result))
     else:
-        print(render_result(result, local=args.config is not None))
+        options = getattr(args, "options", None) or {}
+        configurable = options.get("configurable")
+        thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+        print(render_result(result, local=args.config is not None, thread=thread))
         more = None if details is None else details(result)
         if more:
             print(more)

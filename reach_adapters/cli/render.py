@@ -112,9 +112,10 @@ def _seconds(ms: int) -> str:
     return f"{ms / 1000:.1f} s"
 
 
-def render_result(result: Mapping[str, Any], *, local: bool = False) -> str:
+def render_result(result: Mapping[str, Any], *, local: bool = False, thread: object = None) -> str:
     """A call's result; `local`: its agents were started for this command alone (``--config``),
-    so the thread of an agent that asks for input is not kept for the answer."""
+    so the thread of an agent that asks for input is not kept for the answer; `thread`: the
+    thread the call named, which an answer names again."""
     timings = result.get("timings") or {}
     path = result.get("served_by")
     served = "not served" if path in (None, "none") else f"served by {path}"
@@ -127,14 +128,23 @@ def render_result(result: Mapping[str, Any], *, local: bool = False) -> str:
         # An agent asking for input says what it needs in the payload.
         payload = result.get("payload")
         label = "payload" if result["status"] == "ok" else "asks"
-        if isinstance(payload, str):
+        asked = _interrupt_ids(result)
+        if len(asked) > 1 and isinstance(payload, list) and len(payload) == len(asked):
+            # Several questions are answered by id: each shown under the id its answer is keyed by.
+            lines.append(f"{label}:")
+            for interrupt_id, question in zip(asked, payload, strict=True):
+                lines.append(f"  {interrupt_id}: {json.dumps(question, ensure_ascii=False)}")
+        elif isinstance(payload, str):
             lines.append(f"{label}: {payload}")
         else:
             lines.append(f"{label}:")
             lines.extend("  " + line for line in render_json(payload).splitlines())
     if result["status"] == "input_required":
+        asked = _interrupt_ids(result)
+        answer: object = dict.fromkeys(asked, "<answer>") if len(asked) > 1 else "<answer>"
+        configurable = {"thread_id": "<thread id>" if thread is None else thread}
         lines.append(
-            "answer on the same thread: --option 'configurable={\"thread_id\": ...}' --option resume=ANSWER"
+            f"answer on the same thread: {_option('configurable', configurable)} {_option('resume', answer)}"
         )
         if local:
             lines.append(_NO_LOCAL_RESUME)
@@ -148,6 +158,14 @@ def render_result(result: Mapping[str, Any], *, local: bool = False) -> str:
         if result.get("delivered"):
             lines.append(_delivered(result))
     return "\n".join(lines)
+
+
+def _interrupt_ids(result: Mapping[str, Any]) -> list[str]:
+    """The ids of the interrupts an ``input_required`` result waits on (none for other agents)."""
+    entries = (result.get("extra") or {}).get("interrupts")
+    if not isinstance(entries, list):
+        return []
+    return [str(entry["id"]) for entry in entries if isinstance(entry, dict) and entry.get("id")]
 
 
 def _option(key: str, value: object) -> str:

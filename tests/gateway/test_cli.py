@@ -11,11 +11,14 @@ import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
 
 from reach_adapters import Router
 from reach_adapters.cli import main
@@ -392,8 +395,39 @@ def test_an_agent_asking_for_input_shows_what_it_asks_and_how_to_answer() -> Non
     result = {"status": "input_required", "task_id": "t-2", "payload": "which day?", "error": "needs input"}
     lines = render_result(result).splitlines()
     assert "asks: which day?" in lines
-    assert any("--option resume=" in line and "thread_id" in line for line in lines)
+    hint = """--option 'configurable={"thread_id": "<thread id>"}' --option 'resume=<answer>'"""
+    assert f"answer on the same thread: {hint}" in lines
     assert not any(line.startswith("error") for line in lines)
+
+
+async def test_several_questions_are_shown_by_id_and_the_answer_hint_names_them_and_the_thread() -> None:
+    # A real graph asking twice at once (two parallel steps), answered by interrupt id.
+    class Asked(TypedDict, total=False):
+        day: str
+        room: str
+
+    graph = StateGraph(Asked)
+    graph.add_node("day", lambda state: {"day": interrupt("which day?")})
+    graph.add_node("room", lambda state: {"room": interrupt("which room?")})
+    graph.add_edge(START, "day")
+    graph.add_edge(START, "room")
+    async with Router() as router:
+        router.register(LangChainAgent(graph.compile(checkpointer=InMemorySaver()), agent_id="t:book:01"))
+        result = await router.send("t:book:01", {}, configurable={"thread_id": "t-9"})
+    assert result.status == "input_required", result.error
+    entries: Any = result.extra["interrupts"]
+    ids = {entry["value"]: entry["id"] for entry in entries}
+    lines = render_result(result.model_dump(mode="json"), thread="t-9").splitlines()
+    assert f'  {ids["which day?"]}: "which day?"' in lines
+    assert f'  {ids["which room?"]}: "which room?"' in lines
+    hint = next(line for line in lines if line.startswith("answer on the same thread: "))
+    answer = {ids["which day?"]: "<answer>", ids["which room?"]: "<answer>"}
+    assert shlex.split(hint)[5:] == [
+        "--option",
+        'configurable={"thread_id": "t-9"}',
+        "--option",
+        "resume=" + json.dumps(answer),
+    ]
 
 
 class _Terminal(io.StringIO):

@@ -87,13 +87,13 @@ def test_the_resume_hint_says_where_an_answer_can_reach_the_thread(
     # Each --config command builds the agents anew: the thread asked on is gone by the next one.
     local = run_reach("call", "approval", json.dumps(said("refund")), *THREAD, "--config", str(config_dir))
     assert local.returncode == 1, local.stderr
-    assert "--option resume=ANSWER" in local.stdout
+    assert "--option 'resume=<answer>'" in local.stdout
     assert "but not with --config" in local.stdout
     assert "--url" in local.stdout
     server = serve(config_dir)
     asked = run_reach("call", "approval", json.dumps(said("refund")), *THREAD, "--url", server.url)
     assert asked.stdout.startswith("input_required"), asked.stderr
-    assert "--option resume=ANSWER" in asked.stdout
+    assert """--option 'configurable={"thread_id": "t-1"}' --option 'resume=<answer>'""" in asked.stdout
     assert "--config" not in asked.stdout
     # The hint holds against a server: the answer reaches the thread.
     done = run_reach("call", "approval", *THREAD, "--option", "resume=yes", "--url", server.url, "--json")
