@@ -47,7 +47,7 @@ from reach_adapters.mcp.peers import LegacyPeers
 from reach_adapters.mcp.relay import Relay, relaying, serving, set_level
 from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.mcp.tools import ANNOTATION_TITLE, OWN_META
-from reach_adapters.router import Capability, Router, running_loop, wrap_field
+from reach_adapters.router import Capability, Router, resumes, running_loop, wrap_field
 from reach_adapters.version import package_version
 
 __all__ = ["RouterMCPServer", "request_principal"]
@@ -229,7 +229,7 @@ class RouterMCPServer:
         meta.principal = _principal(ctx)
         message = self._converter.to_middleware(params.arguments, meta)
         if served.wrapped or (served.any_input and marked(sent, BOXED_INPUT)):
-            message.raw_payload = _unboxed(message.raw_payload, params.name)
+            message.raw_payload = _unboxed(message.raw_payload, params.name, resumes(message))
         serving(meta.task_id)
         return await self.router.dispatch(message)
 
@@ -358,11 +358,14 @@ def _serve(capability: Capability) -> _Served:
     return _Served(tool, wrapped, boxed, any_input)
 
 
-def _unboxed(arguments: Any, tool: str) -> Any:
+def _unboxed(arguments: Any, tool: str, resuming: bool = False) -> Any:
     """The input a boxed call carries. Its arguments are exactly ``{"input": value}``: any other
-    shape is the caller's mistake, not a missing input that a nullable one would take as null."""
+    shape is the caller's mistake, not a missing input that a nullable one would take as null.
+    An answer to an agent's question (`resuming`) is no input: it may come with none."""
     if isinstance(arguments, dict) and arguments.keys() == {INPUT}:
         return arguments[INPUT]
+    if resuming and not arguments:
+        return None
     got = sorted(arguments) if isinstance(arguments, dict) else type(arguments).__name__
     msg = f"tool {tool!r} takes its input as the one argument {INPUT!r}, got the arguments {got}"
     raise InvalidMessageError(msg)

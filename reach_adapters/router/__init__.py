@@ -20,6 +20,7 @@ from reach_adapters.router.consensus.tool import TOOL_NAME as CONSENSUS_TOOL_NAM
 from reach_adapters.router.consensus.tool import tool_answer as consensus_tool_answer
 from reach_adapters.router.consensus.tool import tool_options as consensus_tool_options
 from reach_adapters.router.decisions import DecisionRecord, ExclusionKind
+from reach_adapters.router.delivery import resumes
 from reach_adapters.router.faults import REFUSED_STATUS_CODES, refused
 from reach_adapters.router.guard import Guard, Refusal
 from reach_adapters.router.handle import AgentHandle
@@ -118,6 +119,7 @@ __all__ = [
     "refused",
     "request_meta",
     "required_parameters",
+    "resumes",
     "running_loop",
     "schema_key",
     "scoped_id",

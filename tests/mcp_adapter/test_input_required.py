@@ -173,3 +173,34 @@ async def test_a_misspelt_agent_reach_key_is_refused_naming_the_key_meant() -> N
             assert asked.meta is not None
             assert asked.meta["agent-reach/status"] == "input_required"
     assert [info.failures for info in router.catalog()] == [0]
+
+
+def topic_workflow() -> Any:
+    """LangGraph's functional API: an entrypoint of a plain string, served as a tool of one
+    boxed argument, ``{"input": ...}``."""
+    from langgraph.func import entrypoint
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def review(topic: str) -> str:
+        return f"{topic}: {interrupt('publish?')}"
+
+    return review
+
+
+@pytest.mark.parametrize("arguments", [None, {}], ids=["none", "empty"])
+async def test_a_resume_of_a_tool_of_one_boxed_argument_needs_no_input(arguments: Any) -> None:
+    # An answer is no input: as a Python caller resumes with None, an MCP client gives none.
+    async with Router() as router:
+        router.register(LangChainAgent(topic_workflow(), agent_id="write:review:01"))
+        served = RouterMCPServer(router)
+        async with mcp.Client(served.server) as client:
+            asked = await client.call_tool("review", {"input": "cats"}, meta=thread("t-1"))
+            assert asked.meta is not None
+            assert asked.meta["agent-reach/status"] == "input_required"
+            answer = thread("t-1", **{"agent-reach/resume": "yes"})
+            done = await client.call_tool("review", arguments, meta=answer)
+            assert not done.is_error, done.content
+            assert done.structured_content == {"result": "cats: yes"}
+            # Outside a resume the one argument is still required.
+            refused = await client.call_tool("review", arguments, meta=thread("t-2"))
+            assert refused.is_error
