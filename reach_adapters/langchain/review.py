@@ -1,8 +1,8 @@
 """The answer `HumanInTheLoopMiddleware` takes in its default (batched) mode, checked before
 LangGraph saves it.
 
-In ``per_call`` mode each interrupt carries a ``response_schema`` that LangGraph checks before it
-saves the answer, so a refused answer changes nothing. In batched mode the interrupt carries
+In ``per_call`` mode each interrupt carries a ``response_schema``, which the adapter checks every
+answer against before any is sent (`resuming.check_schemas`). In batched mode the interrupt carries
 none: its value is a plain `HITLRequest` (the actions to review, and the decisions each allows)
 and the middleware checks the answer itself, inside the graph, once LangGraph has saved it as
 the interrupt's answer. A refused answer (a decision the action does not allow, a decision list
