@@ -73,10 +73,14 @@ class Threads:
             # Another replica may have asked (each keeps its own threads), or the thread fell
             # out of the `size` kept: the router tries the next replica, which may hold it.
             shown = own_thread(thread, meta.principal)
-            msg = (
-                f"thread {shown!r} waits on no question of A2A agent {self._agent_id}: resume on "
-                "the agent that asked (the input_required result's agent_id)"
+            # A thread this replica asked on, answered already, is told so: not only "elsewhere".
+            where = (
+                "resume on the agent that asked (the input_required result's agent_id)"
+                if held is None
+                else "its last task on the thread here ended (answered already?); resume a thread "
+                "whose last call got input_required"
             )
+            msg = f"thread {shown!r} waits on no question of A2A agent {self._agent_id}: {where}"
             raise A2ANotHereError(msg)
         return Turn(held.context_id, held.task_id)
 

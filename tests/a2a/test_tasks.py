@@ -175,6 +175,7 @@ async def test_input_required_then_resume_on_the_same_thread(routed: Router) -> 
     # Another replica might hold the question: the call is not sent, and not the caller's fault.
     assert (again.status.value, again.fault, again.delivered) == ("error", "router", False)
     assert "waits on no question" in (again.error or "")
+    assert "its last task on the thread here ended (answered already?)" in (again.error or "")
 
 
 async def test_a_principal_cannot_answer_the_question_another_was_asked(agent: A2AAgent) -> None:
