@@ -319,14 +319,12 @@ class MCPServerAgent:
             msg = f"agent {self._agent_id} has no tool for capability {capability!r}; it has {tools}"
             raise InvalidMessageError(msg)
         options = self._spec.options
-        timeout_s = options.timeout_ms / 1000.0
         try:
             result = await call_tool(
                 client,
                 route,
                 message,
                 self._converter,
-                timeout_s,
                 self._relays,
                 carry_task=options.task_meta == "always" or options.hop_tokens or reads_task(client),
                 signed=options.hop_tokens,

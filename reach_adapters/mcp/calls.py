@@ -15,7 +15,6 @@ from mcp.types import (
     INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    REQUEST_TIMEOUT,
     URL_ELICITATION_REQUIRED,
     ContentBlock,
     RequestParamsMeta,
@@ -37,7 +36,7 @@ from reach_adapters.mcp.errors import (
 )
 from reach_adapters.mcp.upstream import Call, Relays
 from reach_adapters.mcp.url_elicitation import elicitation_ids, url_required
-from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward, time_left
+from reach_adapters.router import UNKNOWN_OUTCOME, CallerWait, ErrorKind, error_result, onward
 
 __all__ = ["TOOL_GONE", "ToolRoute", "call_tool", "reads_task", "session_gone", "tool_gone"]
 
@@ -84,33 +83,36 @@ async def call_tool(
     route: ToolRoute,
     message: ReachMessage,
     converter: MCPConverter,
-    timeout_s: float,
     relays: Relays,
     *,
     carry_task: bool = True,
     signed: bool = False,
     relaying: bool = True,
 ) -> ReachResult:
-    """Call `route.tool` with the message's arguments within its deadline; `carry_task`: with the
-    task in the request's `_meta` (for another reach router; any other server would parse it for
-    nothing, about 30 µs of an SDK server's time a call); `signed`: with a hop token for the
-    server (another reach serve); `relaying`: the agent relays the server's requests to callers
+    """Call `route.tool` with the message's arguments; `carry_task`: with the task in the
+    request's `_meta` (for another reach router; any other server would parse it for nothing,
+    about 30 µs of an SDK server's time a call); `signed`: with a hop token for the server
+    (another reach serve); `relaying`: the agent relays the server's requests to callers
     (`MCPOptions.relay_requests`).
 
     A tool error is an error result nobody should retry; a server that misbehaves gives a
     retryable one; a tool the server no longer has gives one another replica may take
-    (`tool_gone`); a connection that is gone raises `MCPConnectionError` (or `TimeoutError`), which
-    the router's delivery classes as transient; an HTTP connection that could not be opened raises
+    (`tool_gone`); a connection that is gone raises `MCPConnectionError`, which the router's
+    delivery classes as transient; an HTTP connection that could not be opened raises
     `MCPOfflineError`, one the server answered with HTTP 429 or 503 `MCPUnavailableError`, and a
     session the server forgot `MCPSessionExpiredError` (for the agent to open a new one): none of
     these calls ran, so a replica may take it.
+
+    No timeout of its own: the router's watchdog cancels the call at its deadline (one timer per
+    event loop), and the SDK then tells the server. The SDK's read timeout would arm and cancel a
+    loop timer on every call (about 30,000 instructions of a ~1.1 million-instruction call) for a
+    deadline that never comes first.
     """
     agent_id = converter.agent_id
     # The router checked the bare input against the capability's schema, the box's value.
     payload = message.raw_payload
     boxed = route.box_any and payload is not None and not isinstance(payload, dict)
     arguments = {INPUT: payload} if route.box_input or boxed else converter.from_middleware(message)
-    timeout_s = time_left(message, timeout_s)
     meta: dict[str, Any] = {}
     if carry_task:
         meta = request_meta(onward(message.meta_info, agent_id, route.tool if signed else None))
@@ -132,7 +134,6 @@ async def call_tool(
             native = await client.call_tool(
                 route.tool,
                 arguments,
-                read_timeout_seconds=timeout_s,
                 progress_callback=None if relay is None else relay.progress,
                 meta=cast(RequestParamsMeta, meta) if meta else None,
             )
@@ -160,9 +161,6 @@ async def call_tool(
             # The caller's user must open a URL before the server runs it (`url_required`).
             relays.completions.expect(elicitation_ids(exc.error.data), call)
             return url_required(message, agent_id, route.tool, exc)
-        if exc.code == REQUEST_TIMEOUT:
-            msg = f"MCP server {agent_id} did not answer {route.tool!r} within {timeout_s:.3f} s"
-            raise TimeoutError(msg) from None
         if exc.code == INVALID_PARAMS and _unknown_tool(route.tool, exc.message):
             return _gone(message, agent_id, route.tool, exc.message)
         if exc.code == INVALID_PARAMS:

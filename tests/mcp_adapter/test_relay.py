@@ -27,6 +27,7 @@ from mcp.types import (
     TextContent,
 )
 
+from middleware import Fault, ResultStatus
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.mcp import MCPEndpoint, MCPOptions, MCPServerAgent, start_mcp_server
 from tests.mcp_adapter.conftest import SERVERS
@@ -193,6 +194,16 @@ async def test_cancelling_a_call_cancels_it_upstream(router: Router) -> None:
         await eventually(lambda: any(info.in_flight for info in router.catalog()), what="the call to start")
         call.cancel()
         await eventually(lambda: "cancel-me" in chatty.cancelled, what="the upstream call to be cancelled")
+
+
+async def test_a_call_past_its_timeout_is_cancelled_upstream(router: Router) -> None:
+    # The router's deadline alone ends the call: the server is told, as when its caller cancels.
+    options = MCPOptions(timeout_ms=300)
+    router.register(await MCPServerAgent.connect("chatty", server=chatty.server, options=options))
+    result = await router.route("wait", {"tag": "past-its-timeout"})
+    assert result.status is ResultStatus.TIMEOUT
+    assert result.fault is Fault.AGENT
+    await eventually(lambda: "past-its-timeout" in chatty.cancelled, what="the upstream call to be cancelled")
 
 
 async def test_a_request_state_the_router_never_handed_out_is_refused(gateway: MCPEndpoint) -> None:
