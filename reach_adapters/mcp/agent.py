@@ -15,7 +15,7 @@ import httpx2
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
-from reach_adapters.mcp.calls import TOOL_GONE, ToolRoute, call_tool, reads_task, tool_gone
+from reach_adapters.mcp.calls import TOOL_GONE, ToolRoute, call_tool, tool_gone
 from reach_adapters.mcp.connection import FORGOTTEN, Connection
 from reach_adapters.mcp.converter import MCPConverter
 from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError
@@ -245,6 +245,10 @@ class MCPServerAgent:
             handle.set_state(AgentState.OFFLINE, self._offline)
 
     async def invoke(self, message: ReachMessage) -> ReachResult:
+        if self._connection.loop is asyncio.get_running_loop():
+            # The usual case, called on the session's own loop: no hop, and one frame fewer for
+            # every step of the call to pass through.
+            return await self._call(message)
         return await self._on_session_loop(self._call(message))
 
     async def probe(self) -> bool:
@@ -326,7 +330,7 @@ class MCPServerAgent:
                 message,
                 self._converter,
                 self._relays,
-                carry_task=options.task_meta == "always" or options.hop_tokens or reads_task(client),
+                carry_task=options.task_meta == "always" or options.hop_tokens or self._connection.reads_task,
                 signed=options.hop_tokens,
                 relaying=options.relay_requests,
             )

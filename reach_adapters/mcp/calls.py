@@ -24,8 +24,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
-from middleware.fast import amend
-from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, INPUT, RESULT, marked
+from reach_adapters.mcp.boxes import BOXED, BOXED_INPUT, INPUT, marked
 from reach_adapters.mcp.converter import READS_TASK, MCPConverter, request_meta
 from reach_adapters.mcp.errors import (
     MCPConnectionError,
@@ -216,14 +215,9 @@ async def call_tool(
         said = _only_text(native.content)
         if said is not None and _unknown_tool(route.tool, said):
             return _gone(message, agent_id, route.tool, said)
-    result = converter.result_to_middleware(native, message)
-    if result.ok:
-        if route.unwrap or marked(native.meta, BOXED):
-            payload = result.payload
-            if isinstance(payload, dict) and RESULT in payload:
-                # The same payload a local function returning the bare value gives.
-                amend(result, {"payload": payload[RESULT]})
-    elif call.refusal is not None or call.unguessed is not None:
+    unwrap = route.unwrap or marked(native.meta, BOXED)
+    result = converter.result_to_middleware(native, message, unwrap=unwrap)
+    if (call.refusal is not None or call.unguessed is not None) and not result.ok:
         # A server that turns a failed request into a tool error (MCP SDK 1.x tools do) still
         # failed on the router's refusal: judged as that refusal, not as the task's failure.
         return _relay_failure(message, agent_id, route.tool, call, result.error or "") or result

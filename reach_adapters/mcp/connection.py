@@ -28,6 +28,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from reach_adapters.errors import ReachError
+from reach_adapters.mcp.calls import reads_task
 from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
 from reach_adapters.mcp.spec import HttpServer, ServerSpec
 from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
@@ -74,6 +75,9 @@ class Connection:
         self.spec = spec
         self.relays = relays
         self.client: Client | None = None
+        # Whether the server of `client` reads the task carried in `_meta` (`reads_task`), asked
+        # once a session rather than on every call.
+        self.reads_task = False
         # What the server's last session said of itself (`InitializeResult`, `DiscoverResult`).
         self.instructions: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -200,6 +204,7 @@ class Connection:
                 )
             tasks.start_soon(self._rescans, client)
             self.client = client
+            self.reads_task = reads_task(client)
             self.instructions = client.instructions
             link.ready.set_result(declared)
             try:

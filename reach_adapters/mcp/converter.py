@@ -101,7 +101,11 @@ class MCPConverter:
             raise InvalidMessageError(msg)
         return payload
 
-    def result_to_middleware(self, native: CallToolResult, message: ReachMessage) -> ReachResult:
+    def result_to_middleware(
+        self, native: CallToolResult, message: ReachMessage, *, unwrap: bool = False
+    ) -> ReachResult:
+        """`native` as a result; with `unwrap`, a successful one whose structured content is a box
+        (``{"result": value}``, `boxes`) gives the value, as a local function returning it does."""
         content = content_to_json(native.content)
         structured = native.structured_content
         if native.meta and native.meta.get(META_PREFIX + "status") == ResultStatus.INPUT_REQUIRED:
@@ -152,6 +156,8 @@ class MCPConverter:
             amend(failed, {"extra": _kept(content, native.meta, structured)})
             return failed
         payload = content if structured is None else structured
+        if unwrap and structured is not None and RESULT in structured:
+            payload = structured[RESULT]
         return ok_result(message, self.agent_id, payload, extra=_kept(content, native.meta))
 
     def refused(self, exc: InvalidMessageError) -> CallToolResult:
@@ -269,11 +275,12 @@ def _kept(
     kept: dict[str, JsonValue] = {"content": content}
     if structured is not None:
         kept[_ERROR_STRUCTURED] = ensure_json(structured, where="structured_content")
-    # The protocol's keys (the upstream's serverInfo stamp) and a reach router's ids and outcome
-    # describe that hop, not this one.
-    own = {key: value for key, value in (meta or {}).items() if not key.startswith(HOP_META)}
-    if own:
-        kept["meta"] = ensure_json(own, where="_meta")
+    if meta:
+        # The protocol's keys (the upstream's serverInfo stamp) and a reach router's ids and
+        # outcome describe that hop, not this one.
+        own = {key: value for key, value in meta.items() if not key.startswith(HOP_META)}
+        if own:
+            kept["meta"] = ensure_json(own, where="_meta")
     return kept
 
 
