@@ -32,47 +32,43 @@ class _BoundedHead(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # One timer per connection, moved lazily: a response only pushes `_deadline` on, and the
+        # timer, when it fires early, waits out the rest (a timer armed and cancelled for every
+        # response cost a busy connection more than the rest of this class).
         self._head_timer: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
         # Heads read whole and responses sent: equal when no request is under way.
         self._heads = 0
         self._responses = 0
         # Whether the next bytes belong to a head, and how many of them came so far.
         self._in_head = True
         self._head_bytes = 0
-        # Head bytes as the parser hands them over (request target, complete headers).
-        self._parsed_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         counting, heads = self._in_head, self._heads
         super().data_received(data)
-        # httptools holds a header until its line ends, so its callbacks alone would let one
+        # httptools holds a header until its line ends, so the head parsed alone would let one
         # endless header grow unbounded: what arrives while a head stays incomplete counts too.
         if counting and self._in_head and self._heads == heads:
             self._head_bytes += len(data)
             if self._head_bytes > self.max_head_bytes and not self.transport.is_closing():
                 self.send_400_response(self._too_large())
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._parsed_bytes = 0
-
-    def on_url(self, url: bytes) -> None:
-        self._count(len(url))
-        super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._count(len(name) + len(value) + 4)  # with its ": " and CRLF, as it was sent
-        super().on_header(name, value)
-
     def on_headers_complete(self) -> None:
+        # The head as it was sent: the request target, and each header with its ": " and CRLF.
+        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+        if size > self.max_head_bytes:
+            raise _HeadTooLargeError(self._too_large())
         self._heads += 1
         self._in_head = False
         self._head_bytes = 0
@@ -87,31 +83,27 @@ class _BoundedHead(HttpToolsProtocol):
         super().on_response_complete()
         self._arm()
 
-    def _count(self, size: int) -> None:
-        self._parsed_bytes += size
-        if self._parsed_bytes > self.max_head_bytes:
-            raise _HeadTooLargeError(self._too_large())
-
     def _too_large(self) -> str:
         return f"request head larger than {self.max_head_bytes} bytes"
 
     def _arm(self) -> None:
-        self._disarm()
-        self._head_timer = self.loop.call_later(self.head_timeout_s, self._expired)
+        self._deadline = self.loop.time() + self.head_timeout_s
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_at(self._deadline, self._expired, self._deadline)
 
-    def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _expired(self) -> None:
+    def _expired(self, armed_for: float) -> None:
         self._head_timer = None
         # A request under way is the body timeout's and the handler's; its response re-arms this.
         # Otherwise no head came whole in time, whether bytes of one came or none (a bare CRLF
         # stops uvicorn's keep-alive timer without starting a request).
-        if self._heads == self._responses and not self.transport.is_closing():
-            self.logger.info("closing a connection whose request head did not arrive in time")
-            self.transport.close()
+        if self._heads != self._responses or self.transport.is_closing():
+            return
+        if self._deadline > armed_for:
+            # A response since it was armed moved the deadline on.
+            self._head_timer = self.loop.call_at(self._deadline, self._expired, self._deadline)
+            return
+        self.logger.info("closing a connection whose request head did not arrive in time")
+        self.transport.close()
 
 
 def gateway_protocol(head_timeout_s: float, max_head_bytes: int) -> type[HttpToolsProtocol]:
