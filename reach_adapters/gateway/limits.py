@@ -6,12 +6,11 @@ the flag, so an operator whose clients need more knows what to raise.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -110,22 +109,28 @@ class BodyLimit:
     def __init__(self, app: ASGIApp, limits: ServerLimits) -> None:
         self.app = app
         self.limits = limits
+        self._reads = _Deadlines(limits.body_timeout_s)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         limits = self.limits
-        declared = Headers(scope=scope).get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        declared = _content_length(scope)
+        if declared is not None and declared > limits.max_body_bytes:
             await self._refuse(413, self._too_large(), scope, receive, send)
             return
         # Chunks joined once at the end: a body in one message (the usual case) is never copied.
         chunks: list[bytes] = []
         size = 0
         cached: deque[Message] = deque()
-        with anyio.move_on_after(limits.body_timeout_s) as scoped:
-            while True:
+        task = asyncio.current_task()
+        assert task is not None  # an ASGI app runs in a task
+        cancelling = task.cancelling()
+        cut_off = False
+        self._reads.start(task)
+        try:
+            while size <= limits.max_body_bytes:
                 message = await receive()
                 if message["type"] != "http.request":
                     cached.append(message)
@@ -133,17 +138,24 @@ class BodyLimit:
                 chunk = message.get("body", b"")
                 chunks.append(chunk)
                 size += len(chunk)
-                if size > limits.max_body_bytes:
-                    await self._refuse(413, self._too_large(), scope, receive, send)
-                    return
                 if not message.get("more_body", False):
                     break
-        if scoped.cancelled_caught:
+        except asyncio.CancelledError:
+            # Cut off by the deadline, and by nothing else: answered here, not cancelled.
+            cut_off = self._reads.cut_off(task) and task.uncancel() <= cancelling
+            if not cut_off:
+                raise
+        finally:
+            self._reads.stop(task)
+        if cut_off:
             problem = (
                 f"the request body did not arrive within {limits.body_timeout_s:g} s; send it at once, "
                 "or raise the limit with reach serve --body-timeout"
             )
             await self._refuse(408, LimitExceededError(problem), scope, receive, send)
+            return
+        if size > limits.max_body_bytes:
+            await self._refuse(413, self._too_large(), scope, receive, send)
             return
         cached.appendleft({"type": "http.request", "body": b"".join(chunks), "more_body": False})
 
@@ -166,3 +178,51 @@ class BodyLimit:
         # The rest of the body is never read: the server closes the connection after answering.
         body = {"error": str(exc), "error_type": type(exc).__name__}
         await JSONResponse(body, status, headers={"Connection": "close"})(scope, receive, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    """The request's declared ``Content-Length``; None without one, or one that is no number."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else None
+    return None
+
+
+class _Deadlines:
+    """Cancels the tasks still reading a body past their deadline.
+
+    One timer for every read, moved on lazily, where a timer per request (what `anyio.move_on_after`
+    arms) cost a gateway's MCP call more than the rest of `BodyLimit`. A `BodyLimit` serves one event
+    loop at a time (uvicorn's).
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        # The tasks reading, and when each must be done.
+        self._reading: dict[asyncio.Task[Any], float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self, task: asyncio.Task[Any]) -> None:
+        loop = task.get_loop()
+        deadline = loop.time() + self.timeout_s
+        self._reading[task] = deadline
+        if self._timer is None:
+            self._timer = loop.call_at(deadline, self._expired, loop)
+
+    def stop(self, task: asyncio.Task[Any]) -> None:
+        self._reading.pop(task, None)
+
+    def cut_off(self, task: asyncio.Task[Any]) -> bool:
+        """Whether `task`, started and not stopped, was cancelled (once) for its deadline."""
+        return task not in self._reading
+
+    def _expired(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        now = loop.time()
+        for task, deadline in list(self._reading.items()):
+            if deadline <= now:
+                # Its only await while reading is the body's: it is cancelled there.
+                del self._reading[task]
+                task.cancel()
+        if self._reading:
+            self._timer = loop.call_at(min(self._reading.values()), self._expired, loop)
