@@ -57,7 +57,7 @@ from reach_adapters.mcp.peers import connection_of
 if TYPE_CHECKING:
     from reach_adapters.mcp.upstream import Call
 
-__all__ = ["Relay", "current_relay", "relaying", "serving", "session_level", "set_level"]
+__all__ = ["Relay", "can_be_asked", "current_relay", "relaying", "serving", "session_level", "set_level"]
 
 # The caller's end of the call being served in this context (`relaying`), for the upstream's session.
 current_relay: ContextVar[Relay | None] = ContextVar("reach_mcp_relay", default=None)
@@ -81,6 +81,9 @@ _Sampled = CreateMessageResult | CreateMessageResultWithTools
 # How long a caller's request that ended waits for its open questions to be withdrawn.
 _WITHDRAW_S = 1.0
 _R = TypeVar("_R", CreateMessageResult, CreateMessageResultWithTools, ElicitResult)
+# What a caller declares to be asked anything (`Relay._refusal`, `can_be_asked`).
+_SAMPLING = ClientCapabilities(sampling=SamplingCapability())
+_ELICITATION = ClientCapabilities(elicitation=ElicitationCapability())
 
 
 class Relay:
@@ -169,7 +172,7 @@ class Relay:
         await self._ctx.session.send_notification(notice, related_request_id=related_id)
 
     async def sample(self, call: Call, params: CreateMessageRequestParams) -> _Sampled | ErrorData:
-        refused = self._refusal(call, "sampling", ClientCapabilities(sampling=SamplingCapability()))
+        refused = self._refusal(call, "sampling", _SAMPLING)
         if refused is not None:
             return refused
         request = CreateMessageRequest(params=params)
@@ -178,7 +181,7 @@ class Relay:
         return await self._ask(call, request, CreateMessageResult)
 
     async def elicit(self, call: Call, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        refused = self._refusal(call, "elicitation", ClientCapabilities(elicitation=ElicitationCapability()))
+        refused = self._refusal(call, "elicitation", _ELICITATION)
         if refused is not None:
             return refused
         if isinstance(params, ElicitRequestURLParams):
@@ -274,6 +277,12 @@ def session_level(session: ServerSession) -> LoggingLevel:
     connection = connection_of(session)
     level: LoggingLevel | None = None if connection is None else connection.state.get(_LEVEL_STATE)
     return "debug" if level is None else level
+
+
+def can_be_asked(session: ServerSession) -> bool:
+    """Whether the upstream's questions may reach this caller: it declared sampling or elicitation.
+    Without either, every question is refused for it (`Relay._refusal`)."""
+    return session.check_client_capability(_SAMPLING) or session.check_client_capability(_ELICITATION)
 
 
 def serving(task_id: str) -> None:

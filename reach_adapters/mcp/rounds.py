@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolRequestParams, InputRequiredResult
 
 from middleware import ReachResult
-from reach_adapters.mcp.relay import Relay, relaying
+from reach_adapters.mcp.relay import Relay, can_be_asked, relaying
 
 __all__ = ["Exchanges"]
 
@@ -48,6 +48,11 @@ class Exchanges:
         """Start the call with `dispatch`, or resume the one ``params.request_state`` names; return
         its result, or the questions its upstream asked meanwhile."""
         state = params.request_state
+        if state is None and not can_be_asked(ctx.session):
+            # No question can end a round early: the call runs in this request's task, without the
+            # task of its own a round needs, whose cost a trivial call feels.
+            with relaying(Relay(ctx)):
+                return await dispatch()
         if state is None:
             relay = Relay(ctx)
             task = asyncio.create_task(_run(relay, dispatch))
