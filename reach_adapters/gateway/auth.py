@@ -92,14 +92,17 @@ class Authentication:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         security = self.gateway.security
-        if scope["type"] == "websocket" and security is not None:
+        if security is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
             # Nothing is served over WebSocket; none may open past authentication unchecked.
             await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
             return
         public = scope["type"] == "http" and (
             scope["path"].startswith(METADATA_PATH) or scope["path"] == AGENT_CARD_PATH
         )
-        if scope["type"] != "http" or security is None or public:
+        if scope["type"] != "http" or public:
             await self.app(scope, receive, send)
             return
         spec = security.spec
