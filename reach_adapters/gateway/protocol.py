@@ -14,6 +14,7 @@ request httptools cannot parse.
 from __future__ import annotations
 
 import asyncio
+from itertools import chain
 from typing import Any, ClassVar
 
 import httptools
@@ -66,7 +67,7 @@ class _BoundedHead(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         # The head as it was sent: the request target, and each header with its ": " and CRLF.
-        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+        size = len(self.url) + len(b"".join(chain.from_iterable(self.headers))) + 4 * len(self.headers)
         if size > self.max_head_bytes:
             raise _HeadTooLargeError(self._too_large())
         self._heads += 1
