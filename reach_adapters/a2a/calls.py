@@ -52,7 +52,7 @@ from reach_adapters.a2a.errors import (
     A2AProtocolError,
 )
 from reach_adapters.a2a.hop import pack
-from reach_adapters.a2a.parts import continues, fill_part
+from reach_adapters.a2a.parts import fill_part
 from reach_adapters.a2a.states import FINAL, RUNNING
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.router import UNKNOWN_OUTCOME, refused
@@ -401,8 +401,13 @@ def _merge(task: Task, artifact: Artifact, *, append: bool) -> None:
                 held.CopyFrom(artifact)
                 return
             parts = list(artifact.parts)
-            if parts and held.parts and continues(held.parts[-1], parts[0]):
+            if parts and held.parts and _is_text(held.parts[-1]) and _is_text(parts[0]):
                 held.parts[-1].text += parts.pop(0).text
             held.parts.extend(parts)
             return
     task.artifacts.append(artifact)
+
+
+def _is_text(part: Part) -> bool:
+    kind: str | None = part.WhichOneof("content")
+    return kind == "text"

@@ -21,13 +21,11 @@ from reach_adapters.router import text_of_task
 __all__ = [
     "JSON_MEDIA_TYPE",
     "TEXT_MEDIA_TYPE",
-    "continues",
     "data_value",
     "fill_part",
     "input_payload",
     "payload_parts",
     "result_payload",
-    "text_joined",
 ]
 
 JSON_MEDIA_TYPE = "application/json"
@@ -125,30 +123,6 @@ def result_payload(parts: Sequence[Part]) -> JsonValue:
     if len(parts) == 1 and kinds == {"data"}:
         return data_value(parts[0].data)
     return [_part_json(part) for part in parts]
-
-
-def continues(last: Part, part: Part) -> bool:
-    """Whether `part`, following `last` in one artifact, continues its text: both text of one
-    media type. An agent streaming a text appends it in chunks (``append``), which the agent's
-    own task store keeps as parts of their own."""
-    return (
-        last.WhichOneof("content") == part.WhichOneof("content") == "text"
-        and last.media_type == part.media_type
-    )
-
-
-def text_joined(parts: Sequence[Part]) -> list[Part]:
-    """An artifact's parts, each run of text continuing text as one part (`continues`): the same
-    artifact read back from the agent's store as streamed, so the caller gets one answer."""
-    if len(parts) < 2:
-        return list(parts)
-    joined: list[Part] = []
-    for part in parts:
-        if joined and continues(joined[-1], part):
-            joined[-1] = Part(text=joined[-1].text + part.text, media_type=part.media_type)
-        else:
-            joined.append(part)
-    return joined
 
 
 def input_payload(parts: Iterable[Part]) -> dict[str, JsonValue]:

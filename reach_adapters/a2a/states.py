@@ -20,7 +20,7 @@ from pydantic import JsonValue
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from middleware.fast import amend
 from reach_adapters.a2a.errors import A2AProtocolError
-from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, data_value, result_payload, text_joined
+from reach_adapters.a2a.parts import JSON_MEDIA_TYPE, data_value, result_payload
 from reach_adapters.router import (
     FIX_OPTIONS,
     META_PREFIX,
@@ -137,9 +137,9 @@ def task_result(message: ReachMessage, agent_id: str, url: str, task: Task) -> R
     if state == _COMPLETED:
         artifacts = task.artifacts
         parts: Sequence[Part] = (
-            text_joined(artifacts[0].parts)
+            artifacts[0].parts
             if len(artifacts) == 1
-            else [part for artifact in artifacts for part in text_joined(artifact.parts)]
+            else [part for artifact in artifacts for part in artifact.parts]
         )
         source = "artifacts" if parts else "status.message"
         payload = checked_payload(parts or task.status.message.parts, f"{where}: {source}")

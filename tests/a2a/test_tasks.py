@@ -71,25 +71,6 @@ async def polled() -> AsyncIterator[tuple[Router, Served]]:
             await router.aclose()
 
 
-async def test_an_artifact_streamed_in_chunks_is_one_text_whichever_way_it_was_read(
-    routed: Router, polled: tuple[Router, Served]
-) -> None:
-    """The agent's store keeps each appended chunk as a part of its own: a task read back (polled,
-    or a blocking send's answer) has them apart, a stream has them as they came. Either way they
-    are pieces of one text, and the caller gets the same payload."""
-    streamed = await routed.route("stream", "go")
-    polled_router, _ = polled
-    read_back = await polled_router.route("stream", "go")
-    async with serve_agent(streaming=False) as served:
-        blocking = Router()
-        blocking.register(await A2AAgent.connect(served.url))
-        try:
-            answered = await blocking.route("stream", "go")
-        finally:
-            await blocking.aclose()
-    assert streamed.payload == read_back.payload == answered.payload == "one two three"
-
-
 async def test_a_task_of_an_agent_without_streaming_is_polled(polled: tuple[Router, Served]) -> None:
     router, served = polled
     assert (await router.route("slow", {"seconds": 0.3})).payload == "slept 0.3"
