@@ -74,7 +74,7 @@ def _go_ahead_text(result: ReachResult, steps: list[JsonValue], resume_with: str
 
 
 def _shape(interrupt: dict[str, JsonValue]) -> str:
-    """The JSON Schema an answer must match, when the agent gave one (checked before it is sent)."""
+    """The JSON Schema an answer must match, when the agent gave one."""
     schema = interrupt.get("response_schema")
     if schema is None:
         return ""

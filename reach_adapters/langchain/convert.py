@@ -51,8 +51,8 @@ def interrupted_result(asked: list[Any], message: ReachMessage, state: Any = Non
 
 def _interrupt_entry(item: Any, value: JsonValue) -> dict[str, JsonValue]:
     """One interrupt as the result shows it. Its ``response_schema`` (HumanInTheLoopMiddleware
-    puts the decisions it allows there) is kept: the answer is checked against it, so the one
-    answering must see it."""
+    puts the decisions it allows there) is kept: the answer must match it, so the one answering
+    must see it."""
     entry: dict[str, JsonValue] = {"id": str(getattr(item, "id", "")), "value": value}
     schema = getattr(item, "response_schema", None)
     if schema is None:

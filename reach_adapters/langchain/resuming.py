@@ -149,15 +149,6 @@ class Resuming:
                 "extra['interrupts'])"
             )
             raise InvalidMessageError(msg, fix_options={"resume": dict.fromkeys(ids, "<answer>")})
-        gone = [key for key in resume if key not in ids] if mapped else []
-        if gone and await self._moved_on(config) is None:
-            # LangGraph would drop those answers without a word (its strict resume refuses them
-            # too); a retry of the task that took them is not refused (`_moved_on`).
-            msg = (
-                f"thread {thread!r} of agent {self._agent_id} no longer waits on {gone} (answered "
-                f"already, or asked in another run): it still waits on {ids}; answer those"
-            )
-            raise InvalidMessageError(msg, fix_options={"resume": answers_to(ids)})
         graph = next(graph for graph, resumes in self._resumable if resumes is runnable)
         answered = (
             [(item, resume[key]) for item, key in zip(pending, ids, strict=True) if key in resume]
@@ -165,7 +156,10 @@ class Resuming:
             else [(pending[0], resume)]
         )
         check_answers(answered, self._agent_id, tool_names(graph))
-        check_schemas(answered, self._agent_id, mapped=mapped)
+        if len(answered) > 1:
+            # A lone answer LangGraph checks itself, against the graph's own type, taking nothing
+            # if it refuses; of several, those checked first would be taken (`check_schemas`).
+            check_schemas(answered, self._agent_id)
         return resume_command(resume), runnable
 
     async def refused(self, error: Exception, resume: Any, config: RunnableConfig) -> InvalidMessageError:
@@ -182,10 +176,8 @@ class Resuming:
         stop = await self.ended(config)
         waiting = [str(getattr(item, "id", "")) for item in stop.interrupts]
         taken = [key for key in resume if key not in waiting]
-        msg = (
-            f"{refused}; the answers to {taken} were taken, and the thread still waits on {waiting}: "
-            "answer those on the same thread"
-        )
+        said = f"the answers to {taken} were taken, and " if taken else ""
+        msg = f"{refused}; {said}the thread still waits on {waiting}: answer those on the same thread"
         return InvalidMessageError(msg, fix_options={"resume": answers_to(waiting)})
 
 
@@ -201,13 +193,15 @@ def answers_to(ids: list[str]) -> JsonValue:
     return "<answer>" if len(ids) == 1 else dict.fromkeys(ids, "<answer>")
 
 
-def check_schemas(answered: list[tuple[Any, Any]], agent_id: str, *, mapped: bool) -> None:
-    """Refuses, before any is sent, an answer its interrupt's ``response_schema`` refuses.
+def check_schemas(answered: list[tuple[Any, Any]], agent_id: str) -> None:
+    """Refuses several answers, before any is sent, when one does not match its interrupt's
+    ``response_schema``.
 
-    LangGraph checks an answer only against a type (a pydantic model, say), and only in the node
-    that asked: of several answers, those checked first are taken before a later one is refused.
-    Checked here against the JSON Schema each interrupt shows its callers, nothing is sent unless
-    all match; an answer to a JSON Schema LangGraph passes on unchecked is held to it too.
+    LangGraph checks an answer only in the node that asked: of several answers, those checked
+    first are taken, their nodes run, before a later one is refused. Checked here against the JSON
+    Schema each interrupt shows its callers, none is sent unless all match. JSON Schema reads
+    strictly what the graph's type may take loosely (``"5"`` for an int, an alias): a lone answer
+    is left to LangGraph's own check, which takes nothing when it refuses.
     """
     for item, answer in answered:
         schema = getattr(item, "response_schema", None)
@@ -223,10 +217,10 @@ def check_schemas(answered: list[tuple[Any, Any]], agent_id: str, *, mapped: boo
             msg = (
                 f"resume= does not match what the interrupt of agent {agent_id} takes (its "
                 f"response_schema, interrupt {interrupt_id}): {problem}; nothing was saved, answer "
-                "it again on the same thread"
+                "them again on the same thread"
             )
-            shape: JsonValue = {interrupt_id: "<answer>"} if mapped else "<answer>"
-            raise InvalidMessageError(msg, fix_options={"resume": shape})
+            ids = [str(getattr(each, "id", "")) for each, _ in answered]
+            raise InvalidMessageError(msg, fix_options={"resume": answers_to(ids)})
 
 
 # LangGraph's interrupt ids (xxh3-128 hex digests), as it tells a map of answers by id.

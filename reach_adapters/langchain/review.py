@@ -1,14 +1,14 @@
 """The answer `HumanInTheLoopMiddleware` takes in its default (batched) mode, checked before
 LangGraph saves it.
 
-In ``per_call`` mode each interrupt carries a ``response_schema``, which the adapter checks every
-answer against before any is sent (`resuming.check_schemas`). In batched mode the interrupt carries
-none: its value is a plain `HITLRequest` (the actions to review, and the decisions each allows)
-and the middleware checks the answer itself, inside the graph, once LangGraph has saved it as
-the interrupt's answer. A refused answer (a decision the action does not allow, a decision list
-of the wrong length, no ``decisions`` at all) then raises `ValueError` or `KeyError` in the
-middleware's node, which would count against the agent, and every later resume of the thread
-gets the saved answer again instead of its own: the interrupt could never be answered.
+In ``per_call`` mode each interrupt carries a ``response_schema``, which LangGraph checks a lone
+answer against, and the adapter several before any is sent (`resuming.check_schemas`). In batched
+mode the interrupt carries none: its value is a plain `HITLRequest` (the actions to review, and the
+decisions each allows) and the middleware checks the answer itself, inside the graph, once
+LangGraph has saved it as the interrupt's answer. A refused answer (a decision the action does not
+allow, a decision list of the wrong length, no ``decisions`` at all) then raises `ValueError` or
+`KeyError` in the middleware's node, which would count against the agent, and every later resume of
+the thread gets the saved answer again instead of its own: the interrupt could never be answered.
 
 LangChain gives no signal to tell that `ValueError` from the agent's own, and the value carries no
 marker at run time (`HITLRequest` is a TypedDict), so the request is recognised narrowly by its
