@@ -201,9 +201,15 @@ class _Deadlines:
         # The tasks reading, and when each must be done.
         self._reading: dict[asyncio.Task[Any], float] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self, task: asyncio.Task[Any]) -> None:
         loop = task.get_loop()
+        if loop is not self._loop:
+            # Served on another loop now (an app served again after its first loop ended): the
+            # old loop's timer will never fire, nor its reads end.
+            self._loop, self._timer = loop, None
+            self._reading.clear()
         deadline = loop.time() + self.timeout_s
         self._reading[task] = deadline
         if self._timer is None:

@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -19,6 +20,7 @@ from starlette.applications import Starlette
 from reach_adapters import Capability, FunctionAgent, RoutingPolicy
 from reach_adapters.gateway import Gateway, GatewayError, ServerLimits
 from reach_adapters.gateway.api import GatewayAPI
+from reach_adapters.gateway.limits import BodyLimit
 from tests.gateway.conftest import ECHO, ReachServer, write
 
 HOLD = "kind: function\nagent_id: util:hold:01\nfunction: tests.gateway.agents:hold\n"
@@ -288,3 +290,37 @@ async def test_a_call_no_agent_has_capacity_for_is_503_with_retry_after(config_d
             assert (await first).status_code == 200
             unknown = await client.post("/api/route", json={"capability": "nobody", "payload": "c"})
             assert unknown.status_code == 200  # no agent at all is an outcome, not overload
+
+
+def test_a_body_limit_served_again_on_a_new_loop_still_cuts_slow_bodies_off() -> None:
+    """The limit's one timer belongs to the loop it was armed on: an app served again after that
+    loop ended (an in-process gateway started twice) must arm one on the new loop."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    limit = BodyLimit(app, ServerLimits(body_timeout_s=0.05))
+
+    async def slow_request() -> int:
+        sent: list[Any] = []
+
+        async def receive() -> Any:
+            await asyncio.sleep(10)  # a body that never comes
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+        await asyncio.wait_for(limit(scope, receive, send), 5)
+        return int(sent[0]["status"])
+
+    async def abandoned() -> None:
+        # A read left pending when its loop ends, the limit's timer with it.
+        task = asyncio.ensure_future(slow_request())
+        await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(abandoned())
+    assert asyncio.run(slow_request()) == 408
