@@ -56,6 +56,10 @@ class ReachMetrics(Collector):
             ["capability", "status", "served_by", "fault"],
             registry=self.registry,
         )
+        # Each label set's child, looked up once: `labels()` validates and locks on every call,
+        # about 2 % of a gateway's MCP call. Label sets are never removed, so none goes stale.
+        self._latency: dict[str, Histogram] = {}
+        self._reached: dict[tuple[str, str, str, str], Counter] = {}
         self.match_failures = Counter(
             "reach_match_failures_total",
             "Reaches for which no candidate could serve.",
@@ -83,9 +87,17 @@ class ReachMetrics(Collector):
         if capability and capability not in self._declared:
             capability = UNKNOWN_CAPABILITY
         timings = result.timings
-        self.routing_latency.labels(record.mode).observe((timings.routing_ms + timings.queueing_ms) / 1000.0)
+        mode = record.mode
+        latency = self._latency.get(mode)
+        if latency is None:
+            latency = self._latency[mode] = self.routing_latency.labels(mode)
+        latency.observe((timings.routing_ms + timings.queueing_ms) / 1000.0)
         self.dwell.observe(timings.queueing_ms / 1000.0)
-        self.reaches.labels(capability, str(result.status), result.served_by, str(result.fault or "")).inc()
+        key = (capability, str(result.status), result.served_by, str(result.fault or ""))
+        reached = self._reached.get(key)
+        if reached is None:
+            reached = self._reached[key] = self.reaches.labels(*key)
+        reached.inc()
         if result.status is ResultStatus.NO_CANDIDATE:
             self.match_failures.labels(capability).inc()
         extra = len(record.attempts) - 1
