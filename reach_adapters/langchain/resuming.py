@@ -10,6 +10,7 @@ nothing for it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from jsonschema_rs import ReferencingError
@@ -140,7 +141,7 @@ class Resuming:
         if resume is None:
             msg = "resume= needs the answer to the interrupt, got None"
             raise InvalidMessageError(msg, fix_options={"resume": "<answer>"})
-        ids = [str(getattr(item, "id", "")) for item in pending]
+        ids = interrupt_ids(pending)
         mapped = by_id(resume)
         if len(ids) > 1 and not mapped:
             msg = (
@@ -148,7 +149,7 @@ class Resuming:
                 f"them with resume={{interrupt id: answer}}, ids {ids} (the input_required result's "
                 "extra['interrupts'])"
             )
-            raise InvalidMessageError(msg, fix_options={"resume": dict.fromkeys(ids, "<answer>")})
+            raise InvalidMessageError(msg, fix_options={"resume": answers_to(ids)})
         graph = next(graph for graph, resumes in self._resumable if resumes is runnable)
         answered = (
             [(item, resume[key]) for item, key in zip(pending, ids, strict=True) if key in resume]
@@ -174,7 +175,7 @@ class Resuming:
             msg = f"{refused}; nothing was saved, answer it again on the same thread"
             return InvalidMessageError(msg, fix_options={"resume": "<answer>"})
         stop = await self.ended(config)
-        waiting = [str(getattr(item, "id", "")) for item in stop.interrupts]
+        waiting = interrupt_ids(stop.interrupts)
         taken = [key for key in resume if key not in waiting]
         said = f"the answers to {taken} were taken, and " if taken else ""
         msg = f"{refused}; {said}the thread still waits on {waiting}: answer those on the same thread"
@@ -185,6 +186,11 @@ def by_id(resume: Any) -> bool:
     """Whether LangGraph reads `resume` as answers by interrupt id (each key one's id) rather
     than as the answer to the one interrupt waiting."""
     return isinstance(resume, dict) and bool(resume) and all(_INTERRUPT_ID.fullmatch(key) for key in resume)
+
+
+def interrupt_ids(interrupts: Iterable[Any]) -> list[str]:
+    """The ids of LangGraph `Interrupt`s, as answers by id are keyed."""
+    return [str(getattr(item, "id", "")) for item in interrupts]
 
 
 def answers_to(ids: list[str]) -> JsonValue:
@@ -219,7 +225,7 @@ def check_schemas(answered: list[tuple[Any, Any]], agent_id: str) -> None:
                 f"response_schema, interrupt {interrupt_id}): {problem}; nothing was saved, answer "
                 "them again on the same thread"
             )
-            ids = [str(getattr(each, "id", "")) for each, _ in answered]
+            ids = interrupt_ids(each for each, _ in answered)
             raise InvalidMessageError(msg, fix_options={"resume": answers_to(ids)})
 
 
