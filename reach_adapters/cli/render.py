@@ -124,11 +124,11 @@ def render_result(result: Mapping[str, Any], *, local: bool = False, thread: obj
         f"({served}, {result.get('attempts', 0)} attempt(s), {timings.get('total_ms', 0.0):.1f} ms)"
     )
     lines = [head, f"task {result['task_id']}  trace {result.get('trace_id') or '-'}"]
+    asked = _interrupt_ids(result)
     if result["status"] in ("ok", "input_required"):
         # An agent asking for input says what it needs in the payload.
         payload = result.get("payload")
         label = "payload" if result["status"] == "ok" else "asks"
-        asked = _interrupt_ids(result)
         if len(asked) > 1 and isinstance(payload, list) and len(payload) == len(asked):
             # Several questions are answered by id: each shown under the id its answer is keyed by.
             lines.append(f"{label}:")
@@ -140,7 +140,6 @@ def render_result(result: Mapping[str, Any], *, local: bool = False, thread: obj
             lines.append(f"{label}:")
             lines.extend("  " + line for line in render_json(payload).splitlines())
     if result["status"] == "input_required":
-        asked = _interrupt_ids(result)
         answer: object = dict.fromkeys(asked, "<answer>") if len(asked) > 1 else "<answer>"
         configurable = {"thread_id": "<thread id>" if thread is None else thread}
         lines.append(
