@@ -64,6 +64,11 @@ def billing(paid: list[int], schema: Any = Amount) -> Any:
         amount = answer["amount"] if isinstance(answer, dict) else answer.amount
         return {"log": [f"noted {amount}"]}
 
+    return side_by_side(pay, note)
+
+
+def side_by_side(pay: Any, note: Any) -> Any:
+    """A checkpointed graph running `pay` and `note` in one step, each able to ask."""
     graph = StateGraph(Log)
     graph.add_node("pay", pay)
     graph.add_node("note", note)
@@ -215,17 +220,8 @@ async def test_a_retried_resume_of_several_answers_goes_on_where_its_failed_atte
     def note(state: Log) -> dict[str, Any]:
         return {"log": [f"noted {interrupt('how much to note?')}"]}
 
-    graph = StateGraph(Log)
-    graph.add_node("pay", pay)
-    graph.add_node("note", note)
-    graph.add_edge(START, "pay")
-    graph.add_edge(START, "note")
     safe: Any = [{"name": "pay", "idempotent": True}]
-    router.register(
-        LangChainAgent(
-            graph.compile(checkpointer=InMemorySaver()), agent_id="billing:pay:01", capabilities=safe
-        )
-    )
+    router.register(LangChainAgent(side_by_side(pay, note), agent_id="billing:pay:01", capabilities=safe))
     thread = {"thread_id": "order-9"}
     ids = await ask(router, thread)
     answers: Any = {ids["how much to pay?"]: 100, ids["how much to note?"]: 1}
