@@ -40,6 +40,7 @@ from reach_adapters.langchain.refusals import mark_refused, one_request
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result
+from reach_adapters.langchain.sync_middleware import invoke_in_worker, needs_sync, stream_in_worker
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.langchain.unanswerable import (
     Watch,
@@ -122,6 +123,8 @@ class LangChainAgent:
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
         self._one_request = one_request(runnable)
+        # Middleware with sync wrap hooks only: LangChain runs the agent with invoke alone.
+        self._sync = needs_sync(runnable, agent_id)
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
         # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
@@ -218,7 +221,10 @@ class LangChainAgent:
         native, runnable = await self._input(message, config)
         with detached():
             try:
-                output = await runnable.ainvoke(native, config, **context)
+                if self._sync:
+                    output = await invoke_in_worker(runnable.invoke, native, config, **context)
+                else:
+                    output = await runnable.ainvoke(native, config, **context)
             except Exception as exc:
                 await self._judge(exc, message, config, started=False)
                 raise
@@ -263,7 +269,10 @@ class LangChainAgent:
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
-        stream = aiter(runnable.astream(native, config, **options))
+        if self._sync:
+            stream = aiter(stream_in_worker(lambda: runnable.stream(native, config, **options)))
+        else:
+            stream = aiter(runnable.astream(native, config, **options))
         watching = Watch(stream, mode) if mode is not None and in_vain else None
         if watching is not None:
             stream = aiter(watching)

@@ -14,7 +14,8 @@ agent. Queueing it instead would not help: the first call may stop to ask, and t
 call's input would then come where its answer belongs.
 
 A thread is held per checkpointer, not per agent: replicas sharing one (a graph registered
-twice, an app-wide saver) share its threads. Held in this process only.
+twice, an app-wide saver) share its threads. Held in this process only. A run in a worker thread
+(`sync_middleware`), which a cancelled call cannot stop, holds its thread until it ends.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import aclosing, contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from pydantic import JsonValue
@@ -30,7 +32,7 @@ from middleware import ReachMessage
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.config import thread_of
 
-__all__ = ["ThreadTurns"]
+__all__ = ["ThreadTurns", "outlive_call"]
 
 T = TypeVar("T")
 
@@ -40,6 +42,44 @@ _RUNNING: set[tuple[int, str]] = set()
 # Calls on one thread may come from several event loops (the sync bridge's threads, routers of
 # their own): the check and the claim are one step.
 _LOCK = threading.Lock()
+
+
+class _Claim:
+    """A call's threads, released once the call and every run it left in a worker have ended."""
+
+    __slots__ = ("_holders", "_keys")
+
+    def __init__(self, keys: list[tuple[int, str]]) -> None:
+        self._keys = keys
+        self._holders = 1
+
+    def hold(self) -> None:
+        with _LOCK:
+            self._holders += 1
+
+    def release(self) -> None:
+        with _LOCK:
+            self._holders -= 1
+            if not self._holders:
+                _RUNNING.difference_update(self._keys)
+
+
+# The claim of the unary call running in this task (`ThreadTurns.call`).
+_CLAIM: ContextVar[_Claim | None] = ContextVar("reach_thread_claim", default=None)
+
+
+def outlive_call() -> Callable[[], None]:
+    """Keep the running call's thread held past the call, until the returned function is called
+    (by a worker thread, when its run ends); a no-op when the call holds no thread."""
+    claim = _CLAIM.get()
+    if claim is None:
+        return _nothing
+    claim.hold()
+    return claim.release
+
+
+def _nothing() -> None:
+    return None
 
 
 class ThreadTurns:
@@ -61,28 +101,33 @@ class ThreadTurns:
         return cls(savers, base_thread, agent_id) if savers else None
 
     @contextmanager
-    def held(self, message: ReachMessage) -> Iterator[None]:
+    def held(self, message: ReachMessage) -> Iterator[_Claim | None]:
         """The call's thread, held until the call ends; `InvalidMessageError` when another call
         holds it. A call naming no thread holds nothing (the agent refuses it if it needs one)."""
         thread = thread_of({"configurable": message.meta_info.configurable}) or self._base_thread
         if thread is None:
-            yield
+            yield None
             return
         keys = [(saver, thread) for saver in self._savers]
         with _LOCK:
             if not _RUNNING.isdisjoint(keys):
                 raise self._busy(thread)
             _RUNNING.update(keys)
+        claim = _Claim(keys)
         try:
-            yield
+            yield claim
         finally:
-            with _LOCK:
-                _RUNNING.difference_update(keys)
+            claim.release()
 
     async def call(self, message: ReachMessage, run: Callable[[ReachMessage], Awaitable[T]]) -> T:
-        """What `run` answers `message`, the thread held while it runs."""
-        with self.held(message):
-            return await run(message)
+        """What `run` answers `message`, the thread held while it runs (and while a run it
+        leaves in a worker thread does, `outlive_call`)."""
+        with self.held(message) as claim:
+            token = _CLAIM.set(claim)
+            try:
+                return await run(message)
+            finally:
+                _CLAIM.reset(token)
 
     async def stream(
         self, message: ReachMessage, chunks: Callable[[ReachMessage], AsyncGenerator[JsonValue, None]]
