@@ -39,8 +39,9 @@ from reach_adapters.langchain.injected import refuse_injected
 from reach_adapters.langchain.refusals import mark_refused, one_request
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
+from reach_adapters.langchain.savers import find_sync_savers
 from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result
-from reach_adapters.langchain.sync_middleware import invoke_in_worker, needs_sync, stream_in_worker
+from reach_adapters.langchain.sync_only import invoke_in_worker, needs_sync, stream_in_worker
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.langchain.unanswerable import (
     Watch,
@@ -145,6 +146,8 @@ class LangChainAgent:
         self._thread_required = not all(bound for _, bound in graphs)
         # One call at a time on each of their threads (see `turns`).
         self._turns = ThreadTurns.of([graph for graph, _ in graphs], thread_of(self._config), agent_id)
+        # Their savers, asked on the first call whether they have async methods (`savers`).
+        self._savers = list({id(graph.checkpointer): graph.checkpointer for graph, _ in graphs}.values())
         if self._thread_required and not thread_of(self._config):
             logger.warning(
                 "agent %s is a LangGraph graph with a checkpointer: each call must name its "
@@ -216,6 +219,8 @@ class LangChainAgent:
         return self._astream(message) if self._turns is None else self._turns.stream(message, self._astream)
 
     async def _invoke(self, message: ReachMessage) -> ReachResult:
+        if self._savers:
+            await self._probe()
         config = run_config(self._config, message, self._agent_id, self._histories)
         context = self._context(message)
         native, runnable = await self._input(message, config)
@@ -256,6 +261,8 @@ class LangChainAgent:
         ``values``, ``custom``, or a list of them), when it gives one, and with ``subgraphs``
         its subgraphs' chunks too, each after its namespace.
         """
+        if self._savers:
+            await self._probe()
         config = run_config(self._config, message, self._agent_id, self._histories)
         options = {**self._context(message)}
         native, runnable = await self._input(message, config)
@@ -306,6 +313,12 @@ class LangChainAgent:
         if in_vain and (unanswered or (watching is not None and watching.asked)):
             # No checkpointed graph waits: the interrupt was one no resume= can answer.
             raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
+
+    async def _probe(self) -> None:
+        """Whether the agent's savers have async methods, asked once: without, it runs sync."""
+        savers, self._savers = self._savers, []
+        if await find_sync_savers(savers, self._agent_id):
+            self._sync = True
 
     def _context(self, message: ReachMessage) -> Mapping[str, Any]:
         """The keyword arguments giving the run its context (LangGraph's ``context=``), checked."""

@@ -22,6 +22,7 @@ from langchain_core.runnables.base import RunnableBindingBase
 
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, chat_input
 from reach_adapters.langchain.config import thread_of
+from reach_adapters.langchain.savers import state_of
 from reach_adapters.langchain.typed_dicts import typed_dict_schema
 
 __all__ = [
@@ -237,7 +238,7 @@ async def last_moved_by(graph: Any, config: Any, task_id: str) -> bool:
     """Whether the graph's thread (in `config`) last moved in a run of the task `task_id`: a run
     that resumed it, then failed after the interrupt's step, in the graph or in a step after it.
     LangGraph keeps a run's metadata (the adapter's ``reach_task_id``) with each checkpoint."""
-    snapshot = await graph.aget_state(config)
+    snapshot = await state_of(graph, config)
     metadata = getattr(snapshot, "metadata", None) or {}
     return metadata.get("reach_task_id") == task_id
 

@@ -29,6 +29,7 @@ from reach_adapters.langchain.graphs import (
     thread_config,
 )
 from reach_adapters.langchain.review import check_answers
+from reach_adapters.langchain.savers import state_of
 from reach_adapters.langchain.stops import NO_STOP, Stop, may_pause, thread_stop
 from reach_adapters.router import compiled_validator, first_error, own_thread, schema_key
 
@@ -105,7 +106,7 @@ class Resuming:
         checkpoint = config.get("configurable", {}).get("checkpoint_id")
         if runnable is not self._runnable or not isinstance(checkpoint, str) or not checkpoint:
             return False
-        snapshot = await graph.aget_state(self._state_config(config, runnable))
+        snapshot = await state_of(graph, self._state_config(config, runnable))
         return getattr(snapshot, "created_at", None) is not None
 
     async def _moved_on(self, config: RunnableConfig) -> Runnable[Any, Any] | None:

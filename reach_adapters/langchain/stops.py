@@ -18,6 +18,7 @@ from pydantic import JsonValue
 from middleware import ReachMessage, ReachResult
 from reach_adapters.langchain.convert import interrupted_result, to_json
 from reach_adapters.langchain.graphs import leading
+from reach_adapters.langchain.savers import state_of
 from reach_adapters.router import input_required_result
 
 __all__ = ["NO_STOP", "PAUSED_KEY", "Stop", "has_breakpoints", "may_pause", "stop_result", "thread_stop"]
@@ -52,7 +53,7 @@ async def thread_stop(graph: Any, config: Any, *, resuming: bool = False) -> Sto
     after the breakpoint raised once let go on), so that it can be let go on again, by the
     router's retry of the task too, as LangGraph's ``ainvoke(None, config)`` does.
     """
-    snapshot = await graph.aget_state(config)
+    snapshot = await state_of(graph, config)
     pending = list(getattr(snapshot, "interrupts", ()) or ())
     if pending:
         return Stop(interrupts=pending)

@@ -15,7 +15,7 @@ call's input would then come where its answer belongs.
 
 A thread is held per checkpointer, not per agent: replicas sharing one (a graph registered
 twice, an app-wide saver) share its threads. Held in this process only. A run in a worker thread
-(`sync_middleware`), which a cancelled call cannot stop, holds its thread until it ends.
+(`sync_only`), which a cancelled call cannot stop, holds its thread until it ends.
 """
 
 from __future__ import annotations

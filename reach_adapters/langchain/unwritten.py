@@ -26,6 +26,7 @@ from reach_adapters.langchain.graphs import (
     thread_config,
     trailing,
 )
+from reach_adapters.langchain.savers import state_of
 
 __all__ = ["Unwritten"]
 
@@ -62,7 +63,7 @@ class Unwritten:
         """The output keys that hold a value, with it, on the run's thread or from the start."""
         config = thread_config(config, self._layers)
         if self._saved and thread_of(config) is not None:
-            values = (await self._graph.aget_state(newest(config))).values
+            values = (await state_of(self._graph, newest(config))).values
         else:
             channels = self._graph.builder.channels
             held = [key for key in self._keys if key in channels and holds_value(channels[key])]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,16 +23,21 @@ from langchain.agents.middleware import (
     wrap_tool_call,
 )
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import tool
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
 from middleware import Fault, ResultStatus
-from reach_adapters import Router
+from reach_adapters import InputRequiredError, Router
 from reach_adapters.langchain import LangChainAgent
-from reach_adapters.langchain.sync_middleware import stream_in_worker
+from reach_adapters.langchain.sync_only import stream_in_worker
 from tests.langchain_adapter.conftest import RunRecorder
 
 ASK = {"messages": [{"role": "user", "content": "where is order 42?"}]}
@@ -235,3 +241,116 @@ async def test_the_worker_runs_in_a_copy_of_the_callers_context() -> None:
     seen = [item async for item in stream_in_worker(lambda: [(REQUEST.get(), threading.current_thread())])]
     assert seen[0][0] == "alice"
     assert seen[0][1] is not threading.current_thread()
+
+
+class SyncOnlySaver(BaseCheckpointSaver[str]):
+    """A checkpointer written with the sync methods only, as `PostgresSaver` is: LangGraph's base
+    class makes its async ones raise `NotImplementedError`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._saved = InMemorySaver()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._saved.get_tuple(config)
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        return self._saved.list(config, **kwargs)
+
+    def put(self, config: RunnableConfig, *args: Any) -> RunnableConfig:
+        return self._saved.put(config, *args)
+
+    def put_writes(self, config: RunnableConfig, *args: Any) -> None:
+        self._saved.put_writes(config, *args)
+
+
+def sqlite_saver() -> SqliteSaver:
+    return SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+
+
+SYNC_SAVERS = [pytest.param(sqlite_saver, id="SqliteSaver"), pytest.param(SyncOnlySaver, id="sync-only")]
+
+
+def user_says(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def chatty(saver: Any) -> Any:
+    model = scripted(AIMessage("hello"), AIMessage("hello again"))
+    return create_agent(model, tools=[], name="greeter", checkpointer=saver)
+
+
+@pytest.mark.parametrize("make_saver", SYNC_SAVERS)
+async def test_a_graph_saving_to_a_sync_checkpointer_keeps_its_conversation(
+    router: Router, make_saver: Callable[[], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    graph = chatty(make_saver())
+    router.register(LangChainAgent(graph, agent_id="shop:greeter:01"))
+    thread = {"thread_id": "alice"}
+
+    with caplog.at_level(logging.WARNING):
+        first = await router.route(
+            "greeter", {"messages": [{"role": "user", "content": "hi"}]}, configurable=thread
+        )
+    second = await router.route(
+        "greeter", {"messages": [{"role": "user", "content": "hi?"}]}, configurable=thread
+    )
+
+    assert first.status is ResultStatus.OK, first.error
+    assert (first.payload, second.payload) == ("hello", "hello again")
+    said = [message.content for message in graph.get_state({"configurable": thread}).values["messages"]]
+    assert said == ["hi", "hello", "hi?", "hello again"]
+    assert "has no async methods" in caplog.text
+
+
+class Ask(TypedDict, total=False):
+    order_id: str
+    approved: bool
+
+
+def approval(state: Ask) -> Ask:
+    return {"approved": interrupt(f"refund order {state['order_id']}?") == "yes"}
+
+
+@pytest.mark.parametrize("make_saver", SYNC_SAVERS)
+async def test_a_graph_saving_to_a_sync_checkpointer_asks_resumes_and_streams(
+    router: Router, make_saver: Callable[[], Any]
+) -> None:
+    builder = StateGraph(Ask)
+    builder.add_node("approval", approval)
+    builder.add_edge(START, "approval")
+    builder.add_edge("approval", END)
+    router.register(
+        LangChainAgent(builder.compile(checkpointer=make_saver(), name="refund"), agent_id="shop:refund:01")
+    )
+
+    asked = await router.route("refund", {"order_id": "42"}, configurable={"thread_id": "t-1"})
+    assert asked.status is ResultStatus.INPUT_REQUIRED, asked.error
+    assert asked.payload == "refund order 42?"
+    answered = await router.route("refund", None, configurable={"thread_id": "t-1"}, resume="yes")
+    assert answered.status is ResultStatus.OK, answered.error
+    assert answered.payload == {"order_id": "42", "approved": True}
+
+    chunks: list[Any] = []
+    streamed = router.stream(
+        "refund", {"order_id": "7"}, configurable={"thread_id": "t-2"}, stream_mode="values"
+    )
+    with pytest.raises(InputRequiredError, match="resume"):
+        await collect(streamed, chunks)
+    assert chunks[0] == {"order_id": "7"}
+
+
+async def collect(stream: AsyncIterator[Any], into: list[Any]) -> None:
+    async for chunk in stream:
+        into.append(chunk)
+
+
+async def test_an_async_checkpointer_runs_on_the_loop(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with AsyncSqliteSaver.from_conn_string(":memory:") as saver:
+        router.register(LangChainAgent(chatty(saver), agent_id="shop:greeter:01"))
+        with caplog.at_level(logging.WARNING):
+            done = await router.route("greeter", user_says("hi"), configurable={"thread_id": "a"})
+    assert done.status is ResultStatus.OK, done.error
+    assert "worker thread" not in caplog.text

@@ -1,13 +1,13 @@
-"""Agents LangChain runs only synchronously: a `create_agent` agent whose middleware wraps model or
-tool calls with the sync hooks alone (``@wrap_model_call`` on a plain function, the way
-LangChain's docs write them) fails every ``ainvoke``/``astream`` with LangChain's
-`NotImplementedError`, though its ``invoke`` works. The router awaits its agents, so such an
-agent is run with ``invoke``/``stream`` in a worker thread instead, its context copied (traces
-nest as before).
+"""Agents LangChain runs only synchronously, run so in a worker thread, their context copied
+(traces nest as before): the router awaits its agents, and their ``ainvoke``/``astream`` fail.
 
-The middleware is found where `create_agent` keeps it: the graph's node functions, and the
-closures its composed wrappers are made of. LangChain is not a dependency of the adapter; when
-it was never imported, no graph of its can be there.
+A `create_agent` agent whose middleware wraps model or tool calls with the sync hooks alone
+(``@wrap_model_call`` on a plain function, the way LangChain's docs write them) fails every
+``ainvoke`` with LangChain's `NotImplementedError`, though its ``invoke`` works; so does a graph
+whose checkpointer has no async methods (`savers`). The middleware is found where `create_agent`
+keeps it: the graph's node functions, and the closures its composed wrappers are made of.
+LangChain is not a dependency of the adapter; when it was never imported, no graph of its can be
+there.
 """
 
 from __future__ import annotations
