@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -41,7 +42,7 @@ from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
 from reach_adapters.langchain.savers import find_sync_savers
 from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result
-from reach_adapters.langchain.sync_only import invoke_in_worker, needs_sync, stream_in_worker
+from reach_adapters.langchain.sync_only import needs_sync
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.langchain.unanswerable import (
     Watch,
@@ -53,7 +54,9 @@ from reach_adapters.langchain.unanswerable import (
 from reach_adapters.langchain.unwritten import Unwritten
 from reach_adapters.router import (
     Capability,
+    Hold,
     StreamEnded,
+    WorkerPool,
     parse_agent_id,
     text_of_task,
     validate_capabilities,
@@ -74,7 +77,8 @@ class LangChainAgent:
     the name is generic), description and input/output JSON Schemas. `converter` moves payloads
     to and from the runnable's native shapes (`LangChainConverter` by default); `config` is a base
     `RunnableConfig` for every run, to which each task adds its ids as metadata, tags and run
-    name. Streaming agents: the router's ``stream`` yields the runnable's ``astream`` chunks.
+    name. Streaming agents: the router's ``stream`` yields the runnable's ``astream`` chunks (its
+    ``stream`` chunks for one LangChain runs only synchronously, see `sync_only`).
     """
 
     def __init__(
@@ -162,6 +166,8 @@ class LangChainAgent:
         elif native is not None:
             capabilities = completed(capabilities, runnable, native)
         self._capabilities = validate_capabilities(agent_id, capabilities)
+        # Where a sync-only agent runs (`_sync`): threads of its own, as many as it takes calls.
+        self._workers = WorkerPool(agent_id, sum(cap.max_concurrency for cap in self._capabilities))
         self._from_text: dict[str, Callable[[str], JsonValue]] = {}
         # Where a text task (`{"text": ...}`, what A2A text parts become) is text too: a messages
         # state is an open object, so it would take the task as a state without messages. A
@@ -227,7 +233,8 @@ class LangChainAgent:
         with detached():
             try:
                 if self._sync:
-                    output = await invoke_in_worker(runnable.invoke, native, config, **context)
+                    run = partial(runnable.invoke, native, config, **context)
+                    output = await self._workers.run(run, self._hold(message))
                 else:
                     output = await runnable.ainvoke(native, config, **context)
             except Exception as exc:
@@ -276,33 +283,41 @@ class LangChainAgent:
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
+        worker = None
+        stream: AsyncIterator[Any]
         if self._sync:
-            stream = aiter(stream_in_worker(lambda: runnable.stream(native, config, **options)))
+            chunks_of = partial(runnable.stream, native, config, **options)
+            stream = worker = self._workers.stream(chunks_of, self._hold(message))
         else:
             stream = aiter(runnable.astream(native, config, **options))
         watching = Watch(stream, mode) if mode is not None and in_vain else None
         if watching is not None:
             stream = aiter(watching)
         unanswered = started = False
-        while True:
-            # Detached for each step only: the caller's code between chunks keeps its context.
-            with detached():
-                try:
-                    chunk = await anext(stream)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    await self._judge(exc, message, config, started=started)
-                    raise
-            started = True
-            if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
-                # LangGraph's own marker: the stream's end below says what the graph asks.
-                unanswered = unanswered or interrupted(marked)
-                continue
-            if chunks is not None:
-                yield chunks.chunk_to_middleware(chunk, message)
-            else:
-                yield self._converter.result_to_middleware(chunk, message).payload
+        try:
+            while True:
+                # Detached for each step only: the caller's code between chunks keeps its context.
+                with detached():
+                    try:
+                        chunk = await anext(stream)
+                    except StopAsyncIteration:
+                        break
+                    except Exception as exc:
+                        await self._judge(exc, message, config, started=started)
+                        raise
+                started = True
+                if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
+                    # LangGraph's own marker: the stream's end below says what the graph asks.
+                    unanswered = unanswered or interrupted(marked)
+                    continue
+                if chunks is not None:
+                    yield chunks.chunk_to_middleware(chunk, message)
+                else:
+                    yield self._converter.result_to_middleware(chunk, message).payload
+        finally:
+            if worker is not None:
+                # Now, while the call holds its thread: a run going on keeps it (`_hold`).
+                await worker.aclose()
         resuming = self._resuming
         if resuming is not None:
             # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
@@ -313,6 +328,15 @@ class LangChainAgent:
         if in_vain and (unanswered or (watching is not None and watching.asked)):
             # No checkpointed graph waits: the interrupt was one no resume= can answer.
             raise unanswerable(self._agent_id, unreachable=self._graph_unreachable)
+
+    async def aclose(self) -> None:
+        """Stop the threads a sync-only agent runs in; runs still going finish on their own."""
+        self._workers.close()
+
+    def _hold(self, message: ReachMessage) -> Hold | None:
+        """What a run left in a worker past its call holds: the call's conversation thread."""
+        turns = self._turns
+        return None if turns is None else partial(turns.hold, message)
 
     async def _probe(self) -> None:
         """Whether the agent's savers have async methods, asked once: without, it runs sync."""

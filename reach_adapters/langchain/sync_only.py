@@ -12,22 +12,17 @@ there.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
 import logging
 import sys
-import threading
 import types
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from langchain_core.runnables import Runnable
 
-from reach_adapters.langchain.graphs import is_graph, visible_graphs
-from reach_adapters.langchain.turns import outlive_call
+from reach_adapters.langchain.graphs import is_graph
 
-__all__ = ["invoke_in_worker", "needs_sync", "stream_in_worker"]
+__all__ = ["needs_sync"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,17 +37,24 @@ _DEPTH = 64
 
 def needs_sync(runnable: Runnable[Any, Any], agent_id: str) -> bool:
     """Whether `runnable` must run with ``invoke``/``stream``: a `create_agent` graph in it has
-    middleware that wraps calls with only the sync hook, and none that has only async hooks
-    (such an agent LangChain runs neither way: it is left to fail as LangChain fails it)."""
+    middleware that wraps calls with only the sync hook, and none that has only async hooks, nor
+    a tool with only a coroutine (such an agent LangChain runs neither way: it is left to fail as
+    LangChain fails it)."""
     types_module = sys.modules.get("langchain.agents.middleware.types")
     base = getattr(types_module, "AgentMiddleware", None)
     if not isinstance(base, type):
         return False
-    middleware = list(_middleware(runnable, base))
+    middleware: list[Any] = []
+    tools: list[str] = []
+    for found in _parts(runnable, base):
+        if isinstance(found, str):
+            tools.append(found)
+        else:
+            middleware.append(found)
     sync_only = _hooks(middleware, base, _WRAPS, sync=True)
     if not sync_only:
         return False
-    async_only = _hooks(middleware, base, (*_WRAPS, *_NODES), sync=False)
+    async_only = _hooks(middleware, base, (*_WRAPS, *_NODES), sync=False) + sorted(tools)
     if async_only:
         logger.warning(
             "agent %s: middleware %s has only sync hooks and %s only async ones; LangChain can run "
@@ -88,20 +90,41 @@ def _defines(middleware: Any, base: type, hook: str) -> bool:
     return getattr(type(middleware), hook) is not getattr(base, hook)
 
 
-def _middleware(runnable: Runnable[Any, Any], base: type) -> Iterator[Any]:
-    """Every middleware instance in the graphs of `runnable` and their subgraph nodes."""
+def _parts(runnable: Runnable[Any, Any], base: type) -> Iterator[Any]:
+    """Every middleware instance in the graphs `runnable` runs, wherever they sit (under
+    bindings, in chains, parallel steps, fallbacks, as nodes of graphs or parts of nodes), and
+    as ``tool <name>`` each tool of their tool nodes that has only a coroutine."""
     seen: set[int] = set()
-    graphs = [graph for graph, _ in visible_graphs(runnable)]
-    while graphs:
-        graph = graphs.pop()
-        for node in getattr(graph, "nodes", {}).values():
-            bound = getattr(node, "bound", None)
-            if bound is None:
-                continue
-            if is_graph(bound):
-                graphs.append(bound)
-                continue
-            yield from _reachable([getattr(bound, name, None) for name in _ROOTS], base, seen)
+    stack: list[Any] = [runnable]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if is_graph(item):
+            stack += [node.bound for node in getattr(item, "nodes", {}).values() if hasattr(node, "bound")]
+            continue
+        yield from _reachable([getattr(item, name, None) for name in _ROOTS], base, seen)
+        for name, tool in (getattr(item, "_tools_by_name", None) or {}).items():
+            if getattr(tool, "func", False) is None and getattr(tool, "coroutine", None) is not None:
+                yield f"tool {name}"
+        stack += _inner(item)
+
+
+def _inner(runnable: Any) -> list[Runnable[Any, Any]]:
+    """The runnables `runnable` holds: a binding's, a chain's steps, a parallel's, a fallback's,
+    a branch's (held as attributes, in lists, tuples or dicts)."""
+    found: list[Runnable[Any, Any]] = []
+    values = list(vars(runnable).values()) if hasattr(runnable, "__dict__") else []
+    while values:
+        value = values.pop()
+        if isinstance(value, Runnable):
+            found.append(value)
+        elif isinstance(value, list | tuple):
+            values += value
+        elif isinstance(value, dict):
+            values += value.values()
+    return found
 
 
 def _reachable(roots: Iterable[Any], base: type, seen: set[int]) -> Iterator[Any]:
@@ -131,68 +154,3 @@ def _filled(cell: types.CellType) -> bool:
     except ValueError:
         return False
     return True
-
-
-async def invoke_in_worker(invoke: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """`invoke(*args, **kwargs)` in a worker thread, in a copy of this context. A cancelled call
-    returns at once; the run goes on to its end, holding its conversation's thread meanwhile
-    (`outlive_call`), so no later call on the thread runs beside it."""
-    done = outlive_call()
-    run = functools.partial(contextvars.copy_context().run, invoke, *args, **kwargs)
-
-    def work() -> Any:
-        try:
-            return run()
-        finally:
-            done()
-
-    return await asyncio.get_running_loop().run_in_executor(None, work)
-
-
-_END = object()
-
-
-async def stream_in_worker(stream: Callable[[], Iterable[Any]]) -> AsyncGenerator[Any, None]:
-    """The chunks of the sync `stream()`, iterated in a worker thread in a copy of this context.
-
-    Closing this generator (the caller stopped, or its deadline passed) closes the sync stream at
-    its next chunk; a thread cannot be interrupted mid-step, so that step runs to its end.
-    """
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[tuple[Any, BaseException | None]] = asyncio.Queue()
-    stopped = threading.Event()
-
-    def put(item: Any, error: BaseException | None = None) -> None:
-        try:
-            loop.call_soon_threadsafe(queue.put_nowait, (item, error))
-        except RuntimeError:  # the loop closed: nobody reads any more
-            stopped.set()
-
-    def run() -> None:
-        try:
-            chunks = iter(stream())
-            try:
-                for chunk in chunks:
-                    if stopped.is_set():
-                        break
-                    put(chunk)
-            finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
-                    close()
-        except BaseException as exc:  # noqa: BLE001 - handed to the reader, who raises it
-            put(_END, exc)
-        else:
-            put(_END)
-
-    loop.run_in_executor(None, contextvars.copy_context().run, run)
-    try:
-        while True:
-            item, error = await queue.get()
-            if error is not None:
-                raise error
-            if item is _END:
-                return
-            yield item
-    finally:
-        stopped.set()

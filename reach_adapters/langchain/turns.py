@@ -15,7 +15,7 @@ call's input would then come where its answer belongs.
 
 A thread is held per checkpointer, not per agent: replicas sharing one (a graph registered
 twice, an app-wide saver) share its threads. Held in this process only. A run in a worker thread
-(`sync_only`), which a cancelled call cannot stop, holds its thread until it ends.
+(`sync_only`), which a cancelled call cannot stop, holds its thread until it ends (`hold`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import aclosing, contextmanager
-from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from pydantic import JsonValue
@@ -32,7 +31,7 @@ from middleware import ReachMessage
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.config import thread_of
 
-__all__ = ["ThreadTurns", "outlive_call"]
+__all__ = ["ThreadTurns"]
 
 T = TypeVar("T")
 
@@ -45,7 +44,7 @@ _LOCK = threading.Lock()
 
 
 class _Claim:
-    """A call's threads, released once the call and every run it left in a worker have ended."""
+    """A call's threads, released once the call and any run it left in a worker have ended."""
 
     __slots__ = ("_holders", "_keys")
 
@@ -53,29 +52,16 @@ class _Claim:
         self._keys = keys
         self._holders = 1
 
-    def hold(self) -> None:
+    def hold(self) -> Callable[[], None]:
         with _LOCK:
             self._holders += 1
+        return self.release
 
     def release(self) -> None:
         with _LOCK:
             self._holders -= 1
             if not self._holders:
                 _RUNNING.difference_update(self._keys)
-
-
-# The claim of the unary call running in this task (`ThreadTurns.call`).
-_CLAIM: ContextVar[_Claim | None] = ContextVar("reach_thread_claim", default=None)
-
-
-def outlive_call() -> Callable[[], None]:
-    """Keep the running call's thread held past the call, until the returned function is called
-    (by a worker thread, when its run ends); a no-op when the call holds no thread."""
-    claim = _CLAIM.get()
-    if claim is None:
-        return _nothing
-    claim.hold()
-    return claim.release
 
 
 def _nothing() -> None:
@@ -85,10 +71,12 @@ def _nothing() -> None:
 class ThreadTurns:
     """Holds a call's thread in each of an agent's checkpointers while the call runs."""
 
-    __slots__ = ("_agent_id", "_base_thread", "_savers")
+    __slots__ = ("_agent_id", "_base_thread", "_claims", "_savers")
 
     def __init__(self, savers: Iterable[Any], base_thread: str | None, agent_id: str) -> None:
         self._savers = tuple(dict.fromkeys(id(saver) for saver in savers))
+        # The claim of each call running now, by task id (an agent runs a task once at a time).
+        self._claims: dict[str, _Claim] = {}
         # The thread the agent's own config names, for calls that name none.
         self._base_thread = base_thread
         self._agent_id = agent_id
@@ -101,33 +89,38 @@ class ThreadTurns:
         return cls(savers, base_thread, agent_id) if savers else None
 
     @contextmanager
-    def held(self, message: ReachMessage) -> Iterator[_Claim | None]:
+    def held(self, message: ReachMessage) -> Iterator[None]:
         """The call's thread, held until the call ends; `InvalidMessageError` when another call
         holds it. A call naming no thread holds nothing (the agent refuses it if it needs one)."""
         thread = thread_of({"configurable": message.meta_info.configurable}) or self._base_thread
         if thread is None:
-            yield None
+            yield
             return
         keys = [(saver, thread) for saver in self._savers]
         with _LOCK:
             if not _RUNNING.isdisjoint(keys):
                 raise self._busy(thread)
             _RUNNING.update(keys)
-        claim = _Claim(keys)
+        task = message.meta_info.task_id
+        claim = self._claims[task] = _Claim(keys)
         try:
-            yield claim
+            yield
         finally:
+            if self._claims.get(task) is claim:
+                del self._claims[task]
             claim.release()
 
+    def hold(self, message: ReachMessage) -> Callable[[], None]:
+        """Keep the threads `message`'s running call holds past its end, until the returned
+        function is called (a run left in a worker: `WorkerPool`'s ``hold``); a no-op when the
+        call holds none."""
+        claim = self._claims.get(message.meta_info.task_id)
+        return _nothing if claim is None else claim.hold()
+
     async def call(self, message: ReachMessage, run: Callable[[ReachMessage], Awaitable[T]]) -> T:
-        """What `run` answers `message`, the thread held while it runs (and while a run it
-        leaves in a worker thread does, `outlive_call`)."""
-        with self.held(message) as claim:
-            token = _CLAIM.set(claim)
-            try:
-                return await run(message)
-            finally:
-                _CLAIM.reset(token)
+        """What `run` answers `message`, the thread held while it runs."""
+        with self.held(message):
+            return await run(message)
 
     async def stream(
         self, message: ReachMessage, chunks: Callable[[ReachMessage], AsyncGenerator[JsonValue, None]]

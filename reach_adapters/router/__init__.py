@@ -55,6 +55,7 @@ from reach_adapters.router.schemas import (
 from reach_adapters.router.state import UNUSABLE_STATES, AgentState
 from reach_adapters.router.thread_scope import id_text, own_thread, scoped_id
 from reach_adapters.router.threads import newest_turn, thread_of
+from reach_adapters.router.workers import Hold, WorkerPool
 
 __all__ = [
     "ABANDONED",
@@ -85,6 +86,7 @@ __all__ = [
     "ExclusionKind",
     "Fault",
     "Guard",
+    "Hold",
     "ImportPathError",
     "Portal",
     "ReachMessage",
@@ -94,6 +96,7 @@ __all__ = [
     "ResultStatus",
     "Router",
     "StreamEnded",
+    "WorkerPool",
     "agent_id_part",
     "cautious",
     "check_schema",

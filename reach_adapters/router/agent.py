@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +16,6 @@ from middleware import ReachMessage, ReachResult, ResultStatus, ensure_json
 from middleware.fast import ZERO_TIMINGS, build_trusted
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, describe_validation_error
 from reach_adapters.router.capability import Capability, validate_capabilities
-from reach_adapters.router.hops import current_hop
 from reach_adapters.router.identity import parse_agent_id
 from reach_adapters.router.outcomes import ErrorKind
 from reach_adapters.router.schemas import (
@@ -39,6 +36,7 @@ from reach_adapters.router.signatures import (
     read_parameters,
     style_of,
 )
+from reach_adapters.router.workers import WorkerPool
 
 __all__ = ["Agent", "CallStyle", "FunctionAgent", "close_agent", "input_required_result", "ok_result"]
 
@@ -177,7 +175,7 @@ class FunctionAgent:
         self._checked = frozenset(
             cap.name for cap in self._capabilities if "input_schema" in cap.model_fields_set
         )
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._workers = WorkerPool(agent_id, sum(cap.max_concurrency for cap in self._capabilities))
 
     @property
     def agent_id(self) -> str:
@@ -204,36 +202,14 @@ class FunctionAgent:
         if self._is_async:
             value = await self._fn(*args, **kwargs)
         else:
-            value = await self._in_thread(partial(self._fn, *args, **kwargs))
+            value = await self._workers.run(partial(self._fn, *args, **kwargs))
             if inspect.isawaitable(value):
                 value = await value
         return ok_result(message, self._agent_id, ensure_json(value, where="output"))
 
     async def aclose(self) -> None:
         """Stop the thread pool; calls still queued are dropped, running ones finish on their own."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    async def _in_thread(self, call: Callable[[], Any]) -> Any:
-        pool = self._pool
-        if pool is None:
-            workers = sum(cap.max_concurrency for cap in self._capabilities)
-            pool = self._pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=workers, thread_name_prefix=f"reach {self._agent_id}"
-            )
-        loop = asyncio.get_running_loop()
-        work = pool.submit(contextvars.copy_context().run, call)
-        try:
-            return await asyncio.wrap_future(work, loop=loop)
-        except asyncio.CancelledError:
-            hop = current_hop()
-            # A thread cannot be stopped: its slot stays taken until it ends, so a hung function
-            # holds its own agent's capacity, not everyone's.
-            if not work.done() and hop is not None:
-                release = hop.linger()
-                work.add_done_callback(lambda _: _call_on(loop, release))
-            raise
+        self._workers.close()
 
     def _arguments(self, message: ReachMessage) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if self._style == "message":
@@ -343,15 +319,6 @@ def _by_position(
     last = max((i for i, name in enumerate(names) if name in payload), default=-1)
     args = tuple(payload.get(name, default) for name, default in positional[: last + 1])
     return args, {key: value for key, value in payload.items() if key not in names}
-
-
-def _call_on(loop: asyncio.AbstractEventLoop, release: Callable[[], None]) -> None:
-    """Run `release` on `loop` from a worker thread; a loop already closed needs no release."""
-    if not loop.is_closed():
-        try:
-            loop.call_soon_threadsafe(release)
-        except RuntimeError:
-            logger.debug("the router's loop closed before a stuck call ended")
 
 
 async def close_agent(agent: Agent) -> None:

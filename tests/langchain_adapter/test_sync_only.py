@@ -5,6 +5,7 @@ adapter runs them so, in a worker thread, where ``ainvoke`` failed every routed 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import sqlite3
@@ -23,22 +24,24 @@ from langchain.agents.middleware import (
     wrap_tool_call,
 )
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.tools import tool
+from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnableParallel, RunnablePassthrough
+from langchain_core.tools import StructuredTool, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
 from middleware import Fault, ResultStatus
-from reach_adapters import InputRequiredError, Router
+from reach_adapters import Capability, InputRequiredError, ReachTimeoutError, Router
 from reach_adapters.langchain import LangChainAgent
-from reach_adapters.langchain.sync_only import stream_in_worker
+from reach_adapters.router import WorkerPool
+from tests.core.conftest import agent_info
 from tests.langchain_adapter.conftest import RunRecorder
+from tests.waiting import eventually
 
 ASK = {"messages": [{"role": "user", "content": "where is order 42?"}]}
 LOOKUP = AIMessage("", tool_calls=[{"name": "lookup", "args": {"order_id": "42"}, "id": "call-1"}])
@@ -212,7 +215,7 @@ async def test_a_stream_closed_early_stops_at_its_next_chunk() -> None:
         finally:
             closed.set()
 
-    stream = stream_in_worker(numbers)
+    stream = WorkerPool("t:pool:01", 2).stream(numbers)
     assert await anext(stream) == 1
     await stream.aclose()
     go_on.set()
@@ -227,7 +230,7 @@ async def test_a_worker_stream_raises_what_its_stream_raised() -> None:
         msg = "upstream gone"
         raise ConnectionError(msg)
 
-    stream = stream_in_worker(failing)
+    stream = WorkerPool("t:pool:01", 2).stream(failing)
     assert await anext(stream) == 1
     with pytest.raises(ConnectionError, match="upstream gone"):
         await anext(stream)
@@ -238,7 +241,8 @@ REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("request", default
 
 async def test_the_worker_runs_in_a_copy_of_the_callers_context() -> None:
     REQUEST.set("alice")
-    seen = [item async for item in stream_in_worker(lambda: [(REQUEST.get(), threading.current_thread())])]
+    pool = WorkerPool("t:pool:01", 2)
+    seen = [item async for item in pool.stream(lambda: [(REQUEST.get(), threading.current_thread())])]
     assert seen[0][0] == "alice"
     assert seen[0][1] is not threading.current_thread()
 
@@ -354,3 +358,150 @@ async def test_an_async_checkpointer_runs_on_the_loop(
             done = await router.route("greeter", user_says("hi"), configurable={"thread_id": "a"})
     assert done.status is ResultStatus.OK, done.error
     assert "worker thread" not in caplog.text
+
+
+def blocked(release: threading.Event) -> Any:
+    """A checkpointed agent whose sync model hook waits for `release`."""
+
+    @wrap_model_call
+    def wait(request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        release.wait(10)
+        return handler(request)
+
+    model = scripted(*(AIMessage(f"answer {n}") for n in range(20)))
+    return create_agent(model, tools=[], middleware=[wait], name="orders", checkpointer=InMemorySaver())
+
+
+@pytest.mark.timeout(30)
+async def test_timed_out_runs_keep_their_threads_and_slots_and_starve_no_other_agent(router: Router) -> None:
+    release = threading.Event()
+    router.register(LangChainAgent(blocked(release), agent_id="shop:orders:01"))
+    # A sync RunnableLambda: LangChain runs it in the event loop's default executor.
+    router.register(LangChainAgent(RunnableLambda(lambda text: f"{text}!"), agent_id="util:shout:01"))
+    hung = 8  # more than the default executor's threads on two cores
+
+    try:
+        late = await asyncio.gather(
+            *(
+                router.route("orders", ASK, configurable={"thread_id": f"t{n}"}, timeout_ms=200)
+                for n in range(hung)
+            )
+        )
+        assert {result.status for result in late} == {ResultStatus.TIMEOUT}
+        shout = await router.send("util:shout:01", "hi", timeout_ms=3000)
+        assert shout.status is ResultStatus.OK, shout.error
+        assert agent_info(router, "shop:orders:01").stuck == hung
+        busy = await router.route("orders", ASK, configurable={"thread_id": "t7"})
+        assert busy.status is ResultStatus.INVALID, busy.error
+    finally:
+        release.set()
+    await eventually(lambda: agent_info(router, "shop:orders:01").stuck == 0, timeout=10, what="runs ending")
+    again = await router.route("orders", ASK, configurable={"thread_id": "t7"})
+    assert again.status is ResultStatus.OK, again.error
+
+
+@pytest.mark.timeout(30)
+async def test_a_stream_past_its_deadline_keeps_its_thread_until_its_run_ends(router: Router) -> None:
+    release = threading.Event()
+    graph = blocked(release)
+    router.register(LangChainAgent(graph, agent_id="shop:orders:01"))
+    thread = {"thread_id": "alice"}
+
+    try:
+        with pytest.raises(ReachTimeoutError):
+            await collect(router.stream("orders", ASK, configurable=thread, timeout_ms=200), [])
+        busy = await router.route("orders", ASK, configurable=thread)
+        assert busy.status is ResultStatus.INVALID, busy.error
+        assert "running another call" in (busy.error or "")
+    finally:
+        release.set()
+    await eventually(
+        lambda: agent_info(router, "shop:orders:01").stuck == 0, timeout=10, what="the run ending"
+    )
+    turn = await router.route("orders", user_says("and now?"), configurable=thread)
+    assert turn.status is ResultStatus.OK, turn.error
+    said = [message.content for message in graph.get_state({"configurable": thread}).values["messages"]]
+    assert said[-2:] == ["and now?", turn.payload]
+
+
+@pytest.mark.timeout(30)
+async def test_a_sync_agent_called_from_another_agents_run_holds_none_of_its_threads(router: Router) -> None:
+    release = threading.Event()
+
+    @wrap_model_call
+    def wait(request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        release.wait(10)
+        return handler(request)
+
+    helper = create_agent(scripted(AIMessage("late")), tools=[], middleware=[wait], name="helper")
+    router.register(LangChainAgent(helper, agent_id="shop:helper:01"))
+
+    async def ask_helper(state: Ask) -> Ask:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(router.route("helper", user_says("help")), 0.2)
+        return {"approved": True}
+
+    builder = StateGraph(Ask)
+    builder.add_node("ask_helper", ask_helper)
+    builder.add_edge(START, "ask_helper")
+    builder.add_edge("ask_helper", END)
+    router.register(
+        LangChainAgent(
+            builder.compile(checkpointer=InMemorySaver(), name="support"), agent_id="shop:support:01"
+        )
+    )
+    thread = {"thread_id": "alice"}
+
+    try:
+        first = await router.route("support", {"order_id": "1"}, configurable=thread)
+        assert first.status is ResultStatus.OK, first.error
+        second = await router.route("support", {"order_id": "2"}, configurable=thread)
+        assert second.status is ResultStatus.OK, second.error
+    finally:
+        release.set()
+
+
+def wrapped_ways(agent: Any) -> list[Any]:
+    """`agent` where only a walk through every runnable finds it: inside a node's chain, under a
+    node's retry binding, in a parallel step, in an assign."""
+    prep = RunnableLambda(lambda state: state)
+    chained = StateGraph(MessagesState)
+    chained.add_node("agent", prep | agent)
+    chained.add_edge(START, "agent")
+    retried = StateGraph(MessagesState)
+    retried.add_node("agent", agent.with_retry(stop_after_attempt=1))
+    retried.add_edge(START, "agent")
+    return [
+        chained.compile(),
+        retried.compile(),
+        RunnableParallel(answer=agent),
+        RunnablePassthrough.assign(answer=agent),
+    ]
+
+
+@pytest.mark.parametrize("way", range(4), ids=["node-chain", "node-retry", "parallel", "assign"])
+async def test_sync_middleware_is_found_however_the_agent_is_wrapped(router: Router, way: int) -> None:
+    runnable = wrapped_ways(orders([]))[way]
+    router.register(
+        LangChainAgent(runnable, agent_id="shop:orders:01", capabilities=[Capability(name="orders")])
+    )
+
+    result = await router.route("orders", ASK)
+
+    assert result.status is ResultStatus.OK, result.error
+
+
+def test_sync_middleware_beside_a_coroutine_only_tool_warns_that_nothing_runs_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def fetch(order_id: str) -> str:
+        return order_id
+
+    remote = StructuredTool.from_function(coroutine=fetch, name="fetch", description="Fetch an order.")
+    graph = create_agent(scripted(AIMessage("hi")), tools=[remote], middleware=logged([]))
+
+    with caplog.at_level(logging.WARNING):
+        LangChainAgent(graph, agent_id="shop:orders:01")
+
+    assert "neither with invoke nor with ainvoke" in caplog.text
+    assert "tool fetch" in caplog.text

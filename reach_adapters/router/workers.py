@@ -1,0 +1,139 @@
+"""An agent's sync work, in threads of a pool of its own.
+
+A thread cannot be stopped: work still running past its call's deadline keeps its delivery's slot
+(`Hop.linger`, the agent counted stuck) until it really ends, so `max_concurrency` holds, and it
+holds its own agent's threads, never the threads every other agent's sync code runs in (the event
+loop's default executor, where LangChain runs sync tools and models).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import logging
+import threading
+from collections.abc import AsyncGenerator, Callable, Iterable
+from typing import Any, TypeVar
+
+from reach_adapters.router.hops import current_hop
+
+__all__ = ["Hold", "WorkerPool"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+Hold = Callable[[], Callable[[], None]]
+"""Takes hold of something the work needs to itself while it runs (a conversation's thread,
+say), returning its release: called when work outlives its call, released when the work ends,
+from the worker's thread."""
+
+_END = object()
+
+
+class WorkerPool:
+    """`workers` threads for one agent's sync work, started when first needed."""
+
+    __slots__ = ("_agent_id", "_pool", "_workers")
+
+    def __init__(self, agent_id: str, workers: int) -> None:
+        self._agent_id = agent_id
+        self._workers = workers
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    async def run(self, call: Callable[[], T], hold: Hold | None = None) -> T:
+        """What `call()` returns, run in a worker in a copy of this context."""
+        loop = asyncio.get_running_loop()
+        work = self._submit(contextvars.copy_context().run, call)
+        try:
+            return await asyncio.wrap_future(work, loop=loop)
+        except asyncio.CancelledError:
+            _outlive(work, loop, hold)
+            raise
+
+    async def stream(
+        self, chunks: Callable[[], Iterable[T]], hold: Hold | None = None
+    ) -> AsyncGenerator[T, None]:
+        """The items of `chunks()`, iterated in a worker in a copy of this context. Closed early
+        (its reader stopped, or its deadline passed), the iteration stops at its next item: the
+        step the worker is in runs to its end."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[Any, BaseException | None]] = asyncio.Queue()
+        stopped = threading.Event()
+
+        def put(item: Any, error: BaseException | None = None) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, (item, error))
+            except RuntimeError:  # the loop closed: nobody reads any more
+                stopped.set()
+
+        def iterate() -> None:
+            if stopped.is_set():
+                return
+            try:
+                items = iter(chunks())
+                try:
+                    for item in items:
+                        if stopped.is_set():
+                            break
+                        put(item)
+                finally:
+                    close = getattr(items, "close", None)
+                    if close is not None:
+                        close()
+            except BaseException as exc:  # noqa: BLE001 - handed to the reader, who raises it
+                put(_END, exc)
+            else:
+                put(_END)
+
+        work = self._submit(contextvars.copy_context().run, iterate)
+        try:
+            while True:
+                item, error = await queue.get()
+                if error is not None:
+                    raise error
+                if item is _END:
+                    return
+                yield item
+        finally:
+            stopped.set()
+            _outlive(work, loop, hold)
+
+    def close(self) -> None:
+        """Stop the pool; work still queued is dropped, running work finishes on its own."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self._workers, thread_name_prefix=f"reach {self._agent_id}"
+            )
+        return pool.submit(fn, *args)
+
+
+def _outlive(
+    work: concurrent.futures.Future[Any], loop: asyncio.AbstractEventLoop, hold: Hold | None
+) -> None:
+    """Keep the delivery's slot, and what `hold` takes, until `work` ends (or is dropped unrun)."""
+    if work.done():
+        return
+    hop = current_hop()
+    if hop is not None:
+        release = hop.linger()
+        work.add_done_callback(lambda _: _call_on(loop, release))
+    if hold is not None:
+        held = hold()
+        work.add_done_callback(lambda _: held())
+
+
+def _call_on(loop: asyncio.AbstractEventLoop, release: Callable[[], None]) -> None:
+    """Run `release` on `loop` from a worker thread; a loop already closed needs no release."""
+    if not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(release)
+        except RuntimeError:
+            logger.debug("the router's loop closed before a stuck call ended")
