@@ -27,10 +27,14 @@ def apply_caller_timeout(meta: MetaInfo) -> bool:
     """Turn the caller's ``timeout_ms`` into a deadline; True when the caller bounds the task.
 
     A deadline the caller set (or inherited) bounds fallbacks too; one derived later from a
-    capability's timeout does not, since a fallback agent has a timeout of its own.
+    capability's timeout does not, since a fallback agent has a timeout of its own. A call made
+    inside another keeps the sooner of its own timeout and the deadline it inherited.
     """
-    if meta.deadline is None and meta.timeout_ms is not None:
-        amend(meta, {"deadline": meta.created_at + meta.timeout_ms / 1000.0})
+    timeout_ms = meta.timeout_ms
+    if timeout_ms is not None:
+        own = meta.created_at + timeout_ms / 1000.0
+        if meta.deadline is None or own < meta.deadline:
+            amend(meta, {"deadline": own})
     return meta.deadline is not None
 
 

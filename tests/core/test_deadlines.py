@@ -8,7 +8,7 @@ import weakref
 
 import pytest
 
-from reach_adapters import Router
+from reach_adapters import Capability, FunctionAgent, Router
 from reach_adapters.router import deadlines
 from reach_adapters.router.deadlines import watchdog
 from tests.core.conftest import echo_agent
@@ -102,3 +102,24 @@ def test_a_closed_loop_is_not_kept_alive() -> None:
     del loop
     gc.collect()
     assert gone() is None
+
+
+@pytest.mark.timeout(30)
+async def test_a_call_made_inside_another_keeps_its_own_shorter_timeout() -> None:
+    router = Router()
+
+    async def slow(payload: object) -> str:
+        await asyncio.sleep(3)
+        return "late"
+
+    async def outer(payload: object) -> str:
+        nested = await router.route("slow", {}, timeout_ms=200)
+        return nested.status.value
+
+    router.register(FunctionAgent(slow, agent_id="t:slow:01", capabilities=[Capability(name="slow")]))
+    router.register(FunctionAgent(outer, agent_id="t:outer:01", capabilities=[Capability(name="outer")]))
+    try:
+        result = await router.route("outer", {})
+        assert result.payload == "timeout", result.error
+    finally:
+        await router.aclose()
