@@ -37,6 +37,7 @@ from reach_adapters.langchain.graphs import (
 )
 from reach_adapters.langchain.histories import history_ids
 from reach_adapters.langchain.injected import refuse_injected
+from reach_adapters.langchain.policy import stopped_by_rule
 from reach_adapters.langchain.refusals import mark_refused, one_request
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
@@ -238,8 +239,10 @@ class LangChainAgent:
                 else:
                     output = await runnable.ainvoke(native, config, **context)
             except Exception as exc:
-                await self._judge(exc, message, config, started=False)
-                raise
+                stopped = await self._judge(exc, message, config, started=False)
+                if stopped is None:
+                    raise
+                return stopped
             resuming = self._resuming
             stop = NO_STOP if resuming is None else await resuming.stopped(output, config)
             if output is None and self._unwritten is not None:
@@ -303,8 +306,10 @@ class LangChainAgent:
                     except StopAsyncIteration:
                         break
                     except Exception as exc:
-                        await self._judge(exc, message, config, started=started)
-                        raise
+                        stopped = await self._judge(exc, message, config, started=started)
+                        if stopped is None:
+                            raise
+                        raise StreamEnded(stopped) from exc
                 started = True
                 if mode is None and stop_marker(marked := chunk[-1] if meta.subgraphs else chunk):
                     # LangGraph's own marker: the stream's end below says what the graph asks.
@@ -369,19 +374,22 @@ class LangChainAgent:
 
     async def _judge(
         self, error: Exception, message: ReachMessage, config: RunnableConfig, *, started: bool
-    ) -> None:
+    ) -> ReachResult | None:
         """What the run's `error` says before the router judges it: a refused request is marked
         never delivered (`mark_refused`) when the agent is that one request (`one_request`) and
         streamed nothing yet. Raises `InvalidMessageError` when `error` is LangGraph refusing the
         call's resume value (it does not match the interrupt's ``response_schema``): the caller's
         mistake, not the agent's failure. LangGraph saved nothing of that answer, so its
-        interrupt can be answered again; of several answers, those taken before it stay taken."""
+        interrupt can be answered again; of several answers, those taken before it stay taken.
+        Returns the result a run stopped by one of LangChain's own rules stands for (`policy`),
+        None when the failure is the agent's."""
         if self._one_request and not started:
             mark_refused(error)
         meta = message.meta_info
         resuming = self._resuming
         if resuming is not None and "resume" in meta.__pydantic_fields_set__ and invalid_resume(error):
             raise await resuming.refused(error, meta.resume, config) from error
+        return stopped_by_rule(error, message, self._agent_id, config)
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's

@@ -48,7 +48,16 @@ _PROVIDER_TRANSIENT = frozenset(
     {"APIConnectionError", "APITimeoutError", "RateLimitError", "ServiceUnavailableError", "OverloadedError"}
 )
 # Refusals that come before any work: nothing ran, so even work unsafe to repeat may go elsewhere.
-_REFUSED_NAMES = frozenset({"ConnectError", "ConnectTimeout", "RateLimitError", "OverloadedError"})
+_REFUSED_NAMES = frozenset(
+    {
+        "ConnectError",
+        "ConnectTimeout",
+        "RateLimitError",
+        "OverloadedError",
+        "ModelRateLimitError",
+        "ModelConnectionError",
+    }
+)
 REFUSED_STATUS_CODES = frozenset({429, 503})
 _STATUS_ATTRIBUTES = ("status_code", "status", "code", "http_status")
 
@@ -86,14 +95,16 @@ def fault_of_returned(result: ReachResult) -> Fault | None:
 def is_transient(exc: BaseException, extra: Sequence[type[BaseException]] = ()) -> bool:
     """Whether another agent, or a later try, may well succeed where `exc` failed.
 
-    Built-in timeouts and connection errors; anything with ``retryable = True``; HTTP 429, 502,
+    Built-in timeouts and connection errors; anything with ``retryable = True`` (or
+    ``is_retryable``, as langchain-core's model errors have); HTTP 429, 502,
     503 and 504, whether the exception carries the status itself or on its ``response``; the
     transport and rate-limit errors of HTTP clients and LLM SDKs, recognised by class name; and
     the types the policy adds (`RoutingPolicy.transient_errors`).
     """
     if isinstance(exc, TimeoutError | ConnectionError) or (extra and isinstance(exc, tuple(extra))):
         return True
-    if getattr(exc, "retryable", False) is True:
+    # ``is_retryable``: langchain-core's model errors say so of themselves (a rate limit, a 5xx).
+    if getattr(exc, "retryable", False) is True or getattr(exc, "is_retryable", False) is True:
         return True
     for cls in type(exc).__mro__:
         if cls.__name__ in _PROVIDER_TRANSIENT:
