@@ -31,8 +31,12 @@ class ScriptedChatModel(GenericFakeChatModel):
 
 def scripted(*replies: AIMessage, repeat: bool = False) -> ScriptedChatModel:
     """A model that answers with `replies` in turn; with `repeat` it starts over when they run out,
-    so an agent made with it serves any number of runs, as one with a real model does."""
-    return ScriptedChatModel(messages=cycle(replies) if repeat else iter(replies))
+    so an agent made with it serves any number of runs, as one with a real model does: each
+    answer a new message (a message given again keeps the id LangChain gave it, and a thread
+    would take it as the earlier answer replaced)."""
+    return ScriptedChatModel(
+        messages=(reply.model_copy() for reply in cycle(replies)) if repeat else iter(replies)
+    )
 
 
 @tool

@@ -1,12 +1,18 @@
-"""The offline demo runs and shows every routed call with its decision record."""
+"""The offline demo runs and shows every routed call with its decision record; its scripted model
+serves a thread of many turns."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 
 from examples.langchain_demo.__main__ import main
+from examples.langchain_demo.agents import scripted
 from tests.demos import assert_it_names_the_install
 
 
@@ -28,3 +34,12 @@ async def test_the_demo_routes_the_ticket_through_the_supervisor(capsys: pytest.
 
 def test_the_demo_says_what_to_install() -> None:
     assert_it_names_the_install("examples.langchain_demo", "langgraph")
+
+
+def test_a_repeating_scripted_model_answers_each_turn_of_a_thread_anew() -> None:
+    graph = create_agent(scripted(AIMessage("hello"), repeat=True), tools=[], checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    for turn in range(3):
+        graph.invoke({"messages": [{"role": "user", "content": f"hi {turn}"}]}, config)
+    said = [message.content for message in graph.get_state(config).values["messages"]]
+    assert said == ["hi 0", "hello", "hi 1", "hello", "hi 2", "hello"]
