@@ -26,7 +26,7 @@ from reach_adapters.langchain.configurable import Configurables
 from reach_adapters.langchain.convert import ChunkConverter, LangChainConverter
 from reach_adapters.langchain.derive import completed, derive_capability, input_type, native_schemas
 from reach_adapters.langchain.graphs import (
-    STREAM_MODES,
+    check_stream_options,
     checkpointed,
     checkpointed_graphs,
     find_graph,
@@ -41,9 +41,8 @@ from reach_adapters.langchain.policy import stopped_by_rule
 from reach_adapters.langchain.refusals import mark_refused, one_request
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
-from reach_adapters.langchain.savers import find_sync_savers
 from reach_adapters.langchain.stops import NO_STOP, Stop, stop_result
-from reach_adapters.langchain.sync_only import needs_sync
+from reach_adapters.langchain.sync_only import Runner
 from reach_adapters.langchain.turns import ThreadTurns
 from reach_adapters.langchain.unanswerable import (
     Watch,
@@ -57,7 +56,6 @@ from reach_adapters.router import (
     Capability,
     Hold,
     StreamEnded,
-    WorkerPool,
     parse_agent_id,
     text_of_task,
     validate_capabilities,
@@ -129,8 +127,6 @@ class LangChainAgent:
         self._chunks = converter if isinstance(converter, ChunkConverter) else None
         self._config = check_config(config, agent_id)
         self._one_request = one_request(runnable)
-        # Middleware with sync wrap hooks only: LangChain runs the agent with invoke alone.
-        self._sync = needs_sync(runnable, agent_id)
         # The graph whose stream modes a call may ask for; and the checkpointed graphs a call can
         # resume, read on their threads (see `Resuming`), None when it has none.
         self._graph = find_graph(runnable)
@@ -151,8 +147,6 @@ class LangChainAgent:
         self._thread_required = not all(bound for _, bound in graphs)
         # One call at a time on each of their threads (see `turns`).
         self._turns = ThreadTurns.of([graph for graph, _ in graphs], thread_of(self._config), agent_id)
-        # Their savers, asked on the first call whether they have async methods (`savers`).
-        self._savers = list({id(graph.checkpointer): graph.checkpointer for graph, _ in graphs}.values())
         if self._thread_required and not thread_of(self._config):
             logger.warning(
                 "agent %s is a LangGraph graph with a checkpointer: each call must name its "
@@ -167,8 +161,11 @@ class LangChainAgent:
         elif native is not None:
             capabilities = completed(capabilities, runnable, native)
         self._capabilities = validate_capabilities(agent_id, capabilities)
-        # Where a sync-only agent runs (`_sync`): threads of its own, as many as it takes calls.
-        self._workers = WorkerPool(agent_id, sum(cap.max_concurrency for cap in self._capabilities))
+        # On the event loop, or in threads of its own, as many as it takes calls (`sync_only`).
+        savers = list({id(graph.checkpointer): graph.checkpointer for graph, _ in graphs}.values())
+        self._runner = Runner(
+            runnable, agent_id, savers, sum(cap.max_concurrency for cap in self._capabilities)
+        )
         self._from_text: dict[str, Callable[[str], JsonValue]] = {}
         # Where a text task (`{"text": ...}`, what A2A text parts become) is text too: a messages
         # state is an open object, so it would take the task as a state without messages. A
@@ -226,18 +223,13 @@ class LangChainAgent:
         return self._astream(message) if self._turns is None else self._turns.stream(message, self._astream)
 
     async def _invoke(self, message: ReachMessage) -> ReachResult:
-        if self._savers:
-            await self._probe()
+        await self._runner.ready()
         config = run_config(self._config, message, self._agent_id, self._histories)
         context = self._context(message)
         native, runnable = await self._input(message, config)
         with detached():
             try:
-                if self._sync:
-                    run = partial(runnable.invoke, native, config, **context)
-                    output = await self._workers.run(run, self._hold(message))
-                else:
-                    output = await runnable.ainvoke(native, config, **context)
+                output = await self._runner.invoke(runnable, native, config, context, self._hold(message))
             except Exception as exc:
                 stopped = await self._judge(exc, message, config, started=False)
                 if stopped is None:
@@ -271,8 +263,7 @@ class LangChainAgent:
         ``values``, ``custom``, or a list of them), when it gives one, and with ``subgraphs``
         its subgraphs' chunks too, each after its namespace.
         """
-        if self._savers:
-            await self._probe()
+        await self._runner.ready()
         config = run_config(self._config, message, self._agent_id, self._histories)
         options = {**self._context(message)}
         native, runnable = await self._input(message, config)
@@ -286,13 +277,7 @@ class LangChainAgent:
         if meta.subgraphs:
             options["subgraphs"] = True
         chunks = self._chunks
-        worker = None
-        stream: AsyncIterator[Any]
-        if self._sync:
-            chunks_of = partial(runnable.stream, native, config, **options)
-            stream = worker = self._workers.stream(chunks_of, self._hold(message))
-        else:
-            stream = aiter(runnable.astream(native, config, **options))
+        stream = source = self._runner.stream(runnable, native, config, options, self._hold(message))
         watching = Watch(stream, mode) if mode is not None and in_vain else None
         if watching is not None:
             stream = aiter(watching)
@@ -320,9 +305,10 @@ class LangChainAgent:
                 else:
                     yield self._converter.result_to_middleware(chunk, message).payload
         finally:
-            if worker is not None:
-                # Now, while the call holds its thread: a run going on keeps it (`_hold`).
-                await worker.aclose()
+            # Now, while the call holds its thread: a run going on past it keeps it (`_hold`).
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
         resuming = self._resuming
         if resuming is not None:
             # Whatever the stream mode showed, the threads' state says whether it stopped to ask.
@@ -336,18 +322,12 @@ class LangChainAgent:
 
     async def aclose(self) -> None:
         """Stop the threads a sync-only agent runs in; runs still going finish on their own."""
-        self._workers.close()
+        self._runner.close()
 
     def _hold(self, message: ReachMessage) -> Hold | None:
         """What a run left in a worker past its call holds: the call's conversation thread."""
         turns = self._turns
         return None if turns is None else partial(turns.hold, message)
-
-    async def _probe(self) -> None:
-        """Whether the agent's savers have async methods, asked once: without, it runs sync."""
-        savers, self._savers = self._savers, []
-        if await find_sync_savers(savers, self._agent_id):
-            self._sync = True
 
     def _context(self, message: ReachMessage) -> Mapping[str, Any]:
         """The keyword arguments giving the run its context (LangGraph's ``context=``), checked."""
@@ -398,11 +378,8 @@ class LangChainAgent:
         The caller's mistakes are `InvalidMessageError`s, never failures of the agent.
         """
         meta = message.meta_info
-        if meta.stream_mode is not None:
-            self._check_stream_mode(meta.stream_mode)
-        if meta.subgraphs and self._graph is None:
-            msg = f"subgraphs is for LangGraph graphs; agent {self._agent_id} is not one"
-            raise InvalidMessageError(msg)
+        if meta.stream_mode is not None or meta.subgraphs:
+            check_stream_options(meta.stream_mode, meta.subgraphs, self._graph, self._agent_id)
         if self._thread_required and not thread_of(config):
             msg = (
                 f"agent {self._agent_id} keeps one conversation per thread (a LangGraph checkpointer): "
@@ -437,16 +414,3 @@ class LangChainAgent:
             )
             raise InvalidMessageError(msg)
         return await resuming.answer(meta.resume, config, meta.principal)
-
-    def _check_stream_mode(self, mode: str | list[str]) -> None:
-        """Refuses a stream mode LangGraph does not have, or one given to a runnable that is no
-        graph, for unary calls too: a unary call returns the run's answer whatever the mode, but a
-        misspelt mode is a mistake to say at once, not a setting to drop silently."""
-        if self._graph is None:
-            msg = f"stream_mode is for LangGraph graphs; agent {self._agent_id} is not one"
-            raise InvalidMessageError(msg)
-        modes = [mode] if isinstance(mode, str) else mode
-        unknown = sorted(set(modes) - STREAM_MODES)
-        if unknown or not modes:
-            msg = f"stream_mode {unknown or modes} is not one of LangGraph's: {sorted(STREAM_MODES)}"
-            raise InvalidMessageError(msg)

@@ -20,6 +20,7 @@ import typing_extensions
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 
+from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.chat_schemas import MESSAGE_SCHEMA, chat_input
 from reach_adapters.langchain.config import thread_of
 from reach_adapters.langchain.savers import state_of
@@ -28,6 +29,7 @@ from reach_adapters.langchain.typed_dicts import typed_dict_schema
 __all__ = [
     "INTERRUPT_KEY",
     "STREAM_MODES",
+    "check_stream_options",
     "checkpointed",
     "checkpointed_graphs",
     "find_graph",
@@ -226,6 +228,28 @@ def interrupts(output: Any) -> list[Any] | None:
         if found:
             return list(found)
     return None
+
+
+def check_stream_options(
+    mode: str | list[str] | None, subgraphs: bool, graph: Any | None, agent_id: str
+) -> None:
+    """Refuses a stream mode LangGraph does not have, or a mode or ``subgraphs`` given to a
+    runnable that is no graph (`graph` None), for unary calls too: a unary call returns the run's
+    answer whatever the mode, but a misspelt mode is a mistake to say at once, not a setting to
+    drop silently."""
+    if subgraphs and graph is None:
+        msg = f"subgraphs is for LangGraph graphs; agent {agent_id} is not one"
+        raise InvalidMessageError(msg)
+    if mode is None:
+        return
+    if graph is None:
+        msg = f"stream_mode is for LangGraph graphs; agent {agent_id} is not one"
+        raise InvalidMessageError(msg)
+    modes = [mode] if isinstance(mode, str) else mode
+    unknown = sorted(set(modes) - STREAM_MODES)
+    if unknown or not modes:
+        msg = f"stream_mode {unknown or modes} is not one of LangGraph's: {sorted(STREAM_MODES)}"
+        raise InvalidMessageError(msg)
 
 
 def stop_marker(chunk: Any) -> bool:

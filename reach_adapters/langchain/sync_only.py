@@ -15,14 +15,17 @@ from __future__ import annotations
 import logging
 import sys
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from reach_adapters.langchain.graphs import is_graph
+from reach_adapters.langchain.savers import find_sync_savers
+from reach_adapters.router import Hold, WorkerPool
 
-__all__ = ["needs_sync"]
+__all__ = ["Runner", "needs_sync"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +36,57 @@ _NODES = tuple((name, f"a{name}") for name in ("before_agent", "before_model", "
 _ROOTS = ("func", "afunc", "_wrap_tool_call", "_awrap_tool_call")
 # How deep the composed wrappers nest closures: one level per middleware and a few of LangChain's.
 _DEPTH = 64
+
+
+class Runner:
+    """Runs an agent's runnables: awaited on the event loop, or in a worker pool of the agent's
+    own when LangChain runs the agent only synchronously (its middleware, found when the agent is
+    made; its checkpointers, asked on its first call: `ready`)."""
+
+    __slots__ = ("_agent_id", "_savers", "_sync", "_workers")
+
+    def __init__(self, runnable: Runnable[Any, Any], agent_id: str, savers: list[Any], workers: int) -> None:
+        self._agent_id = agent_id
+        self._sync = needs_sync(runnable, agent_id)
+        self._savers = savers
+        self._workers = WorkerPool(agent_id, workers)
+
+    async def ready(self) -> None:
+        """Asks the agent's checkpointers, on its first call, whether they have async methods."""
+        if self._savers:
+            savers, self._savers = self._savers, []
+            if await find_sync_savers(savers, self._agent_id):
+                self._sync = True
+
+    async def invoke(
+        self,
+        runnable: Runnable[Any, Any],
+        native: Any,
+        config: RunnableConfig,
+        context: Mapping[str, Any],
+        hold: Hold | None,
+    ) -> Any:
+        """`runnable`'s output for `native`; `hold`: what a run left in a worker holds till it ends."""
+        if self._sync:
+            return await self._workers.run(partial(runnable.invoke, native, config, **context), hold)
+        return await runnable.ainvoke(native, config, **context)
+
+    def stream(
+        self,
+        runnable: Runnable[Any, Any],
+        native: Any,
+        config: RunnableConfig,
+        options: Mapping[str, Any],
+        hold: Hold | None,
+    ) -> AsyncIterator[Any]:
+        """`runnable`'s chunks for `native`; close it (``aclose``) when done with it early."""
+        if self._sync:
+            return self._workers.stream(partial(runnable.stream, native, config, **options), hold)
+        return aiter(runnable.astream(native, config, **options))
+
+    def close(self) -> None:
+        """Stops the worker pool; runs still going finish on their own."""
+        self._workers.close()
 
 
 def needs_sync(runnable: Runnable[Any, Any], agent_id: str) -> bool:
