@@ -223,7 +223,8 @@ class LangChainAgent:
         return self._astream(message) if self._turns is None else self._turns.stream(message, self._astream)
 
     async def _invoke(self, message: ReachMessage) -> ReachResult:
-        await self._runner.ready()
+        if self._runner.unasked:
+            await self._runner.ready()
         config = run_config(self._config, message, self._agent_id, self._histories)
         context = self._context(message)
         native, runnable = await self._input(message, config)
@@ -263,7 +264,8 @@ class LangChainAgent:
         ``values``, ``custom``, or a list of them), when it gives one, and with ``subgraphs``
         its subgraphs' chunks too, each after its namespace.
         """
-        await self._runner.ready()
+        if self._runner.unasked:
+            await self._runner.ready()
         config = run_config(self._config, message, self._agent_id, self._histories)
         options = {**self._context(message)}
         native, runnable = await self._input(message, config)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import sys
 import types
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -51,25 +51,29 @@ class Runner:
         self._savers = savers
         self._workers = WorkerPool(agent_id, workers)
 
+    @property
+    def unasked(self) -> bool:
+        """Whether the agent has checkpointers not yet asked (`ready`)."""
+        return bool(self._savers)
+
     async def ready(self) -> None:
         """Asks the agent's checkpointers, on its first call, whether they have async methods."""
-        if self._savers:
-            savers, self._savers = self._savers, []
-            if await find_sync_savers(savers, self._agent_id):
-                self._sync = True
+        savers, self._savers = self._savers, []
+        if await find_sync_savers(savers, self._agent_id):
+            self._sync = True
 
-    async def invoke(
+    def invoke(
         self,
         runnable: Runnable[Any, Any],
         native: Any,
         config: RunnableConfig,
         context: Mapping[str, Any],
         hold: Hold | None,
-    ) -> Any:
+    ) -> Awaitable[Any]:
         """`runnable`'s output for `native`; `hold`: what a run left in a worker holds till it ends."""
         if self._sync:
-            return await self._workers.run(partial(runnable.invoke, native, config, **context), hold)
-        return await runnable.ainvoke(native, config, **context)
+            return self._workers.run(partial(runnable.invoke, native, config, **context), hold)
+        return runnable.ainvoke(native, config, **context)
 
     def stream(
         self,
