@@ -371,7 +371,7 @@ class LangChainAgent:
         resuming = self._resuming
         if resuming is not None and "resume" in meta.__pydantic_fields_set__ and invalid_resume(error):
             raise await resuming.refused(error, meta.resume, config) from error
-        return stopped_by_rule(error, message, self._agent_id, config)
+        return stopped_by_rule(error, message, self._agent_id)
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's

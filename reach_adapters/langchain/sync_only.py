@@ -34,6 +34,8 @@ _WRAPS = (("wrap_model_call", "awrap_model_call"), ("wrap_tool_call", "awrap_too
 _NODES = tuple((name, f"a{name}") for name in ("before_agent", "before_model", "after_model", "after_agent"))
 # Where a graph node keeps its functions: a `RunnableCallable`'s, and a `ToolNode`'s tool wrappers.
 _ROOTS = ("func", "afunc", "_wrap_tool_call", "_awrap_tool_call")
+# What `_parts` yields for a tool node with tools.
+_TOOL_NODE = "tool node"
 # How deep the composed wrappers nest closures: one level per middleware and a few of LangChain's.
 _DEPTH = 64
 
@@ -58,9 +60,11 @@ class Runner:
 
     async def ready(self) -> None:
         """Asks the agent's checkpointers, on its first call, whether they have async methods."""
-        savers, self._savers = self._savers, []
-        if await find_sync_savers(savers, self._agent_id):
+        # Every call that comes before the answer asks, and waits for it: a probe that suspends
+        # (an async saver's read, before a sync one's) must not let another call run unasked.
+        if await find_sync_savers(self._savers, self._agent_id):
             self._sync = True
+        self._savers = []
 
     def invoke(
         self,
@@ -109,7 +113,10 @@ def needs_sync(runnable: Runnable[Any, Any], agent_id: str) -> bool:
             tools.append(found)
         else:
             middleware.append(found)
-    sync_only = _hooks(middleware, base, _WRAPS, sync=True)
+    # Tool call hooks run only where a tool node is: an agent without tools never calls them.
+    wraps = _WRAPS if _TOOL_NODE in tools else _WRAPS[:1]
+    tools = [name for name in tools if name != _TOOL_NODE]
+    sync_only = _hooks(middleware, base, wraps, sync=True)
     if not sync_only:
         return False
     async_only = _hooks(middleware, base, (*_WRAPS, *_NODES), sync=False) + sorted(tools)
@@ -150,8 +157,9 @@ def _defines(middleware: Any, base: type, hook: str) -> bool:
 
 def _parts(runnable: Runnable[Any, Any], base: type) -> Iterator[Any]:
     """Every middleware instance in the graphs `runnable` runs, wherever they sit (under
-    bindings, in chains, parallel steps, fallbacks, as nodes of graphs or parts of nodes), and
-    as ``tool <name>`` each tool of their tool nodes that has only a coroutine."""
+    bindings, in chains, parallel steps, fallbacks, as nodes of graphs or parts of nodes), as
+    ``tool <name>`` each tool of their tool nodes that has only a coroutine, and `_TOOL_NODE` for
+    each tool node with tools."""
     seen: set[int] = set()
     stack: list[Any] = [runnable]
     while stack:
@@ -163,7 +171,10 @@ def _parts(runnable: Runnable[Any, Any], base: type) -> Iterator[Any]:
             stack += [node.bound for node in getattr(item, "nodes", {}).values() if hasattr(node, "bound")]
             continue
         yield from _reachable([getattr(item, name, None) for name in _ROOTS], base, seen)
-        for name, tool in (getattr(item, "_tools_by_name", None) or {}).items():
+        tools = getattr(item, "_tools_by_name", None)
+        if tools:
+            yield _TOOL_NODE
+        for name, tool in (tools or {}).items():
             if getattr(tool, "func", False) is None and getattr(tool, "coroutine", None) is not None:
                 yield f"tool {name}"
         stack += _inner(item)

@@ -28,16 +28,17 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from middleware import ReachMessage
-from reach_adapters.errors import InvalidMessageError
+from reach_adapters.errors import InvalidMessageError, ReachError
 from reach_adapters.langchain.config import thread_of
+from reach_adapters.router import AgentBusyError
 
 __all__ = ["ThreadTurns"]
 
 T = TypeVar("T")
 
-# (id of a checkpointer, thread id) of every call running now. Ids, not the savers: an entry
-# lives only while its call runs, and its agent holds the saver meanwhile.
-_RUNNING: set[tuple[int, str]] = set()
+# (id of a checkpointer, thread id) of every call running now, with its task's id. Ids, not the
+# savers: an entry lives only while its call runs, and its agent holds the saver meanwhile.
+_RUNNING: dict[tuple[int, str], str] = {}
 # Calls on one thread may come from several event loops (the sync bridge's threads, routers of
 # their own): the check and the claim are one step.
 _LOCK = threading.Lock()
@@ -61,7 +62,8 @@ class _Claim:
         with _LOCK:
             self._holders -= 1
             if not self._holders:
-                _RUNNING.difference_update(self._keys)
+                for key in self._keys:
+                    del _RUNNING[key]
 
 
 def _nothing() -> None:
@@ -97,11 +99,12 @@ class ThreadTurns:
             yield
             return
         keys = [(saver, thread) for saver in self._savers]
-        with _LOCK:
-            if not _RUNNING.isdisjoint(keys):
-                raise self._busy(thread)
-            _RUNNING.update(keys)
         task = message.meta_info.task_id
+        with _LOCK:
+            holders = {_RUNNING[key] for key in keys if key in _RUNNING}
+            if holders:
+                raise self._busy(thread, task in holders)
+            _RUNNING.update(dict.fromkeys(keys, task))
         claim = self._claims[task] = _Claim(keys)
         try:
             yield
@@ -132,7 +135,15 @@ class ThreadTurns:
                 async for chunk in stream:
                     yield chunk
 
-    def _busy(self, thread: str) -> InvalidMessageError:
+    def _busy(self, thread: str, same_task: bool) -> Exception:
+        if same_task:
+            # The router's retry of a call whose run outlived its deadline in a worker: nothing of
+            # the caller's, and the run it waits on is the attempt that timed out.
+            msg = (
+                f"thread {thread!r} of agent {self._agent_id} still runs this task's earlier attempt, "
+                "past its deadline: not sent again beside it"
+            )
+            return ThreadStillRunningError(msg)
         msg = (
             f"thread {thread!r} of agent {self._agent_id} is running another call: a checkpointed "
             "thread takes one call at a time, or the two would save over each other's turn and an "
@@ -140,3 +151,10 @@ class ThreadTurns:
             "for input, answer it first with resume on this thread), then send this call again"
         )
         return InvalidMessageError(msg)
+
+
+class ThreadStillRunningError(ReachError, AgentBusyError):
+    """A retry of a task whose earlier attempt still runs on the thread (in a worker, past its
+    deadline): not sent, held against no one; the earlier attempt's failure is the answer."""
+
+    delivered = False

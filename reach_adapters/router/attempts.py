@@ -222,21 +222,24 @@ async def in_turn(
         if not may_resend(result, cap.safe_to_repeat):
             record.note = f"not re-sent: {cap.name!r} is not idempotent and the work may have started"
             return result, slot
-        failed = (result, slot)
+        # A retry the router itself could not deliver (the agent busy, say) says less than the
+        # failure before it, which stays the answer unless a later attempt gives one.
+        answer = (result, slot) if failed is None or result.fault is not Fault.ROUTER else failed
+        failed = answer
         if retries >= policy.max_retries:
-            return result, slot
+            return answer
         if not budget.spend():
             record.note = f"retry budget of {cap.name!r} exhausted"
             logger.warning("task %s: retry budget of %r exhausted, not retrying", meta.task_id, cap.name)
-            return result, slot
+            return answer
         delay = backoff_s(retries + 1, policy.backoff_ms, policy.backoff_multiplier, policy.jitter_ms)
         if time.time() + delay >= deadline:
-            return result, slot
+            return answer
         retries += 1
         await asyncio.sleep(delay)
         following = _next_slot(plan, tried, message, policy, fitting=refused is not None)
         if following is None:
-            return result, slot
+            return answer
         slot = following
         began = time.time()
 

@@ -14,9 +14,10 @@ import contextvars
 import logging
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterable
+from functools import partial
 from typing import Any, TypeVar
 
-from reach_adapters.router.hops import current_hop
+from reach_adapters.router.hops import Hop, current_hop
 
 __all__ = ["Hold", "WorkerPool"]
 
@@ -49,7 +50,7 @@ class WorkerPool:
         try:
             return await asyncio.wrap_future(work, loop=loop)
         except asyncio.CancelledError:
-            _outlive(work, loop, hold)
+            _outlive(work, loop, hold, self._agent_id, current_hop())
             raise
 
     async def stream(
@@ -88,6 +89,8 @@ class WorkerPool:
                 put(_END)
 
         work = self._submit(contextvars.copy_context().run, iterate)
+        # The delivery it runs in, taken now: a reader that leaves closes the stream outside it.
+        hop = current_hop()
         try:
             while True:
                 item, error = await queue.get()
@@ -98,7 +101,7 @@ class WorkerPool:
                 yield item
         finally:
             stopped.set()
-            _outlive(work, loop, hold)
+            _outlive(work, loop, hold, self._agent_id, hop)
 
     def close(self) -> None:
         """Stop the pool; work still queued is dropped, running work finishes on its own."""
@@ -116,18 +119,37 @@ class WorkerPool:
 
 
 def _outlive(
-    work: concurrent.futures.Future[Any], loop: asyncio.AbstractEventLoop, hold: Hold | None
+    work: concurrent.futures.Future[Any],
+    loop: asyncio.AbstractEventLoop,
+    hold: Hold | None,
+    agent_id: str,
+    hop: Hop | None,
 ) -> None:
-    """Keep the delivery's slot, and what `hold` takes, until `work` ends (or is dropped unrun)."""
+    """Keep `hop`'s slot (the delivery's), and what `hold` takes, until `work` ends (or is
+    dropped unrun)."""
     if work.done():
         return
-    hop = current_hop()
     if hop is not None:
         release = hop.linger()
         work.add_done_callback(lambda _: _call_on(loop, release))
     if hold is not None:
         held = hold()
         work.add_done_callback(lambda _: held())
+    work.add_done_callback(partial(_report_late, agent_id))
+
+
+def _report_late(agent_id: str, work: concurrent.futures.Future[Any]) -> None:
+    """Say what became of work whose call had already ended (timed out, or left): no caller
+    hears of it otherwise."""
+    if work.cancelled():
+        return
+    error = work.exception()
+    if error is not None:
+        logger.warning(
+            "agent %s: work that outlived its call failed afterwards: %r", agent_id, error, exc_info=error
+        )
+    else:
+        logger.info("agent %s: work that outlived its call has ended", agent_id)
 
 
 def _call_on(loop: asyncio.AbstractEventLoop, release: Callable[[], None]) -> None:

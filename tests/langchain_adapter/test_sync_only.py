@@ -10,6 +10,7 @@ import contextvars
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -36,7 +37,7 @@ from typing_extensions import TypedDict
 
 from examples.langchain_demo.agents import scripted
 from middleware import Fault, ResultStatus
-from reach_adapters import Capability, InputRequiredError, ReachTimeoutError, Router
+from reach_adapters import Capability, FunctionAgent, InputRequiredError, ReachTimeoutError, Router
 from reach_adapters.langchain import LangChainAgent
 from reach_adapters.router import WorkerPool
 from tests.core.conftest import agent_info
@@ -505,3 +506,133 @@ def test_sync_middleware_beside_a_coroutine_only_tool_warns_that_nothing_runs_it
 
     assert "neither with invoke nor with ainvoke" in caplog.text
     assert "tool fetch" in caplog.text
+
+
+class Slow(TypedDict, total=False):
+    text: str
+
+
+def slowly(state: Slow) -> Slow:
+    time.sleep(1.0)
+    return {"text": "done"}
+
+
+@pytest.mark.timeout(30)
+async def test_a_retry_of_a_timed_out_attempt_still_running_keeps_the_timeout_as_the_answer(
+    router: Router,
+) -> None:
+    builder = StateGraph(Slow)
+    builder.add_node("slowly", slowly)
+    builder.add_edge(START, "slowly")
+    builder.add_edge("slowly", END)
+    graph = builder.compile(checkpointer=sqlite_saver(), name="slow")
+    declared = [{"name": "slow", "timeout_ms": 300, "idempotent": True}]
+    router.register(LangChainAgent(graph, agent_id="shop:slow:01", capabilities=declared))
+
+    result = await router.route("slow", {"text": "go"}, configurable={"thread_id": "x"}, timeout_ms=5000)
+
+    assert (result.status, result.fault) == (ResultStatus.TIMEOUT, Fault.AGENT), result.error
+    await eventually(lambda: agent_info(router, "shop:slow:01").stuck == 0, timeout=10, what="the run ending")
+
+
+async def test_first_calls_at_once_wait_for_every_checkpointer_to_be_asked(router: Router) -> None:
+    def step(state: Ask) -> Ask:
+        return {"approved": True}
+
+    def graph_on(saver: Any, name: str) -> Any:
+        builder = StateGraph(Ask)
+        builder.add_node("step", step)
+        builder.add_edge(START, "step")
+        builder.add_edge("step", END)
+        return builder.compile(checkpointer=saver, name=name)
+
+    async with AsyncSqliteSaver.from_conn_string(":memory:") as first_saver:
+        # The async saver's read suspends the probe before the sync one's is asked.
+        chain = (
+            graph_on(first_saver, "first")
+            | RunnableLambda(lambda state: state)
+            | graph_on(sqlite_saver(), "second")
+        )
+        router.register(
+            LangChainAgent(chain, agent_id="shop:chain:01", capabilities=[Capability(name="chain")])
+        )
+
+        results = await asyncio.gather(
+            *(router.route("chain", {"order_id": "1"}, configurable={"thread_id": f"t{n}"}) for n in range(4))
+        )
+
+    assert [result.status for result in results] == [ResultStatus.OK] * 4, [
+        result.error for result in results
+    ]
+
+
+@pytest.mark.timeout(30)
+async def test_work_that_outlived_its_call_says_how_it_ended(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    def late_failure(payload: Any) -> str:
+        time.sleep(0.4)
+        msg = "the mail server went away"
+        raise ConnectionError(msg)
+
+    router.register(
+        FunctionAgent(late_failure, agent_id="svc:mail:01", capabilities=[Capability(name="mail")])
+    )
+
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.router.workers"):
+        late = await router.route("mail", {}, timeout_ms=100)
+        assert late.status is ResultStatus.TIMEOUT, late.error
+        await eventually(
+            lambda: "failed afterwards" in caplog.text, timeout=10, what="the late failure logged"
+        )
+
+    assert "svc:mail:01" in caplog.text
+    assert "the mail server went away" in caplog.text
+
+
+def test_sync_tool_call_middleware_on_an_agent_without_tools_stays_on_the_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tool_hook = logged([])[1]
+    graph = create_agent(scripted(AIMessage("hi")), tools=[], middleware=[tool_hook])
+
+    with caplog.at_level(logging.WARNING):
+        agent = LangChainAgent(graph, agent_id="shop:chat:01")
+
+    assert "worker thread" not in caplog.text
+    assert agent.runnable is graph
+
+
+@pytest.mark.timeout(30)
+async def test_a_stream_its_reader_leaves_keeps_its_slot_until_its_run_ends(router: Router) -> None:
+    release = threading.Event()
+
+    @tool
+    def slow_lookup(order_id: str) -> str:
+        """Look up an order, slowly."""
+        release.wait(10)
+        return "shipped"
+
+    calls = AIMessage("", tool_calls=[{"name": "slow_lookup", "args": {"order_id": "42"}, "id": "c1"}])
+    graph = create_agent(
+        scripted(calls, AIMessage("shipped")), tools=[slow_lookup], middleware=logged([]), name="orders"
+    )
+    router.register(
+        LangChainAgent(
+            graph, agent_id="shop:orders:01", capabilities=[{"name": "orders", "max_concurrency": 1}]
+        )
+    )
+
+    try:
+        stream = router.stream("orders", ASK, stream_mode="updates")
+        first = await anext(stream)
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert isinstance(first, dict)
+        assert list(first) == ["model"]
+        agent = agent_info(router, "shop:orders:01")
+        assert (agent.stuck, agent.in_flight) == (1, 1)
+    finally:
+        release.set()
+    await eventually(
+        lambda: agent_info(router, "shop:orders:01").in_flight == 0, timeout=10, what="the run ending"
+    )
