@@ -55,7 +55,6 @@ _REFUSED_NAMES = frozenset(
         "RateLimitError",
         "OverloadedError",
         "ModelRateLimitError",
-        "ModelConnectionError",
     }
 )
 REFUSED_STATUS_CODES = frozenset({429, 503})

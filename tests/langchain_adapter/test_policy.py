@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelCallLimitMiddleware, PIIMiddleware, ToolCallLimitMiddleware
-from langchain_core.exceptions import ContextOverflowError, ModelRateLimitError, ModelRefusalError
+from langchain_core.exceptions import (
+    ContextOverflowError,
+    ModelConnectionError,
+    ModelRateLimitError,
+    ModelRefusalError,
+)
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
@@ -189,3 +194,19 @@ async def test_a_stream_stopped_by_a_rule_ends_with_that_rules_result(router: Ro
 async def drain(stream: AsyncIterator[Any]) -> None:
     async for _ in stream:
         pass
+
+
+async def test_a_models_lost_connection_may_have_been_delivered(router: Router) -> None:
+    dropped = Failing(messages=iter([]), error=ModelConnectionError("connection reset mid-response"))
+    router.register(
+        LangChainAgent(dropped, agent_id="llm:chat:01", capabilities=[{"name": "chat", "weight": 100}])
+    )
+    answering = GenericFakeChatModel(messages=itertools.repeat(AIMessage("hi")))
+    router.register(
+        LangChainAgent(answering, agent_id="llm:chat:02", capabilities=[{"name": "chat", "weight": 1}])
+    )
+
+    result = await router.route("chat", "hello")
+
+    assert (result.status, result.agent_id, result.delivered) == (ResultStatus.ERROR, "llm:chat:01", True)
+    assert len(router.explain(result.task_id).attempts) == 1  # not sent again: the work may have run
