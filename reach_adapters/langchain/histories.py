@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.runnables import Runnable
 
 from reach_adapters.errors import InvalidMessageError
+from reach_adapters.langchain.held import every_runnable
 from reach_adapters.router import id_text, scoped_id
 
 __all__ = ["history_ids", "scope_histories"]
@@ -32,46 +33,11 @@ def history_ids(runnable: Runnable[Any, Any]) -> frozenset[str]:
     itself or any runnable it holds (bindings, chain steps, fallbacks, parallel and branch steps,
     a graph's nodes). A history that a function calls itself is not seen."""
     ids: set[str] = set()
-    seen: set[int] = set()
-    found: list[Any] = [runnable]
-    while found:
-        layer = found.pop()
-        if id(layer) in seen:
-            continue
-        seen.add(id(layer))
+    for layer in every_runnable(runnable):
         specs = getattr(layer, "history_factory_config", None)
         if isinstance(specs, list | tuple):
             ids |= {spec.id for spec in specs if isinstance(getattr(spec, "id", None), str)}
-        found.extend(_held(layer))
     return frozenset(ids)
-
-
-def _held(runnable: Any) -> list[Runnable[Any, Any]]:
-    """The runnables `runnable` holds in its attributes, or in lists, tuples and dicts of them
-    (a chain's steps, a branch's ``(condition, runnable)`` pairs, a graph's nodes)."""
-    held: list[Runnable[Any, Any]] = []
-
-    def collect(value: Any, depth: int) -> None:
-        if isinstance(value, Runnable):
-            held.append(value)
-        elif depth and isinstance(value, list | tuple | dict):
-            for inner in value.values() if isinstance(value, dict) else value:
-                collect(inner, depth - 1)
-        elif value is not None and isinstance(bound := _attributes(value).get("bound"), Runnable):
-            held.append(bound)  # a LangGraph graph's node (`PregelNode`)
-
-    for value in _attributes(runnable).values():
-        collect(value, 2)
-    return held
-
-
-def _attributes(value: Any) -> dict[str, Any]:
-    """`value`'s attributes, none for an object without (slots) or one that will not say."""
-    try:
-        attributes = vars(value)
-    except Exception:  # noqa: BLE001 - a proxy's __getattr__ may raise anything; it holds no history
-        return {}
-    return attributes if isinstance(attributes, dict) else {}
 
 
 def scope_histories(configurable: Mapping[str, Any], ids: frozenset[str], principal: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from reach_adapters.langchain.graphs import is_graph
+from reach_adapters.langchain.held import every_runnable
 from reach_adapters.langchain.savers import find_sync_savers
 from reach_adapters.router import Hold, WorkerPool
 
@@ -156,20 +156,11 @@ def _defines(middleware: Any, base: type, hook: str) -> bool:
 
 
 def _parts(runnable: Runnable[Any, Any], base: type) -> Iterator[Any]:
-    """Every middleware instance in the graphs `runnable` runs, wherever they sit (under
-    bindings, in chains, parallel steps, fallbacks, as nodes of graphs or parts of nodes), as
+    """Every middleware instance in the graphs `runnable` runs, wherever they sit (`held`), as
     ``tool <name>`` each tool of their tool nodes that has only a coroutine, and `_TOOL_NODE` for
     each tool node with tools."""
     seen: set[int] = set()
-    stack: list[Any] = [runnable]
-    while stack:
-        item = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if is_graph(item):
-            stack += [node.bound for node in getattr(item, "nodes", {}).values() if hasattr(node, "bound")]
-            continue
+    for item in every_runnable(runnable):
         yield from _reachable([getattr(item, name, None) for name in _ROOTS], base, seen)
         tools = getattr(item, "_tools_by_name", None)
         if tools:
@@ -177,23 +168,6 @@ def _parts(runnable: Runnable[Any, Any], base: type) -> Iterator[Any]:
         for name, tool in (tools or {}).items():
             if getattr(tool, "func", False) is None and getattr(tool, "coroutine", None) is not None:
                 yield f"tool {name}"
-        stack += _inner(item)
-
-
-def _inner(runnable: Any) -> list[Runnable[Any, Any]]:
-    """The runnables `runnable` holds: a binding's, a chain's steps, a parallel's, a fallback's,
-    a branch's (held as attributes, in lists, tuples or dicts)."""
-    found: list[Runnable[Any, Any]] = []
-    values = list(vars(runnable).values()) if hasattr(runnable, "__dict__") else []
-    while values:
-        value = values.pop()
-        if isinstance(value, Runnable):
-            found.append(value)
-        elif isinstance(value, list | tuple):
-            values += value
-        elif isinstance(value, dict):
-            values += value.values()
-    return found
 
 
 def _reachable(roots: Iterable[Any], base: type, seen: set[int]) -> Iterator[Any]:

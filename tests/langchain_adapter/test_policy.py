@@ -157,15 +157,20 @@ async def test_a_model_refusing_or_overflowing_stops_the_task(router: Router, er
     assert {(result.status, result.fault) for result in stopped} == {(ResultStatus.ERROR, Fault.TASK)}
 
 
-async def test_a_models_own_rate_limit_goes_to_the_next_replica(router: Router) -> None:
-    limited = Failing(messages=iter([]), error=ModelRateLimitError("429 too many requests"))
+def failing_first(router: Router, error: Exception) -> None:
+    """Two replicas of a chat model: the preferred one's provider fails with `error`."""
+    failing = Failing(messages=iter([]), error=error)
     router.register(
-        LangChainAgent(limited, agent_id="llm:chat:01", capabilities=[{"name": "chat", "weight": 100}])
+        LangChainAgent(failing, agent_id="llm:chat:01", capabilities=[{"name": "chat", "weight": 100}])
     )
     answering = GenericFakeChatModel(messages=itertools.repeat(AIMessage("hi")))
     router.register(
         LangChainAgent(answering, agent_id="llm:chat:02", capabilities=[{"name": "chat", "weight": 1}])
     )
+
+
+async def test_a_models_own_rate_limit_goes_to_the_next_replica(router: Router) -> None:
+    failing_first(router, ModelRateLimitError("429 too many requests"))
 
     result = await router.route("chat", "hello")
 
@@ -197,14 +202,7 @@ async def drain(stream: AsyncIterator[Any]) -> None:
 
 
 async def test_a_models_lost_connection_may_have_been_delivered(router: Router) -> None:
-    dropped = Failing(messages=iter([]), error=ModelConnectionError("connection reset mid-response"))
-    router.register(
-        LangChainAgent(dropped, agent_id="llm:chat:01", capabilities=[{"name": "chat", "weight": 100}])
-    )
-    answering = GenericFakeChatModel(messages=itertools.repeat(AIMessage("hi")))
-    router.register(
-        LangChainAgent(answering, agent_id="llm:chat:02", capabilities=[{"name": "chat", "weight": 1}])
-    )
+    failing_first(router, ModelConnectionError("connection reset mid-response"))
 
     result = await router.route("chat", "hello")
 
