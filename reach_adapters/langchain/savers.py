@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["find_sync_savers", "state_of"]
+__all__ = ["state_of", "sync_savers"]
 
 logger = logging.getLogger(__name__)
 
@@ -24,10 +24,10 @@ _SYNC: weakref.WeakSet[Any] = weakref.WeakSet()
 _PROBE = {"configurable": {"thread_id": "agent-reach:probe", "checkpoint_ns": ""}}
 
 
-async def find_sync_savers(savers: Iterable[Any], agent_id: str) -> bool:
-    """Whether any of `savers` has no async methods: its ``aget_tuple`` raises
-    `NotImplementedError`. Any other error is left to the runs, which meet it as they would."""
-    found = []
+async def sync_savers(savers: Iterable[Any], agent_id: str) -> list[str]:
+    """The class names of those of `savers` that have no async methods: their ``aget_tuple``
+    raises `NotImplementedError`. Any other error is left to the runs, which meet it as they would."""
+    found = set()
     for saver in savers:
         if saver not in _SYNC:
             try:
@@ -37,16 +37,8 @@ async def find_sync_savers(savers: Iterable[Any], agent_id: str) -> bool:
             except Exception:  # the run meets it, and says it, as LangGraph would
                 logger.debug("agent %s: checkpointer %r failed its probe", agent_id, saver, exc_info=True)
         if saver in _SYNC:
-            found.append(type(saver).__name__)
-    if found:
-        logger.warning(
-            "agent %s runs with invoke in a worker thread, where a deadline cannot stop it: its "
-            "checkpointer %s has no async methods, which LangGraph needs for ainvoke; give the "
-            "graph an async one (AsyncSqliteSaver, AsyncPostgresSaver) to run it on the event loop",
-            agent_id,
-            sorted(set(found)),
-        )
-    return bool(found)
+            found.add(type(saver).__name__)
+    return sorted(found)
 
 
 async def state_of(graph: Any, config: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from reach_adapters.langchain.held import every_runnable
-from reach_adapters.langchain.savers import find_sync_savers
+from reach_adapters.langchain.savers import sync_savers
 from reach_adapters.router import Hold, WorkerPool
 
 __all__ = ["Runner", "needs_sync"]
@@ -62,8 +62,16 @@ class Runner:
         """Asks the agent's checkpointers, on its first call, whether they have async methods."""
         # Every call that comes before the answer asks, and waits for it: a probe that suspends
         # (an async saver's read, before a sync one's) must not let another call run unasked.
-        if await find_sync_savers(self._savers, self._agent_id):
+        found = await sync_savers(self._savers, self._agent_id)
+        if found and not self._sync:
             self._sync = True
+            logger.warning(
+                "agent %s runs with invoke in a worker thread, where a deadline cannot stop it: its "
+                "checkpointer %s has no async methods, which LangGraph needs for ainvoke; give the "
+                "graph an async one (AsyncSqliteSaver, AsyncPostgresSaver) to run it on the event loop",
+                self._agent_id,
+                found,
+            )
         self._savers = []
 
     def invoke(
@@ -119,7 +127,7 @@ def needs_sync(runnable: Runnable[Any, Any], agent_id: str) -> bool:
     sync_only = _hooks(middleware, base, wraps, sync=True)
     if not sync_only:
         return False
-    async_only = _hooks(middleware, base, (*_WRAPS, *_NODES), sync=False) + sorted(tools)
+    async_only = _hooks(middleware, base, (*wraps, *_NODES), sync=False) + sorted(tools)
     if async_only:
         logger.warning(
             "agent %s: middleware %s has only sync hooks and %s only async ones; LangChain can run "

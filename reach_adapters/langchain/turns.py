@@ -36,26 +36,30 @@ __all__ = ["ThreadTurns"]
 
 T = TypeVar("T")
 
-# (id of a checkpointer, thread id) of every call running now, with its task's id. Ids, not the
+# (id of a checkpointer, thread id) of every call running now, with its claim. Ids, not the
 # savers: an entry lives only while its call runs, and its agent holds the saver meanwhile.
-_RUNNING: dict[tuple[int, str], str] = {}
+_RUNNING: dict[tuple[int, str], _Claim] = {}
 # Calls on one thread may come from several event loops (the sync bridge's threads, routers of
 # their own): the check and the claim are one step.
 _LOCK = threading.Lock()
 
 
 class _Claim:
-    """A call's threads, released once the call and any run it left in a worker have ended."""
+    """A call's threads, released once the call and any run it left in a worker have ended
+    (`outlived`: one did, past the call's end)."""
 
-    __slots__ = ("_holders", "_keys")
+    __slots__ = ("_holders", "_keys", "outlived", "task")
 
-    def __init__(self, keys: list[tuple[int, str]]) -> None:
+    def __init__(self, keys: list[tuple[int, str]], task: str) -> None:
         self._keys = keys
         self._holders = 1
+        self.task = task
+        self.outlived = False
 
     def hold(self) -> Callable[[], None]:
         with _LOCK:
             self._holders += 1
+            self.outlived = True
         return self.release
 
     def release(self) -> None:
@@ -100,12 +104,13 @@ class ThreadTurns:
             return
         keys = [(saver, thread) for saver in self._savers]
         task = message.meta_info.task_id
+        claim = _Claim(keys, task)
         with _LOCK:
-            holders = {_RUNNING[key] for key in keys if key in _RUNNING}
+            holders = [_RUNNING[key] for key in keys if key in _RUNNING]
             if holders:
-                raise self._busy(thread, task in holders)
-            _RUNNING.update(dict.fromkeys(keys, task))
-        claim = self._claims[task] = _Claim(keys)
+                raise self._busy(thread, any(held.outlived and held.task == task for held in holders))
+            _RUNNING.update(dict.fromkeys(keys, claim))
+        self._claims[task] = claim
         try:
             yield
         finally:
@@ -135,8 +140,8 @@ class ThreadTurns:
                 async for chunk in stream:
                     yield chunk
 
-    def _busy(self, thread: str, same_task: bool) -> Exception:
-        if same_task:
+    def _busy(self, thread: str, outlived: bool) -> Exception:
+        if outlived:
             # The router's retry of a call whose run outlived its deadline in a worker: nothing of
             # the caller's, and the run it waits on is the attempt that timed out.
             msg = (

@@ -222,9 +222,7 @@ async def in_turn(
         if not may_resend(result, cap.safe_to_repeat):
             record.note = f"not re-sent: {cap.name!r} is not idempotent and the work may have started"
             return result, slot
-        # A retry the router itself could not deliver (the agent busy, say) says less than the
-        # failure before it, which stays the answer unless a later attempt gives one.
-        answer = (result, slot) if failed is None or result.fault is not Fault.ROUTER else failed
+        answer = failed if failed is not None and _undelivered(result) else (result, slot)
         failed = answer
         if retries >= policy.max_retries:
             return answer
@@ -366,5 +364,12 @@ async def fall_back(
         record.add_attempt(agent_id, outcome, elapsed_ms, path)
         if outcome.status in ANSWERED:
             return outcome, path
-        result = outcome
+        if not _undelivered(outcome):
+            result = outcome
     return result, "none"
+
+
+def _undelivered(result: ReachResult) -> bool:
+    """Whether `result` is a try the router itself could not deliver (the agent busy, say): it
+    says less than the failure before it, which stays the answer unless a later try gives one."""
+    return result.fault is Fault.ROUTER and not result.delivered

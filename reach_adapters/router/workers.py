@@ -83,8 +83,9 @@ class WorkerPool:
                     close = getattr(items, "close", None)
                     if close is not None:
                         close()
-            except BaseException as exc:  # noqa: BLE001 - handed to the reader, who raises it
-                put(_END, exc)
+            except BaseException as exc:
+                put(_END, exc)  # the reader raises it; raised here too, for one that left
+                raise
             else:
                 put(_END)
 

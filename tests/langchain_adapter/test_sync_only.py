@@ -636,3 +636,86 @@ async def test_a_stream_its_reader_leaves_keeps_its_slot_until_its_run_ends(rout
     await eventually(
         lambda: agent_info(router, "shop:orders:01").in_flight == 0, timeout=10, what="the run ending"
     )
+
+
+async def test_a_broadcast_to_replicas_sharing_a_thread_is_refused_as_any_second_call(router: Router) -> None:
+    graph = create_agent(replies_each("hi"), tools=[], name="chat", checkpointer=InMemorySaver())
+    router.register(LangChainAgent(graph, agent_id="shop:chat:01"))
+    router.register(LangChainAgent(graph, agent_id="shop:chat:02"))
+
+    both = await router.broadcast("chat", user_says("hello"), configurable={"thread_id": "alice"})
+
+    outcomes = sorted(
+        (result.status.value, result.fault.value if result.fault else None) for result in both.results or []
+    )
+    assert outcomes == [("invalid", "caller"), ("ok", None)], [result.error for result in both.results or []]
+    assert all("earlier attempt" not in (result.error or "") for result in both.results or [])
+
+
+def replies_each(text: str) -> Any:
+    return scripted(*(AIMessage(text) for _ in range(10)))
+
+
+async def test_tool_hooks_only_async_on_an_agent_without_tools_let_it_run_sync(router: Router) -> None:
+    @wrap_tool_call
+    async def audit(request: ToolCallRequest, handler: Any) -> Any:
+        return await handler(request)
+
+    graph = create_agent(replies_each("hello"), tools=[], middleware=[logged([])[0], audit], name="chat")
+    router.register(LangChainAgent(graph, agent_id="shop:chat:01"))
+
+    result = await router.route("chat", user_says("hi"))
+
+    assert result.status is ResultStatus.OK, result.error
+
+
+@pytest.mark.timeout(30)
+async def test_a_left_stream_whose_run_fails_later_says_so(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = threading.Event()
+
+    @tool
+    def breaking_lookup(order_id: str) -> str:
+        """Look up an order, then break."""
+        release.wait(10)
+        msg = "the order database went away"
+        raise RuntimeError(msg)
+
+    calls = AIMessage("", tool_calls=[{"name": "breaking_lookup", "args": {"order_id": "42"}, "id": "c1"}])
+    graph = create_agent(scripted(calls), tools=[breaking_lookup], middleware=logged([]), name="orders")
+    router.register(LangChainAgent(graph, agent_id="shop:orders:01"))
+
+    with caplog.at_level(logging.WARNING, logger="reach_adapters.router.workers"):
+        stream = router.stream("orders", ASK, stream_mode="updates")
+        assert list(await anext(stream)) == ["model"]  # type: ignore[arg-type]
+        await stream.aclose()  # type: ignore[attr-defined]
+        release.set()
+        await eventually(
+            lambda: "failed afterwards" in caplog.text, timeout=10, what="the late failure logged"
+        )
+
+    assert "the order database went away" in caplog.text
+
+
+async def test_first_calls_at_once_warn_of_the_checkpointer_once(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with AsyncSqliteSaver.from_conn_string(":memory:") as first_saver:
+        first = StateGraph(Ask)
+        first.add_node("step", lambda state: {"approved": True})
+        first.add_edge(START, "step")
+        chain = first.compile(checkpointer=first_saver) | chatty(sqlite_saver())
+        router.register(
+            LangChainAgent(chain, agent_id="shop:chain:01", capabilities=[Capability(name="chain")])
+        )
+
+        with caplog.at_level(logging.WARNING):
+            await asyncio.gather(
+                *(
+                    router.route("chain", {"order_id": "1"}, configurable={"thread_id": f"t{n}"})
+                    for n in range(4)
+                )
+            )
+
+    assert caplog.text.count("has no async methods") == 1
