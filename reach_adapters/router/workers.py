@@ -92,17 +92,20 @@ class WorkerPool:
         work = self._submit(contextvars.copy_context().run, iterate)
         # The delivery it runs in, taken now: a reader that leaves closes the stream outside it.
         hop = current_hop()
+        ended = False
         try:
             while True:
                 item, error = await queue.get()
+                ended = item is _END
                 if error is not None:
                     raise error
-                if item is _END:
+                if ended:
                     return
                 yield item
         finally:
             stopped.set()
-            _outlive(work, loop, hold, self._agent_id, hop)
+            if not ended:  # its worker, past its last item, is only closing up
+                _outlive(work, loop, hold, self._agent_id, hop)
 
     def close(self) -> None:
         """Stop the pool; work still queued is dropped, running work finishes on its own."""
