@@ -77,12 +77,10 @@ def _nothing() -> None:
 class ThreadTurns:
     """Holds a call's thread in each of an agent's checkpointers while the call runs."""
 
-    __slots__ = ("_agent_id", "_base_thread", "_claims", "_savers")
+    __slots__ = ("_agent_id", "_base_thread", "_savers")
 
     def __init__(self, savers: Iterable[Any], base_thread: str | None, agent_id: str) -> None:
         self._savers = tuple(dict.fromkeys(id(saver) for saver in savers))
-        # The claim of each call running now, by task id (an agent runs a task once at a time).
-        self._claims: dict[str, _Claim] = {}
         # The thread the agent's own config names, for calls that name none.
         self._base_thread = base_thread
         self._agent_id = agent_id
@@ -98,7 +96,7 @@ class ThreadTurns:
     def held(self, message: ReachMessage) -> Iterator[None]:
         """The call's thread, held until the call ends; `InvalidMessageError` when another call
         holds it. A call naming no thread holds nothing (the agent refuses it if it needs one)."""
-        thread = thread_of({"configurable": message.meta_info.configurable}) or self._base_thread
+        thread = self._thread(message)
         if thread is None:
             yield
             return
@@ -110,20 +108,24 @@ class ThreadTurns:
             if holders:
                 raise self._busy(thread, any(held.outlived and held.task == task for held in holders))
             _RUNNING.update(dict.fromkeys(keys, claim))
-        self._claims[task] = claim
         try:
             yield
         finally:
-            if self._claims.get(task) is claim:
-                del self._claims[task]
             claim.release()
 
     def hold(self, message: ReachMessage) -> Callable[[], None]:
         """Keep the threads `message`'s running call holds past its end, until the returned
         function is called (a run left in a worker: `WorkerPool`'s ``hold``); a no-op when the
         call holds none."""
-        claim = self._claims.get(message.meta_info.task_id)
-        return _nothing if claim is None else claim.hold()
+        thread = self._thread(message)
+        claim = None if thread is None else _RUNNING.get((self._savers[0], thread))
+        if claim is None or claim.task != message.meta_info.task_id:
+            return _nothing
+        return claim.hold()
+
+    def _thread(self, message: ReachMessage) -> str | None:
+        """The thread `message` runs on: the one it names, else the agent's own config's."""
+        return thread_of({"configurable": message.meta_info.configurable}) or self._base_thread
 
     async def call(self, message: ReachMessage, run: Callable[[ReachMessage], Awaitable[T]]) -> T:
         """What `run` answers `message`, the thread held while it runs."""
