@@ -34,8 +34,6 @@ _WRAPS = (("wrap_model_call", "awrap_model_call"), ("wrap_tool_call", "awrap_too
 _NODES = tuple((name, f"a{name}") for name in ("before_agent", "before_model", "after_model", "after_agent"))
 # Where a graph node keeps its functions: a `RunnableCallable`'s, and a `ToolNode`'s tool wrappers.
 _ROOTS = ("func", "afunc", "_wrap_tool_call", "_awrap_tool_call")
-# What `_parts` yields for a tool node with tools.
-_TOOL_NODE = "tool node"
 # How deep the composed wrappers nest closures: one level per middleware and a few of LangChain's.
 _DEPTH = 64
 
@@ -114,20 +112,13 @@ def needs_sync(runnable: Runnable[Any, Any], agent_id: str) -> bool:
     base = getattr(types_module, "AgentMiddleware", None)
     if not isinstance(base, type):
         return False
-    middleware: list[Any] = []
-    tools: list[str] = []
-    for found in _parts(runnable, base):
-        if isinstance(found, str):
-            tools.append(found)
-        else:
-            middleware.append(found)
+    middleware, tools, coroutine_only = _parts(runnable, base)
     # Tool call hooks run only where a tool node is: an agent without tools never calls them.
-    wraps = _WRAPS if _TOOL_NODE in tools else _WRAPS[:1]
-    tools = [name for name in tools if name != _TOOL_NODE]
+    wraps = _WRAPS if tools else _WRAPS[:1]
     sync_only = _hooks(middleware, base, wraps, sync=True)
     if not sync_only:
         return False
-    async_only = _hooks(middleware, base, (*wraps, *_NODES), sync=False) + sorted(tools)
+    async_only = _hooks(middleware, base, (*wraps, *_NODES), sync=False) + coroutine_only
     if async_only:
         logger.warning(
             "agent %s: middleware %s has only sync hooks and %s only async ones; LangChain can run "
@@ -163,19 +154,24 @@ def _defines(middleware: Any, base: type, hook: str) -> bool:
     return getattr(type(middleware), hook) is not getattr(base, hook)
 
 
-def _parts(runnable: Runnable[Any, Any], base: type) -> Iterator[Any]:
-    """Every middleware instance in the graphs `runnable` runs, wherever they sit (`held`), as
-    ``tool <name>`` each tool of their tool nodes that has only a coroutine, and `_TOOL_NODE` for
-    each tool node with tools."""
+def _parts(runnable: Runnable[Any, Any], base: type) -> tuple[list[Any], bool, list[str]]:
+    """Every middleware instance in the graphs `runnable` runs, wherever they sit (`held`);
+    whether any of their tool nodes has tools; and ``tool <name>`` for each tool with only a
+    coroutine."""
     seen: set[int] = set()
+    middleware: list[Any] = []
+    has_tools = False
+    coroutine_only: set[str] = set()
     for item in every_runnable(runnable):
-        yield from _reachable([getattr(item, name, None) for name in _ROOTS], base, seen)
-        tools = getattr(item, "_tools_by_name", None)
-        if tools:
-            yield _TOOL_NODE
-        for name, tool in (tools or {}).items():
-            if getattr(tool, "func", False) is None and getattr(tool, "coroutine", None) is not None:
-                yield f"tool {name}"
+        middleware += _reachable([getattr(item, name, None) for name in _ROOTS], base, seen)
+        tools = getattr(item, "_tools_by_name", None) or {}
+        has_tools = has_tools or bool(tools)
+        coroutine_only |= {
+            f"tool {name}"
+            for name, tool in tools.items()
+            if getattr(tool, "func", False) is None and getattr(tool, "coroutine", None) is not None
+        }
+    return middleware, has_tools, sorted(coroutine_only)
 
 
 def _reachable(roots: Iterable[Any], base: type, seen: set[int]) -> Iterator[Any]:
