@@ -7,18 +7,20 @@ import atexit
 import logging
 import warnings
 import weakref
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Never, TypeVar
 
 import httpx2
+from mcp import Client
+from mcp.types import ServerCapabilities
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
 from reach_adapters.mcp.calls import TOOL_GONE, ToolRoute, call_tool, tool_gone
 from reach_adapters.mcp.connection import FORGOTTEN, Connection
 from reach_adapters.mcp.converter import MCPConverter
-from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError
+from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError, MCPTimeoutError
 from reach_adapters.mcp.legacy import MCPServerConfig
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.spec import ServerParameters, ServerSpec, moved_keywords, server_spec
@@ -233,6 +235,33 @@ class MCPServerAgent:
         ``InitializeResult`` or ``DiscoverResult``), from its last session: kept while it is
         offline; None when it gives none."""
         return self._connection.instructions
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities | None:
+        """What the server says it serves (``resources``, ``prompts``, ...) while connected."""
+        client = self._connection.client
+        return None if client is None else client.server_capabilities
+
+    async def request(self, send: Callable[[Client], Awaitable[T]]) -> T:
+        """Await ``send(client)``, a request of its own (a resource read, a prompt), on the
+        agent's session and its loop, within the server's ``timeout_ms``: `MCPOfflineError`
+        while it has no session, `MCPTimeoutError` past the timeout."""
+        return await self._on_session_loop(self._request(send))
+
+    async def _request(self, send: Callable[[Client], Awaitable[T]]) -> T:
+        client = self._connection.client
+        if client is None:
+            raise self._offline_error()
+        timeout_ms = self._spec.options.timeout_ms
+        scope = asyncio.timeout(timeout_ms / 1000)
+        try:
+            async with scope:
+                return await send(client)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            msg = f"MCP server {self._agent_id} did not answer within its timeout_ms ({timeout_ms} ms)"
+            raise MCPTimeoutError(msg) from None
 
     def __repr__(self) -> str:
         state = "online" if self._offline is None else f"offline: {self._offline}"

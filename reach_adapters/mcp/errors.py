@@ -36,7 +36,8 @@ class MCPSessionExpiredError(MCPOfflineError):
 
 
 class MCPTimeoutError(ReachTimeoutError):
-    """An MCP server did not finish its handshake and tool listing in time."""
+    """An MCP server did not answer in time: its handshake and tool listing, or a request the
+    router sent it of its own (a resource read, a prompt)."""
 
 
 class MCPProtocolError(AgentCallError):

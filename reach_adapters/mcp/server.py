@@ -41,6 +41,7 @@ from reach_adapters.mcp.consensus_tool import (
     consensus_tool_name,
 )
 from reach_adapters.mcp.consensus_tool import schema as consensus_schema
+from reach_adapters.mcp.contents import Contents
 from reach_adapters.mcp.converter import ASKED_META, READS_TASK, MCPConverter, meta_from_request
 from reach_adapters.mcp.instructions import Instructions
 from reach_adapters.mcp.peers import LegacyPeers
@@ -93,6 +94,8 @@ class RouterMCPServer:
         self._converter = MCPConverter()
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
+        # The upstream MCP servers' resources and prompts, served again to whoever may reach them.
+        contents = Contents(router, _principal)
         self.server: Server[Any] = _Server(
             name,
             version=package_version(),
@@ -101,6 +104,12 @@ class RouterMCPServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
+            on_list_resources=contents.list_resources,
+            on_list_resource_templates=contents.list_resource_templates,
+            on_read_resource=contents.read_resource,
+            on_list_prompts=contents.list_prompts,
+            on_get_prompt=contents.get_prompt,
+            on_completion=contents.complete,
         )
         # Declares the `logging` capability too (the SDK derives it from this handler): the server
         # relays its upstreams' log messages. Not `on_set_logging_level=`, which warns that the

@@ -1,0 +1,240 @@
+"""The upstream MCP servers' resources, resource templates, prompts and completions, served again
+by the router's MCP server: a client reads through the router what it reads from each server
+directly, whichever protocol version either side speaks."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    SERVER_INFO_META_KEY,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    PromptReference,
+    ResourceTemplateReference,
+)
+
+from reach_adapters import FunctionAgent, Router
+from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer, start_mcp_server
+from reach_adapters.security.guard import SecurityGuard
+from reach_adapters.security.spec import SecuritySpec
+from tests.mcp_adapter.test_instructions import _Principals
+
+pytestmark = pytest.mark.timeout(60)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+docs = MCPServer("docs")
+
+
+@docs.resource("docs://readme", mime_type="text/markdown", title="Read me")
+def readme() -> str:
+    """The project's read-me."""
+    return "# Read me"
+
+
+@docs.resource("docs://logo", mime_type="image/png")
+def logo() -> bytes:
+    return b"\x89PNG"
+
+
+@docs.resource("docs://pages/{page}")
+def page(page: str) -> str:
+    """One page of the docs."""
+    return f"page {page}"
+
+
+@docs.prompt(title="Review code")
+def review(code: str, language: str = "python") -> str:
+    """Ask for a review."""
+    return f"Review this {language}: {code}"
+
+
+@docs.completion()  # type: ignore[untyped-decorator,no-untyped-call]
+async def complete(
+    ref: Any, argument: CompletionArgument, context: CompletionContext | None
+) -> Completion | None:
+    if isinstance(ref, PromptReference) and argument.name == "language":
+        return Completion(values=[lang for lang in ("python", "perl") if lang.startswith(argument.value)])
+    if isinstance(ref, ResourceTemplateReference) and argument.name == "page":
+        return Completion(values=["intro", "install"])
+    return None
+
+
+# Another server with a prompt of the same name, and no resources: no tools either, which is how
+# many resource and prompt servers are.
+other = MCPServer("other")
+
+
+@other.prompt(name="review")
+def review_other(text: str) -> str:
+    """Someone else's review."""
+    return f"Other review: {text}"
+
+
+@docs.tool()
+def search(query: str) -> list[str]:
+    """Search the docs."""
+    return [query]
+
+
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+Connect = Callable[[str], Client]
+
+
+@asynccontextmanager
+async def _served(router: Router, transport: str) -> AsyncIterator[Connect]:
+    if transport == "http":
+        async with await start_mcp_server(router, port=0) as endpoint:
+            yield lambda mode: Client(endpoint.url, mode=mode)
+    else:
+        reach = RouterMCPServer(router)
+        try:
+            yield lambda mode: Client(reach.server, mode=mode)
+        finally:
+            reach.close()
+
+
+@pytest.mark.parametrize("transport", ["in-process", "http"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
+async def test_resources_and_prompts_read_as_from_the_server_itself(
+    router: Router, transport: str, mode: str, protocol: str
+) -> None:
+    router.register(await MCPServerAgent.connect("docs", docs, options=MCPOptions(protocol=protocol)))
+    router.register(FunctionAgent(shout, agent_id="util:shout:0"))
+    async with (
+        Client(docs, mode=mode) as direct,
+        _served(router, transport) as connect,
+        connect(mode) as client,
+    ):
+        assert client.server_capabilities.resources is not None
+        assert client.server_capabilities.prompts is not None
+        assert (await client.list_resources()).resources == (await direct.list_resources()).resources
+        assert (await client.list_resource_templates()).resource_templates == (
+            await direct.list_resource_templates()
+        ).resource_templates
+        for uri in ("docs://readme", "docs://logo", "docs://pages/intro"):
+            ours, theirs = await client.read_resource(uri), await direct.read_resource(uri)
+            assert ours.contents == theirs.contents
+        assert (await client.list_prompts()).prompts == (await direct.list_prompts()).prompts
+        arguments = {"code": "x = 1", "language": "perl"}
+        ours_prompt, theirs_prompt = (
+            await client.get_prompt("review", arguments),
+            await direct.get_prompt("review", arguments),
+        )
+        assert (ours_prompt.description, ours_prompt.messages) == (
+            theirs_prompt.description,
+            theirs_prompt.messages,
+        )
+        # The results are the router's: the upstream's server info stays on its hop.
+        assert (ours_prompt.meta or {}).get(SERVER_INFO_META_KEY, {}).get("name") != "docs"
+        prompt_ref = PromptReference(type="ref/prompt", name="review")
+        assert (await client.complete(prompt_ref, {"name": "language", "value": "p"})).completion.values == [
+            "python",
+            "perl",
+        ]
+        template_ref = ResourceTemplateReference(type="ref/resource", uri="docs://pages/{page}")
+        done = await client.complete(template_ref, {"name": "page", "value": ""})
+        assert done.completion.values == ["intro", "install"]
+
+
+async def test_a_server_of_no_tools_over_stdio_serves_its_resources_and_prompts(router: Router) -> None:
+    library = str(Path(__file__).parent / "servers" / "library.py")
+    agent = await MCPServerAgent.connect("library", command=sys.executable, args=[library])
+    router.register(agent)
+    assert agent.capabilities == ()
+    async with _served(router, "in-process") as connect, connect("legacy") as client:
+        assert [r.uri for r in (await client.list_resources()).resources] == ["library://catalog"]
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["library://books/{isbn}"]
+        # Not listed, made by the template: read from the server whose template could make it.
+        read = await client.read_resource("library://books/978-3")
+        assert read.contents[0].text == "book 978-3"  # type: ignore[union-attr]
+        got = await client.get_prompt("summarise", {"isbn": "978-3"})
+        assert got.messages[0].content.text == "Summarise the book 978-3."  # type: ignore[union-attr]
+    await agent.aclose()
+
+
+async def test_errors_of_the_server_reach_the_client_as_the_server_gave_them(router: Router) -> None:
+    router.register(await MCPServerAgent.connect("docs", docs))
+    async with Client(docs) as direct, _served(router, "in-process") as connect, connect("auto") as client:
+        with pytest.raises(MCPError) as theirs:
+            await direct.read_resource("docs://nothing")
+        with pytest.raises(MCPError) as ours:
+            await client.read_resource("docs://nothing")
+        assert ours.value.code == theirs.value.code == INVALID_PARAMS
+        assert "docs://nothing" in ours.value.message
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("nope")
+        assert missing.value.code == INVALID_PARAMS
+        assert "Unknown prompt: 'nope'" in missing.value.message
+
+
+async def test_namesake_prompts_of_two_servers_are_kept_apart(router: Router) -> None:
+    router.register(await MCPServerAgent.connect("docs", docs))
+    router.register(await MCPServerAgent.connect("other", other))
+    async with _served(router, "in-process") as connect, connect("auto") as client:
+        names = [prompt.name for prompt in (await client.list_prompts()).prompts]
+        assert names == ["review", "review_other"]
+        mine = await client.get_prompt("review", {"code": "y"})
+        theirs = await client.get_prompt("review_other", {"text": "y"})
+    assert mine.messages[0].content.text == "Review this python: y"  # type: ignore[union-attr]
+    assert theirs.messages[0].content.text == "Other review: y"  # type: ignore[union-attr]
+
+
+async def test_a_replica_reads_while_the_other_is_offline(router: Router) -> None:
+    first = await MCPServerAgent.connect("docs", docs, options=MCPOptions(instance="a"))
+    router.register(first)
+    router.register(await MCPServerAgent.connect("docs", docs, options=MCPOptions(instance="b")))
+    async with _served(router, "in-process") as connect, connect("auto") as client:
+        assert [r.uri for r in (await client.list_resources()).resources] == ["docs://readme", "docs://logo"]
+        await first.aclose()
+        assert (await client.read_resource("docs://readme")).contents[0].text == "# Read me"  # type: ignore[union-attr]
+        assert (await client.get_prompt("review", {"code": "z"})).messages
+
+
+@asynccontextmanager
+async def _as(url: str, principal: str, mode: str) -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(headers={"x-principal": principal}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_principal_sees_the_contents_of_the_servers_it_may_reach(mode: str) -> None:
+    rules = {"principals": {"alice": {"allow": ["shout"]}, "bob": {"allow": ["search"]}}}
+    async with Router(guard=SecurityGuard(SecuritySpec.model_validate(rules))) as router:
+        router.register(await MCPServerAgent.connect("docs", docs))
+        router.register(FunctionAgent(shout, agent_id="util:shout:0"))
+        async with await start_mcp_server(router, port=0, limits=_Principals()) as endpoint:
+            async with _as(endpoint.url, "alice", mode) as client:
+                # Like the tool list: alice may reach no tool of the docs server.
+                assert (await client.list_resources()).resources == []
+                assert (await client.list_prompts()).prompts == []
+                with pytest.raises(MCPError):
+                    await client.read_resource("docs://readme")
+                with pytest.raises(MCPError):
+                    await client.get_prompt("review", {"code": "x"})
+            async with _as(endpoint.url, "bob", mode) as client:
+                listed = (await client.list_resources()).resources
+                assert [r.uri for r in listed] == ["docs://readme", "docs://logo"]
+                assert (await client.get_prompt("review", {"code": "x"})).messages
