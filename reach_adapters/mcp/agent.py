@@ -9,7 +9,7 @@ import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Never, TypeVar
+from typing import Any, Literal, Never, TypeVar
 
 import httpx2
 from mcp import Client
@@ -22,6 +22,7 @@ from reach_adapters.mcp.connection import FORGOTTEN, Connection
 from reach_adapters.mcp.converter import MCPConverter
 from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError, MCPTimeoutError
 from reach_adapters.mcp.legacy import MCPServerConfig
+from reach_adapters.mcp.notices import upstream_changed
 from reach_adapters.mcp.options import MCPOptions
 from reach_adapters.mcp.spec import ServerParameters, ServerSpec, moved_keywords, server_spec
 from reach_adapters.mcp.tools import Declared
@@ -389,6 +390,10 @@ class MCPServerAgent:
         if self._offline is not None:
             # Only what this agent took down it brings back; health probes judge the rest.
             self._set_state(AgentState.ONLINE, "connected")
+
+    def contents_changed(self, kind: Literal["resources", "prompts"]) -> None:
+        """The server's resources or prompts changed: the router's MCP servers tell their clients."""
+        upstream_changed(self._agent_id, kind)
 
     def connection_lost(self, reason: str) -> None:
         logger.warning("MCP server %s is offline: %s", self._agent_id, reason)

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 from mcp import Client
@@ -21,8 +21,13 @@ from mcp.types import (
     CONNECTION_CLOSED,
     ElicitCompleteNotification,
     ListToolsResult,
+    PromptListChangedNotification,
+    PromptsCapability,
+    ResourceListChangedNotification,
+    ResourcesCapability,
     Tool,
     ToolListChangedNotification,
+    ToolsCapability,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -52,6 +57,8 @@ class ConnectionEvents(Protocol):
     def tools_listed(self, declared: Declared) -> None: ...
 
     def connection_lost(self, reason: str) -> None: ...
+
+    def contents_changed(self, kind: Literal["resources", "prompts"]) -> None: ...
 
 
 @dataclass(eq=False)
@@ -223,6 +230,10 @@ class Connection:
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification):
             self._rescan.set()
+        elif isinstance(message, ResourceListChangedNotification):
+            self._events.contents_changed("resources")
+        elif isinstance(message, PromptListChangedNotification):
+            self._events.contents_changed("prompts")
         elif isinstance(message, ElicitCompleteNotification):
             await self.relays.completions.complete(message.params)
         elif isinstance(message, Exception):
@@ -241,11 +252,18 @@ class Connection:
             self._events.tools_listed(declare(tools, self.spec))
 
     async def _listen(self, client: Client, link: _Link, opened: anyio.Event) -> None:
-        """Hold a change stream open: 2026-07-28 servers send tools/list_changed only on one."""
+        """Hold a change stream open: 2026-07-28 servers send list changes only on one."""
+        capabilities = client.server_capabilities
+        listen = partial(
+            client.listen,
+            tools_list_changed=_announced(capabilities.tools),
+            prompts_list_changed=_announced(capabilities.prompts),
+            resources_list_changed=_announced(capabilities.resources),
+        )
         try:
             while True:
                 try:
-                    async with client.listen(tools_list_changed=True) as subscription:
+                    async with listen() as subscription:
                         opened.set()
                         async for _event in subscription:
                             pass  # each event also reaches _on_message, which schedules the re-scan
@@ -256,12 +274,17 @@ class Connection:
                         self._lose(link, _EOF)
                         return
                     logger.warning(
-                        "MCP server %s refused a change stream (%s); its tool changes go unnoticed",
+                        "MCP server %s refused a change stream (%s); its list changes go unnoticed",
                         self.spec.agent_id,
                         exc.message,
                     )
                     return
+                # Changes while no stream was open went unheard: the lists may differ now.
                 self._rescan.set()
+                if _announced(capabilities.resources):
+                    self._events.contents_changed("resources")
+                if _announced(capabilities.prompts):
+                    self._events.contents_changed("prompts")
                 await anyio.sleep(_RELISTEN_DELAY_S)
         finally:
             # However the stream fared, the session no longer waits for it to open.
@@ -292,9 +315,14 @@ def _changed(page: ListToolsResult, listed: list[Tool]) -> bool:
 
 
 def _announces_changes(client: Client) -> bool:
-    tools = client.server_capabilities.tools
+    capabilities = client.server_capabilities
     modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
-    return modern and tools is not None and bool(tools.list_changed)
+    return modern and any(map(_announced, (capabilities.tools, capabilities.prompts, capabilities.resources)))
+
+
+def _announced(capability: ToolsCapability | PromptsCapability | ResourcesCapability | None) -> bool:
+    """Whether the server says it announces changes to this list."""
+    return capability is not None and bool(capability.list_changed)
 
 
 def _leaf(exc: BaseException) -> BaseException:

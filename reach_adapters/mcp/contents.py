@@ -76,10 +76,15 @@ class Contents:
     """The request handlers of ``resources/*``, ``prompts/*`` and ``completion/complete``."""
 
     def __init__(
-        self, router: Router, principal_of: Callable[[ServerRequestContext[Any, Any]], str | None]
+        self,
+        router: Router,
+        principal_of: Callable[[ServerRequestContext[Any, Any]], str | None],
+        seen: Callable[[ServerRequestContext[Any, Any]], None],
     ) -> None:
+        """`seen`: told of each client that lists something, to hear when lists change."""
         self._router = router
         self._principal_of = principal_of
+        self._seen = seen
         # What each server listed last, by agent id: where reads and completions look first.
         self._uris: dict[str, frozenset[str]] = {}
         self._templates: dict[str, list[ResourceTemplate]] = {}
@@ -94,6 +99,7 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
         _one_page(params)
+        self._seen(ctx)
         resources: dict[str, Resource] = {}
         for listed in (await self._list_resources(self._upstreams(ctx, _resources))).values():
             for resource in listed:
@@ -104,6 +110,7 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
         _one_page(params)
+        self._seen(ctx)
         templates: dict[str, ResourceTemplate] = {}
         for listed in (await self._list_templates(self._upstreams(ctx, _resources))).values():
             for template in listed:
@@ -154,6 +161,7 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
         _one_page(params)
+        self._seen(ctx)
         table = await self._prompt_table(self._upstreams(ctx, _prompts))
         return ListPromptsResult(
             prompts=[entry.prompt for entry in table.values()], cache_scope=self._scope()

@@ -1,21 +1,24 @@
-"""The handshake-era (2025) clients of the router's MCP server to tell when the tool list changes.
+"""The handshake-era (2025) clients of the router's MCP server to tell when a list changes.
 
-They hear it as a notification on their connection, so the server keeps each one that listed the
-tools for as long as its connection is open: the SDK runs a connection's ``exit_stack`` when it
-closes, which forgets it; a send that fails forgets it too.
+They hear it as a notification on their connection, so the server keeps each one that listed its
+tools, resources or prompts for as long as its connection is open: the SDK runs a connection's
+``exit_stack`` when it closes, which forgets it; a send that fails forgets it too.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 
-__all__ = ["LegacyPeers", "connection_of"]
+__all__ = ["Kind", "LegacyPeers", "connection_of"]
 
 logger = logging.getLogger(__name__)
+
+Kind = Literal["tools", "resources", "prompts"]
 
 # Open connections kept at most: each costs the SDK far more than its entry here, so this only
 # bounds memory should connections outlive their close (an SDK that no longer runs exit stacks).
@@ -23,7 +26,7 @@ _MAX_PEERS = 10_000
 
 
 class LegacyPeers:
-    """Open 2025 connections that listed the tools, each with a session to notify it through."""
+    """Open 2025 connections that listed something, each with a session to notify it through."""
 
     def __init__(self, max_peers: int = _MAX_PEERS) -> None:
         self._max = max_peers
@@ -54,18 +57,25 @@ class LegacyPeers:
             self._evicted = True
             logger.warning(
                 "over %d handshake-era MCP clients are connected: the longest-connected ones no "
-                "longer hear tools/list_changed (they see changes when they list the tools again)",
+                "longer hear of list changes (they see them when they list again)",
                 self._max,
             )
 
-    async def announce(self) -> None:
-        """Tell every connection that the tool list changed; forget one whose send fails."""
+    async def announce(self, kind: Kind = "tools") -> None:
+        """Tell every connection that the `kind` list changed; forget one whose send fails."""
         for connection, session in list(self._open.items()):
             try:
-                await session.send_tool_list_changed()
+                await _SENDS[kind](session)
             except Exception as exc:  # noqa: BLE001 - one broken peer must not keep others uninformed
-                logger.debug("could not send tools/list_changed to a client, forgetting it: %r", exc)
+                logger.debug("could not send %s/list_changed to a client, forgetting it: %r", kind, exc)
                 self._open.pop(connection, None)
+
+
+_SENDS: dict[Kind, Callable[[ServerSession], Awaitable[None]]] = {
+    "tools": ServerSession.send_tool_list_changed,
+    "resources": ServerSession.send_resource_list_changed,
+    "prompts": ServerSession.send_prompt_list_changed,
+}
 
 
 def connection_of(session: ServerSession) -> Connection | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -13,7 +12,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -44,11 +43,11 @@ from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.contents import Contents
 from reach_adapters.mcp.converter import ASKED_META, READS_TASK, MCPConverter, meta_from_request
 from reach_adapters.mcp.instructions import Instructions
-from reach_adapters.mcp.peers import LegacyPeers
+from reach_adapters.mcp.notices import Kind, Notices, on_upstream_change
 from reach_adapters.mcp.relay import Relay, relaying, serving, set_level
 from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.mcp.tools import ANNOTATION_TITLE, OWN_META
-from reach_adapters.router import Capability, Router, resumes, running_loop, wrap_field
+from reach_adapters.router import Capability, Router, resumes, wrap_field
 from reach_adapters.version import package_version
 
 __all__ = ["RouterMCPServer", "request_principal"]
@@ -68,9 +67,11 @@ class _Served:
 class RouterMCPServer:
     """Builds the SDK server that offers a router's capabilities as MCP tools.
 
-    Serve `server` over any SDK transport, or hand it to ``mcp.Client`` in process. When the
-    catalog changes, clients are told: 2026-07-28 clients on their ``subscriptions/listen``
-    stream, earlier ones with a ``notifications/tools/list_changed`` on the connection.
+    Serve `server` over any SDK transport, or hand it to ``mcp.Client`` in process; the
+    upstream MCP servers' resources and prompts are served too (`Contents`). When the catalog
+    changes, or an upstream's resources or prompts, clients are told (`Notices`): 2026-07-28
+    clients on their ``subscriptions/listen`` stream, earlier ones with a
+    ``notifications/.../list_changed`` on the connection.
     """
 
     def __init__(
@@ -92,10 +93,10 @@ class RouterMCPServer:
         self.router = router
         self.consensus_tool = consensus_tool
         self._converter = MCPConverter()
-        self._bus = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self._bus)
+        self._notices = Notices()
+        self._listen = ListenHandler(self._notices.bus)
         # The upstream MCP servers' resources and prompts, served again to whoever may reach them.
-        contents = Contents(router, _principal)
+        contents = Contents(router, _principal, self._notices.seen)
         self.server: Server[Any] = _Server(
             name,
             version=package_version(),
@@ -122,15 +123,13 @@ class RouterMCPServer:
             self.server.middleware.append(self.instructions)
         self._served: dict[str, _Served] | None = None
         self._exchanges = Exchanges()
-        self._legacy = LegacyPeers()
-        self._loop: asyncio.AbstractEventLoop | None = running_loop()
-        self._announcing = False
-        self._announcement: asyncio.Task[None] | None = None
         self._unsubscribe = router.on_catalog_change(self._catalog_changed)
+        self._unheard = on_upstream_change(self._upstream_changed)
 
     def close(self) -> None:
-        """Stop following the catalog and end open change streams."""
+        """Stop following the catalog and the upstreams, and end open change streams."""
         self._unsubscribe()
+        self._unheard()
         self._listen.close()
         self._exchanges.close()
 
@@ -156,11 +155,7 @@ class RouterMCPServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        if self._loop is None:
-            # Built outside any loop: change notices go out on the loop that serves clients.
-            self._loop = asyncio.get_running_loop()
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._legacy.remember(ctx.session)
+        self._notices.seen(ctx)
         served = self._catalog()
         principal = _principal(ctx)
         if principal is not None and self.router.guard is not None:
@@ -261,28 +256,21 @@ class RouterMCPServer:
         return served
 
     def _catalog_changed(self) -> None:
-        # Called from whichever thread changed the catalog; the notice goes out on the serving loop.
+        # Called from whichever thread changed the catalog. An MCP server that came, went or
+        # reconnected may have brought or taken resources and prompts too.
         self._served = None
         if self.instructions is not None:
             self.instructions.forget()
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._schedule_announcement)
+        self._notices.changed("tools", "resources", "prompts")
 
-    def _schedule_announcement(self) -> None:
-        # A burst of changes (several servers reconnecting) becomes one notice.
-        if not self._announcing:
-            self._announcing = True
-            self._announcement = asyncio.get_running_loop().create_task(self._announce())
-
-    async def _announce(self) -> None:
-        self._announcing = False
-        await self._bus.publish(ToolsListChanged())
-        await self._legacy.announce()
+    def _upstream_changed(self, agent_id: str, kind: Kind) -> None:
+        if self.router.agent(agent_id) is not None:
+            self._notices.changed(kind)
 
 
 class _Server(Server[Any]):
-    """Advertises ``tools.listChanged`` to handshake-era clients, whatever transport runs it, and
+    """Advertises ``listChanged`` of tools, resources and prompts to handshake-era clients,
+    whatever transport runs it, and
     to every client that it reads the task a reach router carries in `_meta` (`READS_TASK`);
     ``logging`` comes with the ``logging/setLevel`` handler (`RouterMCPServer`)."""
 
@@ -306,7 +294,8 @@ class _Server(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options
+            or NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True),
             experimental_capabilities,
             extensions,
         )

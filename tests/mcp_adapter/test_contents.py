@@ -4,6 +4,7 @@ directly, whichever protocol version either side speaks."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -13,8 +14,11 @@ from typing import Any
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.resources import TextResource
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -22,15 +26,19 @@ from mcp.types import (
     Completion,
     CompletionArgument,
     CompletionContext,
+    PromptListChangedNotification,
     PromptReference,
+    ResourceListChangedNotification,
     ResourceTemplateReference,
 )
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer, start_mcp_server
 from reach_adapters.security.guard import SecurityGuard
 from reach_adapters.security.spec import SecuritySpec
 from tests.mcp_adapter.test_instructions import _Principals
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -95,18 +103,18 @@ def shout(text: str) -> str:
     return text.upper()
 
 
-Connect = Callable[[str], Client]
+Connect = Callable[..., Client]
 
 
 @asynccontextmanager
 async def _served(router: Router, transport: str) -> AsyncIterator[Connect]:
     if transport == "http":
         async with await start_mcp_server(router, port=0) as endpoint:
-            yield lambda mode: Client(endpoint.url, mode=mode)
+            yield lambda mode, **options: Client(endpoint.url, mode=mode, **options)
     else:
         reach = RouterMCPServer(router)
         try:
-            yield lambda mode: Client(reach.server, mode=mode)
+            yield lambda mode, **options: Client(reach.server, mode=mode, **options)
         finally:
             reach.close()
 
@@ -238,3 +246,59 @@ async def test_a_principal_sees_the_contents_of_the_servers_it_may_reach(mode: s
                 listed = (await client.list_resources()).resources
                 assert [r.uri for r in listed] == ["docs://readme", "docs://logo"]
                 assert (await client.get_prompt("review", {"code": "x"})).messages
+
+
+def _shelf() -> MCPServer:
+    """A server whose ``shelve`` tool adds a resource and a prompt, and says its lists changed."""
+    shelf = MCPServer("shelf")
+
+    @shelf.tool()
+    async def shelve(name: str, ctx: Context) -> str:
+        """Put a new page on the shelf."""
+        shelf.add_resource(TextResource(uri=f"shelf://{name}", name=name, text=f"page {name}"))
+        shelf.add_prompt(Prompt.from_function(lambda: f"Read {name}.", name=f"read_{name}"))
+        session = ctx.request_context.session
+        if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await ctx.notify_resources_changed()
+            await ctx.notify_prompts_changed()
+        else:
+            await session.send_resource_list_changed()
+            await session.send_prompt_list_changed()
+        return name
+
+    return shelf
+
+
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
+async def test_clients_hear_when_an_upstreams_resources_or_prompts_change(
+    router: Router, protocol: str
+) -> None:
+    router.register(await MCPServerAgent.connect("shelf", _shelf(), options=MCPOptions(protocol=protocol)))
+    heard: list[str] = []
+
+    async def on_message(message: IncomingMessage) -> None:
+        if isinstance(message, ResourceListChangedNotification | PromptListChangedNotification):
+            heard.append(message.method)
+
+    async with (
+        _served(router, "http") as connect,
+        connect("auto") as modern,
+        connect("legacy", message_handler=on_message) as old,
+    ):
+        await old.list_resources()
+        assert old.server_capabilities.resources is not None
+        assert old.server_capabilities.resources.list_changed is True
+        async with modern.listen(resources_list_changed=True, prompts_list_changed=True) as changes:
+            await modern.call_tool("shelve", {"name": "one"})
+            async with asyncio.timeout(10):
+                kinds = {type(await anext(changes)).__name__, type(await anext(changes)).__name__}
+        assert kinds == {"ResourcesListChanged", "PromptsListChanged"}
+        await eventually(
+            lambda: (
+                sorted(heard)
+                == ["notifications/prompts/list_changed", "notifications/resources/list_changed"]
+            ),
+            what="the handshake-era client to hear both changes",
+        )
+        assert "shelf://one" in {r.uri for r in (await old.list_resources()).resources}
+        assert "read_one" in {p.name for p in (await modern.list_prompts()).prompts}

@@ -167,7 +167,7 @@ async def test_a_lasting_handshake_era_client_hears_changes_however_many_came_an
                 async with Client(reach.server, mode="legacy") as passing:
                     await passing.list_tools()
             # The clients that left are forgotten; the one still connected is kept.
-            assert len(reach._legacy) == 1
+            assert len(reach._notices.legacy) == 1
             router.register(_upper_agent())
             async with asyncio.timeout(10):
                 await heard.wait()
@@ -176,7 +176,7 @@ async def test_a_lasting_handshake_era_client_hears_changes_however_many_came_an
 
 
 async def test_a_closed_http_client_is_forgotten(gateway: MCPEndpoint) -> None:
-    peers = gateway._reach._legacy
+    peers = gateway._reach._notices.legacy
     async with Client(gateway.url, mode="legacy") as client:
         await client.list_tools()
         assert len(peers) == 1
@@ -188,7 +188,7 @@ async def test_over_the_bound_the_longest_connected_client_is_dropped_with_one_w
 ) -> None:
     router.register(FunctionAgent(shout, agent_id="util:shout:0"))
     reach = RouterMCPServer(router, name="reach")
-    reach._legacy = peers = LegacyPeers(max_peers=1)
+    reach._notices.legacy = peers = LegacyPeers(max_peers=1)
     try:
         async with (
             Client(reach.server, mode="legacy") as first,
@@ -200,7 +200,7 @@ async def test_over_the_bound_the_longest_connected_client_is_dropped_with_one_w
             assert len(peers) == 1
     finally:
         reach.close()
-    assert caplog.text.count("no longer hear tools/list_changed") == 1
+    assert caplog.text.count("no longer hear of list changes") == 1
 
 
 async def test_failover_through_the_gateway(router: Router) -> None:
