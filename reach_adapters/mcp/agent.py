@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import logging
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Never, TypeVar
@@ -17,6 +15,7 @@ from mcp.types import ServerCapabilities
 
 from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
+from reach_adapters.mcp import sync_loop
 from reach_adapters.mcp.calls import TOOL_GONE, ToolRoute, call_tool, tool_gone
 from reach_adapters.mcp.connection import FORGOTTEN, Connection
 from reach_adapters.mcp.converter import MCPConverter
@@ -31,7 +30,6 @@ from reach_adapters.router import (
     AgentHandle,
     AgentState,
     Capability,
-    Portal,
     on_loop,
     reconnect_until,
 )
@@ -41,34 +39,6 @@ __all__ = ["ConnectReport", "MCPServerAgent"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# Sessions opened from synchronous code live on this loop, in a daemon thread started on first use.
-_SYNC_LOOP = Portal()
-_SYNC_AGENTS: weakref.WeakSet[MCPServerAgent] = weakref.WeakSet()
-_closing_at_exit = False
-
-
-def _close_at_exit() -> None:
-    """Have `_close_sync_loop` run at interpreter exit. Registered after the loop's first call,
-    since exit hooks run last-registered-first and the portal's own hook (registered when its
-    loop starts) would otherwise stop the loop before the sessions are closed on it."""
-    global _closing_at_exit
-    if not _closing_at_exit:
-        atexit.register(_close_sync_loop)
-        _closing_at_exit = True
-
-
-def _close_sync_loop() -> None:
-    """Close the sessions synchronous code left open (stopping their server processes), then
-    the loop: a daemon thread killed at exit would leave both behind."""
-    agents = list(_SYNC_AGENTS)
-    if agents:
-        _SYNC_LOOP.call(_close_all(agents), method="interpreter exit")
-    _SYNC_LOOP.close()
-
-
-async def _close_all(agents: Sequence[MCPServerAgent]) -> None:
-    await asyncio.gather(*(agent.aclose() for agent in agents), return_exceptions=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,11 +130,10 @@ class MCPServerAgent:
         spec = server_spec(
             name, server, command=command, args=args, headers=headers, auth=auth, options=options
         )
-        agent = _SYNC_LOOP.call(
+        agent = sync_loop.call(
             cls._open(spec), method="MCPServerAgent.connect_sync", instead="await MCPServerAgent.connect(...)"
         )
-        _SYNC_AGENTS.add(agent)
-        _close_at_exit()
+        sync_loop.close_at_exit(agent)
         return agent
 
     @classmethod
@@ -291,7 +260,7 @@ class MCPServerAgent:
         await self._on_session_loop(self._close())
 
     def close_sync(self) -> None:
-        _SYNC_LOOP.call(self.aclose(), method="close_sync", instead="await agent.aclose()")
+        sync_loop.call(self.aclose(), method="close_sync", instead="await agent.aclose()")
 
     async def __aenter__(self) -> MCPServerAgent:
         return self
