@@ -7,10 +7,11 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Never, TypeVar
+from typing import Any, Never, TypeVar
 
 import httpx2
 from mcp import Client
+from mcp.shared.subscriptions import ServerEvent
 from mcp.types import ServerCapabilities
 
 from middleware import ReachMessage, ReachResult
@@ -360,9 +361,15 @@ class MCPServerAgent:
             # Only what this agent took down it brings back; health probes judge the rest.
             self._set_state(AgentState.ONLINE, "connected")
 
-    def contents_changed(self, kind: Literal["resources", "prompts"]) -> None:
-        """The server's resources or prompts changed: the router's MCP servers tell their clients."""
-        upstream_changed(self._agent_id, kind)
+    def upstream_event(self, event: ServerEvent) -> None:
+        """The server's resources or prompts changed, or a watched resource was updated: the
+        router's MCP servers tell their clients."""
+        upstream_changed(self._agent_id, event)
+
+    async def watch(self, uri: str, *, stop: bool = False) -> None:
+        """Hear when the server updates resource `uri` (`upstream_event`), in this session and
+        the next ones; `stop`: one watcher of it fewer."""
+        await self._on_session_loop(self._connection.watched.change(uri, -1 if stop else 1))
 
     def connection_lost(self, reason: str) -> None:
         logger.warning("MCP server %s is offline: %s", self._agent_id, reason)

@@ -10,13 +10,14 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import anyio
 from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.types import (
     CONNECTION_CLOSED,
     ElicitCompleteNotification,
@@ -25,6 +26,7 @@ from mcp.types import (
     PromptsCapability,
     ResourceListChangedNotification,
     ResourcesCapability,
+    ResourceUpdatedNotification,
     Tool,
     ToolListChangedNotification,
     ToolsCapability,
@@ -39,6 +41,7 @@ from reach_adapters.mcp.spec import HttpServer, ServerSpec
 from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
 from reach_adapters.mcp.upstream import Relays
+from reach_adapters.mcp.watching import Watched
 from reach_adapters.security import redact_text
 
 __all__ = ["FORGOTTEN", "Connection", "ConnectionEvents"]
@@ -58,7 +61,9 @@ class ConnectionEvents(Protocol):
 
     def connection_lost(self, reason: str) -> None: ...
 
-    def contents_changed(self, kind: Literal["resources", "prompts"]) -> None: ...
+    def upstream_event(self, event: ServerEvent) -> None:
+        """The server's resources or prompts changed, or a watched resource was updated."""
+        ...
 
 
 @dataclass(eq=False)
@@ -92,6 +97,8 @@ class Connection:
         self._events = events
         self._current: tuple[_Link, asyncio.Task[None]] | None = None
         self._rescan = asyncio.Event()
+        # The resources the router's clients want updates of, subscribed on every session.
+        self.watched = Watched(spec.agent_id)
         # The server's tools as last listed, for the health probe's listing to be compared with.
         self._listed: list[Tool] = []
 
@@ -210,6 +217,7 @@ class Connection:
                     f" (skipped: {declared.skipped})" if declared.skipped else "",
                 )
             tasks.start_soon(self._rescans, client)
+            tasks.start_soon(self.watched.hold, client)
             self.client = client
             self.reads_task = reads_task(client)
             self.instructions = client.instructions
@@ -231,9 +239,11 @@ class Connection:
         if isinstance(message, ToolListChangedNotification):
             self._rescan.set()
         elif isinstance(message, ResourceListChangedNotification):
-            self._events.contents_changed("resources")
+            self._events.upstream_event(ResourcesListChanged())
         elif isinstance(message, PromptListChangedNotification):
-            self._events.contents_changed("prompts")
+            self._events.upstream_event(PromptsListChanged())
+        elif isinstance(message, ResourceUpdatedNotification):
+            self._events.upstream_event(ResourceUpdated(uri=message.params.uri))
         elif isinstance(message, ElicitCompleteNotification):
             await self.relays.completions.complete(message.params)
         elif isinstance(message, Exception):
@@ -282,9 +292,9 @@ class Connection:
                 # Changes while no stream was open went unheard: the lists may differ now.
                 self._rescan.set()
                 if _announced(capabilities.resources):
-                    self._events.contents_changed("resources")
+                    self._events.upstream_event(ResourcesListChanged())
                 if _announced(capabilities.prompts):
-                    self._events.contents_changed("prompts")
+                    self._events.upstream_event(PromptsListChanged())
                 await anyio.sleep(_RELISTEN_DELAY_S)
         finally:
             # However the stream fared, the session no longer waits for it to open.

@@ -124,13 +124,7 @@ class Contents:
     ) -> ReadResourceResult:
         uri = params.uri
         agents = self._upstreams(ctx, _resources)
-        owners = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())]
-        if not owners:
-            # Listed since the last listing, or never: ask again before guessing.
-            await self._list_resources(agents)
-            owners = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())]
-        if not owners:
-            owners = await self._made_by_template(agents, uri)
+        owners = await self._owners(agents, uri)
         guessing = not owners
         result = await _first(
             owners or agents, lambda client: client.read_resource(uri), f"resource {uri!r}", guessing=guessing
@@ -138,6 +132,19 @@ class Contents:
         if self._router.guard is not None:
             result.cache_scope = "private"
         return result
+
+    async def owners(self, ctx: ServerRequestContext[Any, Any], uri: str) -> list[MCPServerAgent]:
+        """The servers the client of `ctx` may reach that have resource `uri`: that listed it,
+        else that have a template that could make it."""
+        return await self._owners(self._upstreams(ctx, _resources), uri)
+
+    async def _owners(self, agents: list[MCPServerAgent], uri: str) -> list[MCPServerAgent]:
+        owners = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())]
+        if not owners:
+            # Listed since the last listing, or never: ask again before guessing.
+            await self._list_resources(agents)
+            owners = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())]
+        return owners or await self._made_by_template(agents, uri)
 
     async def _list_resources(self, agents: list[MCPServerAgent]) -> dict[str, list[Resource]]:
         listed = await _gather(agents, _pages(_resource_page), "resources")

@@ -1,11 +1,12 @@
 """Telling the clients of the router's MCP server that a list changed: its tools (the router's
 catalog), or the resources or prompts of an upstream MCP server, which the upstream's session
-reports here (`upstream_changed`) for every router MCP server to pass on."""
+reports here (`upstream_changed`, with the updates of resources it watches) for every router MCP
+server to pass on."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
@@ -30,16 +31,17 @@ _EVENTS: dict[Kind, ServerEvent] = {
     "prompts": PromptsListChanged(),
 }
 
-_listeners: list[Callable[[str, Kind], None]] = []
+_listeners: list[Callable[[str, ServerEvent], None]] = []
 
 
-def upstream_changed(agent_id: str, kind: Kind) -> None:
-    """The MCP server of agent `agent_id` said its `kind` list changed (on its session's loop)."""
+def upstream_changed(agent_id: str, event: ServerEvent) -> None:
+    """The MCP server of agent `agent_id` said a list of it changed, or a resource it has
+    (on its session's loop)."""
     for listener in tuple(_listeners):
-        listener(agent_id, kind)
+        listener(agent_id, event)
 
 
-def on_upstream_change(listener: Callable[[str, Kind], None]) -> Callable[[], None]:
+def on_upstream_change(listener: Callable[[str, ServerEvent], None]) -> Callable[[], None]:
     """Hear of every upstream's changes, from any thread; returns the call that stops it."""
     _listeners.append(listener)
 
@@ -63,6 +65,7 @@ class Notices:
         self._loop = running_loop()
         self._pending: set[Kind] = set()
         self._announcing: asyncio.Task[None] | None = None
+        self._running: set[asyncio.Task[None]] = set()
 
     def seen(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """A client listed something: from now on it hears when lists change."""
@@ -76,6 +79,21 @@ class Notices:
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._schedule, kinds)
+
+    def soon(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` on the loop that serves clients, from any thread; dropped before any has."""
+        loop = self._loop
+        try:
+            if loop is None or loop.is_closed():
+                raise RuntimeError
+            loop.call_soon_threadsafe(self._start, work)
+        except RuntimeError:
+            work.close()
+
+    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     def _schedule(self, kinds: tuple[Kind, ...]) -> None:
         self._pending.update(kinds)

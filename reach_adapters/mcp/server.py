@@ -12,7 +12,13 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import ListenHandler
+from mcp.server.subscriptions import (
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -43,10 +49,11 @@ from reach_adapters.mcp.consensus_tool import schema as consensus_schema
 from reach_adapters.mcp.contents import Contents
 from reach_adapters.mcp.converter import ASKED_META, READS_TASK, MCPConverter, meta_from_request
 from reach_adapters.mcp.instructions import Instructions
-from reach_adapters.mcp.notices import Kind, Notices, on_upstream_change
+from reach_adapters.mcp.notices import Notices, on_upstream_change
 from reach_adapters.mcp.relay import Relay, relaying, serving, set_level
 from reach_adapters.mcp.rounds import Exchanges
 from reach_adapters.mcp.tools import ANNOTATION_TITLE, OWN_META
+from reach_adapters.mcp.watches import Watches
 from reach_adapters.router import Capability, Router, resumes, wrap_field
 from reach_adapters.version import package_version
 
@@ -97,6 +104,7 @@ class RouterMCPServer:
         self._listen = ListenHandler(self._notices.bus)
         # The upstream MCP servers' resources and prompts, served again to whoever may reach them.
         contents = Contents(router, _principal, self._notices.seen)
+        self._watches = Watches(contents, self._notices, self._listen)
         self.server: Server[Any] = _Server(
             name,
             version=package_version(),
@@ -104,7 +112,9 @@ class RouterMCPServer:
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=self._listen,
+            on_subscriptions_listen=self._watches.listen,
+            on_subscribe_resource=self._watches.subscribe,
+            on_unsubscribe_resource=self._watches.unsubscribe,
             on_list_resources=contents.list_resources,
             on_list_resource_templates=contents.list_resource_templates,
             on_read_resource=contents.read_resource,
@@ -263,9 +273,15 @@ class RouterMCPServer:
             self.instructions.forget()
         self._notices.changed("tools", "resources", "prompts")
 
-    def _upstream_changed(self, agent_id: str, kind: Kind) -> None:
-        if self.router.agent(agent_id) is not None:
-            self._notices.changed(kind)
+    def _upstream_changed(self, agent_id: str, event: ServerEvent) -> None:
+        if self.router.agent(agent_id) is None:
+            return
+        if isinstance(event, ResourceUpdated):
+            self._watches.updated(event.uri)
+        elif isinstance(event, ResourcesListChanged):
+            self._notices.changed("resources")
+        elif isinstance(event, PromptsListChanged):
+            self._notices.changed("prompts")
 
 
 class _Server(Server[Any]):

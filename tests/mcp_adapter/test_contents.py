@@ -16,20 +16,29 @@ import pytest
 from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resources import TextResource
+from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 from mcp.types import (
     INVALID_PARAMS,
     SERVER_INFO_META_KEY,
     Completion,
     CompletionArgument,
     CompletionContext,
+    EmptyResult,
     PromptListChangedNotification,
     PromptReference,
     ResourceListChangedNotification,
     ResourceTemplateReference,
+    ResourceUpdatedNotification,
+    SubscribeRequest,
+    SubscribeRequestParams,
+    UnsubscribeRequest,
+    UnsubscribeRequestParams,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -302,3 +311,75 @@ async def test_clients_hear_when_an_upstreams_resources_or_prompts_change(
         )
         assert "shelf://one" in {r.uri for r in (await old.list_resources()).resources}
         assert "read_one" in {p.name for p in (await modern.list_prompts()).prompts}
+
+
+def _counter() -> MCPServer:
+    """A server of one resource, ``counter://value``, that its ``bump`` tool updates, telling
+    the sessions that subscribed (on 2025-11-25, with ``resources/subscribe``) or listen."""
+    counter = MCPServer("counter")
+    value = [0]
+    subscribers: list[ServerSession] = []
+
+    @counter.resource("counter://value")
+    def current() -> str:
+        return str(value[0])
+
+    @counter.tool()
+    async def bump(ctx: Context) -> int:
+        """Add one to the counter."""
+        value[0] += 1
+        await ctx.notify_resource_updated("counter://value")
+        for session in subscribers:
+            await session.send_resource_updated("counter://value")
+        return value[0]
+
+    async def subscribe(ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
+        subscribers.append(ctx.session)
+        return EmptyResult()
+
+    counter._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    return counter
+
+
+async def _subscribe(client: Client, uri: str, *, stop: bool = False) -> None:
+    """``resources/subscribe`` (or unsubscribe) as a 2025-11-25 client sends it; the SDK's own
+    methods warn that 2026-07-28 removed them."""
+    request = UnsubscribeRequest(params=UnsubscribeRequestParams(uri=uri)) if stop else None
+    await client.session.send_request(
+        request or SubscribeRequest(params=SubscribeRequestParams(uri=uri)), EmptyResult
+    )
+
+
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
+async def test_subscribers_hear_when_an_upstream_updates_a_resource(router: Router, protocol: str) -> None:
+    router.register(
+        await MCPServerAgent.connect("counter", _counter(), options=MCPOptions(protocol=protocol))
+    )
+    updated: list[str] = []
+
+    async def on_message(message: IncomingMessage) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            updated.append(message.params.uri)
+
+    async with (
+        _served(router, "http") as connect,
+        connect("auto") as modern,
+        connect("legacy", message_handler=on_message) as old,
+    ):
+        assert old.server_capabilities.resources is not None
+        assert old.server_capabilities.resources.subscribe is True
+        await _subscribe(old, "counter://value")
+        async with modern.listen(resource_subscriptions=["counter://value"]) as changes:
+            await modern.call_tool("bump", {})
+            async with asyncio.timeout(10):
+                event = await anext(changes)
+        assert event == ResourceUpdated(uri="counter://value")
+        await eventually(lambda: updated == ["counter://value"], what="the handshake-era subscriber to hear")
+        assert (await old.read_resource("counter://value")).contents[0].text == "1"  # type: ignore[union-attr]
+        await _subscribe(old, "counter://value", stop=True)
+        await modern.call_tool("bump", {})
+        await asyncio.sleep(0.2)
+        assert updated == ["counter://value"]
+        with pytest.raises(MCPError) as unknown:
+            await _subscribe(old, "counter://nothing")
+        assert unknown.value.code == INVALID_PARAMS
