@@ -11,19 +11,16 @@ for each other while one is offline.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
-from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     CompleteRequestParams,
     CompleteResult,
@@ -43,21 +40,15 @@ from mcp.types import (
     ServerCapabilities,
 )
 
-from reach_adapters.errors import ReachError
 from reach_adapters.mcp.agent import MCPServerAgent
-from reach_adapters.mcp.converter import HOP_META
+from reach_adapters.mcp.upstream_requests import PROMPTS, RESOURCES, TEMPLATES, first, gather
 from reach_adapters.router import Router, parse_agent_id
 
-__all__ = ["MAX_PAGES", "Contents"]
+__all__ = ["Contents"]
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-R = TypeVar("R", ReadResourceResult, GetPromptResult, CompleteResult)
 
-# A listing is cut after this many pages of one server: cursors that never end must not hold a
-# client's request forever.
-MAX_PAGES = 100
 _EXPRESSION = re.compile(r"\{[^{}]*\}")
 _NO_COMPLETION = CompleteResult(completion=Completion(values=[]))
 
@@ -126,7 +117,7 @@ class Contents:
         agents = self._upstreams(ctx, _resources)
         owners = await self._owners(agents, uri)
         guessing = not owners
-        result = await _first(
+        result = await first(
             owners or agents, lambda client: client.read_resource(uri), f"resource {uri!r}", guessing=guessing
         )
         if self._router.guard is not None:
@@ -147,13 +138,13 @@ class Contents:
         return owners or await self._made_by_template(agents, uri)
 
     async def _list_resources(self, agents: list[MCPServerAgent]) -> dict[str, list[Resource]]:
-        listed = await _gather(agents, _pages(_resource_page), "resources")
+        listed = await gather(agents, RESOURCES, "resources")
         for agent_id, resources in listed.items():
             self._uris[agent_id] = frozenset(resource.uri for resource in resources)
         return listed
 
     async def _list_templates(self, agents: list[MCPServerAgent]) -> dict[str, list[ResourceTemplate]]:
-        listed = await _gather(agents, _pages(_template_page), "resource templates")
+        listed = await gather(agents, TEMPLATES, "resource templates")
         self._templates.update(listed)
         return listed
 
@@ -179,7 +170,7 @@ class Contents:
     ) -> GetPromptResult:
         entry = await self._find_prompt(ctx, params.name)
         arguments = params.arguments
-        return await _first(
+        return await first(
             entry.owners,
             lambda client: client.get_prompt(entry.upstream_name, arguments),
             f"prompt {params.name!r}",
@@ -197,7 +188,7 @@ class Contents:
 
     async def _prompt_table(self, agents: list[MCPServerAgent]) -> dict[str, _Prompt]:
         """The prompts of `agents`, listed afresh, under the names they are served as."""
-        self._prompts.update(await _gather(agents, _pages(_prompt_page), "prompts"))
+        self._prompts.update(await gather(agents, PROMPTS, "prompts"))
         return self._table(agents)
 
     def _table(self, agents: list[MCPServerAgent]) -> dict[str, _Prompt]:
@@ -256,7 +247,7 @@ class Contents:
             upstream_ref = ref
         if not owners:
             return _NO_COMPLETION
-        return await _first(
+        return await first(
             owners, lambda client: client.complete(upstream_ref, argument, context), f"completion of {ref}"
         )
 
@@ -308,92 +299,6 @@ def _one_page(params: PaginatedRequestParams | None) -> None:
     if params is not None and params.cursor is not None:
         msg = f"Invalid cursor {params.cursor!r}: this server lists everything in one page"
         raise MCPError(INVALID_PARAMS, msg)
-
-
-async def _resource_page(client: Client, cursor: str | None) -> tuple[list[Resource], str | None]:
-    page = await client.list_resources(cursor=cursor)
-    return page.resources, page.next_cursor
-
-
-async def _template_page(client: Client, cursor: str | None) -> tuple[list[ResourceTemplate], str | None]:
-    page = await client.list_resource_templates(cursor=cursor)
-    return page.resource_templates, page.next_cursor
-
-
-async def _prompt_page(client: Client, cursor: str | None) -> tuple[list[Prompt], str | None]:
-    page = await client.list_prompts(cursor=cursor)
-    return page.prompts, page.next_cursor
-
-
-def _pages(
-    page: Callable[[Client, str | None], Awaitable[tuple[list[T], str | None]]],
-) -> Callable[[Client], Awaitable[list[T]]]:
-    """A whole listing, page after page, up to `MAX_PAGES`."""
-
-    async def listing(client: Client) -> list[T]:
-        items: list[T] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            found, cursor = await page(client, cursor)
-            items += found
-            if cursor is None:
-                break
-        return items
-
-    return listing
-
-
-async def _gather(
-    agents: list[MCPServerAgent], listing: Callable[[Client], Awaitable[list[T]]], what: str
-) -> dict[str, list[T]]:
-    """Each server's listing, by agent id; a server that fails to list is left out (and logged):
-    one failing server never keeps a client from the others'."""
-    answers = await asyncio.gather(*(agent.request(listing) for agent in agents), return_exceptions=True)
-    listed: dict[str, list[T]] = {}
-    for agent, answer in zip(agents, answers, strict=True):
-        if isinstance(answer, BaseException):
-            if not isinstance(answer, ReachError | MCPError):
-                raise answer
-            logger.warning("MCP server %s: listing its %s failed, left out: %s", agent.agent_id, what, answer)
-        else:
-            listed[agent.agent_id] = answer
-    return listed
-
-
-async def _first(
-    agents: list[MCPServerAgent], send: Callable[[Client], Awaitable[R]], what: str, *, guessing: bool = False
-) -> R:
-    """The answer of the first of `agents` that gives one. One that cannot be reached passes the
-    request on to the next; the server's own error is the answer, unless the request is a guess
-    (no server said it has the thing), when every server is asked before the first error is."""
-    errors: list[MCPError | ReachError] = []
-    for agent in agents:
-        try:
-            return _own(await agent.request(send))
-        except MCPError as exc:
-            if not guessing:
-                raise
-            errors.append(exc)
-        except ReachError as exc:
-            logger.warning("MCP server %s: %s not read there: %s", agent.agent_id, what, exc)
-            errors.append(exc)
-    mcp_errors = [exc for exc in errors if isinstance(exc, MCPError)]
-    if mcp_errors:
-        raise mcp_errors[0]
-    if not errors:
-        msg = f"Unknown {what}: no MCP server of this router offers it"
-        raise MCPError(INVALID_PARAMS, msg)
-    msg = f"{what} cannot be read now: {errors[0]}"
-    raise MCPError(INVALID_PARAMS if guessing else INTERNAL_ERROR, msg)
-
-
-def _own(result: R) -> R:
-    """`result` without the `_meta` of its hop (the upstream's server info, say): the router's
-    server answers with its own."""
-    meta = result.meta
-    if meta:
-        result.meta = {key: value for key, value in meta.items() if not key.startswith(HOP_META)} or None
-    return result
 
 
 def _makes(templates: Iterable[ResourceTemplate], uri: str) -> bool:

@@ -1,0 +1,128 @@
+"""Requests the router's MCP server sends its upstream MCP servers for its clients: whole
+listings gathered from several servers, and the first answer one of several servers gives."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CompleteResult,
+    GetPromptResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+)
+
+from reach_adapters.errors import ReachError
+from reach_adapters.mcp.agent import MCPServerAgent
+from reach_adapters.mcp.converter import HOP_META
+
+__all__ = ["MAX_PAGES", "PROMPTS", "RESOURCES", "TEMPLATES", "first", "gather"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R", ReadResourceResult, GetPromptResult, CompleteResult)
+
+# A listing is cut after this many pages of one server: cursors that never end must not hold a
+# client's request forever.
+MAX_PAGES = 100
+
+
+async def _resource_page(client: Client, cursor: str | None) -> tuple[list[Resource], str | None]:
+    page = await client.list_resources(cursor=cursor)
+    return page.resources, page.next_cursor
+
+
+async def _template_page(client: Client, cursor: str | None) -> tuple[list[ResourceTemplate], str | None]:
+    page = await client.list_resource_templates(cursor=cursor)
+    return page.resource_templates, page.next_cursor
+
+
+async def _prompt_page(client: Client, cursor: str | None) -> tuple[list[Prompt], str | None]:
+    page = await client.list_prompts(cursor=cursor)
+    return page.prompts, page.next_cursor
+
+
+def _pages(
+    page: Callable[[Client, str | None], Awaitable[tuple[list[T], str | None]]],
+) -> Callable[[Client], Awaitable[list[T]]]:
+    """A whole listing, page after page, up to `MAX_PAGES`."""
+
+    async def listing(client: Client) -> list[T]:
+        items: list[T] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            found, cursor = await page(client, cursor)
+            items += found
+            if cursor is None:
+                break
+        return items
+
+    return listing
+
+
+async def gather(
+    agents: list[MCPServerAgent], listing: Callable[[Client], Awaitable[list[T]]], what: str
+) -> dict[str, list[T]]:
+    """Each server's listing, by agent id; a server that fails to list is left out (and logged):
+    one failing server never keeps a client from the others'."""
+    answers = await asyncio.gather(*(agent.request(listing) for agent in agents), return_exceptions=True)
+    listed: dict[str, list[T]] = {}
+    for agent, answer in zip(agents, answers, strict=True):
+        if isinstance(answer, BaseException):
+            if not isinstance(answer, ReachError | MCPError):
+                raise answer
+            logger.warning("MCP server %s: listing its %s failed, left out: %s", agent.agent_id, what, answer)
+        else:
+            listed[agent.agent_id] = answer
+    return listed
+
+
+async def first(
+    agents: list[MCPServerAgent], send: Callable[[Client], Awaitable[R]], what: str, *, guessing: bool = False
+) -> R:
+    """The answer of the first of `agents` that gives one. One that cannot be reached passes the
+    request on to the next; the server's own error is the answer, unless the request is a guess
+    (no server said it has the thing), when every server is asked before the first error is."""
+    errors: list[MCPError | ReachError] = []
+    for agent in agents:
+        try:
+            return _own(await agent.request(send))
+        except MCPError as exc:
+            if not guessing:
+                raise
+            errors.append(exc)
+        except ReachError as exc:
+            logger.warning("MCP server %s: %s not read there: %s", agent.agent_id, what, exc)
+            errors.append(exc)
+    mcp_errors = [exc for exc in errors if isinstance(exc, MCPError)]
+    if mcp_errors:
+        raise mcp_errors[0]
+    if not errors:
+        msg = f"Unknown {what}: no MCP server of this router offers it"
+        raise MCPError(INVALID_PARAMS, msg)
+    msg = f"{what} cannot be read now: {errors[0]}"
+    raise MCPError(INVALID_PARAMS if guessing else INTERNAL_ERROR, msg)
+
+
+def _own(result: R) -> R:
+    """`result` without the `_meta` of its hop (the upstream's server info, say): the router's
+    server answers with its own."""
+    meta = result.meta
+    if meta:
+        result.meta = {key: value for key, value in meta.items() if not key.startswith(HOP_META)} or None
+    return result
+
+
+RESOURCES = _pages(_resource_page)
+TEMPLATES = _pages(_template_page)
+PROMPTS = _pages(_prompt_page)
