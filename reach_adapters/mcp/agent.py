@@ -20,7 +20,10 @@ from reach_adapters.mcp import sync_loop
 from reach_adapters.mcp.calls import TOOL_GONE, ToolRoute, call_tool, tool_gone
 from reach_adapters.mcp.connection import FORGOTTEN, Connection
 from reach_adapters.mcp.converter import MCPConverter
-from reach_adapters.mcp.errors import MCPOfflineError, MCPSessionExpiredError, MCPTimeoutError
+from reach_adapters.mcp.errors import (
+    MCPOfflineError,
+    MCPSessionExpiredError,
+)
 from reach_adapters.mcp.legacy import MCPServerConfig
 from reach_adapters.mcp.notices import upstream_changed
 from reach_adapters.mcp.options import MCPOptions
@@ -209,30 +212,17 @@ class MCPServerAgent:
 
     @property
     def server_capabilities(self) -> ServerCapabilities | None:
-        """What the server says it serves (``resources``, ``prompts``, ...) while connected."""
-        client = self._connection.client
-        return None if client is None else client.server_capabilities
+        """What the server says it serves (``resources``, ``prompts``, ...), from its last
+        session: kept while it is offline; None before it first connects."""
+        return self._connection.capabilities
 
     async def request(self, send: Callable[[Client], Awaitable[T]]) -> T:
         """Await ``send(client)``, a request of its own (a resource read, a prompt), on the
         agent's session and its loop, within the server's ``timeout_ms``: `MCPOfflineError`
-        while it has no session, `MCPTimeoutError` past the timeout."""
-        return await self._on_session_loop(self._request(send))
-
-    async def _request(self, send: Callable[[Client], Awaitable[T]]) -> T:
-        client = self._connection.client
-        if client is None:
-            raise self._offline_error()
-        timeout_ms = self._spec.options.timeout_ms
-        scope = asyncio.timeout(timeout_ms / 1000)
-        try:
-            async with scope:
-                return await send(client)
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            msg = f"MCP server {self._agent_id} did not answer within its timeout_ms ({timeout_ms} ms)"
-            raise MCPTimeoutError(msg) from None
+        while it has no session (`MCPSessionExpiredError` when the server forgot it),
+        `MCPConnectionError` when it is lost meanwhile, `MCPTimeoutError` past the timeout; the
+        server's own errors are raised as it gave them."""
+        return await self._on_session_loop(self._connection.request(send, self._offline_error))
 
     def __repr__(self) -> str:
         state = "online" if self._offline is None else f"offline: {self._offline}"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from mcp import Client
@@ -27,6 +28,7 @@ from mcp.types import (
     ResourceListChangedNotification,
     ResourcesCapability,
     ResourceUpdatedNotification,
+    ServerCapabilities,
     Tool,
     ToolListChangedNotification,
     ToolsCapability,
@@ -35,8 +37,13 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from reach_adapters.errors import ReachError
-from reach_adapters.mcp.calls import reads_task
-from reach_adapters.mcp.errors import MCPConnectionError, MCPProtocolError, MCPTimeoutError
+from reach_adapters.mcp.calls import reads_task, session_gone
+from reach_adapters.mcp.errors import (
+    MCPConnectionError,
+    MCPProtocolError,
+    MCPSessionExpiredError,
+    MCPTimeoutError,
+)
 from reach_adapters.mcp.spec import HttpServer, ServerSpec
 from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
@@ -47,6 +54,8 @@ from reach_adapters.security import redact_text
 __all__ = ["FORGOTTEN", "Connection", "ConnectionEvents"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # A change stream that drops is re-opened after this pause, so a flapping one cannot spin.
 _RELISTEN_DELAY_S = 0.1
@@ -92,6 +101,7 @@ class Connection:
         self.reads_task = False
         # What the server's last session said of itself (`InitializeResult`, `DiscoverResult`).
         self.instructions: str | None = None
+        self.capabilities: ServerCapabilities | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closing = False
         self._events = events
@@ -130,6 +140,33 @@ class Connection:
                 link.end()
                 task.cancel()
                 await _settle(task)
+
+    async def request(self, send: Callable[[Client], Awaitable[T]], offline: Callable[[], ReachError]) -> T:
+        """Await ``send(client)`` on the session within ``timeout_ms`` (see `MCPServerAgent.request`);
+        `offline` says why there is no session."""
+        client = self.client
+        if client is None:
+            raise offline()
+        agent_id, timeout_ms = self.spec.agent_id, self.spec.options.timeout_ms
+        scope = asyncio.timeout(timeout_ms / 1000)
+        try:
+            async with scope:
+                return await send(client)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            msg = f"MCP server {agent_id} did not answer within its timeout_ms ({timeout_ms} ms)"
+            raise MCPTimeoutError(msg) from None
+        except MCPError as exc:
+            # As for a call: a session the server forgot is replaced, and a lost one reported.
+            if session_gone(client, exc):
+                self.drop(client, FORGOTTEN)
+                msg = f"MCP server {agent_id} no longer knows this session ({exc.message}); opening a new one"
+                raise MCPSessionExpiredError(msg) from None
+            if exc.code == CONNECTION_CLOSED:
+                msg = f"MCP server {agent_id} lost its connection during the request ({exc.message})"
+                raise MCPConnectionError(msg) from None
+            raise
 
     async def wait_lost(self) -> None:
         """Return once the current session has ended, having reported why."""
@@ -221,6 +258,7 @@ class Connection:
             self.client = client
             self.reads_task = reads_task(client)
             self.instructions = client.instructions
+            self.capabilities = client.server_capabilities
             link.ready.set_result(declared)
             try:
                 await link.ended.wait()

@@ -1,22 +1,24 @@
 """The resources and prompts of the router's upstream MCP servers, served again by its MCP server.
 
 A client of the router reads what it could read from each upstream directly: the resources,
-resource templates and prompts of every connected MCP server among the router's agents that the
-client may reach (one of whose tools it may call; every server when the router runs without
-security). Listings are gathered from those servers when a client asks, in one page. A read goes
-to the servers that listed the URI, else to those with a template that could make it, else to
-each in turn; a prompt goes to the server that lists it. Replicas (servers of one name) stand in
-for each other while one is offline.
+resource templates and prompts of every MCP server among the router's agents that the client may
+reach (one of whose tools it may call; every server when the router runs without security).
+Listings are gathered from the connected ones when a client asks, served in pages of the router's
+own. A read goes to the server whose tool returned the URI as a link, then to those that listed
+it, else to those with a template that could make it; a prompt to the server that lists it.
+Replicas (servers of one name) stand in for each other when one cannot be reached.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache, partial
+from typing import Any, Literal, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -25,42 +27,40 @@ from mcp.types import (
     CompleteRequestParams,
     CompleteResult,
     Completion,
+    ContentBlock,
     GetPromptRequestParams,
     GetPromptResult,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
     PaginatedRequestParams,
-    Prompt,
     PromptReference,
     ReadResourceRequestParams,
     ReadResourceResult,
     Resource,
+    ResourceLink,
     ResourceTemplate,
     ServerCapabilities,
 )
 
 from reach_adapters.mcp.agent import MCPServerAgent
-from reach_adapters.mcp.upstream_requests import PROMPTS, RESOURCES, TEMPLATES, first, gather
-from reach_adapters.router import Router, parse_agent_id
+from reach_adapters.mcp.paging import Pages
+from reach_adapters.mcp.prompts import Prompts
+from reach_adapters.mcp.upstream_requests import RESOURCES, TEMPLATES, first, gather
+from reach_adapters.router import UNUSABLE_STATES, Router, parse_agent_id
 
 __all__ = ["Contents"]
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 
 _EXPRESSION = re.compile(r"\{[^{}]*\}")
 _NO_COMPLETION = CompleteResult(completion=Completion(values=[]))
-
-
-@dataclass(slots=True)
-class _Prompt:
-    """A prompt as served here, the name its server gives it, and the servers that list it."""
-
-    prompt: Prompt
-    upstream_name: str
-    server: str
-    owners: list[MCPServerAgent] = field(default_factory=list)
+# A read of a URI no server is known to have lists the servers again, at most this often each.
+_RELIST_S = 5.0
+# The URIs of links tool results carried, kept for the reads that follow them.
+_MAX_LINKS = 10_000
 
 
 class Contents:
@@ -76,66 +76,130 @@ class Contents:
         self._router = router
         self._principal_of = principal_of
         self._seen = seen
-        # What each server listed last, by agent id: where reads and completions look first.
+        # What each server listed last, by agent id (kept while it is offline), and when.
         self._uris: dict[str, frozenset[str]] = {}
         self._templates: dict[str, list[ResourceTemplate]] = {}
-        # Each server's prompts as last listed, kept while it is offline so that the names served
-        # stay the same: a namesake's prompt does not take over a name while its owner is away.
-        self._prompts: dict[str, list[Prompt]] = {}
-        self._renamed: set[tuple[str, str]] = set()
+        self._relisted: dict[str, float] = {}
+        # URI -> the agent whose tool result linked it: that server has it, whoever lists it too.
+        self._links: OrderedDict[str, str] = OrderedDict()
+        self._shared: set[tuple[str, str]] = set()
+        self._prompts = Prompts(self._mcp_agents)
+        self._pages = Pages()
 
     # -- resources ---------------------------------------------------------------------------
 
     async def list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
-        _one_page(params)
         self._seen(ctx)
-        resources: dict[str, Resource] = {}
-        for listed in (await self._list_resources(self._upstreams(ctx, _resources))).values():
-            for resource in listed:
-                resources.setdefault(resource.uri, resource)
-        return ListResourcesResult(resources=list(resources.values()), cache_scope=self._scope())
+        agents = self._upstreams(ctx, _resources)
+        listing = partial(self._resources_of, agents)
+        resources, cursor = await self._pages.page(params, self._who(ctx), listing)
+        return ListResourcesResult(resources=resources, next_cursor=cursor, cache_scope=self._scope())
 
     async def list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
-        _one_page(params)
         self._seen(ctx)
-        templates: dict[str, ResourceTemplate] = {}
-        for listed in (await self._list_templates(self._upstreams(ctx, _resources))).values():
-            for template in listed:
-                templates.setdefault(template.uri_template, template)
+        agents = self._upstreams(ctx, _resources)
+        listing = partial(self._templates_of, agents)
+        templates, cursor = await self._pages.page(params, self._who(ctx), listing)
         return ListResourceTemplatesResult(
-            resource_templates=list(templates.values()), cache_scope=self._scope()
+            resource_templates=templates, next_cursor=cursor, cache_scope=self._scope()
         )
 
     async def read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         uri = params.uri
-        agents = self._upstreams(ctx, _resources)
-        owners = await self._owners(agents, uri)
-        guessing = not owners
-        result = await first(
-            owners or agents, lambda client: client.read_resource(uri), f"resource {uri!r}", guessing=guessing
-        )
+        owners = await self.owners(ctx, uri)
+        result = await first(owners, lambda client: client.read_resource(uri), f"resource {uri!r}")
         if self._router.guard is not None:
             result.cache_scope = "private"
         return result
 
     async def owners(self, ctx: ServerRequestContext[Any, Any], uri: str) -> list[MCPServerAgent]:
-        """The servers the client of `ctx` may reach that have resource `uri`: that listed it,
-        else that have a template that could make it."""
-        return await self._owners(self._upstreams(ctx, _resources), uri)
+        """The servers the client of `ctx` may reach that have resource `uri`, best first: the
+        one whose tool linked it, those that listed it, else those with a template that could
+        make it (listed again when none is known to); the one server that offers resources when
+        none says. `MCPError` (invalid params) when none has it."""
+        agents = self._upstreams(ctx, _resources)
+        found = self._known_owners(agents, uri)
+        if not found:
+            now = time.monotonic()
+            stale = [
+                agent
+                for agent in _live(self._router, agents)
+                if now - self._relisted.get(agent.agent_id, -_RELIST_S) >= _RELIST_S
+            ]
+            if stale:
+                self._relisted.update(dict.fromkeys((agent.agent_id for agent in stale), now))
+                await asyncio.gather(self._list_resources(stale), self._list_templates(stale))
+                found = self._known_owners(agents, uri)
+        if found:
+            return found
+        live = _live(self._router, agents)
+        if len(live) == 1:
+            return live
+        msg = f"Unknown resource: {uri!r}; no MCP server here lists it or has a template that could make it"
+        raise MCPError(INVALID_PARAMS, msg)
 
-    async def _owners(self, agents: list[MCPServerAgent], uri: str) -> list[MCPServerAgent]:
+    def note_links(self, blocks: Sequence[ContentBlock], agent_id: str | None) -> None:
+        """A tool result `agent_id` gave: the resources it links are read from that server."""
+        links = self._links
+        for block in blocks:
+            if isinstance(block, ResourceLink) and agent_id is not None:
+                links[block.uri] = agent_id
+                links.move_to_end(block.uri)
+                if len(links) > _MAX_LINKS:
+                    links.popitem(last=False)
+
+    def _known_owners(self, agents: list[MCPServerAgent], uri: str) -> list[MCPServerAgent]:
         owners = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())]
         if not owners:
-            # Listed since the last listing, or never: ask again before guessing.
-            await self._list_resources(agents)
-            owners = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())]
-        return owners or await self._made_by_template(agents, uri)
+            owners = [agent for agent in agents if _makes(self._templates.get(agent.agent_id, ()), uri)]
+        linked = self._links.get(uri)
+        ahead = [agent for agent in agents if agent.agent_id == linked]
+        # Connected servers first: an offline one is asked last, to say why none could answer.
+        ordered = ahead + [agent for agent in owners if agent not in ahead]
+        return sorted(ordered, key=lambda agent: not agent.connected)
+
+    async def _resources_of(self, agents: list[MCPServerAgent]) -> list[Resource]:
+        listed = await self._list_resources(_live(self._router, agents))
+        return self._first_of(listed, agents, lambda resource: resource.uri, "resource")
+
+    async def _templates_of(self, agents: list[MCPServerAgent]) -> list[ResourceTemplate]:
+        listed = await self._list_templates(_live(self._router, agents))
+        return self._first_of(listed, agents, lambda template: template.uri_template, "resource template")
+
+    def _first_of(
+        self, listed: dict[str, list[T]], agents: list[MCPServerAgent], key: Callable[[T], str], what: str
+    ) -> list[T]:
+        """Each item once, as the first server (in the router's order) lists it; a warning when
+        servers of two names list one (replicas list theirs alike)."""
+        served: dict[str, tuple[T, str]] = {}
+        for agent in agents:
+            server = parse_agent_id(agent.agent_id).type
+            for item in listed.get(agent.agent_id, ()):
+                first_seen = served.setdefault(key(item), (item, server))
+                if first_seen[1] != server:
+                    self._warn_shared(key(item), what, first_seen[1], server)
+        return [item for item, _ in served.values()]
+
+    def _warn_shared(self, uri: str, what: str, first_server: str, later: str) -> None:
+        if (uri, later) not in self._shared:
+            self._shared.add((uri, later))
+            logger.warning(
+                "MCP servers %r and %r both list the %s %r: it is read from %r (from %r only where "
+                "a tool of %r linked it); give one of them its own URIs, or serve them apart",
+                first_server,
+                later,
+                what,
+                uri,
+                first_server,
+                later,
+                later,
+            )
 
     async def _list_resources(self, agents: list[MCPServerAgent]) -> dict[str, list[Resource]]:
         listed = await gather(agents, RESOURCES, "resources")
@@ -148,27 +212,20 @@ class Contents:
         self._templates.update(listed)
         return listed
 
-    async def _made_by_template(self, agents: list[MCPServerAgent], uri: str) -> list[MCPServerAgent]:
-        """The servers with a resource template that could make `uri`, listed afresh."""
-        templates = await self._list_templates(agents)
-        return [agent for agent in agents if _makes(templates.get(agent.agent_id, ()), uri)]
-
     # -- prompts -----------------------------------------------------------------------------
 
     async def list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
-        _one_page(params)
         self._seen(ctx)
-        table = await self._prompt_table(self._upstreams(ctx, _prompts))
-        return ListPromptsResult(
-            prompts=[entry.prompt for entry in table.values()], cache_scope=self._scope()
-        )
+        listing = partial(self._prompts.listing, self._upstreams(ctx, _prompts))
+        prompts, cursor = await self._pages.page(params, self._who(ctx), listing)
+        return ListPromptsResult(prompts=prompts, next_cursor=cursor, cache_scope=self._scope())
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
     ) -> GetPromptResult:
-        entry = await self._find_prompt(ctx, params.name)
+        entry = await self._prompts.find(self._upstreams(ctx, _prompts), params.name)
         arguments = params.arguments
         return await first(
             entry.owners,
@@ -176,80 +233,42 @@ class Contents:
             f"prompt {params.name!r}",
         )
 
-    async def _find_prompt(self, ctx: ServerRequestContext[Any, Any], name: str) -> _Prompt:
-        agents = self._upstreams(ctx, _prompts)
-        entry = self._table(agents).get(name)
-        if entry is None:
-            entry = (await self._prompt_table(agents)).get(name)
-        if entry is None:
-            msg = f"Unknown prompt: {name!r}; list the prompts to see what this router's servers offer"
-            raise MCPError(INVALID_PARAMS, msg)
-        return entry
-
-    async def _prompt_table(self, agents: list[MCPServerAgent]) -> dict[str, _Prompt]:
-        """The prompts of `agents`, listed afresh, under the names they are served as."""
-        self._prompts.update(await gather(agents, PROMPTS, "prompts"))
-        return self._table(agents)
-
-    def _table(self, agents: list[MCPServerAgent]) -> dict[str, _Prompt]:
-        """The prompts `agents` serve, each under its name with the server's ``prefix``: the
-        first server (in the router's order, whether reachable or not) keeps a name, and a
-        later server of another name serves its namesake as ``<name>_<server name>``."""
-        usable = {agent.agent_id for agent in agents}
-        table: dict[str, _Prompt] = {}
-        for agent in self._mcp_agents():
-            server = parse_agent_id(agent.agent_id).type
-            for prompt in self._prompts.get(agent.agent_id, ()):
-                name = agent.options.prefix + prompt.name
-                taken = table.get(name)
-                if taken is not None and taken.server != server:
-                    self._warn_renamed(name, taken.server, server)
-                    name = f"{name}_{server}"
-                entry = table.get(name)
-                if entry is None:
-                    entry = table[name] = _Prompt(
-                        prompt.model_copy(update={"name": name}), prompt.name, server
-                    )
-                if agent.agent_id in usable and agent not in entry.owners:
-                    entry.owners.append(agent)
-        return {name: entry for name, entry in table.items() if entry.owners}
-
-    def _warn_renamed(self, name: str, first: str, later: str) -> None:
-        if (name, later) not in self._renamed:
-            self._renamed.add((name, later))
-            logger.warning(
-                "MCP servers %r and %r both offer a prompt %r: %r's is served as %r",
-                first,
-                later,
-                name,
-                later,
-                f"{name}_{later}",
-            )
-
     # -- completion --------------------------------------------------------------------------
 
     async def complete(
         self, ctx: ServerRequestContext[Any, Any], params: CompleteRequestParams
     ) -> CompleteResult:
-        """Completions from the server of the prompt or resource template; none when no server
-        that offers completions has it."""
+        """Completions from the server of the prompt or resource template; none when it offers
+        none. An unknown prompt or template is an error, as a server says it."""
         ref = params.ref
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
         if isinstance(ref, PromptReference):
-            entry = await self._find_prompt(ctx, ref.name)
-            owners = [agent for agent in entry.owners if _completions(agent)]
+            entry = await self._prompts.find(self._upstreams(ctx, _prompts), ref.name)
+            owners = entry.owners
             upstream_ref: PromptReference | Any = PromptReference(type="ref/prompt", name=entry.upstream_name)
         else:
-            agents = [agent for agent in self._upstreams(ctx, _resources) if _completions(agent)]
-            templates = await self._list_templates(agents)
-            owners = [agent for agent in agents if _has_template(templates.get(agent.agent_id, ()), ref.uri)]
+            owners = await self._with_template(self._upstreams(ctx, _resources), ref.uri)
+            if not owners:
+                msg = f"Resource template {ref.uri!r} not found on any MCP server here"
+                raise MCPError(INVALID_PARAMS, msg)
             upstream_ref = ref
+        owners = [agent for agent in owners if _completions(agent)]
         if not owners:
             return _NO_COMPLETION
         return await first(
             owners, lambda client: client.complete(upstream_ref, argument, context), f"completion of {ref}"
         )
+
+    async def _with_template(self, agents: list[MCPServerAgent], uri_template: str) -> list[MCPServerAgent]:
+        """Those of `agents` that list the template, listed again when none is known to."""
+
+        def listing(templates: dict[str, list[ResourceTemplate]]) -> list[MCPServerAgent]:
+            return [
+                agent for agent in agents if _has_template(templates.get(agent.agent_id, ()), uri_template)
+            ]
+
+        return listing(self._templates) or listing(await self._list_templates(_live(self._router, agents)))
 
     # -- which servers -----------------------------------------------------------------------
 
@@ -262,13 +281,12 @@ class Contents:
     def _upstreams(
         self, ctx: ServerRequestContext[Any, Any], offers: Callable[[ServerCapabilities], object]
     ) -> list[MCPServerAgent]:
-        """The connected MCP servers that offer something (`offers`) to the client of `ctx`:
-        those it may reach one tool of, when the router runs with security."""
+        """The MCP servers that offer something (`offers`, as their last session said, offline
+        or not) to the client of `ctx`: those it may reach one tool of, under security."""
         if self._router.guard is None:
             agents: Iterable[MCPServerAgent] = self._mcp_agents()
         else:
-            principal = self._principal_of(ctx)
-            reached = {info.agent_id for info in self._router.catalog(principal=principal)}
+            reached = {info.agent_id for info in self._router.catalog(principal=self._who(ctx))}
             agents = (agent for agent in self._mcp_agents() if agent.agent_id in reached)
         out = []
         for agent in agents:
@@ -277,9 +295,19 @@ class Contents:
                 out.append(agent)
         return out
 
-    def _scope(self) -> Any:
+    def _who(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        return None if self._router.guard is None else self._principal_of(ctx)
+
+    def _scope(self) -> Literal["public", "private"]:
         """What a listing may be cached as: per client when what it shows depends on who asks."""
         return "public" if self._router.guard is None else "private"
+
+
+def _live(router: Router, agents: list[MCPServerAgent]) -> list[MCPServerAgent]:
+    """Those of `agents` worth asking now: connected, and not taken out by the router (its
+    breaker, its health probes)."""
+    usable = {info.agent_id for info in router.catalog() if info.state not in UNUSABLE_STATES}
+    return [agent for agent in agents if agent.connected and agent.agent_id in usable]
 
 
 def _resources(capabilities: ServerCapabilities) -> object:
@@ -293,12 +321,6 @@ def _prompts(capabilities: ServerCapabilities) -> object:
 def _completions(agent: MCPServerAgent) -> bool:
     capabilities = agent.server_capabilities
     return capabilities is not None and capabilities.completions is not None
-
-
-def _one_page(params: PaginatedRequestParams | None) -> None:
-    if params is not None and params.cursor is not None:
-        msg = f"Invalid cursor {params.cursor!r}: this server lists everything in one page"
-        raise MCPError(INVALID_PARAMS, msg)
 
 
 def _makes(templates: Iterable[ResourceTemplate], uri: str) -> bool:

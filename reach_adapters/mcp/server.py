@@ -103,7 +103,7 @@ class RouterMCPServer:
         self._notices = Notices()
         self._listen = ListenHandler(self._notices.bus)
         # The upstream MCP servers' resources and prompts, served again to whoever may reach them.
-        contents = Contents(router, _principal, self._notices.seen)
+        self._contents = contents = Contents(router, _principal, self._notices.seen)
         self._watches = Watches(contents, self._notices, self._listen)
         self.server: Server[Any] = _Server(
             name,
@@ -221,6 +221,8 @@ class RouterMCPServer:
             text = f"{type(exc).__name__}: {exc}"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         answer = self._converter.result_from_middleware(result)
+        # A link to a resource is read from the server that gave it (`Contents.owners`).
+        self._contents.note_links(answer.content, result.agent_id)
         if served is None:
             return consensus_answer(result, answer)
         if served.boxed and result.ok:

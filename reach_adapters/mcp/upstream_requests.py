@@ -32,9 +32,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R", ReadResourceResult, GetPromptResult, CompleteResult)
 
-# A listing is cut after this many pages of one server: cursors that never end must not hold a
-# client's request forever.
-MAX_PAGES = 100
+# A listing is cut after this many pages of one server (saying so): cursors that never end must
+# not hold a client's request forever.
+MAX_PAGES = 1000
 
 
 async def _resource_page(client: Client, cursor: str | None) -> tuple[list[Resource], str | None]:
@@ -64,7 +64,14 @@ def _pages(
             found, cursor = await page(client, cursor)
             items += found
             if cursor is None:
-                break
+                return items
+        info = client.server_info
+        logger.warning(
+            "MCP server %s: its listing is cut after %d pages (%d items)",
+            info.name if info is not None else "?",
+            MAX_PAGES,
+            len(items),
+        )
         return items
 
     return listing
@@ -87,31 +94,22 @@ async def gather(
     return listed
 
 
-async def first(
-    agents: list[MCPServerAgent], send: Callable[[Client], Awaitable[R]], what: str, *, guessing: bool = False
-) -> R:
-    """The answer of the first of `agents` that gives one. One that cannot be reached passes the
-    request on to the next; the server's own error is the answer, unless the request is a guess
-    (no server said it has the thing), when every server is asked before the first error is."""
-    errors: list[MCPError | ReachError] = []
+async def first(agents: list[MCPServerAgent], send: Callable[[Client], Awaitable[R]], what: str) -> R:
+    """The answer of the first of `agents` that gives one: one that cannot be reached (offline,
+    its connection lost, past its timeout) passes the request on to the next, as any may repeat
+    a read; a server's own error is the answer, as it gave it."""
+    errors: list[ReachError] = []
     for agent in agents:
         try:
             return _own(await agent.request(send))
-        except MCPError as exc:
-            if not guessing:
-                raise
-            errors.append(exc)
         except ReachError as exc:
             logger.warning("MCP server %s: %s not read there: %s", agent.agent_id, what, exc)
             errors.append(exc)
-    mcp_errors = [exc for exc in errors if isinstance(exc, MCPError)]
-    if mcp_errors:
-        raise mcp_errors[0]
     if not errors:
         msg = f"Unknown {what}: no MCP server of this router offers it"
         raise MCPError(INVALID_PARAMS, msg)
     msg = f"{what} cannot be read now: {errors[0]}"
-    raise MCPError(INVALID_PARAMS if guessing else INTERNAL_ERROR, msg)
+    raise MCPError(INTERNAL_ERROR, msg)
 
 
 def _own(result: R) -> R:

@@ -115,7 +115,11 @@ class Watches:
                     self._forget(connection)
 
     async def _owners(self, ctx: ServerRequestContext[Any, Any], uri: str) -> list[MCPServerAgent]:
-        return [agent for agent in await self._contents.owners(ctx, uri) if _sends_updates(agent)]
+        try:
+            owners = await self._contents.owners(ctx, uri)
+        except MCPError:
+            return []
+        return [agent for agent in owners if _sends_updates(agent)]
 
     def _forget(self, connection: Connection) -> None:
         entry = self._legacy.pop(connection, None)

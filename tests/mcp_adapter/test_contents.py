@@ -178,7 +178,8 @@ async def test_a_server_of_no_tools_over_stdio_serves_its_resources_and_prompts(
     router.register(agent)
     assert agent.capabilities == ()
     async with _served(router, "in-process") as connect, connect("legacy") as client:
-        assert [r.uri for r in (await client.list_resources()).resources] == ["library://catalog"]
+        listed = [r.uri for r in (await client.list_resources()).resources]
+        assert listed == ["library://catalog", "library://pid", "library://slow"]
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["library://books/{isbn}"]
         # Not listed, made by the template: read from the server whose template could make it.
@@ -355,6 +356,8 @@ async def test_subscribers_hear_when_an_upstream_updates_a_resource(router: Rout
     router.register(
         await MCPServerAgent.connect("counter", _counter(), options=MCPOptions(protocol=protocol))
     )
+    # Another server of resources: a URI neither has is no one's to judge.
+    router.register(await MCPServerAgent.connect("docs", docs))
     updated: list[str] = []
 
     async def on_message(message: IncomingMessage) -> None:

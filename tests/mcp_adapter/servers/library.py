@@ -1,7 +1,15 @@
-"""An MCP server of resources and prompts and no tools, over stdio, as many such servers are."""
+"""An MCP server of resources and prompts and no tools, as many such servers are: over stdio, or
+over streamable HTTP with ``--http`` (printing the port it listens on as its first line of
+stdout; ``--port`` reuses a port)."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import os
+import socket
+
+import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("library")
@@ -11,6 +19,19 @@ server = MCPServer("library")
 def catalog() -> str:
     """What the library holds."""
     return '{"books": 2}'
+
+
+@server.resource("library://pid")
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+@server.resource("library://slow")
+async def slow() -> str:
+    """A resource that takes a second to read, from this process."""
+    await asyncio.sleep(1.0)
+    return f"slow from {os.getpid()}"
 
 
 @server.resource("library://books/{isbn}")
@@ -25,5 +46,19 @@ def summarise(isbn: str) -> str:
     return f"Summarise the book {isbn}."
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
+    options = parser.parse_args()
+    if not options.http:
+        server.run()
+        return
+    sock = socket.create_server(("127.0.0.1", options.port))
+    print(sock.getsockname()[1], flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
 if __name__ == "__main__":
-    server.run()
+    main()
