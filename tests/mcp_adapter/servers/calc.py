@@ -10,10 +10,8 @@ import argparse
 import asyncio
 import base64
 import os
-import socket
 from typing import Any
 
-import uvicorn
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -29,6 +27,7 @@ from mcp.types import (
 )
 
 from tests.mcp_adapter.servers.growing import add_grow_tool
+from tests.mcp_adapter.servers.listen import serve_http
 
 server = MCPServer("calc")
 _served = [0]
@@ -128,11 +127,7 @@ def main() -> None:
     if not options.http:
         server.run()
         return
-    sock = socket.create_server(("127.0.0.1", options.port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    print(sock.getsockname()[1], flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    serve_http(server.streamable_http_app(), options.port)
 
 
 if __name__ == "__main__":

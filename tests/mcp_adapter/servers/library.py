@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 
-import uvicorn
 from mcp.server.mcpserver import MCPServer
+
+from tests.mcp_adapter.servers.listen import serve_http
 
 server = MCPServer("library")
 
@@ -54,10 +54,7 @@ def main() -> None:
     if not options.http:
         server.run()
         return
-    sock = socket.create_server(("127.0.0.1", options.port))
-    print(sock.getsockname()[1], flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    serve_http(server.streamable_http_app(), options.port)
 
 
 if __name__ == "__main__":

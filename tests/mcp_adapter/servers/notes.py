@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 
-import uvicorn
 from mcp.server.mcpserver import MCPServer
+
+from tests.mcp_adapter.servers.listen import serve_http
 
 server = MCPServer("notes", subscriptions=False)
 
@@ -31,10 +31,7 @@ def main() -> None:
     parser.add_argument("--http", action="store_true")  # HTTP only; taken as the calc server takes it
     parser.add_argument("--port", type=int, default=0)
     options = parser.parse_args()
-    sock = socket.create_server(("127.0.0.1", options.port))
-    print(sock.getsockname()[1], flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    serve_http(server.streamable_http_app(), options.port)
 
 
 if __name__ == "__main__":
