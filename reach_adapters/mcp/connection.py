@@ -167,6 +167,9 @@ class Connection:
                 msg = f"MCP server {agent_id} lost its connection during the request ({exc.message})"
                 raise MCPConnectionError(msg) from None
             raise
+        except ValidationError as exc:
+            msg = f"MCP server {agent_id} sent a malformed result: {exc.errors()[0]['msg']}"
+            raise MCPProtocolError(msg) from None
 
     async def wait_lost(self) -> None:
         """Return once the current session has ended, having reported why."""

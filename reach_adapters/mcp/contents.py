@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     CompleteRequestParams,
     CompleteResult,
@@ -45,8 +46,8 @@ from mcp.types import (
 
 from reach_adapters.mcp.agent import MCPServerAgent
 from reach_adapters.mcp.paging import Pages
-from reach_adapters.mcp.prompts import Prompts
-from reach_adapters.mcp.upstream_requests import RESOURCES, TEMPLATES, first, gather
+from reach_adapters.mcp.prompts import Prompts, ServedPrompt
+from reach_adapters.mcp.upstream_requests import first, gather, resource_page, template_page
 from reach_adapters.router import UNUSABLE_STATES, Router, parse_agent_id
 
 __all__ = ["Contents"]
@@ -82,7 +83,8 @@ class Contents:
         self._relisted: dict[str, float] = {}
         # URI -> the agent whose tool result linked it: that server has it, whoever lists it too.
         self._links: OrderedDict[str, str] = OrderedDict()
-        self._shared: set[tuple[str, str]] = set()
+        self._shared: set[tuple[str, str, str]] = set()
+        self._relisting = asyncio.Lock()
         self._prompts = Prompts(self._mcp_agents)
         self._pages = Pages()
 
@@ -94,7 +96,7 @@ class Contents:
         self._seen(ctx)
         agents = self._upstreams(ctx, _resources)
         listing = partial(self._resources_of, agents)
-        resources, cursor = await self._pages.page(params, self._who(ctx), listing)
+        resources, cursor = await self._pages.page("resources", params, self._who(ctx), listing)
         return ListResourcesResult(resources=resources, next_cursor=cursor, cache_scope=self._scope())
 
     async def list_resource_templates(
@@ -103,7 +105,7 @@ class Contents:
         self._seen(ctx)
         agents = self._upstreams(ctx, _resources)
         listing = partial(self._templates_of, agents)
-        templates, cursor = await self._pages.page(params, self._who(ctx), listing)
+        templates, cursor = await self._pages.page("templates", params, self._who(ctx), listing)
         return ListResourceTemplatesResult(
             resource_templates=templates, next_cursor=cursor, cache_scope=self._scope()
         )
@@ -119,30 +121,57 @@ class Contents:
         return result
 
     async def owners(self, ctx: ServerRequestContext[Any, Any], uri: str) -> list[MCPServerAgent]:
-        """The servers the client of `ctx` may reach that have resource `uri`, best first: the
-        one whose tool linked it, those that listed it, else those with a template that could
-        make it (listed again when none is known to); the one server that offers resources when
-        none says. `MCPError` (invalid params) when none has it."""
+        """The servers the client of `ctx` may reach that have resource `uri`, best first
+        (`_known_owners`), the servers listed again when none is known to (at most every 5 s);
+        the one server that offers resources when none says. `MCPError`: invalid params when
+        none has it, an internal error when one that might cannot be asked."""
         agents = self._upstreams(ctx, _resources)
-        found = self._known_owners(agents, uri)
+        live = _live(self._router, agents)
+        found = self._known_owners(agents, live, uri)
         if not found:
-            now = time.monotonic()
-            stale = [
-                agent
-                for agent in _live(self._router, agents)
-                if now - self._relisted.get(agent.agent_id, -_RELIST_S) >= _RELIST_S
-            ]
-            if stale:
-                self._relisted.update(dict.fromkeys((agent.agent_id for agent in stale), now))
-                await asyncio.gather(self._list_resources(stale), self._list_templates(stale))
-                found = self._known_owners(agents, uri)
+            async with self._relisting:
+                # Another read may have listed them while this one waited.
+                found = self._known_owners(agents, live, uri)
+                stale = [agent for agent in live if self._stale(agent)]
+                if not found and stale:
+                    await asyncio.gather(self._list_resources(stale), self._list_templates(stale))
+                    self._relisted.update(dict.fromkeys((a.agent_id for a in stale), time.monotonic()))
+                    found = self._known_owners(agents, live, uri)
+        found = found or self._known_owners(agents, live, uri, link_alone=True)
         if found:
             return found
-        live = _live(self._router, agents)
-        if len(live) == 1:
-            return live
+        unasked = [
+            agent.agent_id for agent in agents if agent not in live and agent.agent_id not in self._uris
+        ]
+        if unasked:
+            msg = (
+                f"resource {uri!r} cannot be read now: no MCP server here is known to have it, "
+                f"and {', '.join(unasked)} cannot be asked now (offline or out of use) and has "
+                "not listed its resources yet"
+            )
+            raise MCPError(INTERNAL_ERROR, msg)
+        servers = {_server(agent) for agent in agents}
+        if len(servers) == 1:
+            return sorted(agents, key=lambda agent: agent not in live)
         msg = f"Unknown resource: {uri!r}; no MCP server here lists it or has a template that could make it"
         raise MCPError(INVALID_PARAMS, msg)
+
+    def changed(self, agent_id: str) -> None:
+        """The server of `agent_id` said its resources changed: a read may list it again now."""
+        self._relisted.pop(agent_id, None)
+
+    async def learn(self) -> None:
+        """List what the live servers not listed yet offer (one just connected or registered):
+        reads know their resources, and prompt names go to servers in the router's order."""
+        agents = list(self._mcp_agents())
+        live = _live(self._router, agents)
+        fresh = [agent for agent in live if agent.agent_id not in self._uris and _offers(agent, _resources)]
+        if fresh:
+            await asyncio.gather(self._list_resources(fresh), self._list_templates(fresh))
+        await self._prompts.learn([agent for agent in live if _offers(agent, _prompts)])
+
+    def _stale(self, agent: MCPServerAgent) -> bool:
+        return time.monotonic() - self._relisted.get(agent.agent_id, -_RELIST_S) >= _RELIST_S
 
     def note_links(self, blocks: Sequence[ContentBlock], agent_id: str | None) -> None:
         """A tool result `agent_id` gave: the resources it links are read from that server."""
@@ -154,15 +183,27 @@ class Contents:
                 if len(links) > _MAX_LINKS:
                     links.popitem(last=False)
 
-    def _known_owners(self, agents: list[MCPServerAgent], uri: str) -> list[MCPServerAgent]:
-        owners = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())]
-        if not owners:
-            owners = [agent for agent in agents if _makes(self._templates.get(agent.agent_id, ()), uri)]
+    def _known_owners(
+        self, agents: list[MCPServerAgent], live: list[MCPServerAgent], uri: str, *, link_alone: bool = False
+    ) -> list[MCPServerAgent]:
+        """The server that has `uri` as far as is known, its replicas standing in: the first (in
+        the router's order) of those that listed it, else of those with a template that could
+        make it; the server whose tool linked it among them, or, with `link_alone`, when none
+        claims it (after listing them again). The linking agent first, then the live ones."""
+        claimants = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())] or [
+            agent for agent in agents if _makes(self._templates.get(agent.agent_id, ()), uri)
+        ]
         linked = self._links.get(uri)
-        ahead = [agent for agent in agents if agent.agent_id == linked]
-        # Connected servers first: an offline one is asked last, to say why none could answer.
-        ordered = ahead + [agent for agent in owners if agent not in ahead]
-        return sorted(ordered, key=lambda agent: not agent.connected)
+        linker = next((agent for agent in agents if agent.agent_id == linked), None)
+        if linker is not None and (linker in claimants or (link_alone and not claimants)):
+            server = _server(linker)
+            claimants = claimants or agents
+        elif claimants:
+            server = _server(claimants[0])
+        else:
+            return []
+        owners = [agent for agent in claimants if _server(agent) == server]
+        return sorted(owners, key=lambda agent: (agent is not linker, agent not in live))
 
     async def _resources_of(self, agents: list[MCPServerAgent]) -> list[Resource]:
         listed = await self._list_resources(_live(self._router, agents))
@@ -179,7 +220,7 @@ class Contents:
         servers of two names list one (replicas list theirs alike)."""
         served: dict[str, tuple[T, str]] = {}
         for agent in agents:
-            server = parse_agent_id(agent.agent_id).type
+            server = _server(agent)
             for item in listed.get(agent.agent_id, ()):
                 first_seen = served.setdefault(key(item), (item, server))
                 if first_seen[1] != server:
@@ -187,28 +228,27 @@ class Contents:
         return [item for item, _ in served.values()]
 
     def _warn_shared(self, uri: str, what: str, first_server: str, later: str) -> None:
-        if (uri, later) not in self._shared:
-            self._shared.add((uri, later))
+        if (first_server, later, what) not in self._shared:
+            self._shared.add((first_server, later, what))
             logger.warning(
-                "MCP servers %r and %r both list the %s %r: it is read from %r (from %r only where "
-                "a tool of %r linked it); give one of them its own URIs, or serve them apart",
+                "MCP servers %r and %r both list the %s %r (and maybe more): the first's is the one "
+                "served (the other's only where a tool of %r linked it); give one of them its own "
+                "URIs, or serve them apart",
                 first_server,
                 later,
                 what,
                 uri,
-                first_server,
-                later,
                 later,
             )
 
     async def _list_resources(self, agents: list[MCPServerAgent]) -> dict[str, list[Resource]]:
-        listed = await gather(agents, RESOURCES, "resources")
+        listed = await gather(agents, resource_page, "resources")
         for agent_id, resources in listed.items():
             self._uris[agent_id] = frozenset(resource.uri for resource in resources)
         return listed
 
     async def _list_templates(self, agents: list[MCPServerAgent]) -> dict[str, list[ResourceTemplate]]:
-        listed = await gather(agents, TEMPLATES, "resource templates")
+        listed = await gather(agents, template_page, "resource templates")
         self._templates.update(listed)
         return listed
 
@@ -218,20 +258,25 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
         self._seen(ctx)
-        listing = partial(self._prompts.listing, self._upstreams(ctx, _prompts))
-        prompts, cursor = await self._pages.page(params, self._who(ctx), listing)
+        agents = self._upstreams(ctx, _prompts)
+        listing = partial(self._prompts.listing, agents, _live(self._router, agents))
+        prompts, cursor = await self._pages.page("prompts", params, self._who(ctx), listing)
         return ListPromptsResult(prompts=prompts, next_cursor=cursor, cache_scope=self._scope())
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
     ) -> GetPromptResult:
-        entry = await self._prompts.find(self._upstreams(ctx, _prompts), params.name)
+        entry = await self._find_prompt(ctx, params.name)
         arguments = params.arguments
         return await first(
             entry.owners,
             lambda client: client.get_prompt(entry.upstream_name, arguments),
             f"prompt {params.name!r}",
         )
+
+    async def _find_prompt(self, ctx: ServerRequestContext[Any, Any], name: str) -> ServedPrompt:
+        agents = self._upstreams(ctx, _prompts)
+        return await self._prompts.find(agents, _live(self._router, agents), name)
 
     # -- completion --------------------------------------------------------------------------
 
@@ -244,7 +289,7 @@ class Contents:
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
         if isinstance(ref, PromptReference):
-            entry = await self._prompts.find(self._upstreams(ctx, _prompts), ref.name)
+            entry = await self._find_prompt(ctx, ref.name)
             owners = entry.owners
             upstream_ref: PromptReference | Any = PromptReference(type="ref/prompt", name=entry.upstream_name)
         else:
@@ -288,12 +333,7 @@ class Contents:
         else:
             reached = {info.agent_id for info in self._router.catalog(principal=self._who(ctx))}
             agents = (agent for agent in self._mcp_agents() if agent.agent_id in reached)
-        out = []
-        for agent in agents:
-            capabilities = agent.server_capabilities
-            if capabilities is not None and offers(capabilities) is not None:
-                out.append(agent)
-        return out
+        return [agent for agent in agents if _offers(agent, offers)]
 
     def _who(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         return None if self._router.guard is None else self._principal_of(ctx)
@@ -304,10 +344,24 @@ class Contents:
 
 
 def _live(router: Router, agents: list[MCPServerAgent]) -> list[MCPServerAgent]:
-    """Those of `agents` worth asking now: connected, and not taken out by the router (its
-    breaker, its health probes)."""
-    usable = {info.agent_id for info in router.catalog() if info.state not in UNUSABLE_STATES}
+    """Those of `agents` worth asking now: connected, and not taken out by the router (offline,
+    draining, quarantined by its breaker)."""
+    usable = {
+        info.agent_id
+        for info in router.catalog()
+        if info.state not in UNUSABLE_STATES and info.quarantined_for_s <= 0
+    }
     return [agent for agent in agents if agent.connected and agent.agent_id in usable]
+
+
+def _server(agent: MCPServerAgent) -> str:
+    """The server's name: its replicas share it."""
+    return parse_agent_id(agent.agent_id).type
+
+
+def _offers(agent: MCPServerAgent, offers: Callable[[ServerCapabilities], object]) -> bool:
+    capabilities = agent.server_capabilities
+    return capabilities is not None and offers(capabilities) is not None
 
 
 def _resources(capabilities: ServerCapabilities) -> object:

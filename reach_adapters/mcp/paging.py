@@ -31,32 +31,34 @@ class Pages:
 
     def __init__(self, page_size: int = PAGE_SIZE) -> None:
         self._size = page_size
-        self._kept: OrderedDict[str, tuple[str | None, list[Any]]] = OrderedDict()
+        # token -> (what was listed, for whom, the listing)
+        self._kept: OrderedDict[str, tuple[str, str | None, list[Any]]] = OrderedDict()
 
     async def page(
         self,
+        what: str,
         params: PaginatedRequestParams | None,
         principal: str | None,
         listing: Callable[[], Awaitable[list[T]]],
     ) -> tuple[list[T], str | None]:
         """The page `params` asks for, and the cursor of the next one (None after the last):
-        the first from a new `listing`, the others from the one their cursor names."""
+        the first from a new `listing` of `what`, the others from the one their cursor names."""
         cursor = None if params is None else params.cursor
         if cursor is None:
             items = await listing()
             if len(items) <= self._size:
                 return items, None
             token = secrets.token_urlsafe(12)
-            self._kept[token] = (principal, items)
+            self._kept[token] = (what, principal, items)
             if len(self._kept) > _KEPT:
                 self._kept.popitem(last=False)
             return self._slice(token, items, 0)
         token, _, offset = cursor.rpartition(":")
         kept = self._kept.get(token)
-        if kept is None or kept[0] != principal or not offset.isdigit():
+        if kept is None or kept[:2] != (what, principal) or not offset.isdigit():
             msg = f"Invalid or expired cursor {cursor!r}: list again from the start"
             raise MCPError(INVALID_PARAMS, msg)
-        return self._slice(token, kept[1], int(offset))
+        return self._slice(token, kept[2], int(offset))
 
     def _slice(self, token: str, items: list[T], start: int) -> tuple[list[T], str | None]:
         end = start + self._size

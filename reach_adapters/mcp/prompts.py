@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, Prompt
 
 from reach_adapters.mcp.agent import MCPServerAgent
-from reach_adapters.mcp.upstream_requests import PROMPTS, gather
+from reach_adapters.mcp.upstream_requests import gather, prompt_page
 from reach_adapters.router import parse_agent_id
 
 __all__ = ["Prompts", "ServedPrompt"]
@@ -44,22 +44,33 @@ class Prompts:
         self._listed: dict[str, list[Prompt]] = {}
         self._warned: set[tuple[str, str]] = set()
 
-    async def listing(self, agents: list[MCPServerAgent]) -> list[Prompt]:
-        """The prompts `agents` offer now, listed afresh: those of a server that is connected."""
-        table = await self._list(agents)
-        return [entry.prompt for entry in table.values() if any(agent.connected for agent in entry.owners)]
+    async def listing(self, agents: list[MCPServerAgent], live: list[MCPServerAgent]) -> list[Prompt]:
+        """The prompts `agents` offer now, listed afresh from those `live`: those a live server
+        offers."""
+        table = await self._list(agents, live)
+        return [entry.prompt for entry in table.values() if any(agent in live for agent in entry.owners)]
 
-    async def find(self, agents: list[MCPServerAgent], name: str) -> ServedPrompt:
-        """The prompt served as `name` among those `agents` offer (its servers offline or not);
-        listed afresh when not known yet. `MCPError` (invalid params) when there is none."""
-        entry = self._table(agents).get(name) or (await self._list(agents)).get(name)
+    async def find(self, agents: list[MCPServerAgent], live: list[MCPServerAgent], name: str) -> ServedPrompt:
+        """The prompt served as `name` among those `agents` offer (its servers live or not);
+        those `live` listed afresh when it is not known yet. `MCPError` (invalid params) when
+        there is none."""
+        entry = self._table(agents).get(name) or (await self._list(agents, live)).get(name)
         if entry is None:
             msg = f"Unknown prompt: {name!r}; list the prompts to see what this router's servers offer"
             raise MCPError(INVALID_PARAMS, msg)
         return entry
 
-    async def _list(self, agents: list[MCPServerAgent]) -> dict[str, ServedPrompt]:
-        self._listed.update(await gather([agent for agent in agents if agent.connected], PROMPTS, "prompts"))
+    async def learn(self, live: list[MCPServerAgent]) -> None:
+        """List the prompts of the servers of `live` not listed yet (one just connected): the
+        names go to servers in the router's order from the start, not as clients happen to list."""
+        unknown = [agent for agent in live if agent.agent_id not in self._listed]
+        if unknown:
+            self._listed.update(await gather(unknown, prompt_page, "prompts"))
+
+    async def _list(
+        self, agents: list[MCPServerAgent], live: list[MCPServerAgent]
+    ) -> dict[str, ServedPrompt]:
+        self._listed.update(await gather(live, prompt_page, "prompts"))
         return self._table(agents)
 
     def _table(self, agents: list[MCPServerAgent]) -> dict[str, ServedPrompt]:

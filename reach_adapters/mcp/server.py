@@ -274,6 +274,7 @@ class RouterMCPServer:
         if self.instructions is not None:
             self.instructions.forget()
         self._notices.changed("tools", "resources", "prompts")
+        self._notices.soon(self._contents.learn())
 
     def _upstream_changed(self, agent_id: str, event: ServerEvent) -> None:
         if self.router.agent(agent_id) is None:
@@ -281,6 +282,7 @@ class RouterMCPServer:
         if isinstance(event, ResourceUpdated):
             self._watches.updated(event.uri)
         elif isinstance(event, ResourcesListChanged):
+            self._contents.changed(agent_id)
             self._notices.changed("resources")
         elif isinstance(event, PromptsListChanged):
             self._notices.changed("prompts")

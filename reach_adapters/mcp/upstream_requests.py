@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 from mcp import Client
@@ -25,7 +26,7 @@ from reach_adapters.errors import ReachError
 from reach_adapters.mcp.agent import MCPServerAgent
 from reach_adapters.mcp.converter import HOP_META
 
-__all__ = ["MAX_PAGES", "PROMPTS", "RESOURCES", "TEMPLATES", "first", "gather"]
+__all__ = ["MAX_PAGES", "first", "gather", "prompt_page", "resource_page", "template_page"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,52 +38,29 @@ R = TypeVar("R", ReadResourceResult, GetPromptResult, CompleteResult)
 MAX_PAGES = 1000
 
 
-async def _resource_page(client: Client, cursor: str | None) -> tuple[list[Resource], str | None]:
+async def resource_page(client: Client, cursor: str | None) -> tuple[list[Resource], str | None]:
     page = await client.list_resources(cursor=cursor)
     return page.resources, page.next_cursor
 
 
-async def _template_page(client: Client, cursor: str | None) -> tuple[list[ResourceTemplate], str | None]:
+async def template_page(client: Client, cursor: str | None) -> tuple[list[ResourceTemplate], str | None]:
     page = await client.list_resource_templates(cursor=cursor)
     return page.resource_templates, page.next_cursor
 
 
-async def _prompt_page(client: Client, cursor: str | None) -> tuple[list[Prompt], str | None]:
+async def prompt_page(client: Client, cursor: str | None) -> tuple[list[Prompt], str | None]:
     page = await client.list_prompts(cursor=cursor)
     return page.prompts, page.next_cursor
 
 
-def _pages(
-    page: Callable[[Client, str | None], Awaitable[tuple[list[T], str | None]]],
-) -> Callable[[Client], Awaitable[list[T]]]:
-    """A whole listing, page after page, up to `MAX_PAGES`."""
-
-    async def listing(client: Client) -> list[T]:
-        items: list[T] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            found, cursor = await page(client, cursor)
-            items += found
-            if cursor is None:
-                return items
-        info = client.server_info
-        logger.warning(
-            "MCP server %s: its listing is cut after %d pages (%d items)",
-            info.name if info is not None else "?",
-            MAX_PAGES,
-            len(items),
-        )
-        return items
-
-    return listing
-
-
 async def gather(
-    agents: list[MCPServerAgent], listing: Callable[[Client], Awaitable[list[T]]], what: str
+    agents: list[MCPServerAgent],
+    page: Callable[[Client, str | None], Awaitable[tuple[list[T], str | None]]],
+    what: str,
 ) -> dict[str, list[T]]:
-    """Each server's listing, by agent id; a server that fails to list is left out (and logged):
-    one failing server never keeps a client from the others'."""
-    answers = await asyncio.gather(*(agent.request(listing) for agent in agents), return_exceptions=True)
+    """Each server's whole listing, by agent id; a server that fails to list is left out (and
+    logged): one failing server never keeps a client from the others'."""
+    answers = await asyncio.gather(*(_whole(agent, page, what) for agent in agents), return_exceptions=True)
     listed: dict[str, list[T]] = {}
     for agent, answer in zip(agents, answers, strict=True):
         if isinstance(answer, BaseException):
@@ -92,6 +70,38 @@ async def gather(
         else:
             listed[agent.agent_id] = answer
     return listed
+
+
+async def _whole(
+    agent: MCPServerAgent,
+    page: Callable[[Client, str | None], Awaitable[tuple[list[T], str | None]]],
+    what: str,
+) -> list[T]:
+    """The server's pages one after another, each a request of its own (within ``timeout_ms``),
+    up to `MAX_PAGES`."""
+    items: list[T] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        found, cursor = await agent.request(partial(_page_at, page, cursor))
+        items += found
+        if cursor is None:
+            return items
+    logger.warning(
+        "MCP server %s: its listing of %s is cut after %d pages (%d items)",
+        agent.agent_id,
+        what,
+        MAX_PAGES,
+        len(items),
+    )
+    return items
+
+
+async def _page_at(
+    page: Callable[[Client, str | None], Awaitable[tuple[list[T], str | None]]],
+    cursor: str | None,
+    client: Client,
+) -> tuple[list[T], str | None]:
+    return await page(client, cursor)
 
 
 async def first(agents: list[MCPServerAgent], send: Callable[[Client], Awaitable[R]], what: str) -> R:
@@ -119,8 +129,3 @@ def _own(result: R) -> R:
     if meta:
         result.meta = {key: value for key, value in meta.items() if not key.startswith(HOP_META)} or None
     return result
-
-
-RESOURCES = _pages(_resource_page)
-TEMPLATES = _pages(_template_page)
-PROMPTS = _pages(_prompt_page)

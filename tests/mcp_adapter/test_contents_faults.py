@@ -41,7 +41,8 @@ from reach_adapters import Router
 from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer
 from reach_adapters.router import ReconnectPolicy
 from tests.mcp_adapter.conftest import HttpCalc
-from tests.mcp_adapter.test_contents import docs
+from tests.mcp_adapter.test_contents import _shelf, docs
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -269,3 +270,121 @@ async def test_completing_an_unknown_template_is_an_error_as_from_the_server(rou
         with pytest.raises(MCPError) as ours:
             await client.complete(ref, {"name": "x", "value": ""})
     assert ours.value.code == INVALID_PARAMS
+
+
+def _site(name: str, *, links_to: str | None = None, prompt: str | None = None) -> MCPServer:
+    """A server listing ``<name>://doc``, optionally with a tool linking another URI, and a prompt."""
+    server = MCPServer(name)
+    server.add_resource(TextResource(uri=f"{name}://doc", name="doc", text=f"doc of {name}"))
+    if links_to is not None:
+        target = links_to
+
+        @server.tool()
+        def find() -> ResourceLink:
+            """Find a document."""
+            return ResourceLink(type="resource_link", uri=target, name="found")
+
+    if prompt is not None:
+        server.add_prompt(_prompt(prompt, f"{prompt} from {name}"))
+    return server
+
+
+async def test_a_link_never_takes_a_uri_from_the_server_that_lists_it(router: Router) -> None:
+    router.register(await MCPServerAgent.connect("search", _site("search", links_to="wiki://doc")))
+    router.register(await MCPServerAgent.connect("wiki", _site("wiki")))
+    async with _client(router) as client:
+        await client.call_tool("find", {})
+        assert _text(await client.read_resource("wiki://doc")) == "doc of wiki"
+
+
+async def test_a_shared_uri_whose_first_server_is_offline_is_not_read_elsewhere(router: Router) -> None:
+    first = await MCPServerAgent.connect("prod", _linker("prod"), options=MCPOptions(prefix="prod."))
+    router.register(first)
+    router.register(
+        await MCPServerAgent.connect("staging", _linker("staging"), options=MCPOptions(prefix="s."))
+    )
+    async with _client(router) as client:
+        await client.list_resources()
+        await first.aclose()
+        with pytest.raises(MCPError) as read:
+            await client.read_resource("kb://shared")
+    assert read.value.code == INTERNAL_ERROR
+    assert "mcp:prod:0 is offline" in read.value.message
+
+
+async def test_a_server_offline_before_it_was_listed_is_not_answered_for(router: Router) -> None:
+    async with _client(router) as client:
+        kb = await MCPServerAgent.connect("kb", _site("kb", prompt="review"))
+        router.register(kb)
+        router.register(await MCPServerAgent.connect("wiki", _site("wiki", prompt="review")))
+        # Learned when they came: the first server keeps the prompt's name while it is away.
+        await eventually(lambda: kb.connected, what="kb to connect")
+        await asyncio.sleep(0.2)
+        await kb.aclose()
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("review")
+        assert prompt.value.code == INTERNAL_ERROR
+        said = (await client.get_prompt("review_wiki")).messages[0].content
+        assert getattr(said, "text", None) == "review from wiki"
+        unknown = await MCPServerAgent.connect("late", _site("late"))
+        router.register(unknown)
+        await unknown.aclose()
+        with pytest.raises(MCPError) as read:
+            await client.read_resource("late://doc")
+        assert read.value.code == INTERNAL_ERROR
+        assert "mcp:late:0 cannot be asked now" in read.value.message
+
+
+async def test_replicas_count_as_one_server_for_uris_none_lists(router: Router) -> None:
+    calls: Counter[str] = Counter()
+    server = _counted("one", calls)
+    for instance in ("a", "b"):
+        router.register(await MCPServerAgent.connect("one", server, options=MCPOptions(instance=instance)))
+    async with _client(router) as client:
+        assert _text(await client.read_resource("one://anything")) == "one://anything"
+
+
+async def test_a_resource_a_server_announces_is_read_at_once(router: Router) -> None:
+    router.register(await MCPServerAgent.connect("shelf", _shelf()))
+    router.register(await MCPServerAgent.connect("wiki", _site("wiki")))
+    async with _client(router) as client:
+        with pytest.raises(MCPError):
+            await client.read_resource("shelf://new")
+        await client.call_tool("shelve", {"name": "new"})
+        # Its resources/list_changed lets the read list it again, within the 5 s.
+        async with asyncio.timeout(10):
+            while True:
+                try:
+                    text = _text(await client.read_resource("shelf://new"))
+                    break
+                except MCPError:
+                    await asyncio.sleep(0.05)
+    assert text == "page new"
+
+
+async def test_a_server_that_lists_malformed_items_is_left_out(router: Router) -> None:
+    async def resources(
+        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        malformed: Any = [{"uri": 123}]
+        return ListResourcesResult.model_construct(resources=malformed)
+
+    broken = Server("broken", on_list_resources=resources)
+    router.register(await MCPServerAgent.connect("broken", broken))
+    router.register(await MCPServerAgent.connect("wiki", _site("wiki")))
+    async with _client(router) as client:
+        assert [r.uri for r in (await client.list_resources()).resources] == ["wiki://doc"]
+        assert _text(await client.read_resource("wiki://doc")) == "doc of wiki"
+
+
+async def test_a_cursor_is_good_only_for_the_listing_it_came_from(router: Router) -> None:
+    shelf = MCPServer("shelf")
+    for number in range(600):
+        shelf.add_resource(_static(f"shelf://{number}"))
+    router.register(await MCPServerAgent.connect("shelf", shelf))
+    async with _client(router) as client:
+        cursor = (await client.list_resources()).next_cursor
+        assert cursor is not None
+        with pytest.raises(MCPError) as other:
+            await client.list_prompts(cursor=cursor)
+    assert "Invalid or expired cursor" in other.value.message
