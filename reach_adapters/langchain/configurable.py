@@ -1,7 +1,8 @@
 """What a runnable asks of a call's ``configurable``, read once from the runnable at registration.
 
-A `RunnableWithMessageHistory` cannot run without its history ids (``session_id``), and a
-``configurable_alternatives`` option takes only the keys it was given. Without these checks the
+A `RunnableWithMessageHistory` cannot run without its history ids (``session_id``), a
+``configurable_alternatives`` option takes only the keys it was given, and a
+``configurable_fields`` field only values of its type. Without these checks the
 runnable raises ``ValueError`` mid-run, which the router would blame on the agent (and two such
 calls would quarantine it) though the caller's configurable was at fault.
 """
@@ -15,10 +16,12 @@ from enum import Enum
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
-from pydantic import JsonValue
+from langchain_core.runnables.configurable import RunnableConfigurableFields
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.graphs import unwrap
+from reach_adapters.langchain.held import every_runnable
 
 __all__ = ["Configurables"]
 
@@ -32,6 +35,8 @@ class Configurables:
 
     required: tuple[str, ...]
     choices: Mapping[str, frozenset[str]]
+    # What each other ``configurable_fields`` field takes (a float, a list of options, ...).
+    types: Mapping[str, TypeAdapter[Any]]
 
     @classmethod
     def of(cls, runnable: Runnable[Any, Any], base: RunnableConfig, agent_id: str) -> Configurables | None:
@@ -42,6 +47,7 @@ class Configurables:
         """
         required = tuple(sorted(_missing_ids(runnable, frozenset(base.get("configurable", {})))))
         choices = _choices(runnable)
+        types = _field_types(runnable, choices)
         if required:
             logger.warning(
                 "agent %s keeps a chat history per %s (a RunnableWithMessageHistory): each call "
@@ -50,7 +56,7 @@ class Configurables:
                 ", ".join(required),
                 ", ".join(f"{key!r}: ..." for key in required),
             )
-        return cls(required, choices) if required or choices else None
+        return cls(required, choices, types) if required or choices or types else None
 
     def check(self, configurable: Mapping[str, Any], asked: Mapping[str, Any] | None, agent_id: str) -> None:
         """Refuse a run whose `configurable` lacks a required id, or a call whose own
@@ -72,6 +78,17 @@ class Configurables:
                     f"give one of {sorted(allowed)} or leave it out for the default"
                 )
                 raise InvalidMessageError(msg)
+            adapter = self.types.get(key)
+            if adapter is not None:
+                try:
+                    adapter.validate_python(value)
+                except ValidationError as exc:
+                    problem = exc.errors()[0]["msg"]
+                    msg = (
+                        f"configurable[{key!r}] is {value!r}, which agent {agent_id} does not take "
+                        f"({problem}); give a value of its type or leave it out for the default"
+                    )
+                    raise InvalidMessageError(msg) from None
 
 
 def _missing_ids(runnable: Runnable[Any, Any], given: frozenset[str]) -> set[str]:
@@ -105,3 +122,31 @@ def _choices(runnable: Runnable[Any, Any]) -> dict[str, frozenset[str]]:
         for spec in specs
         if isinstance(spec.annotation, type) and issubclass(spec.annotation, Enum)
     }
+
+
+def _field_types(
+    runnable: Runnable[Any, Any], choices: Mapping[str, frozenset[str]]
+) -> dict[str, TypeAdapter[Any]]:
+    """What each field of a ``configurable_fields`` takes, but those with a fixed set of values
+    (`choices`): LangChain builds the runnable with the caller's value, and one of the wrong type
+    raises mid-run. Only these fields: others' ids (a graph's ``thread_id``) take what they take."""
+    fields = {
+        field.id
+        for layer in every_runnable(runnable)
+        if isinstance(layer, RunnableConfigurableFields)
+        for field in layer.fields.values()
+    }
+    if not fields:
+        return {}
+    try:
+        specs = runnable.config_specs
+    except Exception:  # noqa: BLE001 - as in `_choices`
+        return {}
+    types: dict[str, TypeAdapter[Any]] = {}
+    for spec in specs:
+        if spec.id in fields and spec.id not in choices:
+            try:
+                types[spec.id] = TypeAdapter(spec.annotation)
+            except Exception as exc:  # noqa: BLE001 - a type pydantic cannot check is left unchecked
+                logger.debug("configurable[%r] of %r is left unchecked: %r", spec.id, runnable, exc)
+    return types

@@ -105,6 +105,10 @@ def _with_message_dicts(value: Any, streamed: bool = False) -> Any:
         return {
             field.name: _with_message_dicts(getattr(value, field.name)) for field in dataclasses.fields(value)
         }
+    if isinstance(value, BaseException):
+        # An error a runnable answers with as data (`with_structured_output(include_raw=True)`'s
+        # ``parsing_error``): said as it would be raised.
+        return f"{type(value).__name__}: {value}"
     return value
 
 
@@ -226,6 +230,10 @@ class LangChainConverter:
         made the runnable's input model when it is typed to take one (checked against a graph's,
         which the graph makes itself)."""
         native = self._from_payload(message)
+        if native is message.raw_payload and isinstance(native, dict | list):
+            # A run may change its input in place (LangChain's `with_fallbacks(exception_key=...)`
+            # adds the error to it): a retry of the task, on a replica, gets the task as sent.
+            native = native.copy()
         made = self.input_type
         if made is None:
             return native

@@ -22,6 +22,7 @@ from langchain_core.runnables import (
 )
 from langchain_core.runnables.base import RunnableBindingBase, RunnableEach
 from langchain_core.runnables.passthrough import RunnableAssign, RunnablePick
+from langchain_core.tools import BaseTool, Tool
 from pydantic import BaseModel, TypeAdapter
 from typing_extensions import is_typeddict
 
@@ -133,7 +134,8 @@ def native_schemas(
         inputs = (
             graph_schemas(first)[0]
             if first is not None
-            else mustache_input(runnable)
+            else _tool_input(runnable)
+            or mustache_input(runnable)
             or _schema(runnable.get_input_jsonschema, agent_id, "input", runnable.InputType)
         )
         outputs = (
@@ -144,6 +146,21 @@ def native_schemas(
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
     return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
+
+
+def _tool_input(runnable: Runnable[Any, Any]) -> dict[str, Any] | None:
+    """What a tool takes where LangChain's input schema of it says otherwise: a single-input
+    `Tool` takes a string (LangChain's schema of it lists its ``_run`` method's ``args``, ``config``
+    and ``kwargs``), and a tool whose ``args_schema`` is a JSON Schema takes what that says
+    (LangChain's schema of it is any input's)."""
+    tool = unwrap(runnable)[-1]
+    if not isinstance(tool, BaseTool):
+        return None
+    if isinstance(tool.args_schema, dict):
+        return {key: value for key, value in tool.args_schema.items() if key not in ("title", "description")}
+    if tool.args_schema is None and isinstance(tool, Tool):
+        return {"type": "string"}
+    return None
 
 
 def input_type(runnable: Runnable[Any, Any]) -> TypeAdapter[Any] | GraphInput | None:

@@ -23,6 +23,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import Field, JsonValue, PrivateAttr
 
 from middleware import ReachResult, ResultStatus
+from middleware.errors import error_for
 from reach_adapters.errors import ReachError, SyncCallError
 from reach_adapters.langchain.artifacts import as_artifact
 from reach_adapters.langchain.asking import asking_text, tool_text
@@ -231,9 +232,11 @@ class ReachTool(BaseTool):
             failed = _FAILED.get()
             if failed is not None:
                 failed.append(result)
+            # Its cause carries the result: an agent that lets it through is judged as the caller
+            # of a failed call (the called agent's failure is not its own).
             raise self._failure(
                 f"{result.status}: {result.error_type}: {result.error} (task {result.task_id})"
-            )
+            ) from error_for(result)
         return tool_text(result.payload), result
 
     def _failure(self, reason: str) -> ToolException:
