@@ -37,7 +37,7 @@ from reach_adapters.langchain.graphs import (
 )
 from reach_adapters.langchain.histories import history_ids
 from reach_adapters.langchain.injected import refuse_injected
-from reach_adapters.langchain.policy import failed_call, stopped_by_rule
+from reach_adapters.langchain.policy import judged
 from reach_adapters.langchain.refusals import mark_refused, one_request
 from reach_adapters.langchain.resuming import Resuming, same_interrupts
 from reach_adapters.langchain.run_context import NO_CONTEXT, RunContext, refuse_context
@@ -363,19 +363,16 @@ class LangChainAgent:
         call's resume value (it does not match the interrupt's ``response_schema``): the caller's
         mistake, not the agent's failure. LangGraph saved nothing of that answer, so its
         interrupt can be answered again; of several answers, those taken before it stay taken.
-        Raises the failed call a reach tool raised (`failed_call`), for the router to judge as a
-        call the agent made. Returns the result a run stopped by one of LangChain's own rules, or
-        by a tool's reported error, stands for (`policy`), None when the failure is the agent's."""
+        Then what LangChain's own failures mean (`policy.judged`): a reach tool's failed call,
+        a tool's report of its task's error, a run stopped by one of LangChain's rules; None when
+        the failure is the agent's."""
         if self._one_request and not started:
             mark_refused(error)
         meta = message.meta_info
         resuming = self._resuming
         if resuming is not None and "resume" in meta.__pydantic_fields_set__ and invalid_resume(error):
             raise await resuming.refused(error, meta.resume, config) from error
-        called = failed_call(error)
-        if called is not None:
-            raise called from error
-        return stopped_by_rule(error, message, self._agent_id)
+        return judged(error, message, self._agent_id)
 
     async def _input(self, message: ReachMessage, config: RunnableConfig) -> tuple[Any, Runnable[Any, Any]]:
         """The input for `message` and the runnable that takes it: the payload for the agent's

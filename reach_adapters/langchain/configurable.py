@@ -10,14 +10,15 @@ calls would quarantine it) though the caller's configurable was at fault.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
 from langchain_core.runnables.configurable import RunnableConfigurableFields
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from langchain_core.runnables.utils import ConfigurableField, ConfigurableFieldMultiOption
+from pydantic import JsonValue, PydanticUserError, TypeAdapter, ValidationError
 
 from reach_adapters.errors import InvalidMessageError
 from reach_adapters.langchain.graphs import unwrap
@@ -82,6 +83,8 @@ class Configurables:
             if adapter is not None:
                 try:
                     adapter.validate_python(value)
+                except PydanticUserError:
+                    continue  # a type pydantic could not build after all: left to LangChain
                 except ValidationError as exc:
                     problem = exc.errors()[0]["msg"]
                     msg = (
@@ -127,26 +130,27 @@ def _choices(runnable: Runnable[Any, Any]) -> dict[str, frozenset[str]]:
 def _field_types(
     runnable: Runnable[Any, Any], choices: Mapping[str, frozenset[str]]
 ) -> dict[str, TypeAdapter[Any]]:
-    """What each field of a ``configurable_fields`` takes, but those with a fixed set of values
-    (`choices`): LangChain builds the runnable with the caller's value, and one of the wrong type
-    raises mid-run. Only these fields: others' ids (a graph's ``thread_id``) take what they take."""
-    fields = {
-        field.id
-        for layer in every_runnable(runnable)
-        if isinstance(layer, RunnableConfigurableFields)
-        for field in layer.fields.values()
-    }
-    if not fields:
-        return {}
-    try:
-        specs = runnable.config_specs
-    except Exception:  # noqa: BLE001 - as in `_choices`
-        return {}
+    """What each field of a ``configurable_fields`` takes, with its constraints (``ge``, ...),
+    but those with a fixed set of values (`choices`): LangChain builds the runnable with the
+    caller's value, and one it refuses raises mid-run. Only these fields: others' ids (a graph's
+    ``thread_id``) take what they take."""
     types: dict[str, TypeAdapter[Any]] = {}
-    for spec in specs:
-        if spec.id in fields and spec.id not in choices:
+    for layer in every_runnable(runnable):
+        if not isinstance(layer, RunnableConfigurableFields):
+            continue
+        declared = getattr(type(layer.default), "model_fields", {})
+        for name, field in layer.fields.items():
+            if field.id in choices or field.id in types:
+                continue
+            info = declared.get(name)
+            if isinstance(field, ConfigurableField) and info is not None:
+                annotation: Any = Annotated[info.annotation, info]
+            elif isinstance(field, ConfigurableFieldMultiOption):
+                annotation = Sequence[Literal[tuple(field.options)]]  # type: ignore[misc]
+            else:
+                continue
             try:
-                types[spec.id] = TypeAdapter(spec.annotation)
+                types[field.id] = TypeAdapter(annotation)
             except Exception as exc:  # noqa: BLE001 - a type pydantic cannot check is left unchecked
-                logger.debug("configurable[%r] of %r is left unchecked: %r", spec.id, runnable, exc)
+                logger.debug("configurable[%r] of %r is left unchecked: %r", field.id, runnable, exc)
     return types

@@ -33,6 +33,7 @@ from reach_adapters.langchain.graph_input import GraphInput, graph_input
 from reach_adapters.langchain.graphs import (
     find_graph,
     graph_schemas,
+    leading,
     leading_graph,
     unwrap,
 )
@@ -149,11 +150,12 @@ def native_schemas(
 
 
 def _tool_input(runnable: Runnable[Any, Any]) -> dict[str, Any] | None:
-    """What a tool takes where LangChain's input schema of it says otherwise: a single-input
+    """What a tool takes, or a runnable whose input goes to one (through bindings, as a chain's
+    first step or a fallback's primary), where LangChain's input schema says otherwise: a single-input
     `Tool` takes a string (LangChain's schema of it lists its ``_run`` method's ``args``, ``config``
     and ``kwargs``), and a tool whose ``args_schema`` is a JSON Schema takes what that says
     (LangChain's schema of it is any input's)."""
-    tool = unwrap(runnable)[-1]
+    tool = leading(runnable)[-1]
     if not isinstance(tool, BaseTool):
         return None
     if isinstance(tool.args_schema, dict):

@@ -11,8 +11,10 @@ the task's (``error``, fault ``task``): not counted, and not retried, since any 
 stop it alike; its text says what the rule found.
 
 So is a tool's `ToolException`, LangChain's way for a tool to report an error of the task's
-("order not found") when nothing turns it into a message for the model; but not one a reach tool
-raises for a call it made through the router, which is judged as that call (`failed_call`).
+("order not found") when nothing turns it into a message for the model (`reported_by_tool`,
+raised as the router's `TaskError`, whose text the router masks as any agent's error); but not
+one a reach tool raises for a call it made through the router, which is judged as that call
+(`failed_call`), or for a call it could not make.
 
 The rules' exceptions are known by class name and module: ``langchain`` (which defines the middleware)
 is not a dependency, and older ``langchain-core`` lacks the model errors.
@@ -24,9 +26,13 @@ from langchain_core.tools import ToolException
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters.errors import ReachError
-from reach_adapters.router import error_result
+from reach_adapters.langchain.tools import ReachToolError
+from reach_adapters.router import TaskError, error_result
 
-__all__ = ["failed_call", "stopped_by_rule"]
+__all__ = ["failed_call", "judged", "reported_by_tool", "stopped_by_rule"]
+
+# How LangChain refuses a single-input `Tool` more than one argument (`Tool._to_args_and_kwargs`).
+_SINGLE_INPUT = "Too many arguments to single-input tool"
 
 # LangChain's rules: the middleware's (``langchain.agents``) and the model errors that say the
 # same request fails anywhere (``langchain_core.exceptions``).
@@ -41,28 +47,53 @@ _RULES = frozenset(
 )
 
 
+def judged(exc: Exception, message: ReachMessage, agent_id: str) -> ReachResult | None:
+    """What a run's failure `exc` means when LangChain says so. Raises the failed call a reach
+    tool raised (`failed_call`), for the router to judge as a call the agent made, and a tool's
+    report of its task's error (`reported_by_tool`) as a `TaskError`; returns the result a run
+    stopped by one of LangChain's rules stands for (`stopped_by_rule`); None when the failure is
+    the agent's."""
+    called = failed_call(exc)
+    if called is not None:
+        raise called from exc
+    if reported_by_tool(exc):
+        raise TaskError from exc
+    return stopped_by_rule(exc, message, agent_id)
+
+
 def stopped_by_rule(exc: Exception, message: ReachMessage, agent_id: str) -> ReachResult | None:
-    """The result a run stopped by one of LangChain's rules stands for, or by a tool reporting
-    an error of the task's (a `ToolException`, LangChain's way for a tool to say "order not
-    found"); None for any other failure (the agent's own)."""
-    if isinstance(exc, ToolException):
-        if isinstance(exc.__cause__, ReachError):
-            # A reach tool that could not make its call: a mistake of the agent's as a caller.
-            return None
-        error = f"a tool of agent {agent_id} reported an error: {exc}"
-    elif any(cls.__name__ in _RULES and cls.__module__.startswith("langchain") for cls in type(exc).__mro__):
-        error = f"agent {agent_id}'s run was stopped by a rule of its own ({type(exc).__name__}): {exc}"
-    else:
+    """The result a run stopped by one of LangChain's rules stands for, None for any other
+    failure."""
+    if not any(
+        cls.__name__ in _RULES and cls.__module__.startswith("langchain") for cls in type(exc).__mro__
+    ):
         return None
+    error = f"agent {agent_id}'s run was stopped by a rule of its own ({type(exc).__name__}): {exc}"
     return error_result(
         message, ResultStatus.ERROR, type(exc).__name__, error, fault=Fault.TASK, agent_id=agent_id
     )
+
+
+def reported_by_tool(exc: Exception) -> bool:
+    """Whether `exc` is a tool reporting an error of its task: a `ToolException`, but not a
+    reach tool's (`failed_call`, or the agent's own mistake as a caller), not LangGraph's
+    `ToolInvocationError` (the model called a tool with arguments it refuses: the agent's
+    failure), and not LangChain refusing a single-input tool more than one argument (a tool
+    configured wrongly)."""
+    if not isinstance(exc, ToolException) or isinstance(exc, ReachToolError):
+        return False
+    if any(
+        cls.__name__ == "ToolInvocationError" and cls.__module__.startswith("langgraph")
+        for cls in type(exc).__mro__
+    ):
+        return False
+    return not str(exc).startswith(_SINGLE_INPUT)
 
 
 def failed_call(exc: Exception) -> ReachError | None:
     """The failed call a reach tool raised (``handle_tool_error=False``) as `exc`, whose result
     the router judges as any call the agent made: the called agent's failure is not its own."""
     cause = exc.__cause__
-    if isinstance(exc, ToolException) and isinstance(cause, ReachError) and cause.result is not None:
+    if isinstance(exc, ReachToolError) and isinstance(cause, ReachError) and cause.result is not None:
         return cause
     return None

@@ -32,7 +32,15 @@ from reach_adapters.langchain.model_schemas import shown_to_models
 from reach_adapters.langchain.nested_nulls import Nulls, without_nulls
 from reach_adapters.router import Capability, Router, compiled_validator, first_error, schema_key, wrap_field
 
-__all__ = ["GENERIC_TOOL_NAME", "CapabilityTool", "ReachAnyTool", "ReachTool", "RoutedCall", "called_thread"]
+__all__ = [
+    "GENERIC_TOOL_NAME",
+    "CapabilityTool",
+    "ReachAnyTool",
+    "ReachTool",
+    "ReachToolError",
+    "RoutedCall",
+    "called_thread",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +132,12 @@ class RoutedCall:
         return options
 
 
+class ReachToolError(ToolException):
+    """A reach tool could not make its call, or the call failed: a `ToolException`, which an
+    agent's model sees as an error it can recover from, but not one a tool reports of its task
+    (`policy`): the agent's mistake as a caller, or the failure of what it called."""
+
+
 class ReachTool(BaseTool):
     """What both kinds of reach tool share: argument checks, answers, errors."""
 
@@ -157,7 +171,7 @@ class ReachTool(BaseTool):
         refused = None if self.refuse is None else self.refuse(target, capability)
         if refused is not None:
             msg = f"{self.name} may not reach {target!r}: {refused}"
-            raise ToolException(msg)
+            raise ReachToolError(msg)
 
     def _check(self, arguments: Any) -> None:
         if self._schema_key is None:
@@ -168,7 +182,7 @@ class ReachTool(BaseTool):
                 f"invalid arguments for {self.name}: {first_error(validator, arguments)}; "
                 "no agent was called, fix the arguments to match the tool's schema"
             )
-            raise ToolException(msg)
+            raise ReachToolError(msg)
 
     def invoke(
         self,
@@ -239,9 +253,9 @@ class ReachTool(BaseTool):
             ) from error_for(result)
         return tool_text(result.payload), result
 
-    def _failure(self, reason: str) -> ToolException:
+    def _failure(self, reason: str) -> ReachToolError:
         logger.info("tool %s failed: %s", self.name, reason)
-        return ToolException(f"{self.name} failed: {reason}")
+        return ReachToolError(f"{self.name} failed: {reason}")
 
 
 @contextmanager
@@ -370,7 +384,7 @@ class ReachAnyTool(ReachTool):
                     f"invalid arguments for {self.name}: 'capability' goes with an agent id as target; "
                     f"to reach the best agent for {capability!r}, give it as the target"
                 )
-                raise ToolException(msg)
+                raise ReachToolError(msg)
             mode: Literal["route", "send"] = "route"
             capability = None
             namespace = self._namespace_of(target)

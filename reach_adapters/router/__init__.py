@@ -36,6 +36,7 @@ from reach_adapters.router.outcomes import (
     AgentBusyError,
     ErrorKind,
     StreamEnded,
+    TaskError,
     error_result,
 )
 from reach_adapters.router.portal import Portal, on_loop, running_loop
@@ -96,6 +97,7 @@ __all__ = [
     "ResultStatus",
     "Router",
     "StreamEnded",
+    "TaskError",
     "WorkerPool",
     "agent_id_part",
     "cautious",

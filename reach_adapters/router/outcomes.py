@@ -31,6 +31,7 @@ __all__ = [
     "AgentBusyError",
     "ErrorKind",
     "StreamEnded",
+    "TaskError",
     "account",
     "checked_output",
     "cut_short",
@@ -81,6 +82,13 @@ class ErrorKind(StrEnum):
 
 class AgentBusyError(Exception):
     """Raise from an agent to say "not now": the router tries another candidate."""
+
+
+class TaskError(Exception):
+    """Raise from an agent, ``from`` the error it met, for a failure of the task rather than of
+    the agent (a tool saying "order 7 not found", as an MCP ``isError`` does): the result is
+    `error`, fault `task`, not retried, the breaker untouched. Its error type and text are the
+    cause's, masked (or hidden) as any agent's error is."""
 
 
 class StreamEnded(Exception):  # noqa: N818 - an ending said by the agent, not an error of it
@@ -137,12 +145,16 @@ def error_result(
 
 def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors: AgentErrors) -> ReachResult:
     """What an exception the agent raised means: the caller's request (`InvalidMessageError`),
-    "not now" (`AgentBusyError`), the failed result of a call it made (`ReachError.result`), or
-    the agent's own failure, worth retrying when transient.
+    "not now" (`AgentBusyError`), the failed result of a call it made (`ReachError.result`), the
+    task's failure (`TaskError`), or the agent's own failure, worth retrying when transient.
 
     Its text reaches the caller with secrets masked, or, unless ``errors.expose``, only as a
     reference to the log line that has it.
     """
+    if isinstance(exc, TaskError) and isinstance(exc.__cause__, Exception):
+        exc, task_error = exc.__cause__, True
+    else:
+        task_error = isinstance(exc, TaskError)
     reference = None if errors.expose else secrets.token_hex(6)
     if reference is None:
         error = redact_text(str(exc) or repr(exc))
@@ -165,6 +177,9 @@ def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors:
         result = error_result(
             message, ResultStatus.ERROR, kind, error, fault=fault, agent_id=agent_id, delivered=True
         )
+    elif task_error:
+        # The agent says the task failed, not itself: any replica would fail it alike.
+        result = error_result(message, ResultStatus.ERROR, kind, error, fault=Fault.TASK, agent_id=agent_id)
     elif isinstance(exc, InvalidMessageError):
         # The agent found the request malformed (a payload it cannot bind, a bad message).
         result = error_result(

@@ -9,12 +9,15 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import ConfigurableField, ConfigurableFieldMultiOption, RunnableLambda
 from langchain_core.tools import StructuredTool, Tool, ToolException, tool
-from pydantic import BaseModel, JsonValue
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from pydantic import BaseModel, Field, JsonValue
 
 from middleware import Fault, ResultStatus
-from reach_adapters import Capability, Router
+from reach_adapters import Capability, Router, RoutingPolicy
 from reach_adapters.langchain import LangChainAgent, ReachToolkit
 
 pytestmark = pytest.mark.timeout(30)
@@ -152,3 +155,99 @@ async def test_a_retry_gets_the_task_as_sent_whatever_the_run_did_to_its_input(r
     await router.route("lookup", {"q": "hi"})
     assert len(seen) > 1
     assert all(payload == {"q": "hi"} for payload in seen)
+
+
+SECRET = "db connect failed: postgres://app:hunter2@db.internal/orders"
+
+
+@pytest.mark.parametrize("expose", [True, False])
+async def test_a_tools_reported_error_is_masked_as_any_agent_error(expose: bool) -> None:
+    @tool
+    def orders(order_id: str) -> str:
+        """Look an order up."""
+        raise ToolException(SECRET)
+
+    async with Router(policy=RoutingPolicy(expose_agent_errors=expose)) as router:
+        router.register(LangChainAgent(orders, agent_id="t:orders:01"))
+        result = await router.route("orders", {"order_id": "1"})
+    assert (result.fault, result.error_type) == (Fault.TASK, "ToolException")
+    assert "hunter2" not in (result.error or "")
+    if not expose:
+        assert (result.error or "").startswith("agent error (reference ")
+
+
+async def test_a_reach_tool_given_wrong_arguments_is_the_calling_agents_mistake(router: Router) -> None:
+    def flights(payload: dict[str, str]) -> str:
+        """Find flights to a city."""
+        return f"flights to {payload['city']}"
+
+    async def plan(payload: dict[str, Any]) -> str:
+        """Plan a trip, asking for flights wrongly."""
+        tools = ReachToolkit(router, handle_tool_error=False, include_generic=False).get_tools()
+        return str(await next(t for t in tools if t.name == "flights").ainvoke({"town": payload["city"]}))
+
+    flights_in = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    router.register(
+        LangChainAgent(
+            RunnableLambda(flights),
+            agent_id="t:flights:01",
+            capabilities=[Capability(name="flights", input_schema=flights_in)],
+        )
+    )
+    router.register(LangChainAgent(RunnableLambda(plan), agent_id="t:planner:01"))
+    result = await router.route("plan", {"city": "Oslo"})
+    assert (result.status, result.fault) == (ResultStatus.ERROR, Fault.AGENT)
+
+
+class _Two(BaseModel):
+    query: str
+    limit: int
+
+
+async def test_tool_exceptions_that_are_the_agents_own_failure_stay_so(router: Router) -> None:
+    @tool
+    def get_order(order_id: int) -> str:
+        """Get an order."""
+        return f"order {order_id}"
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        call = {"name": "get_order", "args": {"order_id": "seven"}, "id": "c1"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_node("tools", ToolNode([get_order], handle_tool_errors=False))
+    graph.add_edge(START, "model")
+    graph.add_edge("model", "tools")
+    graph.add_edge("tools", END)
+    # The model called a tool with arguments it refuses; a tool configured wrongly.
+    misconfigured = Tool(name="search", description="Search.", func=lambda q: f"found {q}", args_schema=_Two)
+    router.register(LangChainAgent(graph.compile(), agent_id="t:orders:01"))
+    router.register(LangChainAgent(misconfigured, agent_id="t:search:01"))
+    asked = await router.route("orders", {"messages": [{"role": "user", "content": "order 7"}]})
+    searched = await router.route("search", {"query": "x", "limit": 1})
+    assert (asked.fault, asked.error_type) == (Fault.AGENT, "ToolInvocationError")
+    assert (searched.fault, searched.error_type) == (Fault.AGENT, "ToolException")
+
+
+async def test_a_tool_whose_output_is_parsed_takes_its_string(router: Router) -> None:
+    calc = Tool(name="calc", func=lambda text: f"calc({text})", description="Work out a sum.")
+    router.register(LangChainAgent(calc | StrOutputParser(), agent_id="t:calc:01"))
+    result = await router.route("calc", "1+1")
+    assert (result.status, result.payload) == (ResultStatus.OK, "calc(1+1)")
+
+
+class _Tempered(FakeListChatModel):
+    temperature: float = Field(0.5, ge=0, le=1)
+
+
+async def test_a_configurable_field_keeps_its_constraints(router: Router) -> None:
+    # The field's own type and bounds count, not the annotation the ConfigurableField names.
+    model = _Tempered(responses=["hi"]).configurable_fields(
+        temperature=ConfigurableField(id="temperature", annotation="Undefinedd")
+    )
+    router.register(LangChainAgent(model, agent_id="t:chat:01", capabilities=[Capability(name="chat")]))
+    refused = await router.route("chat", "hello", configurable={"temperature": 7})
+    assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    ok = await router.route("chat", "hello", configurable={"temperature": "0.2"})
+    assert ok.status is ResultStatus.OK, ok.error
