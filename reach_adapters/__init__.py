@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from reach_adapters.router.handle import AgentHandle
     from reach_adapters.router.identity import AgentId, parse_agent_id
     from reach_adapters.router.options import CallOptions
-    from reach_adapters.router.outcomes import AgentBusyError
+    from reach_adapters.router.outcomes import AgentBusyError, TaskError
     from reach_adapters.router.policy import BreakerSettings, RatingPolicy, RoutingPolicy, ScoringWeights
     from reach_adapters.router.router import Router
     from reach_adapters.router.state import AgentState
@@ -91,6 +91,7 @@ _EXPORTS = {
     "SyncCallError": "reach_adapters.errors",
     "TaskFinishedError": "reach_adapters.errors",
     "TaskQueueFullError": "reach_adapters.errors",
+    "TaskError": "reach_adapters.router.outcomes",
     "TaskRecord": "reach_adapters.router.tasks",
     "TaskStatus": "reach_adapters.router.tasks",
     "TaskStore": "reach_adapters.router.tasks",
@@ -154,6 +155,7 @@ __all__ = [
     "Step",
     "SyncCallError",
     "TaskAlreadyRatedError",
+    "TaskError",
     "TaskFinishedError",
     "TaskQueueFullError",
     "TaskRecord",

@@ -85,6 +85,7 @@ class Contents:
         self._links: OrderedDict[str, str] = OrderedDict()
         self._shared: set[tuple[str, str, str]] = set()
         self._relisting = asyncio.Lock()
+        self._learned: dict[str, float] = {}
         self._prompts = Prompts(self._mcp_agents)
         self._pages = Pages()
 
@@ -128,15 +129,17 @@ class Contents:
         agents = self._upstreams(ctx, _resources)
         live = _live(self._router, agents)
         found = self._known_owners(agents, live, uri)
+        if not found and all(agent.agent_id in self._uris for agent in live):
+            # Every server's listing is known and none claims it: a link names its server now.
+            found = self._known_owners(agents, live, uri, link_alone=True)
         if not found:
             async with self._relisting:
-                # Another read may have listed them while this one waited.
+                # Another read (or `learn`) may have listed them while this one waited.
                 found = self._known_owners(agents, live, uri)
-                stale = [agent for agent in live if self._stale(agent)]
-                if not found and stale:
-                    await asyncio.gather(self._list_resources(stale), self._list_templates(stale))
-                    self._relisted.update(dict.fromkeys((a.agent_id for a in stale), time.monotonic()))
-                    found = self._known_owners(agents, live, uri)
+            stale = [agent for agent in live if self._stale(agent)]
+            if not found and stale:
+                await self._relist(stale)
+                found = self._known_owners(agents, live, uri)
         found = found or self._known_owners(agents, live, uri, link_alone=True)
         if found:
             return found
@@ -162,13 +165,29 @@ class Contents:
 
     async def learn(self) -> None:
         """List what the live servers not listed yet offer (one just connected or registered):
-        reads know their resources, and prompt names go to servers in the router's order."""
-        agents = list(self._mcp_agents())
-        live = _live(self._router, agents)
-        fresh = [agent for agent in live if agent.agent_id not in self._uris and _offers(agent, _resources)]
-        if fresh:
-            await asyncio.gather(self._list_resources(fresh), self._list_templates(fresh))
-        await self._prompts.learn([agent for agent in live if _offers(agent, _prompts)])
+        reads know their resources, and prompt names go to servers in the router's order. A
+        server is tried at most every 5 s: one that fails is not asked again on each change."""
+        now = time.monotonic()
+        due = [
+            agent
+            for agent in _live(self._router, list(self._mcp_agents()))
+            if now - self._learned.get(agent.agent_id, -_RELIST_S) >= _RELIST_S
+        ]
+        self._learned.update(dict.fromkeys((agent.agent_id for agent in due), now))
+        fresh = [agent for agent in due if agent.agent_id not in self._uris and _offers(agent, _resources)]
+        await asyncio.gather(
+            self._relist(fresh), self._prompts.learn([agent for agent in due if _offers(agent, _prompts)])
+        )
+
+    async def _relist(self, agents: list[MCPServerAgent]) -> None:
+        """List the resources and templates of `agents`; a read that would list them meanwhile
+        waits for this listing instead."""
+        async with self._relisting:
+            # Those another listing did not just list, while this one waited.
+            agents = [agent for agent in agents if self._stale(agent)]
+            if agents:
+                await asyncio.gather(self._list_resources(agents), self._list_templates(agents))
+                self._relisted.update(dict.fromkeys((agent.agent_id for agent in agents), time.monotonic()))
 
     def _stale(self, agent: MCPServerAgent) -> bool:
         return time.monotonic() - self._relisted.get(agent.agent_id, -_RELIST_S) >= _RELIST_S

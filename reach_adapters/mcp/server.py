@@ -135,6 +135,8 @@ class RouterMCPServer:
         self._exchanges = Exchanges()
         self._unsubscribe = router.on_catalog_change(self._catalog_changed)
         self._unheard = on_upstream_change(self._upstream_changed)
+        # What the servers registered already offer, as those registered later (`_catalog_changed`).
+        self._notices.soon(contents.learn())
 
     def close(self) -> None:
         """Stop following the catalog and the upstreams, and end open change streams."""

@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     CompleteResult,
     GetPromptResult,
     Prompt,
@@ -63,7 +64,10 @@ async def gather(
     answers = await asyncio.gather(*(_whole(agent, page, what) for agent in agents), return_exceptions=True)
     listed: dict[str, list[T]] = {}
     for agent, answer in zip(agents, answers, strict=True):
-        if isinstance(answer, BaseException):
+        if isinstance(answer, MCPError) and answer.code == METHOD_NOT_FOUND:
+            # A server without that list (resource templates are optional): an empty one.
+            listed[agent.agent_id] = []
+        elif isinstance(answer, BaseException):
             if not isinstance(answer, ReachError | MCPError):
                 raise answer
             logger.warning("MCP server %s: listing its %s failed, left out: %s", agent.agent_id, what, answer)

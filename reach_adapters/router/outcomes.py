@@ -179,7 +179,9 @@ def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors:
         )
     elif task_error:
         # The agent says the task failed, not itself: any replica would fail it alike.
-        result = error_result(message, ResultStatus.ERROR, kind, error, fault=Fault.TASK, agent_id=agent_id)
+        result = error_result(
+            message, ResultStatus.ERROR, kind, error, fault=Fault.TASK, agent_id=agent_id, delivered=True
+        )
     elif isinstance(exc, InvalidMessageError):
         # The agent found the request malformed (a payload it cannot bind, a bad message).
         result = error_result(

@@ -25,8 +25,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
+    ListToolsResult,
     PaginatedRequestParams,
     ReadResourceRequestParams,
     ReadResourceResult,
@@ -35,6 +38,7 @@ from mcp.types import (
     ResourceTemplate,
     ResourceTemplateReference,
     TextResourceContents,
+    Tool,
 )
 
 from reach_adapters import Router
@@ -386,3 +390,54 @@ async def test_a_cursor_is_good_only_for_the_listing_it_came_from(router: Router
         with pytest.raises(MCPError) as other:
             await client.list_prompts(cursor=cursor)
     assert "Invalid or expired cursor" in other.value.message
+
+
+async def test_servers_registered_before_the_mcp_server_keep_their_prompt_names(router: Router) -> None:
+    kb = await MCPServerAgent.connect("kb", _site("kb", prompt="review"))
+    router.register(kb)
+    router.register(await MCPServerAgent.connect("wiki", _site("wiki", prompt="review")))
+    async with _client(router) as client:
+        # Learned when the server was made, before any client listed: kb keeps the name.
+        await asyncio.sleep(0.3)
+        await kb.aclose()
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("review")
+        assert prompt.value.code == INTERNAL_ERROR
+        said = (await client.get_prompt("review_wiki")).messages[0].content
+        assert getattr(said, "text", None) == "review from wiki"
+
+
+def _linking(calls: Counter[str]) -> Server[Any]:
+    """A server whose ``find`` tool links ``fast://hidden/1``, which it reads but never lists."""
+
+    async def resources(
+        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        calls["resources/list"] += 1
+        return ListResourcesResult(resources=[Resource(uri="fast://a", name="a")])
+
+    async def read(ctx: ServerRequestContext[Any], params: ReadResourceRequestParams) -> ReadResourceResult:
+        return ReadResourceResult(contents=[TextResourceContents(uri=params.uri, text=f"read {params.uri}")])
+
+    async def tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="find", input_schema={"type": "object"})])
+
+    async def call(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
+        link = ResourceLink(type="resource_link", uri="fast://hidden/1", name="hidden")
+        return CallToolResult(content=[link])
+
+    return Server(
+        "fast", on_list_resources=resources, on_read_resource=read, on_list_tools=tools, on_call_tool=call
+    )
+
+
+async def test_a_link_is_followed_without_listing_the_servers_again(router: Router) -> None:
+    calls: Counter[str] = Counter()
+    router.register(await MCPServerAgent.connect("fast", _linking(calls)))
+    router.register(await MCPServerAgent.connect("wiki", _site("wiki")))
+    async with _client(router) as client:
+        await client.list_resources()
+        listed = calls["resources/list"]
+        await client.call_tool("find", {})
+        assert _text(await client.read_resource("fast://hidden/1")) == "read fast://hidden/1"
+    assert calls["resources/list"] == listed
