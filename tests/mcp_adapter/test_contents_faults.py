@@ -46,7 +46,6 @@ from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer
 from reach_adapters.router import ReconnectPolicy
 from tests.mcp_adapter.conftest import HttpCalc
 from tests.mcp_adapter.test_contents import _shelf, docs
-from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -317,19 +316,8 @@ async def test_a_shared_uri_whose_first_server_is_offline_is_not_read_elsewhere(
 
 
 async def test_a_server_offline_before_it_was_listed_is_not_answered_for(router: Router) -> None:
+    router.register(await MCPServerAgent.connect("wiki", _site("wiki")))
     async with _client(router) as client:
-        kb = await MCPServerAgent.connect("kb", _site("kb", prompt="review"))
-        router.register(kb)
-        router.register(await MCPServerAgent.connect("wiki", _site("wiki", prompt="review")))
-        # Learned when they came: the first server keeps the prompt's name while it is away.
-        await eventually(lambda: kb.connected, what="kb to connect")
-        await asyncio.sleep(0.2)
-        await kb.aclose()
-        with pytest.raises(MCPError) as prompt:
-            await client.get_prompt("review")
-        assert prompt.value.code == INTERNAL_ERROR
-        said = (await client.get_prompt("review_wiki")).messages[0].content
-        assert getattr(said, "text", None) == "review from wiki"
         unknown = await MCPServerAgent.connect("late", _site("late"))
         router.register(unknown)
         await unknown.aclose()
@@ -392,12 +380,30 @@ async def test_a_cursor_is_good_only_for_the_listing_it_came_from(router: Router
     assert "Invalid or expired cursor" in other.value.message
 
 
-async def test_servers_registered_before_the_mcp_server_keep_their_prompt_names(router: Router) -> None:
-    kb = await MCPServerAgent.connect("kb", _site("kb", prompt="review"))
-    router.register(kb)
-    router.register(await MCPServerAgent.connect("wiki", _site("wiki", prompt="review")))
+@asynccontextmanager
+async def _kb_and_wiki(
+    router: Router, registered_first: bool
+) -> AsyncIterator[tuple[Client, MCPServerAgent]]:
+    """kb, then wiki, both with a prompt ``review``, registered before the router's MCP server is
+    made or after, and a client of it."""
+
+    async def register() -> MCPServerAgent:
+        kb = await MCPServerAgent.connect("kb", _site("kb", prompt="review"))
+        router.register(kb)
+        router.register(await MCPServerAgent.connect("wiki", _site("wiki", prompt="review")))
+        return kb
+
+    kb = await register() if registered_first else None
     async with _client(router) as client:
-        # Learned when the server was made, before any client listed: kb keeps the name.
+        yield client, kb or await register()
+
+
+@pytest.mark.parametrize("registered_first", [True, False])
+async def test_the_first_server_keeps_a_prompt_name_while_it_is_away(
+    router: Router, registered_first: bool
+) -> None:
+    async with _kb_and_wiki(router, registered_first) as (client, kb):
+        # Learned when they came (or the server was made), before any client listed.
         await asyncio.sleep(0.3)
         await kb.aclose()
         with pytest.raises(MCPError) as prompt:
