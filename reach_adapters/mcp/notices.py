@@ -6,6 +6,7 @@ server to pass on."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -24,6 +25,8 @@ from reach_adapters.router import running_loop
 
 __all__ = ["Kind", "Notices", "on_upstream_change", "upstream_changed"]
 
+logger = logging.getLogger(__name__)
+
 KINDS: tuple[Kind, ...] = ("tools", "resources", "prompts")
 _EVENTS: dict[Kind, ServerEvent] = {
     "tools": ToolsListChanged(),
@@ -36,9 +39,13 @@ _listeners: list[Callable[[str, ServerEvent], None]] = []
 
 def upstream_changed(agent_id: str, event: ServerEvent) -> None:
     """The MCP server of agent `agent_id` said a list of it changed, or a resource it has
-    (on its session's loop)."""
+    (on its session's loop). A listener that fails is logged: it runs in the session's message
+    handler, which must go on, and so must the other listeners."""
     for listener in tuple(_listeners):
-        listener(agent_id, event)
+        try:
+            listener(agent_id, event)
+        except Exception:
+            logger.exception("listener %r of MCP server %s's changes failed", listener, agent_id)
 
 
 def on_upstream_change(listener: Callable[[str, ServerEvent], None]) -> Callable[[], None]:

@@ -22,7 +22,7 @@ from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resources import TextResource
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import ResourceUpdated
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.types import (
     INVALID_PARAMS,
     SERVER_INFO_META_KEY,
@@ -44,6 +44,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from reach_adapters import FunctionAgent, Router
 from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer, start_mcp_server
+from reach_adapters.mcp.notices import on_upstream_change, upstream_changed
 from reach_adapters.security.guard import SecurityGuard
 from reach_adapters.security.spec import SecuritySpec
 from tests.mcp_adapter.test_instructions import _Principals
@@ -386,3 +387,22 @@ async def test_subscribers_hear_when_an_upstream_updates_a_resource(router: Rout
         with pytest.raises(MCPError) as unknown:
             await _subscribe(old, "counter://nothing")
         assert unknown.value.code == INVALID_PARAMS
+
+
+async def test_a_failing_listener_of_upstream_changes_keeps_the_others_and_the_session(
+    router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    heard: list[str] = []
+
+    def broken(agent_id: str, event: ServerEvent) -> None:
+        msg = "a listener's bug"
+        raise RuntimeError(msg)
+
+    stops = [on_upstream_change(broken), on_upstream_change(lambda agent_id, event: heard.append(agent_id))]
+    try:
+        upstream_changed("mcp:docs:0", ResourcesListChanged())
+    finally:
+        for stop in stops:
+            stop()
+    assert heard == ["mcp:docs:0"]
+    assert "a listener's bug" in caplog.text
