@@ -185,6 +185,12 @@ class MCPServerAgent:
         return self._agent_id
 
     @property
+    def name(self) -> str:
+        """The name the server is connected under (``mcp:<name>:<instance>``): its replicas
+        share it."""
+        return self._spec.name
+
+    @property
     def options(self) -> MCPOptions:
         return self._spec.options
 

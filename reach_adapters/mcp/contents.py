@@ -48,7 +48,7 @@ from reach_adapters.mcp.agent import MCPServerAgent
 from reach_adapters.mcp.paging import Pages
 from reach_adapters.mcp.prompts import Prompts, ServedPrompt
 from reach_adapters.mcp.upstream_requests import first, gather, resource_page, template_page
-from reach_adapters.router import UNUSABLE_STATES, Router, parse_agent_id
+from reach_adapters.router import UNUSABLE_STATES, Router
 
 __all__ = ["Contents"]
 
@@ -95,8 +95,7 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
         self._seen(ctx)
-        agents = self._upstreams(ctx, _resources)
-        listing = partial(self._resources_of, agents)
+        listing = partial(self._resources_of, *self._upstreams(ctx, _resources))
         resources, cursor = await self._pages.page("resources", params, self._who(ctx), listing)
         return ListResourcesResult(resources=resources, next_cursor=cursor, cache_scope=self._scope())
 
@@ -104,8 +103,7 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
         self._seen(ctx)
-        agents = self._upstreams(ctx, _resources)
-        listing = partial(self._templates_of, agents)
+        listing = partial(self._templates_of, *self._upstreams(ctx, _resources))
         templates, cursor = await self._pages.page("templates", params, self._who(ctx), listing)
         return ListResourceTemplatesResult(
             resource_templates=templates, next_cursor=cursor, cache_scope=self._scope()
@@ -126,8 +124,7 @@ class Contents:
         (`_known_owners`), the servers listed again when none is known to (at most every 5 s);
         the one server that offers resources when none says. `MCPError`: invalid params when
         none has it, an internal error when one that might cannot be asked."""
-        agents = self._upstreams(ctx, _resources)
-        live = _live(self._router, agents)
+        agents, live = self._upstreams(ctx, _resources)
         found = self._known_owners(agents, live, uri)
         if not found and all(agent.agent_id in self._uris for agent in live):
             # Every server's listing is known and none claims it: a link names its server now.
@@ -153,7 +150,7 @@ class Contents:
                 "not listed its resources yet"
             )
             raise MCPError(INTERNAL_ERROR, msg)
-        servers = {_server(agent) for agent in agents}
+        servers = {agent.name for agent in agents}
         if len(servers) == 1:
             return sorted(agents, key=lambda agent: agent not in live)
         msg = f"Unknown resource: {uri!r}; no MCP server here lists it or has a template that could make it"
@@ -167,11 +164,12 @@ class Contents:
         """List what the live servers not listed yet offer (one just connected or registered):
         reads know their resources, and prompt names go to servers in the router's order. A
         server is tried at most every 5 s: one that fails is not asked again on each change."""
+        servers, usable = self._servers()
         now = time.monotonic()
         due = [
             agent
-            for agent in _live(self._router, list(self._mcp_agents()))
-            if now - self._learned.get(agent.agent_id, -_RELIST_S) >= _RELIST_S
+            for agent in servers
+            if agent.agent_id in usable and now - self._learned.get(agent.agent_id, -_RELIST_S) >= _RELIST_S
         ]
         self._learned.update(dict.fromkeys((agent.agent_id for agent in due), now))
         fresh = [agent for agent in due if agent.agent_id not in self._uris and _offers(agent, _resources)]
@@ -215,21 +213,23 @@ class Contents:
         linked = self._links.get(uri)
         linker = next((agent for agent in agents if agent.agent_id == linked), None)
         if linker is not None and (linker in claimants or (link_alone and not claimants)):
-            server = _server(linker)
+            server = linker.name
             claimants = claimants or agents
         elif claimants:
-            server = _server(claimants[0])
+            server = claimants[0].name
         else:
             return []
-        owners = [agent for agent in claimants if _server(agent) == server]
+        owners = [agent for agent in claimants if agent.name == server]
         return sorted(owners, key=lambda agent: (agent is not linker, agent not in live))
 
-    async def _resources_of(self, agents: list[MCPServerAgent]) -> list[Resource]:
-        listed = await self._list_resources(_live(self._router, agents))
+    async def _resources_of(self, agents: list[MCPServerAgent], live: list[MCPServerAgent]) -> list[Resource]:
+        listed = await self._list_resources(live)
         return self._first_of(listed, agents, lambda resource: resource.uri, "resource")
 
-    async def _templates_of(self, agents: list[MCPServerAgent]) -> list[ResourceTemplate]:
-        listed = await self._list_templates(_live(self._router, agents))
+    async def _templates_of(
+        self, agents: list[MCPServerAgent], live: list[MCPServerAgent]
+    ) -> list[ResourceTemplate]:
+        listed = await self._list_templates(live)
         return self._first_of(listed, agents, lambda template: template.uri_template, "resource template")
 
     def _first_of(
@@ -239,7 +239,7 @@ class Contents:
         servers of two names list one (replicas list theirs alike)."""
         served: dict[str, tuple[T, str]] = {}
         for agent in agents:
-            server = _server(agent)
+            server = agent.name
             for item in listed.get(agent.agent_id, ()):
                 first_seen = served.setdefault(key(item), (item, server))
                 if first_seen[1] != server:
@@ -277,8 +277,7 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
         self._seen(ctx)
-        agents = self._upstreams(ctx, _prompts)
-        listing = partial(self._prompts.listing, agents, _live(self._router, agents))
+        listing = partial(self._prompts.listing, *self._upstreams(ctx, _prompts))
         prompts, cursor = await self._pages.page("prompts", params, self._who(ctx), listing)
         return ListPromptsResult(prompts=prompts, next_cursor=cursor, cache_scope=self._scope())
 
@@ -294,8 +293,7 @@ class Contents:
         )
 
     async def _find_prompt(self, ctx: ServerRequestContext[Any, Any], name: str) -> ServedPrompt:
-        agents = self._upstreams(ctx, _prompts)
-        return await self._prompts.find(agents, _live(self._router, agents), name)
+        return await self._prompts.find(*self._upstreams(ctx, _prompts), name)
 
     # -- completion --------------------------------------------------------------------------
 
@@ -312,19 +310,21 @@ class Contents:
             owners = entry.owners
             upstream_ref: PromptReference | Any = PromptReference(type="ref/prompt", name=entry.upstream_name)
         else:
-            owners = await self._with_template(self._upstreams(ctx, _resources), ref.uri)
+            owners = await self._with_template(*self._upstreams(ctx, _resources), ref.uri)
             if not owners:
                 msg = f"Resource template {ref.uri!r} not found on any MCP server here"
                 raise MCPError(INVALID_PARAMS, msg)
             upstream_ref = ref
-        owners = [agent for agent in owners if _completions(agent)]
+        owners = [agent for agent in owners if _offers(agent, _completions)]
         if not owners:
             return _NO_COMPLETION
         return await first(
             owners, lambda client: client.complete(upstream_ref, argument, context), f"completion of {ref}"
         )
 
-    async def _with_template(self, agents: list[MCPServerAgent], uri_template: str) -> list[MCPServerAgent]:
+    async def _with_template(
+        self, agents: list[MCPServerAgent], live: list[MCPServerAgent], uri_template: str
+    ) -> list[MCPServerAgent]:
         """Those of `agents` that list the template, listed again when none is known to."""
 
         def listing(templates: dict[str, list[ResourceTemplate]]) -> list[MCPServerAgent]:
@@ -332,27 +332,37 @@ class Contents:
                 agent for agent in agents if _has_template(templates.get(agent.agent_id, ()), uri_template)
             ]
 
-        return listing(self._templates) or listing(await self._list_templates(_live(self._router, agents)))
+        return listing(self._templates) or listing(await self._list_templates(live))
 
     # -- which servers -----------------------------------------------------------------------
 
-    def _mcp_agents(self) -> Iterable[MCPServerAgent]:
-        for info in self._router.catalog():
+    def _servers(self, principal: str | None = None) -> tuple[list[MCPServerAgent], set[str]]:
+        """The MCP servers among the router's agents (those `principal` may reach one tool of,
+        under security), in the router's order, and the ids of those worth asking now:
+        connected, and not taken out by the router (offline, draining, quarantined by its
+        breaker). One catalog for both."""
+        servers: list[MCPServerAgent] = []
+        usable: set[str] = set()
+        for info in self._router.catalog(principal=principal):
             agent = self._router.agent(info.agent_id)
             if isinstance(agent, MCPServerAgent):
-                yield agent
+                servers.append(agent)
+                if agent.connected and info.state not in UNUSABLE_STATES and info.quarantined_for_s <= 0:
+                    usable.add(agent.agent_id)
+        return servers, usable
+
+    def _mcp_agents(self) -> list[MCPServerAgent]:
+        return self._servers()[0]
 
     def _upstreams(
         self, ctx: ServerRequestContext[Any, Any], offers: Callable[[ServerCapabilities], object]
-    ) -> list[MCPServerAgent]:
+    ) -> tuple[list[MCPServerAgent], list[MCPServerAgent]]:
         """The MCP servers that offer something (`offers`, as their last session said, offline
-        or not) to the client of `ctx`: those it may reach one tool of, under security."""
-        if self._router.guard is None:
-            agents: Iterable[MCPServerAgent] = self._mcp_agents()
-        else:
-            reached = {info.agent_id for info in self._router.catalog(principal=self._who(ctx))}
-            agents = (agent for agent in self._mcp_agents() if agent.agent_id in reached)
-        return [agent for agent in agents if _offers(agent, offers)]
+        or not) to the client of `ctx` (those it may reach one tool of, under security), and
+        those of them worth asking now (`_servers`)."""
+        servers, usable = self._servers(self._who(ctx))
+        agents = [agent for agent in servers if _offers(agent, offers)]
+        return agents, [agent for agent in agents if agent.agent_id in usable]
 
     def _who(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         return None if self._router.guard is None else self._principal_of(ctx)
@@ -360,22 +370,6 @@ class Contents:
     def _scope(self) -> Literal["public", "private"]:
         """What a listing may be cached as: per client when what it shows depends on who asks."""
         return "public" if self._router.guard is None else "private"
-
-
-def _live(router: Router, agents: list[MCPServerAgent]) -> list[MCPServerAgent]:
-    """Those of `agents` worth asking now: connected, and not taken out by the router (offline,
-    draining, quarantined by its breaker)."""
-    usable = {
-        info.agent_id
-        for info in router.catalog()
-        if info.state not in UNUSABLE_STATES and info.quarantined_for_s <= 0
-    }
-    return [agent for agent in agents if agent.connected and agent.agent_id in usable]
-
-
-def _server(agent: MCPServerAgent) -> str:
-    """The server's name: its replicas share it."""
-    return parse_agent_id(agent.agent_id).type
 
 
 def _offers(agent: MCPServerAgent, offers: Callable[[ServerCapabilities], object]) -> bool:
@@ -391,9 +385,8 @@ def _prompts(capabilities: ServerCapabilities) -> object:
     return capabilities.prompts
 
 
-def _completions(agent: MCPServerAgent) -> bool:
-    capabilities = agent.server_capabilities
-    return capabilities is not None and capabilities.completions is not None
+def _completions(capabilities: ServerCapabilities) -> object:
+    return capabilities.completions
 
 
 def _makes(templates: Iterable[ResourceTemplate], uri: str) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from reach_adapters.mcp.agent import MCPServerAgent
-from reach_adapters.router import Router, parse_agent_id
+from reach_adapters.router import Router
 
 __all__ = ["MAX_SERVER_CHARS", "MAX_TOOLS_NAMED", "Instructions", "compose"]
 
@@ -90,7 +90,7 @@ def _upstreams(router: Router, principal: str | None) -> dict[str, tuple[str, li
         text = agent.instructions
         if not text or not text.strip():
             continue
-        name = parse_agent_id(info.agent_id).type
+        name = agent.name
         entry = found.setdefault(name, (text, []))
         tools = entry[1]
         tools += [cap.name for cap in info.capabilities if cap.name not in tools]

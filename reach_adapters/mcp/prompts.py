@@ -18,7 +18,6 @@ from mcp.types import INVALID_PARAMS, Prompt
 
 from reach_adapters.mcp.agent import MCPServerAgent
 from reach_adapters.mcp.upstream_requests import gather, prompt_page
-from reach_adapters.router import parse_agent_id
 
 __all__ = ["Prompts", "ServedPrompt"]
 
@@ -77,7 +76,7 @@ class Prompts:
         """Every known prompt under its served name, with those of `agents` as its owners; only
         the prompts some of `agents` offer."""
         known = [
-            (agent, parse_agent_id(agent.agent_id).type, prompt)
+            (agent, agent.name, prompt)
             for agent in self._mcp_agents()
             for prompt in self._listed.get(agent.agent_id, ())
         ]
