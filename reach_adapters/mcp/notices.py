@@ -83,19 +83,24 @@ class Notices:
 
     def changed(self, *kinds: Kind) -> None:
         """Tell every client that these lists changed; callable from any thread."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._schedule, kinds)
+        self._on_loop(self._schedule, kinds)
 
     def soon(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` on the loop that serves clients, from any thread; dropped before any has."""
-        loop = self._loop
-        try:
-            if loop is None or loop.is_closed():
-                raise RuntimeError
-            loop.call_soon_threadsafe(self._start, work)
-        except RuntimeError:
+        if not self._on_loop(self._start, work):
             work.close()
+
+    def _on_loop(self, callback: Callable[..., None], *args: Any) -> bool:
+        """Have the loop that serves clients call ``callback(*args)``, from any thread; False
+        when no loop does (none yet, or it closed, also while this call was being made)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return False
+        try:
+            loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:
+            return False
+        return True
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
