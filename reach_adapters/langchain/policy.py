@@ -34,6 +34,9 @@ __all__ = ["failed_call", "judged", "reported_by_tool", "stopped_by_rule"]
 # How LangChain refuses a single-input `Tool` more than one argument (`Tool._to_args_and_kwargs`).
 _SINGLE_INPUT = "Too many arguments to single-input tool"
 
+# LangGraph's error for a tool call whose arguments the tool refuses: the model's mistake.
+_MODEL_CALLED_WRONGLY = frozenset({"ToolInvocationError"})
+
 # LangChain's rules: the middleware's (``langchain.agents``) and the model errors that say the
 # same request fails anywhere (``langchain_core.exceptions``).
 _RULES = frozenset(
@@ -64,9 +67,7 @@ def judged(exc: Exception, message: ReachMessage, agent_id: str) -> ReachResult 
 def stopped_by_rule(exc: Exception, message: ReachMessage, agent_id: str) -> ReachResult | None:
     """The result a run stopped by one of LangChain's rules stands for, None for any other
     failure."""
-    if not any(
-        cls.__name__ in _RULES and cls.__module__.startswith("langchain") for cls in type(exc).__mro__
-    ):
+    if not _raised_as(exc, _RULES, "langchain"):
         return None
     error = f"agent {agent_id}'s run was stopped by a rule of its own ({type(exc).__name__}): {exc}"
     return error_result(
@@ -82,12 +83,15 @@ def reported_by_tool(exc: Exception) -> bool:
     configured wrongly)."""
     if not isinstance(exc, ToolException) or isinstance(exc, ReachToolError):
         return False
-    if any(
-        cls.__name__ == "ToolInvocationError" and cls.__module__.startswith("langgraph")
-        for cls in type(exc).__mro__
-    ):
+    if _raised_as(exc, _MODEL_CALLED_WRONGLY, "langgraph"):
         return False
     return not str(exc).startswith(_SINGLE_INPUT)
+
+
+def _raised_as(exc: Exception, names: frozenset[str], package: str) -> bool:
+    """Whether `exc` is of a class of `package` named among `names`, or of a subclass of one:
+    known by name, since `package` need not be installed."""
+    return any(cls.__name__ in names and cls.__module__.startswith(package) for cls in type(exc).__mro__)
 
 
 def failed_call(exc: Exception) -> ReachError | None:

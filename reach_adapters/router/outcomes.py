@@ -151,10 +151,9 @@ def from_exception(message: ReachMessage, agent_id: str, exc: Exception, errors:
     Its text reaches the caller with secrets masked, or, unless ``errors.expose``, only as a
     reference to the log line that has it.
     """
-    if isinstance(exc, TaskError) and isinstance(exc.__cause__, Exception):
-        exc, task_error = exc.__cause__, True
-    else:
-        task_error = isinstance(exc, TaskError)
+    task_error = isinstance(exc, TaskError)
+    if task_error and isinstance(exc.__cause__, Exception):
+        exc = exc.__cause__
     reference = None if errors.expose else secrets.token_hex(6)
     if reference is None:
         error = redact_text(str(exc) or repr(exc))
