@@ -1,4 +1,5 @@
-"""The audit log: one JSON line per routed call, written off the event loop.
+"""The audit log: one JSON line per routed call, and per resource read, prompt or completion
+asked of an upstream MCP server through the router's MCP server, written off the event loop.
 
 Who called (`principal`, as security.yaml authenticated it; null without one), what was asked, which
 agent answered, how it ended; never the payload. The router's loop only queues a small record;
@@ -13,6 +14,7 @@ import json
 import logging
 import queue
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from logging.handlers import QueueHandler, QueueListener
 from pathlib import Path
@@ -20,8 +22,9 @@ from typing import cast
 
 from middleware import ReachResult
 from reach_adapters.gateway.errors import GatewayError
-from reach_adapters.router import Router
+from reach_adapters.router import Access, Router
 from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.security.redact import redact_text
 
 __all__ = ["AUDIT_QUEUE_SIZE", "AuditLog"]
 
@@ -105,8 +108,23 @@ class AuditLog:
             "mode": record.mode,
             "duration_ms": round(result.timings.total_ms, 3),
         }
+        self._write(fields, record.created_at)
+
+    def on_access(self, access: Access) -> None:
+        fields = {
+            "principal": access.principal,
+            "request": access.request,
+            # A URI may carry credentials (user-info, a token parameter), as config URLs do.
+            "target": redact_text(access.target),
+            "agent_id": access.agent_id,
+            "status": access.status,
+            "duration_ms": round(access.duration_ms, 3),
+        }
+        self._write(fields, access.created_at)
+
+    def _write(self, fields: Mapping[str, object], created_at: float) -> None:
         line = logging.LogRecord("reach_adapters.audit", logging.INFO, "", 0, fields, None, None)
-        line.created = record.created_at
+        line.created = created_at
         self._handler.enqueue(line)
 
     def close(self) -> None:

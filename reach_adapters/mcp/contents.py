@@ -44,6 +44,7 @@ from mcp.types import (
     ServerCapabilities,
 )
 
+from reach_adapters.mcp.accesses import Accesses, Answered
 from reach_adapters.mcp.agent import MCPServerAgent
 from reach_adapters.mcp.paging import Pages
 from reach_adapters.mcp.prompts import Prompts, ServedPrompt
@@ -87,6 +88,7 @@ class Contents:
         self._relisting = asyncio.Lock()
         self._learned: dict[str, float] = {}
         self._prompts = Prompts(self._mcp_agents)
+        self._accesses = Accesses(router, principal_of)
         self._pages = Pages()
 
     # -- resources ---------------------------------------------------------------------------
@@ -113,8 +115,11 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         uri = params.uri
-        owners = await self.owners(ctx, uri)
-        result = await first(owners, lambda client: client.read_resource(uri), f"resource {uri!r}")
+        async with self._accesses.access(ctx, "resources/read", uri) as answered:
+            owners = await self.owners(ctx, uri)
+            result = await first(
+                owners, lambda client: client.read_resource(uri), f"resource {uri!r}", answered
+            )
         if self._router.guard is not None:
             result.cache_scope = "private"
         return result
@@ -284,13 +289,15 @@ class Contents:
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
     ) -> GetPromptResult:
-        entry = await self._find_prompt(ctx, params.name)
-        arguments = params.arguments
-        return await first(
-            entry.owners,
-            lambda client: client.get_prompt(entry.upstream_name, arguments),
-            f"prompt {params.name!r}",
-        )
+        async with self._accesses.access(ctx, "prompts/get", params.name) as answered:
+            entry = await self._find_prompt(ctx, params.name)
+            name, arguments = entry.upstream_name, params.arguments
+            return await first(
+                entry.owners,
+                lambda client: client.get_prompt(name, arguments),
+                f"prompt {params.name!r}",
+                answered,
+            )
 
     async def _find_prompt(self, ctx: ServerRequestContext[Any, Any], name: str) -> ServedPrompt:
         return await self._prompts.find(*self._upstreams(ctx, _prompts), name)
@@ -302,6 +309,14 @@ class Contents:
     ) -> CompleteResult:
         """Completions from the server of the prompt or resource template; none when it offers
         none. An unknown prompt or template is an error, as a server says it."""
+        ref = params.ref
+        target = ref.name if isinstance(ref, PromptReference) else ref.uri
+        async with self._accesses.access(ctx, "completion/complete", target) as answered:
+            return await self._complete(ctx, params, answered)
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any, Any], params: CompleteRequestParams, answered: Answered
+    ) -> CompleteResult:
         ref = params.ref
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
@@ -319,7 +334,10 @@ class Contents:
         if not owners:
             return _NO_COMPLETION
         return await first(
-            owners, lambda client: client.complete(upstream_ref, argument, context), f"completion of {ref}"
+            owners,
+            lambda client: client.complete(upstream_ref, argument, context),
+            f"completion of {ref}",
+            answered,
         )
 
     async def _with_template(

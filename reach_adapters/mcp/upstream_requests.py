@@ -24,6 +24,7 @@ from mcp.types import (
 )
 
 from reach_adapters.errors import ReachError
+from reach_adapters.mcp.accesses import Answered
 from reach_adapters.mcp.agent import MCPServerAgent
 from reach_adapters.mcp.converter import HOP_META
 
@@ -108,17 +109,25 @@ async def _page_at(
     return await page(client, cursor)
 
 
-async def first(agents: list[MCPServerAgent], send: Callable[[Client], Awaitable[R]], what: str) -> R:
-    """The answer of the first of `agents` that gives one: one that cannot be reached (offline,
-    its connection lost, past its timeout) passes the request on to the next, as any may repeat
-    a read; a server's own error is the answer, as it gave it."""
+async def first(
+    agents: list[MCPServerAgent], send: Callable[[Client], Awaitable[R]], what: str, answered: Answered
+) -> R:
+    """The answer of the first of `agents` that gives one (`answered` says which): one that cannot
+    be reached (offline, its connection lost, past its timeout) passes the request on to the next,
+    as any may repeat a read; a server's own error is the answer, as it gave it."""
     errors: list[ReachError] = []
     for agent in agents:
         try:
-            return _own(await agent.request(send))
+            result = await agent.request(send)
         except ReachError as exc:
             logger.warning("MCP server %s: %s not read there: %s", agent.agent_id, what, exc)
             errors.append(exc)
+            continue
+        except MCPError:
+            answered.agent = agent
+            raise
+        answered.agent = agent
+        return _own(result)
     if not errors:
         msg = f"Unknown {what}: no MCP server of this router offers it"
         raise MCPError(INVALID_PARAMS, msg)

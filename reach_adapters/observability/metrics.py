@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 from middleware import ReachResult, ResultStatus
 from reach_adapters.router.breaker import BreakerState
 from reach_adapters.router.decisions import DecisionRecord
+from reach_adapters.router.observe import Access
 from reach_adapters.router.router import Router
 from reach_adapters.router.state import UNUSABLE_STATES
 
@@ -72,6 +73,13 @@ class ReachMetrics(Collector):
             ["capability"],
             registry=self.registry,
         )
+        self.accesses = Counter(
+            "reach_accesses_total",
+            "Resource reads, prompts and completions asked of upstream MCP servers for clients of "
+            "the router's MCP server, by method and status (ok, error, rejected).",
+            ["request", "status"],
+            registry=self.registry,
+        )
         self._declared: frozenset[str] = frozenset()
         self._refresh_declared()
         router.on_catalog_change(self._refresh_declared)
@@ -103,6 +111,9 @@ class ReachMetrics(Collector):
         extra = len(record.attempts) - 1
         if extra > 0 and record.mode != "broadcast":
             self.retries.labels(capability).inc(extra)
+
+    def on_access(self, access: Access) -> None:
+        self.accesses.labels(access.request, access.status).inc()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         in_flight = GaugeMetricFamily(

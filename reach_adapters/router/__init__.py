@@ -29,6 +29,7 @@ from reach_adapters.router.identity import AgentId, agent_id_part, parse_agent_i
 from reach_adapters.router.imports import ImportPathError, import_object, required_parameters
 from reach_adapters.router.messages import onward, time_left
 from reach_adapters.router.naming import numbered
+from reach_adapters.router.observe import Access
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.outcomes import (
     FIX_OPTIONS,
@@ -73,6 +74,7 @@ __all__ = [
     "REFUSED_STATUS_CODES",
     "UNKNOWN_OUTCOME",
     "UNUSABLE_STATES",
+    "Access",
     "Agent",
     "AgentBusyError",
     "AgentHandle",

@@ -1,18 +1,21 @@
 """What `Router` remembers of its reaches: decision records, for `explain`, and observers told of
-each finished reach."""
+each finished reach (and of each `Access` served beside routing)."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from reach_adapters.errors import InvalidDeclarationError, UnknownTaskError
 from reach_adapters.router.decisions import DecisionRecord
-from reach_adapters.router.observe import ReachObserver
+from reach_adapters.router.observe import Access, ReachObserver
 
 if TYPE_CHECKING:
     from reach_adapters.router.dispatcher import Dispatcher
 
 __all__ = ["DecisionCalls"]
+
+logger = logging.getLogger(__name__)
 
 
 class DecisionCalls:
@@ -26,6 +29,17 @@ class DecisionCalls:
             msg = f"{type(observer).__name__} is not a ReachObserver: it needs on_reach(record, result)"
             raise InvalidDeclarationError(msg)
         self._dispatcher.observers.append(observer)
+
+    def note_access(self, access: Access) -> None:
+        """Tell the observers that have ``on_access`` (the audit log) of a request an adapter
+        served beside routing, such as a resource read through the router's MCP server."""
+        for observer in self._dispatcher.observers:
+            on_access = getattr(observer, "on_access", None)
+            if on_access is not None:
+                try:
+                    on_access(access)
+                except Exception:
+                    logger.exception("observer %r failed", observer)
 
     def explain(self, task_id: str, *, principal: str | None = None) -> DecisionRecord:
         """The decision record of a recent task: candidates, scores, exclusions, attempts.

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
 
 from middleware import ReachResult, ResultStatus
 from reach_adapters.router.decisions import DecisionRecord
 
-__all__ = ["DECISION_LOGGER", "ReachObserver", "decision_type", "log_decision"]
+__all__ = ["DECISION_LOGGER", "Access", "AccessObserver", "ReachObserver", "decision_type", "log_decision"]
 
 DECISION_LOGGER = logging.getLogger("reach_adapters.decisions")
 
@@ -21,6 +22,33 @@ class ReachObserver(Protocol):
     """
 
     def on_reach(self, record: DecisionRecord, result: ReachResult) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """A request served beside routing for a caller: a client of the router's MCP server reading
+    an upstream server's resource, getting a prompt or a completion. No decision record: it is
+    not routed, but it reaches an agent, so the audit log and metrics hear of it."""
+
+    request: str
+    """The MCP method: ``resources/read``, ``prompts/get`` or ``completion/complete``."""
+    target: str
+    """The resource's URI, the prompt's name, or the prompt or template completed."""
+    principal: str | None
+    agent_id: str | None
+    """The agent that answered; None when none did."""
+    status: Literal["ok", "error", "rejected"]
+    """``rejected``: the guard refused it (permission, quota); ``error``: no answer, or the
+    server's own error."""
+    created_at: float
+    duration_ms: float
+
+
+class AccessObserver(Protocol):
+    """An observer (`Router.add_observer`) that is also told of each `Access`, when it has
+    ``on_access``; on the router's loop, must not block or raise."""
+
+    def on_access(self, access: Access) -> None: ...
 
 
 def decision_type(record: DecisionRecord) -> str:

@@ -1,0 +1,165 @@
+"""Resource reads, prompts and completions asked of upstream servers through the router's MCP
+server are admitted and accounted as calls: they count against a principal's quota, a principal
+that may reach nothing is refused, and the audit log and metrics hear of each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PromptReference
+from prometheus_client import CollectorRegistry
+
+from reach_adapters import FunctionAgent, Router
+from reach_adapters.gateway.audit import AuditLog
+from reach_adapters.mcp import MCPServerAgent, RouterMCPServer, start_mcp_server
+from reach_adapters.observability.metrics import ReachMetrics
+from reach_adapters.security.guard import SecurityGuard
+from reach_adapters.security.spec import SecuritySpec
+from tests.mcp_adapter.test_contents import _as, docs, shout
+from tests.mcp_adapter.test_instructions import _Principals
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _guarded(rules: dict[str, object]) -> Router:
+    return Router(guard=SecurityGuard(SecuritySpec.model_validate({"principals": rules})))
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_reads_and_prompts_count_against_the_principals_quota(mode: str, tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    async with _guarded({"bob": {"allow": ["search", "shout"], "quota_per_minute": 3}}) as router:
+        audit.attach(router)
+        router.register(await MCPServerAgent.connect("docs", docs))
+        router.register(FunctionAgent(shout, agent_id="util:shout:0"))
+        async with (
+            await start_mcp_server(router, port=0, limits=_Principals()) as endpoint,
+            _as(endpoint.url, "bob", mode) as client,
+        ):
+            await client.read_resource("docs://readme")
+            await client.get_prompt("review", {"code": "x"})
+            await client.call_tool("shout", {"text": "a"})
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("docs://readme")
+            assert refused.value.error.code == INVALID_REQUEST
+            assert "quota_per_minute of 3 calls per minute" in refused.value.error.message
+            assert refused.value.error.data["error_type"] == "QuotaExceededError"
+            # The calls and the reads share the one quota.
+            assert (await client.call_tool("shout", {"text": "a"})).is_error
+            # Listing what there is does not count, as listing tools does not.
+            assert (await client.list_resources()).resources
+    audit.close()
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(line["principal"], line.get("request"), line["status"]) for line in lines] == [
+        ("bob", "resources/read", "ok"),
+        ("bob", "prompts/get", "ok"),
+        ("bob", None, "ok"),
+        ("bob", "resources/read", "rejected"),
+        ("bob", None, "rejected"),
+    ]
+
+
+async def test_a_principal_that_may_reach_nothing_is_refused_a_read_saying_why() -> None:
+    async with _guarded({"bob": {"allow": ["search"]}, "eve": {}}) as router:
+        router.register(await MCPServerAgent.connect("docs", docs))
+        async with (
+            await start_mcp_server(router, port=0, limits=_Principals()) as endpoint,
+            _as(endpoint.url, "eve", "auto") as client,
+        ):
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("docs://readme")
+            assert refused.value.error.code == INVALID_REQUEST
+            assert "has no 'allow' in security.yaml" in refused.value.error.message
+
+
+async def test_the_audit_log_and_metrics_hear_of_each_read_prompt_and_completion(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    async with Router() as router:
+        router.register(await MCPServerAgent.connect("docs", docs))
+        audit.attach(router)
+        metrics = ReachMetrics(router, CollectorRegistry())
+        reach = RouterMCPServer(router)
+        try:
+            async with Client(reach.server) as client:
+                await client.read_resource("docs://pages/token=s3cret")
+                await client.get_prompt("review", {"code": "x"})
+                await client.complete(
+                    PromptReference(type="ref/prompt", name="review"), {"name": "language", "value": "p"}
+                )
+                # The one server of resources is asked, and answers with its own error.
+                with pytest.raises(MCPError) as unknown:
+                    await client.read_resource("nowhere://x")
+                assert unknown.value.error.code == INVALID_PARAMS
+        finally:
+            reach.close()
+    audit.close()
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    served = [
+        {key: line[key] for key in ("principal", "request", "target", "agent_id", "status")} for line in lines
+    ]
+    assert served == [
+        {
+            "principal": None,
+            "request": "resources/read",
+            "target": "docs://pages/token=***",
+            "agent_id": "mcp:docs:0",
+            "status": "ok",
+        },
+        {
+            "principal": None,
+            "request": "prompts/get",
+            "target": "review",
+            "agent_id": "mcp:docs:0",
+            "status": "ok",
+        },
+        {
+            "principal": None,
+            "request": "completion/complete",
+            "target": "review",
+            "agent_id": "mcp:docs:0",
+            "status": "ok",
+        },
+        {
+            "principal": None,
+            "request": "resources/read",
+            "target": "nowhere://x",
+            "agent_id": "mcp:docs:0",
+            "status": "error",
+        },
+    ]
+    assert all(line["duration_ms"] >= 0 and line["time"].endswith("Z") for line in lines)
+    counted = metrics.registry.get_sample_value
+    assert counted("reach_accesses_total", {"request": "resources/read", "status": "ok"}) == 1
+    assert counted("reach_accesses_total", {"request": "resources/read", "status": "error"}) == 1
+    assert counted("reach_accesses_total", {"request": "prompts/get", "status": "ok"}) == 1
+
+
+async def test_an_observer_that_fails_on_an_access_keeps_the_read_and_the_others() -> None:
+    heard: list[str] = []
+
+    class Failing:
+        def on_reach(self, *_: object) -> None:
+            pass
+
+        def on_access(self, _: object) -> None:
+            raise RuntimeError("boom")
+
+    class Listening(Failing):
+        def on_access(self, access: object) -> None:
+            heard.append(access.request)  # type: ignore[attr-defined]
+
+    async with Router() as router:
+        router.register(await MCPServerAgent.connect("docs", docs))
+        router.add_observer(Failing())
+        router.add_observer(Listening())
+        reach = RouterMCPServer(router)
+        try:
+            async with Client(reach.server) as client:
+                assert (await client.read_resource("docs://readme")).contents
+        finally:
+            reach.close()
+    assert heard == ["resources/read"]
