@@ -40,7 +40,9 @@ class HealthMonitor:
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        task = self._task
+        # A loop closed with the task pending (`run_until_complete`, then `close`) ended it too.
+        return task is not None and not task.done() and not task.get_loop().is_closed()
 
     def start(self) -> None:
         """Start probing on the running loop; a no-op when already running."""
@@ -49,10 +51,13 @@ class HealthMonitor:
 
     async def aclose(self) -> None:
         task, self._task = self._task, None
-        if task is not None and not task.done():
+        if task is not None and not task.done() and not task.get_loop().is_closed():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # Probing started on a loop that has since stopped (agents registered in a setup
+            # `asyncio.run`) ends with that loop: it cannot be awaited from this one.
+            if task.get_loop() is asyncio.get_running_loop():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _run(self) -> None:
         while True:

@@ -40,7 +40,7 @@ from reach_adapters.router.messages import (
 )
 from reach_adapters.router.options import CallOptions
 from reach_adapters.router.policy import RoutingPolicy
-from reach_adapters.router.portal import Portal
+from reach_adapters.router.portal import Portal, running_loop
 from reach_adapters.router.registry import Registry
 from reach_adapters.router.state import AgentRuntime, AgentState, StateSource
 from reach_adapters.router.streaming import stream_message
@@ -118,6 +118,10 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
             )
         if callable(getattr(agent, "probe", None)):
             self._probing_wanted = True
+            if running_loop() is not None:
+                # From now, not from the first routed call: a router that only serves an MCP
+                # server's reads, or waits, must still notice an agent die.
+                self._probe()
         logger.info(
             "registered agent %s with capabilities %s",
             runtime.agent_id,
@@ -375,6 +379,9 @@ class Router(LeavingCalls, DecisionCalls, TaskCalls, ChainCalls, ConsensusCalls,
         if loop is not self._bound_loop:
             self._bound_loop = loop
             self._portal.bind(loop)
+        self._probe()
+
+    def _probe(self) -> None:
         if self._probing_wanted and not self._health.running and not self._closed:
             self._health.start()
 

@@ -610,3 +610,43 @@ async def test_drill_replica_killed_mid_run_loses_no_task() -> None:
     late = [r.agent_id for r in results[400:]]
     assert "svc:replica:1" not in late
     assert {a.agent_id: a.breaker for a in router.catalog()}["svc:replica:1"] == "open"
+
+
+async def test_probing_starts_when_a_probed_agent_is_registered_not_with_the_first_call() -> None:
+    # A router that serves only an MCP server's reads, or waits, routes nothing for a while.
+    router = Router(RoutingPolicy(probe_interval_s=0.02, probe_timeout_s=0.5))
+    agent = Probed("svc:probed:01")
+    agent.healthy = False
+    router.register(agent)
+    for _ in range(100):
+        if router.catalog()[0].state is AgentState.OFFLINE:
+            break
+        await asyncio.sleep(0.02)
+    assert router.catalog()[0].state is AgentState.OFFLINE
+    await router.aclose()
+
+
+def test_probing_started_in_a_setup_loop_starts_again_on_the_loop_that_routes() -> None:
+    router = Router(RoutingPolicy(probe_interval_s=0.02, probe_timeout_s=0.5))
+    agent = Probed("svc:probed:01")
+
+    async def setup() -> None:
+        router.register(agent)
+
+    setup_loop = asyncio.new_event_loop()
+    setup_loop.run_until_complete(setup())
+    # Closed with the probing task still pending, as `run_until_complete` leaves it.
+    setup_loop.close()
+
+    async def serve() -> AgentState:
+        agent.healthy = False
+        await router.route("work", {})
+        for _ in range(100):
+            if router.catalog()[0].state is AgentState.OFFLINE:
+                break
+            await asyncio.sleep(0.02)
+        state = router.catalog()[0].state
+        await router.aclose()
+        return state
+
+    assert asyncio.run(serve()) is AgentState.OFFLINE
