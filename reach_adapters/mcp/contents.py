@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache, partial
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, Literal
 
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -46,6 +45,7 @@ from mcp.types import (
 
 from reach_adapters.mcp.accesses import Accesses, Answered
 from reach_adapters.mcp.agent import MCPServerAgent
+from reach_adapters.mcp.listings import Merged, has_template, makes
 from reach_adapters.mcp.paging import Pages
 from reach_adapters.mcp.prompts import Prompts, ServedPrompt
 from reach_adapters.mcp.upstream_requests import first, gather, resource_page, template_page
@@ -55,9 +55,7 @@ __all__ = ["Contents"]
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
-_EXPRESSION = re.compile(r"\{[^{}]*\}")
 _NO_COMPLETION = CompleteResult(completion=Completion(values=[]))
 # A read of a URI no server is known to have lists the servers again, at most this often each.
 _RELIST_S = 5.0
@@ -84,7 +82,7 @@ class Contents:
         self._relisted: dict[str, float] = {}
         # URI -> the agent whose tool result linked it: that server has it, whoever lists it too.
         self._links: OrderedDict[str, str] = OrderedDict()
-        self._shared: set[tuple[str, str, str]] = set()
+        self._merged = Merged()
         self._relisting = asyncio.Lock()
         self._learned: dict[str, float] = {}
         self._prompts = Prompts(self._mcp_agents)
@@ -213,7 +211,7 @@ class Contents:
         make it; the server whose tool linked it among them, or, with `link_alone`, when none
         claims it (after listing them again). The linking agent first, then the live ones."""
         claimants = [agent for agent in agents if uri in self._uris.get(agent.agent_id, ())] or [
-            agent for agent in agents if _makes(self._templates.get(agent.agent_id, ()), uri)
+            agent for agent in agents if makes(self._templates.get(agent.agent_id, ()), uri)
         ]
         linked = self._links.get(uri)
         linker = next((agent for agent in agents if agent.agent_id == linked), None)
@@ -229,41 +227,15 @@ class Contents:
 
     async def _resources_of(self, agents: list[MCPServerAgent], live: list[MCPServerAgent]) -> list[Resource]:
         listed = await self._list_resources(live)
-        return self._first_of(listed, agents, lambda resource: resource.uri, "resource")
+        return self._merged.first_of(listed, agents, lambda resource: resource.uri, "resource")
 
     async def _templates_of(
         self, agents: list[MCPServerAgent], live: list[MCPServerAgent]
     ) -> list[ResourceTemplate]:
         listed = await self._list_templates(live)
-        return self._first_of(listed, agents, lambda template: template.uri_template, "resource template")
-
-    def _first_of(
-        self, listed: dict[str, list[T]], agents: list[MCPServerAgent], key: Callable[[T], str], what: str
-    ) -> list[T]:
-        """Each item once, as the first server (in the router's order) lists it; a warning when
-        servers of two names list one (replicas list theirs alike)."""
-        served: dict[str, tuple[T, str]] = {}
-        for agent in agents:
-            server = agent.name
-            for item in listed.get(agent.agent_id, ()):
-                first_seen = served.setdefault(key(item), (item, server))
-                if first_seen[1] != server:
-                    self._warn_shared(key(item), what, first_seen[1], server)
-        return [item for item, _ in served.values()]
-
-    def _warn_shared(self, uri: str, what: str, first_server: str, later: str) -> None:
-        if (first_server, later, what) not in self._shared:
-            self._shared.add((first_server, later, what))
-            logger.warning(
-                "MCP servers %r and %r both list the %s %r (and maybe more): the first's is the one "
-                "served (the other's only where a tool of %r linked it); give one of them its own "
-                "URIs, or serve them apart",
-                first_server,
-                later,
-                what,
-                uri,
-                later,
-            )
+        return self._merged.first_of(
+            listed, agents, lambda template: template.uri_template, "resource template"
+        )
 
     async def _list_resources(self, agents: list[MCPServerAgent]) -> dict[str, list[Resource]]:
         listed = await gather(agents, resource_page, "resources")
@@ -347,7 +319,7 @@ class Contents:
 
         def listing(templates: dict[str, list[ResourceTemplate]]) -> list[MCPServerAgent]:
             return [
-                agent for agent in agents if _has_template(templates.get(agent.agent_id, ()), uri_template)
+                agent for agent in agents if has_template(templates.get(agent.agent_id, ()), uri_template)
             ]
 
         return listing(self._templates) or listing(await self._list_templates(live))
@@ -407,15 +379,5 @@ def _completions(capabilities: ServerCapabilities) -> object:
     return capabilities.completions
 
 
-def _makes(templates: Iterable[ResourceTemplate], uri: str) -> bool:
-    """Whether one of `templates` (RFC 6570) could expand to `uri`: each expression matches any text."""
-    return any(_pattern(template.uri_template).fullmatch(uri) for template in templates)
-
-
-@lru_cache(maxsize=1024)
-def _pattern(template: str) -> re.Pattern[str]:
-    return re.compile(".*".join(re.escape(part) for part in _EXPRESSION.split(template)), re.DOTALL)
-
-
-def _has_template(templates: Iterable[ResourceTemplate], uri_template: str) -> bool:
-    return any(template.uri_template == uri_template for template in templates)
+def _template_key(template: ResourceTemplate) -> str:
+    return template.uri_template
