@@ -395,8 +395,7 @@ def _destructive_hint(capability: Capability) -> bool | None:
     """The tool's ``destructiveHint``: left out (MCP then assumes destructive) for a capability
     that may write and never said whether it destroys; ``destructive`` defaults to false, and
     serving that default would tell clients, who may ask before a destructive call, it does not."""
-    said = capability.destructive or capability.read_only or "destructive" in capability.model_fields_set
-    return capability.destructive if said else None
+    return capability.destructive if capability.says_destructive() else None
 
 
 def _annotation_title(capability: Capability) -> tuple[dict[str, Any], str | None]:

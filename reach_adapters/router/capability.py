@@ -195,6 +195,11 @@ class Capability(BaseModel):
     def output_validator(self) -> CompiledSchema | None:
         return None if self._output_key is None else compiled_validator(self._output_key)
 
+    def says_destructive(self) -> bool:
+        """Whether it said whether it destroys: ``destructive`` defaults to false, which is not
+        saying (MCP assumes a tool that may write is destructive unless told otherwise)."""
+        return self.destructive or self.read_only or "destructive" in self.model_fields_set
+
     def same_schemas(self, other: Capability) -> bool:
         """Whether both take and give the same shapes: replicas, not namesakes. Titles,
         descriptions and examples may differ (one replica a version ahead in its docs). An object
@@ -271,7 +276,8 @@ def _shape(schema: Any) -> Any:
 
 def cautious(declarations: Sequence[Capability]) -> Capability:
     """One declaration standing for several replicas of a capability, with the most cautious of
-    their flags: read-only and idempotent only if all are, destructive and open world if any is."""
+    their flags: read-only and idempotent only if all are, destructive and open world if any is;
+    silent on destructiveness when one replica is."""
     first = declarations[0]
     flags = {
         "read_only": all(cap.read_only for cap in declarations),
@@ -279,6 +285,11 @@ def cautious(declarations: Sequence[Capability]) -> Capability:
         "destructive": any(cap.destructive for cap in declarations),
         "open_world": any(cap.open_world for cap in declarations),
     }
-    if all(getattr(first, key) == value for key, value in flags.items()):
+    says = all(cap.says_destructive() for cap in declarations)
+    if all(getattr(first, key) == value for key, value in flags.items()) and first.says_destructive() == says:
         return first
-    return first.model_copy(update=flags)
+    merged = first.model_copy(update=flags)
+    if not says:
+        # Not knowing is more cautious than "not destructive": clients then ask before a call.
+        merged.model_fields_set.discard("destructive")
+    return merged

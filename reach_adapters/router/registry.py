@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any
 
 from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError
@@ -102,8 +102,9 @@ class Registry:
                 slot.avg_ms = usual.get(_own_key(slot))
 
     def _index(self, runtime: AgentRuntime, capabilities: Sequence[Capability]) -> None:
+        own = {cap.name for cap in capabilities}
         for declared in capabilities:
-            cap = self._distinct(runtime, declared)
+            cap = self._distinct(runtime, declared, own)
             waitlist = self._waitlists.get(cap.name)
             if waitlist is None:
                 waitlist = self._waitlists[cap.name] = Waitlist()
@@ -114,18 +115,21 @@ class Registry:
             self._add(slot)
         self._cache.clear()
 
-    def _distinct(self, runtime: AgentRuntime, cap: Capability) -> Capability:
+    def _distinct(self, runtime: AgentRuntime, cap: Capability, own: Container[str]) -> Capability:
         """`cap`, or a renamed copy when another agent of its namespace already declares its name
         and version with other schemas: namesakes are not replicas, and a payload one accepts the
         other may refuse. The first keeps the name; the newcomer gets ``<name>_<type>`` (or, when
-        agents of one type disagree, ``<name>_<type>_<instance>``), which is the same on every
-        start. Schemas that differ only in titles, descriptions or examples are the same."""
+        agents of one type disagree or it declares that name itself (`own`),
+        ``<name>_<type>_<instance>``), which is the same on every start. Schemas that differ only
+        in titles, descriptions or examples are the same."""
         ident = runtime.ident
         if self._fits(cap.name, cap, ident.namespace):
             return cap
         kind = ident.type.replace(".", "_")
         for suffix in (f"_{kind}", f"_{kind}_{ident.instance.replace('.', '_')}"):
             name = cap.name[: 128 - len(suffix)] + suffix
+            if name in own:
+                continue
             if name not in self._slots or self._fits(name, cap, ident.namespace, renamed=True):
                 logger.warning(
                     "agent %s declares %r with other schemas than the agents already serving it; "

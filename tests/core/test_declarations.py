@@ -238,6 +238,23 @@ async def test_a_made_up_name_never_merges_with_another_agents_own_tool_of_that_
     await router.aclose()
 
 
+async def test_a_made_up_name_never_takes_the_name_its_own_agent_declares() -> None:
+    """`code` serves `search` (a namesake of `docs`') and its own `search_code`: the made-up name
+    steps aside for the agent's own tool, which a client of that server knows by that name."""
+    router = Router()
+    router.register(
+        FunctionAgent(
+            lambda **_: None, agent_id="dev:docs:0", capabilities=[_named("search", "query", "string")]
+        )
+    )
+    tools = [_named("search", "limit", "string"), _named("search_code", "x", "string")]
+    router.register(FunctionAgent(lambda **_: "code", agent_id="dev:code:0", capabilities=tools))
+    served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
+    assert served == {"dev:docs:0": ["search"], "dev:code:0": ["search_code_0", "search_code"]}
+    assert router.declarations()["search_code"].input_schema["required"] == ["x"]
+    await router.aclose()
+
+
 async def test_namesakes_in_other_namespaces_keep_their_names() -> None:
     router = Router()
     router.register(

@@ -73,6 +73,23 @@ async def test_replicas_that_disagree_declare_the_most_cautious_hints(router: Ro
     assert router.declarations()["lookup"].read_only
 
 
+@pytest.mark.parametrize("first_flags", [{"idempotent": True}, {"open_world": False}, {"destructive": False}])
+async def test_replicas_one_of_which_never_said_whether_it_destroys_are_served_as_mcp_assumes(
+    router: Router, first_flags: dict[str, bool]
+) -> None:
+    """Merging must not turn "never said" into "not destructive": clients may skip asking first."""
+    for agent_id, flags in (("util:said:01", first_flags), ("util:silent:01", {})):
+        capability = Capability(name="x", **flags)
+        router.register(FunctionAgent(lambda x: x, agent_id=agent_id, capabilities=[capability]))
+    served = RouterMCPServer(router)
+    try:
+        hints = (await _tools(served))["x"].annotations
+    finally:
+        served.close()
+    assert hints is not None
+    assert hints.destructive_hint is None
+
+
 async def test_result_meta_survives_without_the_upstreams_protocol_keys(reach: RouterMCPServer) -> None:
     async with Client(reach.server) as client:
         answer = await client.call_tool("lookup", {"key": "k"})
