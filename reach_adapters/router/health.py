@@ -41,23 +41,23 @@ class HealthMonitor:
     @property
     def running(self) -> bool:
         task = self._task
-        # A loop closed with the task pending (`run_until_complete`, then `close`) ended it too.
-        return task is not None and not task.done() and not task.get_loop().is_closed()
+        # Probing on a loop that no longer runs (a setup `run_until_complete`) probes nothing.
+        return task is not None and not task.done() and task.get_loop().is_running()
 
     def start(self) -> None:
         """Start probing on the running loop; a no-op when already running."""
         if not self.running:
+            _stop(self._task)
             self._task = asyncio.get_running_loop().create_task(self._run(), name="agent-reach-health")
 
     async def aclose(self) -> None:
         task, self._task = self._task, None
-        if task is not None and not task.done() and not task.get_loop().is_closed():
+        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
             task.cancel()
-            # Probing started on a loop that has since stopped (agents registered in a setup
-            # `asyncio.run`) ends with that loop: it cannot be awaited from this one.
-            if task.get_loop() is asyncio.get_running_loop():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        else:
+            _stop(task)
 
     async def _run(self) -> None:
         while True:
@@ -91,3 +91,15 @@ class HealthMonitor:
                 self._set_state(runtime, AgentState.OFFLINE, "health probe failed", StateSource.PROBE)
         elif runtime.state is AgentState.ONLINE:
             self._set_state(runtime, AgentState.SUSPICIOUS, "health probe failed once", StateSource.PROBE)
+
+
+def _stop(task: asyncio.Task[None] | None) -> None:
+    """Cancel probing that runs, or waits, on another loop than this one (which cannot await it):
+    through that loop while it runs (in another thread), at once while it is stopped."""
+    if task is None or task.done():
+        return
+    loop = task.get_loop()
+    if loop.is_running():
+        loop.call_soon_threadsafe(task.cancel)
+    elif not loop.is_closed():
+        task.cancel()

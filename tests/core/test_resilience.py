@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -626,7 +627,8 @@ async def test_probing_starts_when_a_probed_agent_is_registered_not_with_the_fir
     await router.aclose()
 
 
-def test_probing_started_in_a_setup_loop_starts_again_on_the_loop_that_routes() -> None:
+@pytest.mark.parametrize("closed", [True, False])
+def test_probing_started_in_a_setup_loop_starts_again_on_the_loop_that_routes(closed: bool) -> None:
     router = Router(RoutingPolicy(probe_interval_s=0.02, probe_timeout_s=0.5))
     agent = Probed("svc:probed:01")
 
@@ -634,9 +636,10 @@ def test_probing_started_in_a_setup_loop_starts_again_on_the_loop_that_routes() 
         router.register(agent)
 
     setup_loop = asyncio.new_event_loop()
+    # Stopped with the probing task still pending, as `run_until_complete` leaves it.
     setup_loop.run_until_complete(setup())
-    # Closed with the probing task still pending, as `run_until_complete` leaves it.
-    setup_loop.close()
+    if closed:
+        setup_loop.close()
 
     async def serve() -> AgentState:
         agent.healthy = False
@@ -649,4 +652,39 @@ def test_probing_started_in_a_setup_loop_starts_again_on_the_loop_that_routes() 
         await router.aclose()
         return state
 
-    assert asyncio.run(serve()) is AgentState.OFFLINE
+    try:
+        assert asyncio.run(serve()) is AgentState.OFFLINE
+    finally:
+        setup_loop.close()
+
+
+def test_a_router_probing_on_another_threads_loop_closes_from_this_one() -> None:
+    class Counted(Probed):
+        probes = 0
+
+        async def probe(self) -> bool:
+            Counted.probes += 1
+            return True
+
+    router = Router(RoutingPolicy(probe_interval_s=0.01, probe_timeout_s=0.5))
+    loop = asyncio.new_event_loop()
+    # Debug mode refuses a task of this loop being cancelled from another thread but through it.
+    loop.set_debug(True)
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def setup() -> None:
+        router.register(Counted("svc:probed:01"))
+
+    try:
+        asyncio.run_coroutine_threadsafe(setup(), loop).result(timeout=5)
+        time.sleep(0.1)
+        asyncio.run(router.aclose())
+        time.sleep(0.05)
+        probed = Counted.probes
+        time.sleep(0.1)
+        assert 0 < probed == Counted.probes
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
