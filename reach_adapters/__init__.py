@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from reach_adapters.router.decisions import DecisionRecord
     from reach_adapters.router.handle import AgentHandle
     from reach_adapters.router.identity import AgentId, parse_agent_id
+    from reach_adapters.router.observe import Access
     from reach_adapters.router.options import CallOptions
     from reach_adapters.router.outcomes import AgentBusyError, TaskError
     from reach_adapters.router.policy import BreakerSettings, RatingPolicy, RoutingPolicy, ScoringWeights
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 # Where each public name lives. They are imported on first use: `reach --version` and the adapters'
 # missing-extra messages then cost no more than the modules they need.
 _EXPORTS = {
+    "Access": "reach_adapters.router.observe",
     "Agent": "reach_adapters.router.agent",
     "AgentBusyError": "reach_adapters.router.outcomes",
     "AgentCallError": "reach_adapters.errors",
@@ -115,6 +117,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Access",
     "Agent",
     "AgentBusyError",
     "AgentCallError",

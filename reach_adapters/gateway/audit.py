@@ -118,6 +118,7 @@ class AuditLog:
             "target": redact_text(access.target),
             "agent_id": access.agent_id,
             "status": access.status,
+            "fault": None if access.fault is None else access.fault.value,
             "duration_ms": round(access.duration_ms, 3),
         }
         self._write(fields, access.created_at)

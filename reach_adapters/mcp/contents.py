@@ -47,9 +47,9 @@ from reach_adapters.mcp.accesses import Accesses, Answered
 from reach_adapters.mcp.agent import MCPServerAgent
 from reach_adapters.mcp.listings import Merged, has_template, makes
 from reach_adapters.mcp.paging import Pages
-from reach_adapters.mcp.prompts import Prompts, ServedPrompt
+from reach_adapters.mcp.prompts import Prompts
 from reach_adapters.mcp.upstream_requests import first, gather, resource_page, template_page
-from reach_adapters.router import UNUSABLE_STATES, Router
+from reach_adapters.router import UNUSABLE_STATES, AgentInfo, Router
 
 __all__ = ["Contents"]
 
@@ -113,11 +113,11 @@ class Contents:
         self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         uri = params.uri
+        what = f"resource {uri!r}"
         async with self._accesses.access(ctx, "resources/read", uri) as answered:
-            owners = await self.owners(ctx, uri)
-            result = await first(
-                owners, lambda client: client.read_resource(uri), f"resource {uri!r}", answered
-            )
+            agents, live = self._upstreams(ctx, _resources)
+            owners = self._in_use(await self._owners(agents, live, uri), live, what)
+            result = await first(owners, lambda client: client.read_resource(uri), what, answered)
         if self._router.guard is not None:
             result.cache_scope = "private"
         return result
@@ -127,7 +127,11 @@ class Contents:
         (`_known_owners`), the servers listed again when none is known to (at most every 5 s);
         the one server that offers resources when none says. `MCPError`: invalid params when
         none has it, an internal error when one that might cannot be asked."""
-        agents, live = self._upstreams(ctx, _resources)
+        return await self._owners(*self._upstreams(ctx, _resources), uri)
+
+    async def _owners(
+        self, agents: list[MCPServerAgent], live: list[MCPServerAgent], uri: str
+    ) -> list[MCPServerAgent]:
         found = self._known_owners(agents, live, uri)
         if not found and all(agent.agent_id in self._uris for agent in live):
             # Every server's listing is known and none claims it: a link names its server now.
@@ -261,18 +265,13 @@ class Contents:
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
     ) -> GetPromptResult:
+        what = f"prompt {params.name!r}"
         async with self._accesses.access(ctx, "prompts/get", params.name) as answered:
-            entry = await self._find_prompt(ctx, params.name)
+            agents, live = self._upstreams(ctx, _prompts)
+            entry = await self._prompts.find(agents, live, params.name)
             name, arguments = entry.upstream_name, params.arguments
-            return await first(
-                entry.owners,
-                lambda client: client.get_prompt(name, arguments),
-                f"prompt {params.name!r}",
-                answered,
-            )
-
-    async def _find_prompt(self, ctx: ServerRequestContext[Any, Any], name: str) -> ServedPrompt:
-        return await self._prompts.find(*self._upstreams(ctx, _prompts), name)
+            owners = self._in_use(entry.owners, live, what)
+            return await first(owners, lambda client: client.get_prompt(name, arguments), what, answered)
 
     # -- completion --------------------------------------------------------------------------
 
@@ -293,11 +292,13 @@ class Contents:
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
         if isinstance(ref, PromptReference):
-            entry = await self._find_prompt(ctx, ref.name)
+            agents, live = self._upstreams(ctx, _prompts)
+            entry = await self._prompts.find(agents, live, ref.name)
             owners = entry.owners
             upstream_ref: PromptReference | Any = PromptReference(type="ref/prompt", name=entry.upstream_name)
         else:
-            owners = await self._with_template(*self._upstreams(ctx, _resources), ref.uri)
+            agents, live = self._upstreams(ctx, _resources)
+            owners = await self._with_template(agents, live, ref.uri)
             if not owners:
                 msg = f"Resource template {ref.uri!r} not found on any MCP server here"
                 raise MCPError(INVALID_PARAMS, msg)
@@ -305,11 +306,10 @@ class Contents:
         owners = [agent for agent in owners if _offers(agent, _completions)]
         if not owners:
             return _NO_COMPLETION
+        what = f"completion of {ref}"
+        owners = self._in_use(owners, live, what)
         return await first(
-            owners,
-            lambda client: client.complete(upstream_ref, argument, context),
-            f"completion of {ref}",
-            answered,
+            owners, lambda client: client.complete(upstream_ref, argument, context), what, answered
         )
 
     async def _with_template(
@@ -325,6 +325,20 @@ class Contents:
         return listing(self._templates) or listing(await self._list_templates(live))
 
     # -- which servers -----------------------------------------------------------------------
+
+    def _in_use(
+        self, owners: list[MCPServerAgent], live: list[MCPServerAgent], what: str
+    ) -> list[MCPServerAgent]:
+        """Those of `owners` worth asking now: one the router took out of use (its health probe
+        failed: it may hang; draining; resting after failures) is not waited for, as no call is
+        sent to it. `MCPError` (internal error) naming each and why, when none is left."""
+        asked = [agent for agent in owners if agent in live]
+        if asked or not owners:
+            return asked
+        infos = {info.agent_id: info for info in self._router.catalog()}
+        why = "; ".join(_why_not(agent, infos.get(agent.agent_id)) for agent in owners)
+        msg = f"{what} cannot be read now: {why}"
+        raise MCPError(INTERNAL_ERROR, msg)
 
     def _servers(self, principal: str | None = None) -> tuple[list[MCPServerAgent], set[str]]:
         """The MCP servers among the router's agents (those `principal` may reach one tool of,
@@ -381,3 +395,12 @@ def _completions(capabilities: ServerCapabilities) -> object:
 
 def _template_key(template: ResourceTemplate) -> str:
     return template.uri_template
+
+
+def _why_not(agent: MCPServerAgent, info: AgentInfo | None) -> str:
+    if info is None:
+        return f"MCP server {agent.agent_id} is gone"
+    if info.state in UNUSABLE_STATES or not agent.connected:
+        reason = f" ({info.state_reason})" if info.state_reason else ""
+        return f"MCP server {agent.agent_id} is {info.state}{reason}"
+    return f"MCP server {agent.agent_id} rests {info.quarantined_for_s:.0f} s more after failing"

@@ -76,8 +76,9 @@ class ReachMetrics(Collector):
         self.accesses = Counter(
             "reach_accesses_total",
             "Resource reads, prompts and completions asked of upstream MCP servers for clients of "
-            "the router's MCP server, by method and status (ok, error, rejected).",
-            ["request", "status"],
+            "the router's MCP server, by method, status (ok, error, rejected) and whose fault a "
+            "failure was (caller, agent, router; '' when ok).",
+            ["request", "status", "fault"],
             registry=self.registry,
         )
         self._declared: frozenset[str] = frozenset()
@@ -113,7 +114,8 @@ class ReachMetrics(Collector):
             self.retries.labels(capability).inc(extra)
 
     def on_access(self, access: Access) -> None:
-        self.accesses.labels(access.request, access.status).inc()
+        fault = "" if access.fault is None else access.fault.value
+        self.accesses.labels(access.request, access.status, fault).inc()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         in_flight = GaugeMetricFamily(

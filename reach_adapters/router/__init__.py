@@ -10,6 +10,7 @@ from reach_adapters.router.adapter_options import checked_options
 from reach_adapters.router.agent import Agent, CallStyle, close_agent, input_required_result, ok_result
 from reach_adapters.router.capability import Capability, cautious, validate_capabilities
 from reach_adapters.router.carry import META_PREFIX, meta_from_request, request_meta
+from reach_adapters.router.catalog import AgentInfo
 from reach_adapters.router.compensation import ABANDONED
 from reach_adapters.router.consensus.tool import MODEL_SCHEMA as CONSENSUS_MODEL_SCHEMA
 from reach_adapters.router.consensus.tool import MODEL_SCHEMA_KEY as CONSENSUS_MODEL_SCHEMA_KEY
@@ -79,6 +80,7 @@ __all__ = [
     "AgentBusyError",
     "AgentHandle",
     "AgentId",
+    "AgentInfo",
     "AgentState",
     "CallOptions",
     "CallStyle",

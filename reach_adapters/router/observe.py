@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from middleware import ReachResult, ResultStatus
+from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters.router.decisions import DecisionRecord
 
 __all__ = ["DECISION_LOGGER", "Access", "AccessObserver", "ReachObserver", "decision_type", "log_decision"]
@@ -40,6 +40,10 @@ class Access:
     status: Literal["ok", "error", "rejected"]
     """``rejected``: the guard refused it (permission, quota); ``error``: no answer, or the
     server's own error."""
+    fault: Fault | None
+    """Whose doing a failure was (DESIGN §6): ``caller`` for a refusal, a request that was wrong
+    (an unknown URI, bad arguments: invalid params, whoever said so) or withdrawn; ``agent`` for
+    a server that could not be asked or answered with another error; ``router`` for a bug here."""
     created_at: float
     duration_ms: float
 

@@ -40,6 +40,16 @@ class Permissions:
         """The rule when the principal may reach nothing at all, else None."""
         if self.empty:
             return f"principal {self.principal!r} has no 'allow' in security.yaml, so it may reach nothing"
+        for field, globs in (
+            ("capabilities", self._capabilities),
+            ("namespaces", self._namespaces),
+            ("agents", self._agents),
+        ):
+            if globs is not None and not globs.globs:
+                return (
+                    f"allow.{field} of principal {self.principal!r} is empty in security.yaml, "
+                    "so it may reach nothing"
+                )
         return None
 
     def capability(self, name: str) -> str | None:

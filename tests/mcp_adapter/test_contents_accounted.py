@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resources import FunctionResource
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PromptReference
 from prometheus_client import CollectorRegistry
@@ -63,23 +65,43 @@ async def test_reads_and_prompts_count_against_the_principals_quota(mode: str, t
     ]
 
 
-async def test_a_principal_that_may_reach_nothing_is_refused_a_read_saying_why() -> None:
-    async with _guarded({"bob": {"allow": ["search"]}, "eve": {}}) as router:
+@pytest.mark.parametrize(
+    ("rules", "rule"),
+    [
+        ({}, "has no 'allow' in security.yaml"),
+        ({"allow": []}, "allow.capabilities of principal 'eve' is empty"),
+        ({"allow": {"namespaces": []}}, "allow.namespaces of principal 'eve' is empty"),
+    ],
+)
+async def test_a_principal_that_may_reach_nothing_is_refused_a_read_saying_why(
+    rules: dict[str, object], rule: str
+) -> None:
+    async with _guarded({"bob": {"allow": ["search"]}, "eve": {**rules, "quota_per_minute": 1}}) as router:
         router.register(await MCPServerAgent.connect("docs", docs))
         async with (
             await start_mcp_server(router, port=0, limits=_Principals()) as endpoint,
             _as(endpoint.url, "eve", "auto") as client,
         ):
-            with pytest.raises(MCPError) as refused:
-                await client.read_resource("docs://readme")
-            assert refused.value.error.code == INVALID_REQUEST
-            assert "has no 'allow' in security.yaml" in refused.value.error.message
+            for _ in range(2):
+                # Refused for the rule each time: a refusal takes nothing from the quota.
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource("docs://readme")
+                assert refused.value.error.code == INVALID_REQUEST
+                assert rule in refused.value.error.message
+
+
+def _broken() -> str:
+    msg = "the disk is gone"
+    raise RuntimeError(msg)
 
 
 async def test_the_audit_log_and_metrics_hear_of_each_read_prompt_and_completion(tmp_path: Path) -> None:
     audit = AuditLog(tmp_path / "audit.jsonl")
+    shelf = MCPServer("shelf")
+    shelf.add_resource(FunctionResource(uri="shelf://broken", name="broken", fn=_broken))
     async with Router() as router:
         router.register(await MCPServerAgent.connect("docs", docs))
+        router.register(await MCPServerAgent.connect("shelf", shelf))
         audit.attach(router)
         metrics = ReachMetrics(router, CollectorRegistry())
         reach = RouterMCPServer(router)
@@ -90,52 +112,37 @@ async def test_the_audit_log_and_metrics_hear_of_each_read_prompt_and_completion
                 await client.complete(
                     PromptReference(type="ref/prompt", name="review"), {"name": "language", "value": "p"}
                 )
-                # The one server of resources is asked, and answers with its own error.
                 with pytest.raises(MCPError) as unknown:
                     await client.read_resource("nowhere://x")
                 assert unknown.value.error.code == INVALID_PARAMS
+                # The server's own failure is the server's.
+                with pytest.raises(MCPError):
+                    await client.read_resource("shelf://broken")
         finally:
             reach.close()
     audit.close()
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    served = [
-        {key: line[key] for key in ("principal", "request", "target", "agent_id", "status")} for line in lines
-    ]
-    assert served == [
-        {
-            "principal": None,
-            "request": "resources/read",
-            "target": "docs://pages/token=***",
-            "agent_id": "mcp:docs:0",
-            "status": "ok",
-        },
-        {
-            "principal": None,
-            "request": "prompts/get",
-            "target": "review",
-            "agent_id": "mcp:docs:0",
-            "status": "ok",
-        },
-        {
-            "principal": None,
-            "request": "completion/complete",
-            "target": "review",
-            "agent_id": "mcp:docs:0",
-            "status": "ok",
-        },
-        {
-            "principal": None,
-            "request": "resources/read",
-            "target": "nowhere://x",
-            "agent_id": "mcp:docs:0",
-            "status": "error",
-        },
+    keys = ("principal", "request", "target", "agent_id", "status", "fault")
+    assert [tuple(line[key] for key in keys) for line in lines] == [
+        (None, "resources/read", "docs://pages/token=***", "mcp:docs:0", "ok", None),
+        (None, "prompts/get", "review", "mcp:docs:0", "ok", None),
+        (None, "completion/complete", "review", "mcp:docs:0", "ok", None),
+        # No server lists it: the caller's mistake, no server asked.
+        (None, "resources/read", "nowhere://x", None, "error", "caller"),
+        (None, "resources/read", "shelf://broken", "mcp:shelf:0", "error", "agent"),
     ]
     assert all(line["duration_ms"] >= 0 and line["time"].endswith("Z") for line in lines)
     counted = metrics.registry.get_sample_value
-    assert counted("reach_accesses_total", {"request": "resources/read", "status": "ok"}) == 1
-    assert counted("reach_accesses_total", {"request": "resources/read", "status": "error"}) == 1
-    assert counted("reach_accesses_total", {"request": "prompts/get", "status": "ok"}) == 1
+    assert counted("reach_accesses_total", {"request": "resources/read", "status": "ok", "fault": ""}) == 1
+    assert (
+        counted("reach_accesses_total", {"request": "resources/read", "status": "error", "fault": "caller"})
+        == 1
+    )
+    assert (
+        counted("reach_accesses_total", {"request": "resources/read", "status": "error", "fault": "agent"})
+        == 1
+    )
+    assert counted("reach_accesses_total", {"request": "prompts/get", "status": "ok", "fault": ""}) == 1
 
 
 async def test_an_observer_that_fails_on_an_access_keeps_the_read_and_the_others() -> None:

@@ -41,11 +41,12 @@ from mcp.types import (
     Tool,
 )
 
-from reach_adapters import Router
+from reach_adapters import AgentState, Router, RoutingPolicy
 from reach_adapters.mcp import MCPOptions, MCPServerAgent, RouterMCPServer
 from reach_adapters.router import ReconnectPolicy
 from tests.mcp_adapter.conftest import HttpCalc
 from tests.mcp_adapter.test_contents import _shelf, docs
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -447,3 +448,27 @@ async def test_a_link_is_followed_without_listing_the_servers_again(router: Rout
         await client.call_tool("find", {})
         assert _text(await client.read_resource("fast://hidden/1")) == "read fast://hidden/1"
     assert calls["resources/list"] == listed
+
+
+async def test_a_server_the_health_probe_found_hung_is_not_waited_for() -> None:
+    policy = RoutingPolicy(probe_interval_s=0.1, probe_timeout_s=0.2, probe_failures=1)
+    async with Router(policy) as router:
+        router.register(await MCPServerAgent.connect("library", command=sys.executable, args=[LIBRARY]))
+        async with _client(router) as client:
+            pid = await _pid(client)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                await eventually(lambda: router.catalog()[0].state is AgentState.OFFLINE)
+                for ask in (
+                    lambda: client.read_resource("library://pid"),
+                    lambda: client.get_prompt("summarise", {"isbn": "1"}),
+                ):
+                    with pytest.raises(MCPError) as refused:
+                        # Not its timeout_ms (30 s): the router sends it nothing while it is out.
+                        await asyncio.wait_for(ask(), 5)
+                    assert refused.value.code == INTERNAL_ERROR
+                    assert (
+                        "MCP server mcp:library:0 is offline (health probe failed)" in refused.value.message
+                    )
+            finally:
+                os.kill(pid, signal.SIGCONT)
