@@ -146,7 +146,11 @@ def native_schemas(
         )
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
-    return _resolved(_without_root(without_prompt_values(inputs))), _resolved(_without_root(outputs))
+    inputs = _without_root(without_prompt_values(inputs))
+    if inputs == {} and isinstance(leading(runnable)[-1], RunnableAssign | RunnablePick):
+        # `.assign()` and `.pick()` take a dict, whatever the steps after them take.
+        inputs = {"type": "object"}
+    return _resolved(inputs), _resolved(_without_root(outputs))
 
 
 def _tool_input(runnable: Runnable[Any, Any]) -> dict[str, Any] | None:

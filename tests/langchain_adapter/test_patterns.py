@@ -145,6 +145,25 @@ async def test_a_bare_runnable_parallel_routes_any_input(router: Router) -> None
     assert result.payload == {"upper": "HELLO", "lower": "hello"}
 
 
+@pytest.mark.parametrize(
+    "runnable",
+    [
+        RunnablePassthrough.assign(n=lambda x: len(x["question"])),
+        RunnablePassthrough.assign(n=lambda x: len(x["question"])).pick("n"),
+    ],
+)
+async def test_assign_and_pick_take_a_dict_so_other_input_is_the_callers_mistake(
+    router: Router, runnable: Any
+) -> None:
+    """Their own `ainvoke` refuses anything but a dict: routed, that is not the agent's failure."""
+    router.register(LangChainAgent(runnable, agent_id="text:count:01"))
+    (cap,) = router.reachable().values()
+    for _ in range(3):
+        refused = await router.route(cap.name, "hello")
+        assert (refused.status, refused.fault) == (ResultStatus.INVALID, Fault.CALLER)
+    assert (await router.route(cap.name, {"question": "cats"})).status == ResultStatus.OK
+
+
 # -- 3. output schemas describe the payload ----------------------------------------------------
 
 
