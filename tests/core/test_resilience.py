@@ -24,6 +24,7 @@ from reach_adapters import (
     raise_for_status,
 )
 from tests.core.conftest import FAST, Down, Gate, echo_agent, failing_agent
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -546,11 +547,7 @@ async def test_background_probing_runs_on_its_interval() -> None:
     router.register(agent)
     agent.healthy = False
     await router.route("work", {})  # starts the background loop
-    for _ in range(100):
-        if router.catalog()[0].state is AgentState.OFFLINE:
-            break
-        await asyncio.sleep(0.02)
-    assert router.catalog()[0].state is AgentState.OFFLINE
+    await eventually(lambda: router.catalog()[0].state is AgentState.OFFLINE, timeout=5)
     await router.aclose()
 
 
@@ -619,11 +616,7 @@ async def test_probing_starts_when_a_probed_agent_is_registered_not_with_the_fir
     agent = Probed("svc:probed:01")
     agent.healthy = False
     router.register(agent)
-    for _ in range(100):
-        if router.catalog()[0].state is AgentState.OFFLINE:
-            break
-        await asyncio.sleep(0.02)
-    assert router.catalog()[0].state is AgentState.OFFLINE
+    await eventually(lambda: router.catalog()[0].state is AgentState.OFFLINE, timeout=5)
     await router.aclose()
 
 
@@ -644,10 +637,7 @@ def test_probing_started_in_a_setup_loop_starts_again_on_the_loop_that_routes(cl
     async def serve() -> AgentState:
         agent.healthy = False
         await router.route("work", {})
-        for _ in range(100):
-            if router.catalog()[0].state is AgentState.OFFLINE:
-                break
-            await asyncio.sleep(0.02)
+        await eventually(lambda: router.catalog()[0].state is AgentState.OFFLINE, timeout=5)
         state = router.catalog()[0].state
         await router.aclose()
         return state
