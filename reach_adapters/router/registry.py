@@ -11,6 +11,7 @@ from reach_adapters.router.agent import Agent
 from reach_adapters.router.breaker import Breaker
 from reach_adapters.router.capability import Capability, validate_capabilities
 from reach_adapters.router.identity import parse_agent_id
+from reach_adapters.router.naming import numbered
 from reach_adapters.router.policy import BreakerSettings
 from reach_adapters.router.state import AgentRuntime, Slot, Waitlist
 
@@ -94,42 +95,56 @@ class Registry:
         """
         built = validate_capabilities(runtime.agent_id, capabilities, allow_empty=True)
         usual = {_own_key(slot): slot.avg_ms for slot in runtime.slots if slot.avg_ms is not None}
+        served = {_own_key(slot): slot.capability.name for slot in runtime.slots if slot.own_name}
         self._unindex(runtime)
         runtime.slots = []
-        self._index(runtime, built)
+        self._index(runtime, built, served)
         if usual:
             for slot in runtime.slots:
                 slot.avg_ms = usual.get(_own_key(slot))
 
-    def _index(self, runtime: AgentRuntime, capabilities: Sequence[Capability]) -> None:
+    def _index(
+        self,
+        runtime: AgentRuntime,
+        capabilities: Sequence[Capability],
+        served: Mapping[tuple[str, str], str] | None = None,
+    ) -> None:
+        """Index `capabilities`, those renamed before (`served`, by their own name and version)
+        first: a name clients know keeps its tool when the agent declares that name later."""
+        served = served or {}
         own = {cap.name for cap in capabilities}
-        for declared in capabilities:
-            cap = self._distinct(runtime, declared, own)
+        slots: dict[int, Slot] = {}
+        for index in sorted(range(len(capabilities)), key=lambda i: _key(capabilities[i]) not in served):
+            declared = capabilities[index]
+            cap = self._distinct(runtime, declared, own, served.get(_key(declared)))
             waitlist = self._waitlists.get(cap.name)
             if waitlist is None:
                 waitlist = self._waitlists[cap.name] = Waitlist()
-            slot = Slot(runtime=runtime, capability=cap, waitlist=waitlist)
+            slot = slots[index] = Slot(runtime=runtime, capability=cap, waitlist=waitlist)
             if cap is not declared:
                 slot.own_name = declared.name
-            runtime.slots.append(slot)
             self._add(slot)
+        runtime.slots = [slots[index] for index in range(len(capabilities))]
         self._cache.clear()
 
-    def _distinct(self, runtime: AgentRuntime, cap: Capability, own: Container[str]) -> Capability:
+    def _distinct(
+        self, runtime: AgentRuntime, cap: Capability, own: Container[str], before: str | None
+    ) -> Capability:
         """`cap`, or a renamed copy when another agent of its namespace already declares its name
         and version with other schemas: namesakes are not replicas, and a payload one accepts the
-        other may refuse. The first keeps the name; the newcomer gets ``<name>_<type>`` (or, when
-        agents of one type disagree or it declares that name itself (`own`),
-        ``<name>_<type>_<instance>``), which is the same on every start. Schemas that differ only
-        in titles, descriptions or examples are the same."""
+        other may refuse. The first keeps the name; the newcomer gets ``<name>_<type>`` (numbered
+        when the agent declares that name itself (`own`); ``<name>_<type>_<instance>`` when agents
+        of one type disagree), which is the same on every start; and keeps the name it was given
+        `before` an update while that still fits. Schemas that differ only in titles,
+        descriptions or examples are the same."""
         ident = runtime.ident
+        if before is not None and self._fits(before, cap, ident.namespace, renamed=True):
+            return cap.model_copy(update={"name": before})
         if self._fits(cap.name, cap, ident.namespace):
             return cap
         kind = ident.type.replace(".", "_")
         for suffix in (f"_{kind}", f"_{kind}_{ident.instance.replace('.', '_')}"):
-            name = cap.name[: 128 - len(suffix)] + suffix
-            if name in own:
-                continue
+            name = numbered(cap.name[: 128 - len(suffix)] + suffix, own, limit=128)
             if name not in self._slots or self._fits(name, cap, ident.namespace, renamed=True):
                 logger.warning(
                     "agent %s declares %r with other schemas than the agents already serving it; "
@@ -224,6 +239,10 @@ class Registry:
 
     def versions(self, name: str) -> list[str]:
         return sorted({slot.capability.version for slot in self._slots.get(name, ())})
+
+
+def _key(capability: Capability) -> tuple[str, str]:
+    return capability.name, capability.version
 
 
 def _own_key(slot: Slot) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from middleware import Fault, ReachMessage, ReachResult, ResultStatus
 from reach_adapters import (
+    AgentHandle,
     AgentId,
     BreakerSettings,
     BreakerState,
@@ -240,7 +241,8 @@ async def test_a_made_up_name_never_merges_with_another_agents_own_tool_of_that_
 
 async def test_a_made_up_name_never_takes_the_name_its_own_agent_declares() -> None:
     """`code` serves `search` (a namesake of `docs`') and its own `search_code`: the made-up name
-    steps aside for the agent's own tool, which a client of that server knows by that name."""
+    steps aside for the agent's own tool, which a client of that server knows by that name, and
+    is the same for every replica of `code`, so that they stand in for each other."""
     router = Router()
     router.register(
         FunctionAgent(
@@ -248,10 +250,42 @@ async def test_a_made_up_name_never_takes_the_name_its_own_agent_declares() -> N
         )
     )
     tools = [_named("search", "limit", "string"), _named("search_code", "x", "string")]
-    router.register(FunctionAgent(lambda **_: "code", agent_id="dev:code:0", capabilities=tools))
+    for instance in ("0", "1"):
+        router.register(
+            FunctionAgent(lambda **_: "code", agent_id=f"dev:code:{instance}", capabilities=tools)
+        )
     served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
-    assert served == {"dev:docs:0": ["search"], "dev:code:0": ["search_code_0", "search_code"]}
+    assert served == {
+        "dev:docs:0": ["search"],
+        "dev:code:0": ["search_code_2", "search_code"],
+        "dev:code:1": ["search_code_2", "search_code"],
+    }
     assert router.declarations()["search_code"].input_schema["required"] == ["x"]
+    await router.aclose()
+
+
+class _Growing(FunctionAgent):
+    def attach(self, handle: AgentHandle) -> None:
+        self.handle = handle
+
+
+async def test_a_name_clients_know_keeps_its_tool_when_the_agent_declares_that_name_later() -> None:
+    """An update of an agent's capabilities (an MCP server's tools/list_changed) never points a
+    served name at another tool: a payload for the one might fit the other."""
+    router = Router()
+    router.register(
+        FunctionAgent(
+            lambda **_: None, agent_id="dev:docs:0", capabilities=[_named("search", "query", "string")]
+        )
+    )
+    code = _Growing(
+        lambda **_: "code", agent_id="dev:code:0", capabilities=[_named("search", "limit", "string")]
+    )
+    router.register(code)
+    assert [cap.name for cap in router.catalog()[1].capabilities] == ["search_code"]
+    code.handle.set_capabilities([_named("search_code", "x", "string"), _named("search", "limit", "string")])
+    assert [cap.name for cap in router.catalog()[1].capabilities] == ["search_code_code", "search_code"]
+    assert router.declarations()["search_code"].input_schema["required"] == ["limit"]
     await router.aclose()
 
 
