@@ -147,8 +147,14 @@ def native_schemas(
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
     inputs = _without_root(without_prompt_values(inputs))
-    if inputs == {} and isinstance(leading(runnable)[-1], RunnableAssign | RunnablePick):
-        # `.assign()` and `.pick()` take a dict, whatever the steps after them take.
+    layers = leading(runnable)
+    if (
+        inputs == {}
+        and isinstance(layers[-1], RunnableAssign | RunnablePick)
+        and not any(isinstance(layer, RunnableWithFallbacks) for layer in layers)
+    ):
+        # `.assign()` and `.pick()` take a dict, whatever the steps after them take (a fallback
+        # may take anything).
         inputs = {"type": "object"}
     return _resolved(inputs), _resolved(_without_root(outputs))
 

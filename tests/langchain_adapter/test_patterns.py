@@ -164,6 +164,17 @@ async def test_assign_and_pick_take_a_dict_so_other_input_is_the_callers_mistake
     assert (await router.route(cap.name, {"question": "cats"})).status == ResultStatus.OK
 
 
+async def test_assign_with_a_fallback_that_takes_any_input_routes_what_its_ainvoke_takes(
+    router: Router,
+) -> None:
+    counted = RunnablePassthrough.assign(n=lambda x: len(x["question"])).with_fallbacks(
+        [RunnableLambda(lambda x: {"question": x, "n": -1})]
+    )
+    router.register(LangChainAgent(counted, agent_id="text:count:01"))
+    (cap,) = router.reachable().values()
+    assert (await router.route(cap.name, "hello")).payload == await counted.ainvoke("hello")  # type: ignore[arg-type]
+
+
 # -- 3. output schemas describe the payload ----------------------------------------------------
 
 
