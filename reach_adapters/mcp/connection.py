@@ -59,6 +59,8 @@ T = TypeVar("T")
 
 # A change stream that drops is re-opened after this pause, so a flapping one cannot spin.
 _RELISTEN_DELAY_S = 0.1
+# The part of ``connect_timeout_s`` a session waits for its change stream before listing tools.
+_LISTEN_SHARE = 0.5
 _EOF = "the server closed the connection (did its process exit? see its stderr)"
 FORGOTTEN = "the server no longer knows its session (did it restart?); opening a new one"
 
@@ -246,7 +248,17 @@ class Connection:
                 # Listen before listing, so no change can fall between the list and the stream.
                 opened = anyio.Event()
                 tasks.start_soon(self._listen, client, link, opened)
-                await opened.wait()
+                # The stream is the server's to acknowledge; one that never does (a server that
+                # frames the ack wrongly) must not keep its tools from being listed.
+                with anyio.move_on_after(self.spec.options.connect_timeout_s * _LISTEN_SHARE):
+                    await opened.wait()
+                if not opened.is_set():
+                    logger.warning(
+                        "MCP server %s did not acknowledge its change stream (subscriptions/listen) "
+                        "in time; its tools are listed without it, and its list changes may go "
+                        "unnoticed until it does",
+                        self.spec.agent_id,
+                    )
             self._listed = await list_all_tools(client, self.spec.name)
             declared = declare(self._listed, self.spec)
             if not declared.capabilities:
@@ -328,6 +340,13 @@ class Connection:
                         "MCP server %s refused a change stream (%s); its list changes go unnoticed",
                         self.spec.agent_id,
                         exc.message,
+                    )
+                    return
+                except TimeoutError:
+                    logger.warning(
+                        "MCP server %s did not acknowledge a change stream within its read timeout; "
+                        "its list changes go unnoticed",
+                        self.spec.agent_id,
                     )
                     return
                 # Changes while no stream was open went unheard: the lists may differ now.

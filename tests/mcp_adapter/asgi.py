@@ -15,7 +15,7 @@ import uvicorn
 
 from tests.refusing import refusing_requests
 
-__all__ = ["cutting", "refusing", "serve_asgi"]
+__all__ = ["cutting", "mute_listen", "refusing", "serve_asgi"]
 
 Scope = dict[str, Any]
 Receive = Any
@@ -50,6 +50,36 @@ def refusing(app: ASGIApp, refusals: Mapping[str, tuple[int, Mapping[str, str]]]
     and headers (a plain text body), as a rate limiter or proxy in front of a server does: the
     server never sees it."""
     return refusing_requests(app, lambda body: refusals.get(_tool_called(body) or ""))
+
+
+def mute_listen(app: ASGIApp) -> ASGIApp:
+    """`app`, except that a ``subscriptions/listen`` request gets a response that starts (as JSON)
+    and never says anything, as a server that frames the stream's acknowledgement wrongly does."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        first = await receive()
+        if b'"subscriptions/listen"' not in first.get("body", b""):
+            replayed = False
+
+            async def replay() -> Any:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return first
+
+            await app(scope, replay, send)
+            return
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"", "more_body": True})
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    return wrapped
 
 
 def _tool_called(body: bytes) -> str | None:

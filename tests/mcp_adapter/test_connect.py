@@ -20,6 +20,7 @@ from reach_adapters.mcp import (
     MCPServerAgent,
     MCPTimeoutError,
 )
+from tests.mcp_adapter.asgi import mute_listen, serve_asgi
 from tests.mcp_adapter.conftest import CALC, MUTE, PYTHON, HttpCalc
 from tests.mcp_adapter.servers.paged import GOOD, INVALID_NAME, INVALID_SCHEMA, paged_server
 
@@ -178,6 +179,24 @@ async def test_server_hanging_in_initialize_times_out() -> None:
         await MCPServerAgent.connect(
             "mute", command=PYTHON, args=[MUTE], options=MCPOptions(connect_timeout_s=0.5)
         )
+
+
+async def test_a_server_that_never_acknowledges_its_change_stream_still_connects(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The stream is optional; a server that frames its acknowledgement wrongly is no dead agent."""
+    server = MCPServer("calc")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    async with serve_asgi(mute_listen(server.streamable_http_app())) as url, Router() as router:
+        with caplog.at_level(logging.WARNING):
+            agent = await MCPServerAgent.connect("calc", url, options=MCPOptions(connect_timeout_s=2))
+        router.register(agent)
+        assert (await router.route("add", {"a": 1, "b": 2})).payload == 3
+    assert "did not acknowledge its change stream" in caplog.text
 
 
 @pytest.mark.parametrize(
