@@ -38,7 +38,7 @@ _EXIT_CODES = (
 
 # Libraries whose INFO lines log every URL fetched and every agent card read, query tokens and
 # all: kept for --log-level DEBUG.
-_CHATTY = ("httpx", "a2a.client.card_resolver")
+_CHATTY = ("httpx", "httpx2", "a2a.client.card_resolver")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

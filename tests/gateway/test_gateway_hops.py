@@ -78,6 +78,8 @@ def test_a_gateway_passes_tasks_on_under_the_far_sides_rules(
     # B's refusal is the caller's doing: A's agent for B stays in service, however many there are
     # (two agent failures in a row would quarantine it).
     assert [route("shout")[0] for _ in range(3)] == [403, 403, 403]
+    # The MCP SDK's HTTP client would log every request to B at INFO, its URL and all.
+    assert "HTTP Request:" not in a.log.read_text()
     health = a.api("GET", "/health", headers=bearer("REACH_TEST_ALICE")).json()
     assert (health["status"], health["problems"]) == ("ok", {}), health
     for server in (a, b):
