@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -59,8 +61,12 @@ T = TypeVar("T")
 
 # A change stream that drops is re-opened after this pause, so a flapping one cannot spin.
 _RELISTEN_DELAY_S = 0.1
-# The part of ``connect_timeout_s`` a session waits for its change stream before listing tools.
-_LISTEN_SHARE = 0.5
+# The part of ``connect_timeout_s`` a new session waits for its change stream before it lists
+# tools, and of an HTTP server's read timeout that the stream's acknowledgement is waited for;
+# one not acknowledged is asked for again after a pause growing by the first up to the second.
+_ACK_SHARE = 0.5
+_REASK_S = 30.0
+_REASK_MAX_S = 600.0
 _EOF = "the server closed the connection (did its process exit? see its stderr)"
 FORGOTTEN = "the server no longer knows its session (did it restart?); opening a new one"
 
@@ -248,16 +254,16 @@ class Connection:
                 # Listen before listing, so no change can fall between the list and the stream.
                 opened = anyio.Event()
                 tasks.start_soon(self._listen, client, link, opened)
-                # The stream is the server's to acknowledge; one that never does (a server that
-                # frames the ack wrongly) must not keep its tools from being listed.
-                with anyio.move_on_after(self.spec.options.connect_timeout_s * _LISTEN_SHARE):
+                wait_s = self.spec.options.connect_timeout_s * _ACK_SHARE
+                with anyio.move_on_after(wait_s):
                     await opened.wait()
                 if not opened.is_set():
+                    # The stream is optional: its tools are listed all the same.
                     logger.warning(
                         "MCP server %s did not acknowledge its change stream (subscriptions/listen) "
-                        "in time; its tools are listed without it, and its list changes may go "
-                        "unnoticed until it does",
+                        "within %.1f s; its tools are listed without waiting for it",
                         self.spec.agent_id,
+                        wait_s,
                     )
             self._listed = await list_all_tools(client, self.spec.name)
             declared = declare(self._listed, self.spec)
@@ -315,7 +321,9 @@ class Connection:
             self._events.tools_listed(declare(tools, self.spec))
 
     async def _listen(self, client: Client, link: _Link, opened: anyio.Event) -> None:
-        """Hold a change stream open: 2026-07-28 servers send list changes only on one."""
+        """Hold a change stream open: 2026-07-28 servers send list changes only on one. A request
+        for it that an HTTP server leaves unacknowledged (framing the ack wrongly) is withdrawn
+        before the read timeout, which would end the whole session, and asked again later."""
         capabilities = client.server_capabilities
         listen = partial(
             client.listen,
@@ -323,32 +331,46 @@ class Connection:
             prompts_list_changed=_announced(capabilities.prompts),
             resources_list_changed=_announced(capabilities.resources),
         )
+        http = isinstance(self.spec.target, HttpServer)
+        ack_s = self.spec.options.sse_read_timeout_s * _ACK_SHARE if http else math.inf
+        unacknowledged = 0
         try:
             while True:
+                acknowledged = False
                 try:
-                    async with listen() as subscription:
-                        opened.set()
-                        async for _event in subscription:
-                            pass  # each event also reaches _on_message, which schedules the re-scan
+                    async with AsyncExitStack() as stack:
+                        with anyio.move_on_after(ack_s):
+                            subscription = await stack.enter_async_context(listen())
+                            acknowledged = True
+                        if acknowledged:
+                            unacknowledged = 0
+                            opened.set()
+                            async for _event in subscription:
+                                pass  # each event also reaches _on_message, which schedules the re-scan
                 except SubscriptionLost:
                     pass
-                except MCPError as exc:
-                    if exc.code == CONNECTION_CLOSED:
+                except (MCPError, TimeoutError) as exc:
+                    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                         self._lose(link, _EOF)
                         return
                     logger.warning(
                         "MCP server %s refused a change stream (%s); its list changes go unnoticed",
                         self.spec.agent_id,
-                        exc.message,
+                        exc.message if isinstance(exc, MCPError) else "its read timeout passed",
                     )
                     return
-                except TimeoutError:
+                if not acknowledged:
+                    unacknowledged += 1
+                    pause_s = min(_REASK_S * unacknowledged, _REASK_MAX_S)
                     logger.warning(
-                        "MCP server %s did not acknowledge a change stream within its read timeout; "
-                        "its list changes go unnoticed",
+                        "MCP server %s left its change stream unacknowledged for %.1f s; its list "
+                        "changes go unnoticed until a later request for it, in %.0f s, is answered",
                         self.spec.agent_id,
+                        ack_s,
+                        pause_s,
                     )
-                    return
+                    await anyio.sleep(pause_s)
+                    continue
                 # Changes while no stream was open went unheard: the lists may differ now.
                 self._rescan.set()
                 if _announced(capabilities.resources):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import re
@@ -12,7 +13,7 @@ import pytest
 from mcp import StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
-from reach_adapters import Capability, InvalidDeclarationError, Router
+from reach_adapters import AgentState, Capability, InvalidDeclarationError, Router
 from reach_adapters.mcp import (
     MCPConnectionError,
     MCPOptions,
@@ -191,11 +192,16 @@ async def test_a_server_that_never_acknowledges_its_change_stream_still_connects
     def add(a: int, b: int) -> int:
         return a + b
 
+    options = MCPOptions(connect_timeout_s=2, sse_read_timeout_s=1)
     async with serve_asgi(mute_listen(server.streamable_http_app())) as url, Router() as router:
         with caplog.at_level(logging.WARNING):
-            agent = await MCPServerAgent.connect("calc", url, options=MCPOptions(connect_timeout_s=2))
+            agent = await MCPServerAgent.connect("calc", url, options=options)
         router.register(agent)
         assert (await router.route("add", {"a": 1, "b": 2})).payload == 3
+        # The unanswered stream is not left to the read timeout, which would end the session.
+        await asyncio.sleep(1.5)
+        assert (await router.route("add", {"a": 2, "b": 2})).payload == 4
+        assert router.catalog()[0].state is AgentState.ONLINE
     assert "did not acknowledge its change stream" in caplog.text
 
 
