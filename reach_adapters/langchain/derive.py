@@ -147,16 +147,22 @@ def native_schemas(
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
     inputs = _without_root(without_prompt_values(inputs))
-    layers = leading(runnable)
-    if (
-        inputs == {}
-        and isinstance(layers[-1], RunnableAssign | RunnablePick)
-        and not any(isinstance(layer, RunnableWithFallbacks) for layer in layers)
-    ):
-        # `.assign()` and `.pick()` take a dict, whatever the steps after them take (a fallback
-        # may take anything).
+    if inputs == {} and _takes_dicts(runnable):
         inputs = {"type": "object"}
     return _resolved(inputs), _resolved(_without_root(outputs))
+
+
+def _takes_dicts(runnable: Runnable[Any, Any]) -> bool:
+    """Whether the input goes first to `.assign()` or `.pick()`, which take a dict whatever the
+    steps after them take: through bindings and a chain's first step, and for a
+    `.with_fallbacks()`, in each of its runnables (one fallback may take anything)."""
+    if isinstance(runnable, RunnableBindingBase):
+        return _takes_dicts(runnable.bound)
+    if isinstance(runnable, RunnableWithFallbacks):
+        return all(_takes_dicts(each) for each in runnable.runnables)
+    if isinstance(runnable, RunnableSequence):
+        return _takes_dicts(runnable.first)
+    return isinstance(runnable, RunnableAssign | RunnablePick)
 
 
 def _tool_input(runnable: Runnable[Any, Any]) -> dict[str, Any] | None:

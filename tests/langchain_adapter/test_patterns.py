@@ -145,11 +145,16 @@ async def test_a_bare_runnable_parallel_routes_any_input(router: Router) -> None
     assert result.payload == {"upper": "HELLO", "lower": "hello"}
 
 
+def _counting() -> Any:
+    return RunnablePassthrough.assign(n=lambda x: len(x["question"]))
+
+
 @pytest.mark.parametrize(
     "runnable",
     [
-        RunnablePassthrough.assign(n=lambda x: len(x["question"])),
-        RunnablePassthrough.assign(n=lambda x: len(x["question"])).pick("n"),
+        _counting(),
+        _counting().pick("n"),
+        _counting().with_retry(stop_after_attempt=2).with_fallbacks([_counting()]),
     ],
 )
 async def test_assign_and_pick_take_a_dict_so_other_input_is_the_callers_mistake(
