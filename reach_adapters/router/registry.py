@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import Any
 
 from reach_adapters.errors import DuplicateAgentError, InvalidDeclarationError
@@ -133,28 +133,29 @@ class Registry:
         """`cap`, or a renamed copy when another agent of its namespace already declares its name
         and version with other schemas: namesakes are not replicas, and a payload one accepts the
         other may refuse. The first keeps the name; the newcomer gets ``<name>_<type>`` (numbered
-        when the agent declares that name itself (`own`); ``<name>_<type>_<instance>`` when agents
-        of one type disagree), which is the same on every start; and keeps the name it was given
-        `before` an update while that still fits. Schemas that differ only in titles,
-        descriptions or examples are the same."""
-        ident = runtime.ident
-        if before is not None and self._fits(before, cap, ident.namespace, renamed=True):
-            return cap.model_copy(update={"name": before})
-        if self._fits(cap.name, cap, ident.namespace):
+        when the agent declares that name itself (`own`); ``<name>_<type>_<instance>``, numbered
+        when need be, when agents of one type disagree), which is the same on every start; and
+        keeps the name it was given `before` an update while its own does not fit and that one
+        still does. Schemas that differ only in titles, descriptions or examples are the same."""
+        namespace = runtime.ident.namespace
+        if self._fits(cap.name, cap, namespace):
             return cap
-        kind = ident.type.replace(".", "_")
-        for suffix in (f"_{kind}", f"_{kind}_{ident.instance.replace('.', '_')}"):
-            name = numbered(cap.name[: 128 - len(suffix)] + suffix, own, limit=128)
-            if name not in self._slots or self._fits(name, cap, ident.namespace, renamed=True):
-                logger.warning(
-                    "agent %s declares %r with other schemas than the agents already serving it; "
-                    "it serves it as %r (a different version, or a prefix, keeps namesakes apart)",
-                    runtime.agent_id,
-                    cap.name,
-                    name,
-                )
-                return cap.model_copy(update={"name": name})
-        return cap
+        if before is not None and self._fits(before, cap, namespace, renamed=True):
+            return cap.model_copy(update={"name": before})
+        kind = runtime.ident.type.replace(".", "_")
+        name = numbered(f"{cap.name[: 128 - len(kind) - 1]}_{kind}", own, limit=128)
+        if name in self._slots and not self._fits(name, cap, namespace, renamed=True):
+            taken = _Taken(lambda name: name in own or not self._fits(name, cap, namespace, renamed=True))
+            suffix = f"_{kind}_{runtime.ident.instance.replace('.', '_')}"
+            name = numbered(cap.name[: 128 - len(suffix)] + suffix, taken, limit=128)
+        logger.warning(
+            "agent %s declares %r with other schemas than the agents already serving it; "
+            "it serves it as %r (a different version, or a prefix, keeps namesakes apart)",
+            runtime.agent_id,
+            cap.name,
+            name,
+        )
+        return cap.model_copy(update={"name": name})
 
     def _fits(self, name: str, cap: Capability, namespace: str, *, renamed: bool = False) -> bool:
         """Whether `cap` can serve under `name`: no agent of its namespace declares it in that
@@ -239,6 +240,16 @@ class Registry:
 
     def versions(self, name: str) -> list[str]:
         return sorted({slot.capability.version for slot in self._slots.get(name, ())})
+
+
+class _Taken:
+    """The names a made-up one may not be, as `numbered` asks."""
+
+    def __init__(self, taken: Callable[[str], bool]) -> None:
+        self._taken = taken
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._taken(name)
 
 
 def _key(capability: Capability) -> tuple[str, str]:

@@ -289,6 +289,40 @@ async def test_a_name_clients_know_keeps_its_tool_when_the_agent_declares_that_n
     await router.aclose()
 
 
+async def test_a_namesake_whose_made_up_names_are_all_taken_is_still_kept_apart() -> None:
+    router = Router()
+    for agent_id, name, field in (
+        ("dev:docs:0", "search", "query"),
+        ("dev:github:0", "search_code", "y"),
+        ("dev:gitlab:0", "search_code_0", "z"),
+        ("dev:code:0", "search", "limit"),
+    ):
+        tool = _named(name, field, "string")
+        router.register(FunctionAgent(lambda **_: None, agent_id=agent_id, capabilities=[tool]))
+    served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
+    assert served["dev:code:0"] == ["search_code_0_2"]
+    assert (await router.route("search", {"limit": "1"})).status == ResultStatus.INVALID
+    await router.aclose()
+
+
+async def test_a_made_up_name_gives_way_to_the_own_name_once_the_namesake_left() -> None:
+    """Then a replica that joins later serves the capability under the same name."""
+    router = Router()
+    docs = FunctionAgent(
+        lambda **_: None, agent_id="dev:docs:0", capabilities=[_named("search", "query", "string")]
+    )
+    router.register(docs)
+    tools = [_named("search", "limit", "string")]
+    code = _Growing(lambda **_: "code", agent_id="dev:code:0", capabilities=tools)
+    router.register(code)
+    await router.deregister("dev:docs:0")
+    code.handle.set_capabilities(tools)
+    router.register(FunctionAgent(lambda **_: "code", agent_id="dev:code:1", capabilities=tools))
+    served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
+    assert served == {"dev:code:0": ["search"], "dev:code:1": ["search"]}
+    await router.aclose()
+
+
 async def test_namesakes_in_other_namespaces_keep_their_names() -> None:
     router = Router()
     router.register(
