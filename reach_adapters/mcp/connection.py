@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -47,6 +45,7 @@ from reach_adapters.mcp.errors import (
     MCPTimeoutError,
 )
 from reach_adapters.mcp.spec import HttpServer, ServerSpec
+from reach_adapters.mcp.streams import ACK_SHARE, RELISTEN_DELAY_S, ack_timeout, acknowledged, reask_after
 from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
 from reach_adapters.mcp.upstream import Relays
@@ -59,14 +58,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# A change stream that drops is re-opened after this pause, so a flapping one cannot spin.
-_RELISTEN_DELAY_S = 0.1
-# The part of ``connect_timeout_s`` a new session waits for its change stream before it lists
-# tools, and of an HTTP server's read timeout that the stream's acknowledgement is waited for;
-# one not acknowledged is asked for again after a pause growing by the first up to the second.
-_ACK_SHARE = 0.5
-_REASK_S = 30.0
-_REASK_MAX_S = 600.0
 _EOF = "the server closed the connection (did its process exit? see its stderr)"
 FORGOTTEN = "the server no longer knows its session (did it restart?); opening a new one"
 
@@ -116,7 +107,7 @@ class Connection:
         self._current: tuple[_Link, asyncio.Task[None]] | None = None
         self._rescan = asyncio.Event()
         # The resources the router's clients want updates of, subscribed on every session.
-        self.watched = Watched(spec.agent_id)
+        self.watched = Watched(spec.agent_id, ack_timeout(spec))
         # The server's tools as last listed, for the health probe's listing to be compared with.
         self._listed: list[Tool] = []
 
@@ -254,7 +245,7 @@ class Connection:
                 # Listen before listing, so no change can fall between the list and the stream.
                 opened = anyio.Event()
                 tasks.start_soon(self._listen, client, link, opened)
-                wait_s = self.spec.options.connect_timeout_s * _ACK_SHARE
+                wait_s = self.spec.options.connect_timeout_s * ACK_SHARE
                 with anyio.move_on_after(wait_s):
                     await opened.wait()
                 if not opened.is_set():
@@ -331,37 +322,33 @@ class Connection:
             prompts_list_changed=_announced(capabilities.prompts),
             resources_list_changed=_announced(capabilities.resources),
         )
-        http = isinstance(self.spec.target, HttpServer)
-        ack_s = self.spec.options.sse_read_timeout_s * _ACK_SHARE if http else math.inf
+        ack_s = ack_timeout(self.spec)
         unacknowledged = 0
         try:
             while True:
-                acknowledged = False
+                heard = False
                 try:
-                    async with AsyncExitStack() as stack:
-                        with anyio.move_on_after(ack_s):
-                            subscription = await stack.enter_async_context(listen())
-                            acknowledged = True
-                        if acknowledged:
-                            unacknowledged = 0
+                    async with acknowledged(listen, ack_s) as subscription:
+                        if subscription is not None:
+                            heard = True
                             opened.set()
                             async for _event in subscription:
                                 pass  # each event also reaches _on_message, which schedules the re-scan
                 except SubscriptionLost:
-                    pass
-                except (MCPError, TimeoutError) as exc:
-                    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+                    heard = True
+                except MCPError as exc:
+                    if exc.code == CONNECTION_CLOSED:
                         self._lose(link, _EOF)
                         return
                     logger.warning(
                         "MCP server %s refused a change stream (%s); its list changes go unnoticed",
                         self.spec.agent_id,
-                        exc.message if isinstance(exc, MCPError) else "its read timeout passed",
+                        exc.message,
                     )
                     return
-                if not acknowledged:
+                if not heard:
                     unacknowledged += 1
-                    pause_s = min(_REASK_S * unacknowledged, _REASK_MAX_S)
+                    pause_s = reask_after(unacknowledged)
                     logger.warning(
                         "MCP server %s left its change stream unacknowledged for %.1f s; its list "
                         "changes go unnoticed until a later request for it, in %.0f s, is answered",
@@ -371,13 +358,14 @@ class Connection:
                     )
                     await anyio.sleep(pause_s)
                     continue
+                unacknowledged = 0
                 # Changes while no stream was open went unheard: the lists may differ now.
                 self._rescan.set()
                 if _announced(capabilities.resources):
                     self._events.upstream_event(ResourcesListChanged())
                 if _announced(capabilities.prompts):
                     self._events.upstream_event(PromptsListChanged())
-                await anyio.sleep(_RELISTEN_DELAY_S)
+                await anyio.sleep(RELISTEN_DELAY_S)
         finally:
             # However the stream fared, the session no longer waits for it to open.
             opened.set()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from functools import partial
 
 import anyio
 from mcp import Client
@@ -23,19 +24,20 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from reach_adapters.mcp.streams import RELISTEN_DELAY_S, acknowledged, reask_after
+
 __all__ = ["Watched"]
 
 logger = logging.getLogger(__name__)
-
-# A stream that drops is opened again after this pause, so a flapping one cannot spin.
-_RELISTEN_DELAY_S = 0.1
 
 
 class Watched:
     """How many of the router's subscribers watch each resource of one server."""
 
-    def __init__(self, agent_id: str) -> None:
+    def __init__(self, agent_id: str, ack_s: float) -> None:
+        """`ack_s`: how long a stream's acknowledgement is waited for (`ack_timeout`)."""
         self._agent_id = agent_id
+        self._ack_s = ack_s
         self._counts: Counter[str] = Counter()
         self._changed = asyncio.Event()
 
@@ -103,13 +105,18 @@ class Watched:
                 tasks.cancel_scope.cancel()
 
     async def _stream(self, client: Client, uris: list[str]) -> None:
+        listen = partial(client.listen, resource_subscriptions=uris)
+        unacknowledged = 0
         while True:
+            heard = False
             try:
-                async with client.listen(resource_subscriptions=uris) as subscription:
-                    async for _event in subscription:
-                        pass  # each update also reaches the connection's message handler
+                async with acknowledged(listen, self._ack_s) as subscription:
+                    if subscription is not None:
+                        heard = True
+                        async for _event in subscription:
+                            pass  # each update also reaches the connection's message handler
             except SubscriptionLost:
-                pass
+                heard = True
             except MCPError as exc:
                 if exc.code != CONNECTION_CLOSED:
                     logger.warning(
@@ -118,4 +125,17 @@ class Watched:
                         exc.message,
                     )
                 return
-            await anyio.sleep(_RELISTEN_DELAY_S)
+            if heard:
+                unacknowledged = 0
+                await anyio.sleep(RELISTEN_DELAY_S)
+            else:
+                unacknowledged += 1
+                pause_s = reask_after(unacknowledged)
+                logger.warning(
+                    "MCP server %s left a stream of resource updates unacknowledged for %.1f s; "
+                    "they go unnoticed until a later request for it, in %.0f s, is answered",
+                    self._agent_id,
+                    self._ack_s,
+                    pause_s,
+                )
+                await anyio.sleep(pause_s)

@@ -205,6 +205,33 @@ async def test_a_server_that_never_acknowledges_its_change_stream_still_connects
     assert "did not acknowledge its change stream" in caplog.text
 
 
+async def test_a_resource_watched_at_a_server_that_never_acknowledges_keeps_the_session(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = MCPServer("counter")
+
+    @server.resource("counter://value")
+    def value() -> str:
+        return "0"
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    options = MCPOptions(connect_timeout_s=2, sse_read_timeout_s=1)
+    async with serve_asgi(mute_listen(server.streamable_http_app())) as url, Router() as router:
+        agent = await MCPServerAgent.connect("counter", url, options=options)
+        router.register(agent)
+        with caplog.at_level(logging.INFO, logger="reach_adapters"):
+            await agent.watch("counter://value")
+            await asyncio.sleep(1.5)
+        assert (await router.route("add", {"a": 2, "b": 2})).payload == 4
+    # The unanswered request is withdrawn before the read timeout, which would end the session
+    # (and every call in flight on it).
+    assert "reconnecting" not in caplog.text
+    assert "left a stream of resource updates unacknowledged" in caplog.text
+
+
 @pytest.mark.parametrize(
     ("server", "arguments", "problem"),
     [

@@ -1,0 +1,52 @@
+"""The ``subscriptions/listen`` streams the router holds open at 2026-07-28 servers (its change
+stream, the resources its clients watch). The server acknowledges each; over HTTP a request it
+leaves unacknowledged runs into the read timeout, which ends the whole session, so it is
+withdrawn before that and made again later."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+
+import anyio
+from mcp.client.subscriptions import Subscription
+
+from reach_adapters.mcp.spec import HttpServer, ServerSpec
+
+__all__ = ["ACK_SHARE", "RELISTEN_DELAY_S", "ack_timeout", "acknowledged", "reask_after"]
+
+# The part of an HTTP server's read timeout (and of ``connect_timeout_s``, for the first listing)
+# a stream's acknowledgement is waited for.
+ACK_SHARE = 0.5
+# A stream that drops is opened again after this pause, so a flapping one cannot spin.
+RELISTEN_DELAY_S = 0.1
+# One left unacknowledged is asked for again after a pause growing by the first up to the second.
+_REASK_S = 30.0
+_REASK_MAX_S = 600.0
+
+
+def ack_timeout(spec: ServerSpec) -> float:
+    """How long a stream's acknowledgement is waited for: over HTTP, half the read timeout; over
+    stdio, which has none, as long as it takes."""
+    if isinstance(spec.target, HttpServer):
+        return spec.options.sse_read_timeout_s * ACK_SHARE
+    return math.inf
+
+
+def reask_after(unacknowledged: int) -> float:
+    """The pause before asking again, after `unacknowledged` requests in a row went unanswered."""
+    return min(_REASK_S * unacknowledged, _REASK_MAX_S)
+
+
+@asynccontextmanager
+async def acknowledged(
+    listen: Callable[[], AbstractAsyncContextManager[Subscription]], within_s: float
+) -> AsyncIterator[Subscription | None]:
+    """The stream `listen` opens, or None (the request withdrawn) when the server did not
+    acknowledge it within `within_s`."""
+    async with AsyncExitStack() as stack:
+        subscription: Subscription | None = None
+        with anyio.move_on_after(within_s):
+            subscription = await stack.enter_async_context(listen())
+        yield subscription
