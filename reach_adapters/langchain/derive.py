@@ -219,9 +219,9 @@ def _first_input_type(runnable: Runnable[Any, Any]) -> Any:
 
 def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:
     """Whether a `.with_fallbacks()` that gives the output (itself, or a chain's last step) has
-    runnables whose payloads are all described alike. LangChain describes its output as the
-    primary's, but a fallback may return anything (``"sorry, try later"``): declaring the
-    primary's schema would fail the runs that fell back."""
+    runnables whose payloads are all described alike, and described at all. LangChain describes
+    its output as the primary's, but a fallback may return anything (``"sorry, try later"``):
+    declaring the primary's schema would fail the runs that fell back."""
     inner = unwrap(runnable)[-1]
     if isinstance(inner, RunnableSequence):
         return _fallbacks_agree(inner.last, agent_id)
@@ -231,7 +231,7 @@ def _fallbacks_agree(runnable: Runnable[Any, Any], agent_id: str) -> bool:
         payload_schema(native_schemas(each, agent_id)[1], whole=_given_whole(each))
         for each in inner.runnables
     )
-    return all(other == first for other in others)
+    return first is not None and all(other == first for other in others)
 
 
 def _given_whole(runnable: Runnable[Any, Any]) -> bool:

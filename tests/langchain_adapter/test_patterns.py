@@ -180,6 +180,18 @@ async def test_assign_with_a_fallback_that_takes_any_input_routes_what_its_ainvo
     assert (await router.route(cap.name, "hello")).payload == await counted.ainvoke("hello")  # type: ignore[arg-type]
 
 
+async def test_a_fallback_that_answers_otherwise_than_an_assign_is_not_held_to_its_output(
+    router: Router,
+) -> None:
+    """`.assign()` declares no output; its fallback's lambda none either: nor does the whole."""
+    counted = _counting().with_fallbacks([RunnableLambda(lambda x: {"question": str(x)})])
+    router.register(LangChainAgent(counted, agent_id="text:count:01"))
+    (cap,) = router.reachable().values()
+    assert cap.output_schema is None
+    result = await router.route(cap.name, "hello")
+    assert (result.status, result.payload) == (ResultStatus.OK, {"question": "hello"})
+
+
 # -- 3. output schemas describe the payload ----------------------------------------------------
 
 
