@@ -17,6 +17,7 @@ from langchain_core.runnables import (
     RunnableGenerator,
     RunnableLambda,
     RunnableParallel,
+    RunnablePassthrough,
     RunnableSequence,
     RunnableWithFallbacks,
 )
@@ -147,7 +148,7 @@ def native_schemas(
     if not _fallbacks_agree(runnable, agent_id):
         outputs = None
     inputs = _without_root(without_prompt_values(inputs))
-    if inputs == {} and _takes_dicts(runnable):
+    if inputs is not None and inputs.keys() <= {"title", "description"} and _takes_dicts(runnable):
         inputs = {"type": "object"}
     return _resolved(inputs), _resolved(_without_root(outputs))
 
@@ -161,8 +162,13 @@ def _takes_dicts(runnable: Runnable[Any, Any]) -> bool:
     if isinstance(runnable, RunnableWithFallbacks):
         return all(_takes_dicts(each) for each in runnable.runnables)
     if isinstance(runnable, RunnableSequence):
-        return _takes_dicts(runnable.first)
+        # A bare `RunnablePassthrough()` hands the input on as it is.
+        return _takes_dicts(next((step for step in runnable.steps if not _bare(step)), runnable.last))
     return isinstance(runnable, RunnableAssign | RunnablePick)
+
+
+def _bare(step: Runnable[Any, Any]) -> bool:
+    return type(step) is RunnablePassthrough and step.func is None and step.afunc is None
 
 
 def _tool_input(runnable: Runnable[Any, Any]) -> dict[str, Any] | None:
