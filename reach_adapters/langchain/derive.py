@@ -162,13 +162,16 @@ def _takes_dicts(runnable: Runnable[Any, Any]) -> bool:
     if isinstance(runnable, RunnableWithFallbacks):
         return all(_takes_dicts(each) for each in runnable.runnables)
     if isinstance(runnable, RunnableSequence):
-        # A bare `RunnablePassthrough()` hands the input on as it is.
         return _takes_dicts(next((step for step in runnable.steps if not _bare(step)), runnable.last))
     return isinstance(runnable, RunnableAssign | RunnablePick)
 
 
 def _bare(step: Runnable[Any, Any]) -> bool:
-    return type(step) is RunnablePassthrough and step.func is None and step.afunc is None
+    """A `RunnablePassthrough()`, bound or not: it gives its input on as it is (a ``func`` of it
+    only sees the input)."""
+    while isinstance(step, RunnableBindingBase):
+        step = step.bound
+    return type(step) is RunnablePassthrough
 
 
 def _tool_input(runnable: Runnable[Any, Any]) -> dict[str, Any] | None:

@@ -156,6 +156,7 @@ def _counting() -> Any:
         _counting().pick("n"),
         _counting().with_retry(stop_after_attempt=2).with_fallbacks([_counting()]),
         RunnablePassthrough() | _counting(),
+        RunnablePassthrough(lambda _: None).with_config(run_name="seen") | _counting(),
     ],
 )
 async def test_assign_and_pick_take_a_dict_so_other_input_is_the_callers_mistake(
