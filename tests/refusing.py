@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["Refusal", "refusing_requests"]
+__all__ = ["Refusal", "refusing_requests", "replaying"]
 
 ASGIApp = Any
 # The status and headers to answer a request's body with, or None to let it through.
@@ -35,15 +35,20 @@ def refusing_requests(app: ASGIApp, refusal: Refusal) -> ASGIApp:
             await send({"type": "http.response.start", "status": status, "headers": listed})
             await send({"type": "http.response.body", "body": b"slow down"})
             return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
+        await app(scope, replaying(receive, {"type": "http.request", "body": body, "more_body": False}), send)
 
     return wrapped
+
+
+def replaying(receive: Any, first: dict[str, Any]) -> Any:
+    """`receive`, giving the request's `first` message (already read) once more before the rest."""
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return first
+
+    return replay

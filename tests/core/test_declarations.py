@@ -211,6 +211,15 @@ async def test_namesakes_with_other_schemas_are_kept_apart(caplog: pytest.LogCap
     await router.aclose()
 
 
+def _declaring(*tools: tuple[str, str, str]) -> Router:
+    """A router of agents (id, capability, its one string field) registered in that order."""
+    router = Router()
+    for agent_id, name, field in tools:
+        tool = _named(name, field, "string")
+        router.register(FunctionAgent(lambda **_: None, agent_id=agent_id, capabilities=[tool]))
+    return router
+
+
 def _named(name: str, field: str, kind: str) -> Capability:
     schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
     return Capability(name=name, input_schema=schema)
@@ -220,14 +229,11 @@ async def test_a_made_up_name_never_merges_with_another_agents_own_tool_of_that_
     """`search` renamed `search_code` (its agent's type) is not the `search_code` another agent
     declares itself, however alike their schemas: that one is renamed in turn, as the made-up
     name came first."""
-    router = Router()
-    for agent_id, name, field in (
+    router = _declaring(
         ("dev:docs:0", "search", "query"),
         ("dev:code:0", "search", "limit"),
         ("dev:github:0", "search_code", "limit"),
-    ):
-        tool = _named(name, field, "string")
-        router.register(FunctionAgent(lambda **_: None, agent_id=agent_id, capabilities=[tool]))
+    )
     served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
     assert served == {
         "dev:docs:0": ["search"],
@@ -290,15 +296,12 @@ async def test_a_name_clients_know_keeps_its_tool_when_the_agent_declares_that_n
 
 
 async def test_a_namesake_whose_made_up_names_are_all_taken_is_still_kept_apart() -> None:
-    router = Router()
-    for agent_id, name, field in (
+    router = _declaring(
         ("dev:docs:0", "search", "query"),
         ("dev:github:0", "search_code", "y"),
         ("dev:gitlab:0", "search_code_0", "z"),
         ("dev:code:0", "search", "limit"),
-    ):
-        tool = _named(name, field, "string")
-        router.register(FunctionAgent(lambda **_: None, agent_id=agent_id, capabilities=[tool]))
+    )
     served = {info.agent_id: [cap.name for cap in info.capabilities] for info in router.catalog()}
     assert served["dev:code:0"] == ["search_code_0_2"]
     assert (await router.route("search", {"limit": "1"})).status == ResultStatus.INVALID

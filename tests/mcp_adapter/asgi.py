@@ -13,7 +13,7 @@ from typing import Any
 
 import uvicorn
 
-from tests.refusing import refusing_requests
+from tests.refusing import refusing_requests, replaying
 
 __all__ = ["cutting", "mute_listen", "refusing", "serve_asgi"]
 
@@ -62,16 +62,7 @@ def mute_listen(app: ASGIApp) -> ASGIApp:
             return
         first = await receive()
         if b'"subscriptions/listen"' not in first.get("body", b""):
-            replayed = False
-
-            async def replay() -> Any:
-                nonlocal replayed
-                if replayed:
-                    return await receive()
-                replayed = True
-                return first
-
-            await app(scope, replay, send)
+            await app(scope, replaying(receive, first), send)
             return
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
