@@ -74,7 +74,7 @@ class Accesses:
                 fault = Fault.AGENT
             raise
         except Exception:
-            fault = Fault.ROUTER
+            status, fault = "error", Fault.ROUTER
             raise
         finally:
             agent_id = None if answered.agent is None else answered.agent.agent_id

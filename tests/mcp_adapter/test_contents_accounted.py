@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PromptReference
 from prometheus_client import CollectorRegistry
 
-from reach_adapters import FunctionAgent, Router
+from reach_adapters import Access, FunctionAgent, Router
 from reach_adapters.gateway.audit import AuditLog
 from reach_adapters.mcp import MCPServerAgent, RouterMCPServer, start_mcp_server
 from reach_adapters.observability.metrics import ReachMetrics
@@ -170,3 +170,45 @@ async def test_an_observer_that_fails_on_an_access_keeps_the_read_and_the_others
         finally:
             reach.close()
     assert heard == ["resources/read"]
+
+
+class _Broken:
+    """A guard (the `Guard` protocol) whose admission fails: a bug of its own, not a refusal."""
+
+    async def admit(self, message: object, calling_agent: str | None) -> None:
+        msg = "the guard's store is gone"
+        raise RuntimeError(msg)
+
+    def forbids(self, principal: str, capability: str, agent_id: str, namespace: str) -> None:
+        return None
+
+    async def fan_out(self, principal: str, targets: int) -> None:
+        return None
+
+    def sees_all(self, principal: str) -> bool:
+        return True
+
+    def hop_token(self, meta: object, agent_id: str, target: str) -> None:
+        return None
+
+
+async def test_a_guard_that_fails_is_the_routers_fault_not_a_refusal() -> None:
+    heard: list[tuple[str, str | None]] = []
+
+    class Listening:
+        def on_reach(self, *_: object) -> None:
+            pass
+
+        def on_access(self, access: Access) -> None:
+            heard.append((access.status, None if access.fault is None else access.fault.value))
+
+    async with Router(guard=_Broken()) as router:
+        router.register(await MCPServerAgent.connect("docs", docs))
+        router.add_observer(Listening())
+        async with (
+            await start_mcp_server(router, port=0, limits=_Principals()) as endpoint,
+            _as(endpoint.url, "bob", "auto") as client,
+        ):
+            with pytest.raises(MCPError):
+                await client.read_resource("docs://readme")
+    assert heard == [("error", "router")]
