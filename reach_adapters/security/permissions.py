@@ -31,14 +31,18 @@ class Permissions:
 
     def __init__(self, principal: str, allow: Allow) -> None:
         self.principal = principal
-        self.empty = allow.empty
         self._capabilities = None if allow.capabilities is None else Globs(allow.capabilities)
         self._namespaces = None if allow.namespaces is None else Globs(allow.namespaces)
         self._agents = None if allow.agents is None else Globs(allow.agents)
+        # Asked on every call's admission: settled once.
+        self._nothing = self._reaches_nothing(allow)
 
     def nothing(self) -> str | None:
         """The rule when the principal may reach nothing at all, else None."""
-        if self.empty:
+        return self._nothing
+
+    def _reaches_nothing(self, allow: Allow) -> str | None:
+        if allow.empty:
             return f"principal {self.principal!r} has no 'allow' in security.yaml, so it may reach nothing"
         for field, globs in (
             ("capabilities", self._capabilities),
