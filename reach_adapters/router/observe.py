@@ -9,7 +9,7 @@ from typing import Literal, Protocol, runtime_checkable
 from middleware import Fault, ReachResult, ResultStatus
 from reach_adapters.router.decisions import DecisionRecord
 
-__all__ = ["DECISION_LOGGER", "Access", "AccessObserver", "ReachObserver", "decision_type", "log_decision"]
+__all__ = ["DECISION_LOGGER", "Access", "ReachObserver", "decision_type", "log_decision"]
 
 DECISION_LOGGER = logging.getLogger("reach_adapters.decisions")
 
@@ -18,7 +18,8 @@ DECISION_LOGGER = logging.getLogger("reach_adapters.decisions")
 class ReachObserver(Protocol):
     """Told about every finished reach, on the router's loop; must not block or raise.
 
-    Metrics exporters implement this (see `reach_adapters.observability`).
+    Metrics exporters implement this (see `reach_adapters.observability`). One that also has
+    ``on_access(access)`` is told of each `Access` (`Router.note_access`).
     """
 
     def on_reach(self, record: DecisionRecord, result: ReachResult) -> None: ...
@@ -46,13 +47,6 @@ class Access:
     a server that could not be asked or answered with another error; ``router`` for a bug here."""
     created_at: float
     duration_ms: float
-
-
-class AccessObserver(Protocol):
-    """An observer (`Router.add_observer`) that is also told of each `Access`, when it has
-    ``on_access``; on the router's loop, must not block or raise."""
-
-    def on_access(self, access: Access) -> None: ...
 
 
 def decision_type(record: DecisionRecord) -> str:
