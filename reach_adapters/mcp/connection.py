@@ -45,7 +45,7 @@ from reach_adapters.mcp.errors import (
     MCPTimeoutError,
 )
 from reach_adapters.mcp.spec import HttpServer, ServerSpec
-from reach_adapters.mcp.streams import ACK_SHARE, RELISTEN_DELAY_S, ack_timeout, acknowledged, reask_after
+from reach_adapters.mcp.streams import ACK_SHARE, RELISTEN_DELAY_S, ack_timeout, acknowledged, reask_later
 from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
 from reach_adapters.mcp.upstream import Relays
@@ -348,15 +348,7 @@ class Connection:
                     return
                 if not heard:
                     unacknowledged += 1
-                    pause_s = reask_after(unacknowledged)
-                    logger.warning(
-                        "MCP server %s left its change stream unacknowledged for %.1f s; its list "
-                        "changes go unnoticed until a later request for it, in %.0f s, is answered",
-                        self.spec.agent_id,
-                        ack_s,
-                        pause_s,
-                    )
-                    await anyio.sleep(pause_s)
+                    await reask_later(self.spec.agent_id, "its change stream", ack_s, unacknowledged)
                     continue
                 unacknowledged = 0
                 # Changes while no stream was open went unheard: the lists may differ now.

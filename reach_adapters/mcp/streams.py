@@ -5,6 +5,7 @@ withdrawn before that and made again later."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -14,7 +15,9 @@ from mcp.client.subscriptions import Subscription
 
 from reach_adapters.mcp.spec import HttpServer, ServerSpec
 
-__all__ = ["ACK_SHARE", "RELISTEN_DELAY_S", "ack_timeout", "acknowledged", "reask_after"]
+__all__ = ["ACK_SHARE", "RELISTEN_DELAY_S", "ack_timeout", "acknowledged", "reask_later"]
+
+logger = logging.getLogger(__name__)
 
 # The part of an HTTP server's read timeout (and of ``connect_timeout_s``, for the first listing)
 # a stream's acknowledgement is waited for.
@@ -34,9 +37,19 @@ def ack_timeout(spec: ServerSpec) -> float:
     return math.inf
 
 
-def reask_after(unacknowledged: int) -> float:
-    """The pause before asking again, after `unacknowledged` requests in a row went unanswered."""
-    return min(_REASK_S * unacknowledged, _REASK_MAX_S)
+async def reask_later(agent_id: str, stream: str, ack_s: float, unacknowledged: int) -> None:
+    """Say that the server of `agent_id` left `stream` unacknowledged, and pause before asking
+    again, longer after each of `unacknowledged` requests in a row that went unanswered."""
+    pause_s = min(_REASK_S * unacknowledged, _REASK_MAX_S)
+    logger.warning(
+        "MCP server %s left %s unacknowledged for %.1f s; what it carries goes unnoticed until a "
+        "later request for it, in %.0f s, is answered",
+        agent_id,
+        stream,
+        ack_s,
+        pause_s,
+    )
+    await anyio.sleep(pause_s)
 
 
 @asynccontextmanager

@@ -24,7 +24,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from reach_adapters.mcp.streams import RELISTEN_DELAY_S, acknowledged, reask_after
+from reach_adapters.mcp.streams import RELISTEN_DELAY_S, acknowledged, reask_later
 
 __all__ = ["Watched"]
 
@@ -130,12 +130,4 @@ class Watched:
                 await anyio.sleep(RELISTEN_DELAY_S)
             else:
                 unacknowledged += 1
-                pause_s = reask_after(unacknowledged)
-                logger.warning(
-                    "MCP server %s left a stream of resource updates unacknowledged for %.1f s; "
-                    "they go unnoticed until a later request for it, in %.0f s, is answered",
-                    self._agent_id,
-                    self._ack_s,
-                    pause_s,
-                )
-                await anyio.sleep(pause_s)
+                await reask_later(self._agent_id, "a stream of resource updates", self._ack_s, unacknowledged)
