@@ -126,9 +126,10 @@ def _digest(value: object) -> bytes:
 
 def result_size(result: ReachResult) -> int:
     """About how many bytes keeping `result` costs: its payload and texts as JSON, plus the rest."""
-    texts = len(result.error or "") + len(result.error_type or "")
-    parts = result.results or ()
-    return _OVERHEAD + texts + payload_size(result.payload) + sum(result_size(part) for part in parts)
+    size = _OVERHEAD + len(result.error or "") + len(result.error_type or "") + payload_size(result.payload)
+    if result.results:
+        size += sum(result_size(part) for part in result.results)
+    return size
 
 
 def payload_size(value: object) -> int:
@@ -232,12 +233,14 @@ class IdempotencyStore:
                 self._drop(task_id)
             else:
                 size = result_size(result)
-                kept = keep and size <= self._max_result_bytes
-                self._entries[task_id] = entry._replace(
-                    future=future if kept else None, size=size if kept else 0
-                )
-                self.bytes += size if kept else 0
-                self._evict(time.monotonic())
+                if keep and size <= self._max_result_bytes:
+                    self._entries[task_id] = _Entry(entry.expires, future, entry.fingerprint, size)
+                    self.bytes += size
+                    # Expired entries go at the next claim, which checks expiry anyway.
+                    if self.bytes > self._max_bytes or len(self._entries) > self._max_entries:
+                        self._evict(time.monotonic())
+                else:
+                    self._entries[task_id] = _Entry(entry.expires, None, entry.fingerprint)
         if not future.done():
             # Callers already waiting get the result, whether or not it is kept.
             future.set_result(result)
