@@ -18,8 +18,9 @@ from middleware import ReachMessage, ReachResult
 from reach_adapters.errors import InvalidDeclarationError, InvalidMessageError, ReachError
 from reach_adapters.mcp import sync_loop
 from reach_adapters.mcp.calls import TOOL_GONE, ToolRoute, call_tool, tool_gone
-from reach_adapters.mcp.connection import FORGOTTEN, Connection
+from reach_adapters.mcp.connection import Connection
 from reach_adapters.mcp.converter import MCPConverter
+from reach_adapters.mcp.endings import FORGOTTEN
 from reach_adapters.mcp.errors import (
     MCPOfflineError,
     MCPSessionExpiredError,

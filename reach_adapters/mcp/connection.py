@@ -37,6 +37,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from reach_adapters.errors import ReachError
+from reach_adapters.mcp import endings
 from reach_adapters.mcp.calls import reads_task, session_gone
 from reach_adapters.mcp.errors import (
     MCPConnectionError,
@@ -50,16 +51,12 @@ from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_
 from reach_adapters.mcp.transport import open_client
 from reach_adapters.mcp.upstream import Relays
 from reach_adapters.mcp.watching import Watched
-from reach_adapters.security import redact_text
 
-__all__ = ["FORGOTTEN", "Connection", "ConnectionEvents"]
+__all__ = ["Connection", "ConnectionEvents"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-_EOF = "the server closed the connection (did its process exit? see its stderr)"
-FORGOTTEN = "the server no longer knows its session (did it restart?); opening a new one"
 
 
 class ConnectionEvents(Protocol):
@@ -138,7 +135,7 @@ class Connection:
             if not opened:
                 link.end()
                 task.cancel()
-                await _settle(task)
+                await endings.settle(task)
 
     async def request(self, send: Callable[[Client], Awaitable[T]], offline: Callable[[], ReachError]) -> T:
         """Await ``send(client)`` on the session within ``timeout_ms`` (see `MCPServerAgent.request`);
@@ -159,7 +156,7 @@ class Connection:
         except MCPError as exc:
             # As for a call: a session the server forgot is replaced, and a lost one reported.
             if session_gone(client, exc):
-                self.drop(client, FORGOTTEN)
+                self.drop(client, endings.FORGOTTEN)
                 msg = f"MCP server {agent_id} no longer knows this session ({exc.message}); opening a new one"
                 raise MCPSessionExpiredError(msg) from None
             if exc.code == CONNECTION_CLOSED:
@@ -175,7 +172,7 @@ class Connection:
         assert self._current is not None, "wait_lost() before a successful open()"
         link, task = self._current
         await asyncio.wait({task})
-        self._lose(link, _ended(task))
+        self._lose(link, endings.ended(task))
 
     async def probe(self) -> bool:
         """One round trip on the session: `tools/list`, so a dead HTTP server is noticed even when
@@ -194,7 +191,7 @@ class Connection:
             listed = await client.list_tools()
         except MCPError as exc:
             if self._kept_by_server(client):
-                self.drop(client, f"the health probe failed ({_cause(exc)}); opening a new session")
+                self.drop(client, f"the health probe failed ({endings.cause(exc)}); opening a new session")
             return False
         except ValidationError:
             return False
@@ -230,13 +227,13 @@ class Connection:
         if self._current is not None:
             link, task = self._current
             link.end()
-            await _settle(task)
+            await endings.settle(task)
 
     async def _run(self, link: _Link) -> None:
         client = open_client(
             self.spec.target,
             self.spec.options,
-            on_eof=partial(self._lose, link, _EOF),
+            on_eof=partial(self._lose, link, endings.EOF),
             on_message=self._on_message,
             relays=self.relays,
         )
@@ -338,7 +335,7 @@ class Connection:
                     heard = True
                 except MCPError as exc:
                     if exc.code == CONNECTION_CLOSED:
-                        self._lose(link, _EOF)
+                        self._lose(link, endings.EOF)
                         return
                     logger.warning(
                         "MCP server %s refused a change stream (%s); its list changes go unnoticed",
@@ -364,9 +361,9 @@ class Connection:
 
     def _failure(self, task: asyncio.Task[None]) -> ReachError:
         exc = None if task.cancelled() else task.exception()
-        if exc is not None and isinstance(leaf := _leaf(exc), ReachError):
+        if exc is not None and isinstance(leaf := endings.leaf(exc), ReachError):
             return leaf
-        cause = "the attempt was cancelled" if exc is None else _cause(exc)
+        cause = "the attempt was cancelled" if exc is None else endings.cause(exc)
         msg = f"MCP server {self.spec.name!r} ({self.spec.describe()}): cannot connect: {cause}"
         return MCPConnectionError(msg)
 
@@ -395,32 +392,3 @@ def _announces_changes(client: Client) -> bool:
 def _announced(capability: ToolsCapability | PromptsCapability | ResourcesCapability | None) -> bool:
     """Whether the server says it announces changes to this list."""
     return capability is not None and bool(capability.list_changed)
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The exception that says what went wrong, from under the SDK's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _cause(exc: BaseException) -> str:
-    """What went wrong, secrets masked: an HTTP client's error names the URL it tried."""
-    exc = _leaf(exc)
-    if isinstance(exc, MCPError):
-        return _EOF if exc.code == CONNECTION_CLOSED else redact_text(f"MCP error {exc.code}: {exc.message}")
-    return redact_text(f"{type(exc).__name__}: {exc}")
-
-
-def _ended(task: asyncio.Task[None]) -> str:
-    if task.cancelled():
-        return "the session was cancelled"
-    exc = task.exception()
-    return "the session ended" if exc is None else _cause(exc)
-
-
-async def _settle(task: asyncio.Task[None]) -> None:
-    """Wait for `task` and consume its outcome, so no failure is reported as never retrieved."""
-    await asyncio.wait({task})
-    if not task.cancelled():
-        task.exception()
