@@ -236,11 +236,11 @@ class IdempotencyStore:
                 if keep and size <= self._max_result_bytes:
                     self._entries[task_id] = _Entry(entry.expires, future, entry.fingerprint, size)
                     self.bytes += size
-                    # Expired entries go at the next claim, which checks expiry anyway.
-                    if self.bytes > self._max_bytes or len(self._entries) > self._max_entries:
-                        self._evict(time.monotonic())
                 else:
                     self._entries[task_id] = _Entry(entry.expires, None, entry.fingerprint)
+                # Expired entries go at the next claim, which checks expiry anyway.
+                if self.bytes > self._max_bytes or len(self._entries) > self._max_entries:
+                    self._evict(time.monotonic())
         if not future.done():
             # Callers already waiting get the result, whether or not it is kept.
             future.set_result(result)

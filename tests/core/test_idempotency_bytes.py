@@ -1,5 +1,5 @@
-"""The results kept for task ids are bounded by bytes; results too large to keep are refused on
-repeat, never delivered twice."""
+"""The results kept for task ids are bounded by bytes and by count; results too large to keep are
+refused on repeat, never delivered twice."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from middleware import ResultStatus
 from reach_adapters import Capability, FunctionAgent, Router, RoutingPolicy
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -75,3 +76,26 @@ async def test_a_result_too_large_to_keep_is_refused_on_repeat(agent: Sized) -> 
         assert "larger than policy dedupe_max_result_bytes" in (repeat.error or "")
         assert "dedupe_max_result_bytes" in (repeat.error or "")
         assert agent.calls == 1
+
+
+async def test_past_the_entry_bound_the_oldest_go_and_those_in_flight_stay(agent: Sized) -> None:
+    async for router in routed(agent, dedupe_max_entries=2):
+        store = router._dispatcher.dedupe
+        agent.gate.clear()
+        running = [asyncio.create_task(router.route("sized", {"size": 1}, task_id=f"t{i}")) for i in range(3)]
+        await eventually(lambda: agent.calls == 3, what="three calls in flight")
+        # In flight, each is kept past the bound: its repeats need its result.
+        assert len(store) == 3
+        agent.gate.set()
+        assert all(result.ok for result in await asyncio.gather(*running))
+        assert (await router.route("sized", {"size": 1}, task_id="t3")).ok
+        assert len(store) == 2
+        calls = agent.calls
+        assert (await router.route("sized", {"size": 1}, task_id="t3")).served_by == "deduplicated"
+        assert agent.calls == calls
+        # The oldest was forgotten: its task id delivers again.
+        again = await router.route("sized", {"size": 1}, task_id="t0")
+        assert again.ok
+        assert again.served_by != "deduplicated"
+        assert agent.calls == calls + 1
+        assert len(store) == 2
