@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 from pydantic_core import to_jsonable_python
 
-from middleware import ReachResult
+from middleware import Fault, ReachResult, ResultStatus, new_task_id
 
-__all__ = ["ToolArtifact", "as_artifact"]
+__all__ = ["ToolArtifact", "as_artifact", "refused_artifact"]
 
 
 class ToolArtifact(ReachResult):
@@ -40,3 +40,13 @@ class ToolArtifact(ReachResult):
 def as_artifact(result: ReachResult) -> ToolArtifact:
     """`result` as a `ToolArtifact`, its fields shared, not copied or checked again."""
     return ToolArtifact.model_construct(_fields_set=result.model_fields_set, **dict(result))
+
+
+def refused_artifact(error: str, status: ResultStatus, error_type: str, fault: Fault) -> ToolArtifact:
+    """The result of a call refused before any task was made (never delivered): under a task id
+    of its own, which no decision record has."""
+    task_id = new_task_id()
+    result = ReachResult(
+        status=status, task_id=task_id, served_by="none", error_type=error_type, error=error, fault=fault
+    )
+    return as_artifact(result)

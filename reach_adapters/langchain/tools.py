@@ -22,10 +22,10 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import Field, JsonValue, PrivateAttr
 
-from middleware import ReachResult, ResultStatus
+from middleware import Fault, ReachResult, ResultStatus
 from middleware.errors import error_for
-from reach_adapters.errors import ReachError, SyncCallError
-from reach_adapters.langchain.artifacts import as_artifact
+from reach_adapters.errors import InvalidMessageError, ReachError, SyncCallError
+from reach_adapters.langchain.artifacts import as_artifact, refused_artifact
 from reach_adapters.langchain.asking import asking_text, tool_text
 from reach_adapters.langchain.config import thread_of
 from reach_adapters.langchain.model_schemas import shown_to_models
@@ -171,7 +171,7 @@ class ReachTool(BaseTool):
         refused = None if self.refuse is None else self.refuse(target, capability)
         if refused is not None:
             msg = f"{self.name} may not reach {target!r}: {refused}"
-            raise ReachToolError(msg)
+            raise _refusal(msg, ResultStatus.REJECTED, "PermissionDeniedError")
 
     def _check(self, arguments: Any) -> None:
         if self._schema_key is None:
@@ -182,7 +182,7 @@ class ReachTool(BaseTool):
                 f"invalid arguments for {self.name}: {first_error(validator, arguments)}; "
                 "no agent was called, fix the arguments to match the tool's schema"
             )
-            raise ReachToolError(msg)
+            raise _refusal(msg)
 
     def invoke(
         self,
@@ -215,7 +215,7 @@ class ReachTool(BaseTool):
         except SyncCallError:
             raise
         except ReachError as exc:
-            raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+            raise self._refused(exc) from exc
         return self._answer(as_artifact(result))
 
     async def _arun(self, /, **arguments: Any) -> tuple[str, ReachResult]:
@@ -223,7 +223,7 @@ class ReachTool(BaseTool):
         try:
             result = await self._reach(call)
         except ReachError as exc:
-            raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+            raise self._refused(exc) from exc
         return self._answer(as_artifact(result))
 
     def _reach_sync(self, call: RoutedCall) -> ReachResult:
@@ -243,9 +243,7 @@ class ReachTool(BaseTool):
             # Not a failure: tell the model what the agent asks, and how to answer it.
             return asking_text(result, self.resume_with), result
         if not result.ok:
-            failed = _FAILED.get()
-            if failed is not None:
-                failed.append(result)
+            _keep_failed(result)
             # Its cause carries the result: an agent that lets it through is judged as the caller
             # of a failed call (the called agent's failure is not its own).
             raise self._failure(
@@ -257,6 +255,16 @@ class ReachTool(BaseTool):
         logger.info("tool %s failed: %s", self.name, reason)
         return ReachToolError(f"{self.name} failed: {reason}")
 
+    def _refused(self, exc: ReachError) -> ReachToolError:
+        """The router refused the call before making a task of it (its options, or the router
+        closed): the caller's mistake when the call was invalid, else the router's."""
+        if isinstance(exc, InvalidMessageError):
+            refused = refused_artifact(str(exc), ResultStatus.INVALID, type(exc).__name__, Fault.CALLER)
+        else:
+            refused = refused_artifact(str(exc), ResultStatus.ERROR, type(exc).__name__, Fault.ROUTER)
+        _keep_failed(refused)
+        return self._failure(f"{type(exc).__name__}: {exc}")
+
 
 @contextmanager
 def _failures() -> Iterator[list[ReachResult]]:
@@ -267,6 +275,22 @@ def _failures() -> Iterator[list[ReachResult]]:
         yield failed
     finally:
         _FAILED.reset(token)
+
+
+def _keep_failed(result: ReachResult) -> None:
+    """Keep a failed call's result for its error message's artifact (see `_with_artifact`)."""
+    failed = _FAILED.get()
+    if failed is not None:
+        failed.append(result)
+
+
+def _refusal(
+    msg: str, status: ResultStatus = ResultStatus.INVALID, error_type: str = "InvalidMessageError"
+) -> ReachToolError:
+    """The tool's own refusal of a call (bad arguments, a target outside its filters), the
+    caller's mistake, its result kept for the error message's artifact."""
+    _keep_failed(refused_artifact(msg, status, error_type, Fault.CALLER))
+    return ReachToolError(msg)
 
 
 def _with_artifact(output: Any, failed: list[ReachResult]) -> Any:
@@ -384,7 +408,7 @@ class ReachAnyTool(ReachTool):
                     f"invalid arguments for {self.name}: 'capability' goes with an agent id as target; "
                     f"to reach the best agent for {capability!r}, give it as the target"
                 )
-                raise ReachToolError(msg)
+                raise _refusal(msg)
             mode: Literal["route", "send"] = "route"
             capability = None
             namespace = self._namespace_of(target)

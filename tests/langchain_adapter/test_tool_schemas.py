@@ -260,6 +260,62 @@ async def test_a_failed_tool_call_keeps_its_reach_result(router: Router) -> None
         assert message.artifact.error == "the order store is down"
 
 
+async def test_a_tool_call_refused_before_routing_keeps_a_reach_result(router: Router) -> None:
+    calls: list[Any] = []
+
+    async def lookup(order_id: str) -> str:
+        calls.append(order_id)
+        return "shipped"
+
+    schema = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+    orders = Capability(name="orders", input_schema=schema)
+    router.register(FunctionAgent(lookup, agent_id="shop:orders:01", capabilities=[orders]))
+    payroll = Capability(name="payroll")
+    router.register(FunctionAgent(lambda payload: "paid", agent_id="hr:payroll:01", capabilities=[payroll]))
+    tools = {tool.name: tool for tool in ReachToolkit(router, namespace="shop").get_tools()}
+    refusals = {
+        # Arguments the capability's schema refuses, in async code and from a sync caller.
+        (ResultStatus.INVALID, "InvalidMessageError"): [
+            await tools["orders"].ainvoke(call("orders", {"order_id": 7})),
+            await asyncio.to_thread(tools["orders"].invoke, call("orders", {"order_id": 7})),
+            await tools["reach_agent"].ainvoke(
+                call("reach_agent", {"target": "orders", "capability": "payroll"})
+            ),
+        ],
+        # A target outside the toolkit's namespace.
+        (ResultStatus.REJECTED, "PermissionDeniedError"): [
+            await tools["reach_agent"].ainvoke(call("reach_agent", {"target": "payroll"}))
+        ],
+    }
+    for (status, error_type), messages in refusals.items():
+        for message in messages:
+            assert isinstance(message, ToolMessage)
+            assert message.status == "error"
+            artifact = message.artifact
+            assert isinstance(artifact, ReachResult)
+            assert (artifact.status, artifact.error_type, artifact.fault) == (status, error_type, "caller")
+            assert artifact.error is not None
+            assert artifact.error in message.content
+            assert not artifact.delivered
+    assert calls == []
+
+
+async def test_a_tool_call_the_closed_router_refuses_keeps_a_reach_result() -> None:
+    router = Router()
+    router.register(
+        FunctionAgent(
+            lambda payload: "ok", agent_id="shop:orders:01", capabilities=[Capability(name="orders")]
+        )
+    )
+    (tool,) = [tool for tool in ReachToolkit(router).get_tools() if tool.name == "orders"]
+    await router.aclose()
+    message = await tool.ainvoke(call("orders", {}))
+    assert message.status == "error"
+    assert isinstance(message.artifact, ReachResult)
+    assert (message.artifact.status, message.artifact.fault) == (ResultStatus.ERROR, "router")
+    assert message.artifact.error_type == "RouterClosedError"
+
+
 async def test_the_toolkit_offers_the_subset_it_is_asked_for(router: Router) -> None:
     for agent_id, capability in (
         ("shop:orders:01", "orders_lookup"),
