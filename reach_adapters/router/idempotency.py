@@ -238,9 +238,7 @@ class IdempotencyStore:
                     self.bytes += size
                 else:
                     self._entries[task_id] = _Entry(entry.expires, None, entry.fingerprint)
-                # Expired entries go at the next claim, which checks expiry anyway.
-                if self.bytes > self._max_bytes or len(self._entries) > self._max_entries:
-                    self._evict(time.monotonic())
+                self._evict_if_due(time.monotonic())
         if not future.done():
             # Callers already waiting get the result, whether or not it is kept.
             future.set_result(result)
@@ -255,6 +253,16 @@ class IdempotencyStore:
 
     def _drop(self, task_id: str) -> None:
         self.bytes -= self._entries.pop(task_id).size
+
+    def _evict_if_due(self, now: float) -> None:
+        """`_evict`, when it would do anything: past a bound, or the oldest entry expired."""
+        entries = self._entries
+        if (
+            self.bytes > self._max_bytes
+            or len(entries) > self._max_entries
+            or (entries and next(iter(entries.values())).expires <= now)
+        ):
+            self._evict(now)
 
     def _evict(self, now: float) -> None:
         entries = self._entries
