@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -156,6 +156,8 @@ class ReachTool(BaseTool):
     # None when the model has none: then the tool text says so rather than name a missing tool.
     resume_with: str | None = None
 
+    # The error type of arguments the schema refuses: the router's for the same mistake.
+    _refused_as: ClassVar[str] = "InvalidMessageError"
     # The key of the compiled validator (cached by the core) for the arguments; None: unchecked.
     _schema_key: str | None = PrivateAttr(None)
 
@@ -182,7 +184,7 @@ class ReachTool(BaseTool):
                 f"invalid arguments for {self.name}: {first_error(validator, arguments)}; "
                 "no agent was called, fix the arguments to match the tool's schema"
             )
-            raise _refusal(msg)
+            raise _refusal(msg, error_type=self._refused_as)
 
     def invoke(
         self,
@@ -306,6 +308,8 @@ class CapabilityTool(ReachTool):
     A capability whose input is not a JSON object (a string, say) takes it as the argument
     ``input``, since tool calls always carry an object.
     """
+
+    _refused_as: ClassVar[str] = "PayloadValidationError"
 
     capability: Capability = Field(exclude=True)
     wrapped: bool = False

@@ -274,10 +274,14 @@ async def test_a_tool_call_refused_before_routing_keeps_a_reach_result(router: R
     router.register(FunctionAgent(lambda payload: "paid", agent_id="hr:payroll:01", capabilities=[payroll]))
     tools = {tool.name: tool for tool in ReachToolkit(router, namespace="shop").get_tools()}
     refusals = {
-        # Arguments the capability's schema refuses, in async code and from a sync caller.
-        (ResultStatus.INVALID, "InvalidMessageError"): [
+        # A payload the capability's schema refuses, in async code and from a sync caller: as the
+        # router says it of the same payload.
+        (ResultStatus.INVALID, "PayloadValidationError"): [
             await tools["orders"].ainvoke(call("orders", {"order_id": 7})),
             await asyncio.to_thread(tools["orders"].invoke, call("orders", {"order_id": 7})),
+        ],
+        # The generic tool's own arguments.
+        (ResultStatus.INVALID, "InvalidMessageError"): [
             await tools["reach_agent"].ainvoke(
                 call("reach_agent", {"target": "orders", "capability": "payroll"})
             ),
@@ -298,6 +302,8 @@ async def test_a_tool_call_refused_before_routing_keeps_a_reach_result(router: R
             assert artifact.error in message.content
             assert not artifact.delivered
     assert calls == []
+    routed = await router.route("orders", {"order_id": 7})
+    assert (routed.status, routed.error_type) == (ResultStatus.INVALID, "PayloadValidationError")
 
 
 async def test_a_tool_call_the_closed_router_refuses_keeps_a_reach_result() -> None:
