@@ -39,14 +39,18 @@ def ack_timeout(spec: ServerSpec) -> float:
 
 async def reask_later(agent_id: str, stream: str, ack_s: float, unacknowledged: int) -> None:
     """Say that the server of `agent_id` left `stream` unacknowledged, and pause before asking
-    again, longer after each of `unacknowledged` requests in a row that went unanswered."""
+    again, longer after each of `unacknowledged` requests in a row that went unanswered.
+
+    Warned of once in a row: a server that never acknowledges would otherwise fill the log."""
     pause_s = min(_REASK_S * unacknowledged, _REASK_MAX_S)
-    logger.warning(
-        "MCP server %s left %s unacknowledged for %.1f s; what it carries goes unnoticed until a "
-        "later request for it, in %.0f s, is answered",
+    logger.log(
+        logging.WARNING if unacknowledged == 1 else logging.INFO,
+        "MCP server %s left %s unacknowledged for %.1f s (%d times in a row); what it carries goes "
+        "unnoticed until a later request for it, in %.0f s, is answered",
         agent_id,
         stream,
         ack_s,
+        unacknowledged,
         pause_s,
     )
     await anyio.sleep(pause_s)

@@ -20,10 +20,12 @@ from reach_adapters.mcp import (
     MCPProtocolError,
     MCPServerAgent,
     MCPTimeoutError,
+    streams,
 )
 from tests.mcp_adapter.asgi import mute_listen, serve_asgi
 from tests.mcp_adapter.conftest import CALC, MUTE, PYTHON, HttpCalc
 from tests.mcp_adapter.servers.paged import GOOD, INVALID_NAME, INVALID_SCHEMA, paged_server
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -203,6 +205,28 @@ async def test_a_server_that_never_acknowledges_its_change_stream_still_connects
         assert (await router.route("add", {"a": 2, "b": 2})).payload == 4
         assert router.catalog()[0].state is AgentState.ONLINE
     assert "did not acknowledge its change stream" in caplog.text
+
+
+async def test_a_change_stream_never_acknowledged_is_warned_of_once_in_a_row(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked again and again, the stream would log a warning each time, for as long as it runs."""
+    monkeypatch.setattr(streams, "_REASK_S", 0.05)
+    server = MCPServer("calc")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    options = MCPOptions(connect_timeout_s=0.4, sse_read_timeout_s=0.2)
+    said = "left its change stream unacknowledged"
+    async with serve_asgi(mute_listen(server.streamable_http_app())) as url:
+        with caplog.at_level(logging.INFO, logger="reach_adapters.mcp.streams"):
+            agent = await MCPServerAgent.connect("calc", url, options=options)
+            await eventually(lambda: caplog.text.count(said) >= 3, what="three requests unanswered")
+        await agent.aclose()
+    levels = [record.levelno for record in caplog.records if said in record.getMessage()]
+    assert levels[:3] == [logging.WARNING, logging.INFO, logging.INFO]
 
 
 async def test_a_resource_watched_at_a_server_that_never_acknowledges_keeps_the_session(
