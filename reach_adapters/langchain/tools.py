@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -156,8 +156,6 @@ class ReachTool(BaseTool):
     # None when the model has none: then the tool text says so rather than name a missing tool.
     resume_with: str | None = None
 
-    # The error type of arguments the schema refuses: the router's for the same mistake.
-    _refused_as: ClassVar[str] = "InvalidMessageError"
     # The key of the compiled validator (cached by the core) for the arguments; None: unchecked.
     _schema_key: str | None = PrivateAttr(None)
 
@@ -184,7 +182,11 @@ class ReachTool(BaseTool):
                 f"invalid arguments for {self.name}: {first_error(validator, arguments)}; "
                 "no agent was called, fix the arguments to match the tool's schema"
             )
-            raise _refusal(msg, error_type=self._refused_as)
+            raise _refusal(msg, error_type=self._refused_as(arguments))
+
+    def _refused_as(self, arguments: Any) -> str:
+        """The error type of `arguments` the schema refuses: the tool's own arguments."""
+        return "InvalidMessageError"
 
     def invoke(
         self,
@@ -309,8 +311,6 @@ class CapabilityTool(ReachTool):
     ``input``, since tool calls always carry an object.
     """
 
-    _refused_as: ClassVar[str] = "PayloadValidationError"
-
     capability: Capability = Field(exclude=True)
     wrapped: bool = False
 
@@ -351,6 +351,13 @@ class CapabilityTool(ReachTool):
             tool._schema_key = schema_key(args_schema)
         tool._nullable = nullable
         return tool
+
+    def _refused_as(self, arguments: Any) -> str:
+        """The payload's, as the router says of the same payload; but a missing ``input`` is the
+        tool's own argument, which the router never sees (it may take any payload)."""
+        if self.wrapped and "input" not in arguments:
+            return "InvalidMessageError"
+        return "PayloadValidationError"
 
     def _request(self, arguments: dict[str, Any]) -> RoutedCall:
         if self._nullable is not None:

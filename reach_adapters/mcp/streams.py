@@ -45,7 +45,7 @@ async def reask_later(agent_id: str, stream: str, ack_s: float, unacknowledged: 
     pause_s = min(_REASK_S * unacknowledged, _REASK_MAX_S)
     logger.log(
         logging.WARNING if unacknowledged == 1 else logging.INFO,
-        "MCP server %s left %s unacknowledged for %.1f s (%d times in a row); what it carries goes "
+        "MCP server %s left %s unacknowledged for %.1f s (%d in a row); what it carries goes "
         "unnoticed until a later request for it, in %.0f s, is answered",
         agent_id,
         stream,

@@ -272,6 +272,11 @@ async def test_a_tool_call_refused_before_routing_keeps_a_reach_result(router: R
     router.register(FunctionAgent(lookup, agent_id="shop:orders:01", capabilities=[orders]))
     payroll = Capability(name="payroll")
     router.register(FunctionAgent(lambda payload: "paid", agent_id="hr:payroll:01", capabilities=[payroll]))
+    # Any payload: its tool boxes it as the argument `input`, which a model may leave out.
+    anything = Capability(name="anything", input_schema={})
+    router.register(
+        FunctionAgent(lambda payload: "seen", agent_id="shop:anything:01", capabilities=[anything])
+    )
     tools = {tool.name: tool for tool in ReachToolkit(router, namespace="shop").get_tools()}
     refusals = {
         # A payload the capability's schema refuses, in async code and from a sync caller: as the
@@ -280,8 +285,9 @@ async def test_a_tool_call_refused_before_routing_keeps_a_reach_result(router: R
             await tools["orders"].ainvoke(call("orders", {"order_id": 7})),
             await asyncio.to_thread(tools["orders"].invoke, call("orders", {"order_id": 7})),
         ],
-        # The generic tool's own arguments.
+        # The tools' own arguments: the box of a payload that is no object, and the generic tool's.
         (ResultStatus.INVALID, "InvalidMessageError"): [
+            await tools["anything"].ainvoke(call("anything", {})),
             await tools["reach_agent"].ainvoke(
                 call("reach_agent", {"target": "orders", "capability": "payroll"})
             ),
