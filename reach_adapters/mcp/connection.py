@@ -16,7 +16,6 @@ from typing import Any, Protocol, TypeVar
 import anyio
 from mcp import Client
 from mcp.client.session import IncomingMessage
-from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.types import (
@@ -46,7 +45,7 @@ from reach_adapters.mcp.errors import (
     MCPTimeoutError,
 )
 from reach_adapters.mcp.spec import HttpServer, ServerSpec
-from reach_adapters.mcp.streams import ACK_SHARE, RELISTEN_DELAY_S, ack_timeout, acknowledged, reask_later
+from reach_adapters.mcp.streams import ACK_SHARE, ack_timeout, hold
 from reach_adapters.mcp.tools import Declared, checked_by_router, declare, list_all_tools
 from reach_adapters.mcp.transport import open_client
 from reach_adapters.mcp.upstream import Relays
@@ -319,42 +318,34 @@ class Connection:
             prompts_list_changed=_announced(capabilities.prompts),
             resources_list_changed=_announced(capabilities.resources),
         )
-        ack_s = ack_timeout(self.spec)
-        unacknowledged = 0
+
+        def reopened() -> None:
+            # Changes while no stream was open went unheard: the lists may differ now.
+            self._rescan.set()
+            if _announced(capabilities.resources):
+                self._events.upstream_event(ResourcesListChanged())
+            if _announced(capabilities.prompts):
+                self._events.upstream_event(PromptsListChanged())
+
         try:
-            while True:
-                heard = False
-                try:
-                    async with acknowledged(listen, ack_s) as subscription:
-                        if subscription is not None:
-                            heard = True
-                            opened.set()
-                            async for _event in subscription:
-                                pass  # each event also reaches _on_message, which schedules the re-scan
-                except SubscriptionLost:
-                    heard = True
-                except MCPError as exc:
-                    if exc.code == CONNECTION_CLOSED:
-                        self._lose(link, endings.EOF)
-                        return
-                    logger.warning(
-                        "MCP server %s refused a change stream (%s); its list changes go unnoticed",
-                        self.spec.agent_id,
-                        exc.message,
-                    )
-                    return
-                if not heard:
-                    unacknowledged += 1
-                    await reask_later(self.spec.agent_id, "its change stream", ack_s, unacknowledged)
-                    continue
-                unacknowledged = 0
-                # Changes while no stream was open went unheard: the lists may differ now.
-                self._rescan.set()
-                if _announced(capabilities.resources):
-                    self._events.upstream_event(ResourcesListChanged())
-                if _announced(capabilities.prompts):
-                    self._events.upstream_event(PromptsListChanged())
-                await anyio.sleep(RELISTEN_DELAY_S)
+            # Each event also reaches _on_message, which schedules the re-scan.
+            await hold(
+                listen,
+                ack_timeout(self.spec),
+                self.spec.agent_id,
+                "its change stream",
+                opened=opened.set,
+                reopened=reopened,
+            )
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._lose(link, endings.EOF)
+                return
+            logger.warning(
+                "MCP server %s refused a change stream (%s); its list changes go unnoticed",
+                self.spec.agent_id,
+                exc.message,
+            )
         finally:
             # However the stream fared, the session no longer waits for it to open.
             opened.set()

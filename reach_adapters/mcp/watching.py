@@ -12,7 +12,6 @@ from functools import partial
 
 import anyio
 from mcp import Client
-from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CONNECTION_CLOSED,
@@ -24,7 +23,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from reach_adapters.mcp.streams import RELISTEN_DELAY_S, acknowledged, reask_later
+from reach_adapters.mcp.streams import hold
 
 __all__ = ["Watched"]
 
@@ -106,28 +105,12 @@ class Watched:
 
     async def _stream(self, client: Client, uris: list[str]) -> None:
         listen = partial(client.listen, resource_subscriptions=uris)
-        unacknowledged = 0
-        while True:
-            heard = False
-            try:
-                async with acknowledged(listen, self._ack_s) as subscription:
-                    if subscription is not None:
-                        heard = True
-                        async for _event in subscription:
-                            pass  # each update also reaches the connection's message handler
-            except SubscriptionLost:
-                heard = True
-            except MCPError as exc:
-                if exc.code != CONNECTION_CLOSED:
-                    logger.warning(
-                        "MCP server %s refused a stream of resource updates (%s); they go unnoticed",
-                        self._agent_id,
-                        exc.message,
-                    )
-                return
-            if heard:
-                unacknowledged = 0
-                await anyio.sleep(RELISTEN_DELAY_S)
-            else:
-                unacknowledged += 1
-                await reask_later(self._agent_id, "a stream of resource updates", self._ack_s, unacknowledged)
+        try:
+            await hold(listen, self._ack_s, self._agent_id, "a stream of resource updates")
+        except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                logger.warning(
+                    "MCP server %s refused a stream of resource updates (%s); they go unnoticed",
+                    self._agent_id,
+                    exc.message,
+                )
